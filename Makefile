@@ -1,0 +1,38 @@
+# Two commands on a fresh clone: `make run` (the main job) and `make test` (the suite).
+# Each bootstraps .venv with python3 -m venv + pip; nothing else needs to be installed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint typecheck unit install clean bench
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,chroma,nonebot,amrita]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/amrita-memory db upgrade
+	$(BIN)/amrita-memory status
+
+lint: $(STAMP)
+	$(BIN)/ruff check amrita_memory_pg migrations tests bench
+	$(BIN)/ruff format --check amrita_memory_pg migrations tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP)
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

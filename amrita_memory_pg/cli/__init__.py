@@ -1,0 +1,1 @@
+"""The ``amrita-memory`` operations command."""

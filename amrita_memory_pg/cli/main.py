@@ -1,0 +1,271 @@
+"""``amrita-memory``: operate the memory store from a shell.
+
+Every command works while the bot runs (they share the embedded server when there is
+no ``DATABASE_URL``) and never blocks on the start-up fingerprint check. Errors of our
+own print one sentence and exit with status 2; nothing prints a traceback unless
+``--debug`` is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import subprocess
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from amrita_memory_pg.errors import AmritaMemoryError
+from amrita_memory_pg.settings import Settings, load_settings, render_reference
+
+T = TypeVar("T")
+
+
+class CliState:
+    """Options of the top-level group, resolved lazily so errors come out as one line."""
+
+    def __init__(self, config: Path | None, debug: bool) -> None:
+        self.config = config
+        self.debug = debug
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config)
+        return self._settings
+
+
+def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
+    """Run an async click callback in a fresh event loop."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="TOML config file (default: AMRITA_MEMORY_CONFIG or config/amrita_memory_pg/config.toml).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.pass_context
+def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
+    """Long-term memory for chat bots, in PostgreSQL + pgvector."""
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    ctx.obj = CliState(config, debug)
+
+
+# ---------------------------------------------------------------------------- db
+
+
+@cli.group()
+def db() -> None:
+    """Schema migrations (alembic, version table in the amrita_memory schema)."""
+
+
+@db.command("upgrade")
+@click.argument("revision", default="head")
+@click.pass_obj
+@run_async
+async def db_upgrade(state: CliState, revision: str) -> None:
+    """Upgrade the schema to REVISION (default: head)."""
+    from amrita_memory_pg.storage.pg import migrate
+    from amrita_memory_pg.storage.pg.database import check_pgvector, connect_once, resolve_target
+
+    settings = state.settings
+    target = await resolve_target(settings)
+    try:
+        conn = await connect_once(target.dsn, settings.database.connect_timeout)
+        try:
+            await check_pgvector(conn)
+            before = await migrate.current_revision(conn)
+        finally:
+            await conn.close()
+        await migrate.upgrade(target.dsn, revision)
+        conn = await connect_once(target.dsn, settings.database.connect_timeout)
+        try:
+            after = await migrate.current_revision(conn)
+        finally:
+            await conn.close()
+    finally:
+        target.release()
+    if before == after:
+        click.echo(f"schema already at {after}")
+    else:
+        click.echo(f"schema upgraded: {before or '(empty)'} -> {after}")
+
+
+@db.command("downgrade")
+@click.argument("revision")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+@run_async
+async def db_downgrade(state: CliState, revision: str, yes: bool) -> None:
+    """Downgrade the schema to REVISION (`base` drops every table of ours: data is lost)."""
+    from amrita_memory_pg.storage.pg import migrate
+    from amrita_memory_pg.storage.pg.database import connect_once, resolve_target
+
+    settings = state.settings
+    if not yes:
+        click.confirm(
+            f"Downgrade to {revision}? Tables dropped by the downgrade lose their data", abort=True
+        )
+    target = await resolve_target(settings)
+    try:
+        await migrate.downgrade(target.dsn, revision)
+        conn = await connect_once(target.dsn, settings.database.connect_timeout)
+        try:
+            after = await migrate.current_revision(conn)
+        finally:
+            await conn.close()
+    finally:
+        target.release()
+    click.echo(f"schema now at {after or '(empty)'}")
+
+
+@db.command("current")
+@click.pass_obj
+@run_async
+async def db_current(state: CliState) -> None:
+    """Print the schema revision of the database and the head of this code."""
+    from amrita_memory_pg.storage.pg import migrate
+    from amrita_memory_pg.storage.pg.database import connect_once, resolve_target
+
+    settings = state.settings
+    target = await resolve_target(settings)
+    try:
+        conn = await connect_once(target.dsn, settings.database.connect_timeout)
+        try:
+            current = await migrate.current_revision(conn)
+        finally:
+            await conn.close()
+    finally:
+        target.release()
+    head = migrate.head_revision()
+    mark = "(head)" if current == head else f"(head is {head}: run `amrita-memory db upgrade`)"
+    click.echo(f"{current or '(empty)'} {mark}")
+
+
+# ---------------------------------------------------------------------------- status
+
+
+@cli.command()
+@click.pass_obj
+@run_async
+async def status(state: CliState) -> None:
+    """Server, pgvector, schema revision and row counts."""
+    from amrita_memory_pg.cli.status import collect_status, render_status
+    from amrita_memory_pg.storage.pg.database import resolve_target
+
+    settings = state.settings
+    target = await resolve_target(settings)
+    try:
+        report = await collect_status(settings, target)
+    finally:
+        target.release()
+    click.echo(render_status(report))
+
+
+# ---------------------------------------------------------------------------- psql
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+def psql(state: CliState, psql_args: tuple[str, ...]) -> None:
+    """Open psql on the configured database (the embedded one included).
+
+    Extra arguments go to psql, e.g. `amrita-memory psql -c "SELECT * FROM amrita_memory.partition_usage"`.
+    """
+    import shutil
+
+    from amrita_memory_pg.storage.pg.database import resolve_target
+    from amrita_memory_pg.storage.pg.embedded import bin_path
+
+    settings = state.settings
+    target = asyncio.run(resolve_target(settings))
+    try:
+        try:
+            program = str(bin_path("psql"))
+        except AmritaMemoryError:
+            found = shutil.which("psql")
+            if found is None:
+                raise
+            program = found
+        code = subprocess.call([program, *psql_args, target.dsn])
+    finally:
+        target.release()
+    sys.exit(code)
+
+
+# ---------------------------------------------------------------------------- config
+
+
+@cli.group()
+def config() -> None:
+    """Inspect the configuration."""
+
+
+@config.command("docs")
+def config_docs() -> None:
+    """Print the configuration reference (every key, default, allowed values, env var)."""
+    click.echo(render_reference(), nl=False)
+
+
+@config.command("show")
+@click.pass_obj
+def config_show(state: CliState) -> None:
+    """Print the effective configuration as JSON (API keys masked)."""
+    import json
+
+    data = state.settings.model_dump(mode="json")
+    for section in ("embedding", "llm"):
+        if data[section].get("api_key"):
+            data[section]["api_key"] = "***"
+    if data["database"]["url"]:
+        from amrita_memory_pg.storage.pg.database import redact
+
+        data["database"]["url"] = redact(data["database"]["url"])
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: our errors become one line on stderr and exit status 2."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="amrita-memory", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except AmritaMemoryError as exc:
+        if debug:
+            raise
+        click.echo(f"amrita-memory: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""Pure logic: no I/O, no clock, no randomness. Everything here is unit-tested without a database."""

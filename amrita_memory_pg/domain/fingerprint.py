@@ -1,0 +1,19 @@
+"""Embedding fingerprint: which model produced the stored vectors (reference §7.2)."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def fingerprint(protocol: str, model: str, base_url: str) -> str:
+    """sha256 hex of ``protocol|model|base_url``, raw strings, exactly as the reference.
+
+    A trailing slash changes it, and the API key is not part of it, both on purpose: the
+    stored value must match what the reference computed for an existing database.
+    """
+    return hashlib.sha256(f"{protocol}|{model}|{base_url}".encode()).hexdigest()
+
+
+def describe(protocol: str | None, model: str | None, base_url: str | None) -> str:
+    """``protocol / model @ url`` with ``?`` for missing parts, as the reference prints it."""
+    return f"{protocol or '?'} / {model or '?'} @ {base_url or '?'}"

@@ -1,0 +1,254 @@
+"""Connecting: the embedded or external server, the pgvector check, the asyncpg pool."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import asyncpg
+
+from amrita_memory_pg.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
+from amrita_memory_pg.settings import DatabaseSettings, Settings
+from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
+
+log = logging.getLogger(__name__)
+
+MIN_PGVECTOR = (0, 7, 0)
+ServerKind = Literal["embedded", "external"]
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", dsn)
+
+
+def describe_target(dsn: str) -> str:
+    """host:port/database of a DSN (or the socket directory), for one-line errors."""
+    parts = urlsplit(dsn)
+    host = parts.hostname or ""
+    if not host:
+        match = re.search(r"[?&]host=([^&]+)", parts.query)
+        host = match.group(1) if match else "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{host}{port}{parts.path or '/'}"
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
+async def connect_once(dsn: str, connect_timeout: float) -> asyncpg.Connection:
+    """One connection, with connection failures mapped to :class:`DatabaseUnavailable`."""
+    try:
+        return await asyncpg.connect(dsn, timeout=connect_timeout)
+    except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        reason = str(exc).strip() or type(exc).__name__
+        raise DatabaseUnavailable(
+            f"cannot connect to PostgreSQL at {describe_target(dsn)}: {reason}. "
+            "Check DATABASE_URL (or unset it to use the embedded server)."
+        ) from exc
+
+
+async def check_pgvector(conn: asyncpg.Connection) -> str:
+    """Installed (or installable) pgvector version; raises :class:`PgvectorMissing` if unusable."""
+    installed = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    where = "this server"
+    if installed is not None:
+        if _version_tuple(installed) < MIN_PGVECTOR:
+            raise PgvectorMissing(
+                f"pgvector {installed} is installed on {where} but 0.7 or newer is required: "
+                "install a newer pgvector package on the server, then run "
+                "ALTER EXTENSION vector UPDATE;"
+            )
+        return str(installed)
+    available = [
+        str(v)
+        for v in await conn.fetch(
+            "SELECT version FROM pg_available_extension_versions WHERE name = 'vector'"
+        )
+        for v in v.values()
+    ]
+    if not available:
+        raise PgvectorMissing(
+            "the PostgreSQL server has no pgvector extension: install pgvector 0.7 or newer on "
+            "the server (e.g. apt install postgresql-<major>-pgvector, or use the "
+            "pgvector/pgvector Docker image from docker-compose.yml), or unset DATABASE_URL "
+            "to use the embedded server"
+        )
+    best = max(available, key=_version_tuple)
+    if _version_tuple(best) < MIN_PGVECTOR:
+        raise PgvectorMissing(
+            f"the server offers only pgvector {best}, but 0.7 or newer is required: "
+            "install a newer pgvector package on the server"
+        )
+    return best
+
+
+async def _ensure_database(admin_dsn: str, name: str, connect_timeout: float) -> None:
+    conn = await connect_once(admin_dsn, connect_timeout)
+    try:
+        exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+        if not exists:
+            # Another process may create it first; that is fine.
+            with contextlib.suppress(asyncpg.DuplicateDatabaseError):
+                await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+@dataclass
+class ServerTarget:
+    """Where the database is: its DSN, and the embedded server handle if we started one."""
+
+    dsn: str
+    kind: ServerKind
+    embedded: EmbeddedServer | None = None
+
+    def release(self) -> None:
+        """Drop this process's hold on the embedded server (no-op for an external one)."""
+        if self.embedded is not None:
+            self.embedded.stop()
+
+
+async def resolve_target(settings: Settings) -> ServerTarget:
+    """The configured server, starting the embedded one when ``DATABASE_URL`` is empty."""
+    if settings.database.url:
+        return ServerTarget(dsn=settings.database.url, kind="external")
+    server = await asyncio.to_thread(start_embedded, settings.resolved_data_dir())
+    try:
+        await _ensure_database(
+            server.dsn("postgres"), DATABASE_NAME, settings.database.connect_timeout
+        )
+    except BaseException:
+        server.stop()
+        raise
+    return ServerTarget(dsn=server.dsn(), kind="embedded", embedded=server)
+
+
+async def _vector_schema(conn: asyncpg.Connection) -> str:
+    schema = await conn.fetchval(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'vector'"
+    )
+    if schema is None:
+        raise SchemaNotReady(
+            "the pgvector extension is not created in this database: run `amrita-memory db upgrade`"
+        )
+    return str(schema)
+
+
+async def register_vector_codec(conn: asyncpg.Connection, schema: str = "public") -> None:
+    """``vector`` ⇄ numpy float32 arrays in binary format (pgvector's own wire layout)."""
+    from pgvector import Vector
+
+    def encode(value: Any) -> bytes:
+        vector = value if isinstance(value, Vector) else Vector(value)
+        return bytes(vector.to_binary())
+
+    def decode(data: bytes) -> Any:
+        return Vector.from_binary(data).to_numpy()
+
+    await conn.set_type_codec(
+        "vector", schema=schema, encoder=encode, decoder=decode, format="binary"
+    )
+
+
+async def create_pool(dsn: str, db: DatabaseSettings) -> asyncpg.Pool:
+    """An asyncpg pool whose connections decode ``vector`` columns to numpy arrays."""
+    probe = await connect_once(dsn, db.connect_timeout)
+    try:
+        vector_schema = await _vector_schema(probe)
+    finally:
+        await probe.close()
+
+    async def init(conn: asyncpg.Connection) -> None:
+        await register_vector_codec(conn, vector_schema)
+
+    try:
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=db.pool_min_size,
+            max_size=db.pool_max_size,
+            timeout=db.connect_timeout,
+            command_timeout=db.command_timeout,
+            statement_cache_size=db.statement_cache_size,
+            init=init,
+        )
+    except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
+        raise DatabaseUnavailable(
+            f"cannot open a connection pool to {describe_target(dsn)}: {exc}"
+        ) from exc
+    return pool
+
+
+@dataclass
+class ServerInfo:
+    """What ``status`` reports about the server."""
+
+    kind: ServerKind
+    target: str
+    server_version: str
+    pgvector: str | None
+
+
+async def server_info(conn: asyncpg.Connection, kind: ServerKind, dsn: str) -> ServerInfo:
+    version = await conn.fetchval("SHOW server_version")
+    pgv = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    return ServerInfo(
+        kind=kind, target=describe_target(dsn), server_version=str(version), pgvector=pgv
+    )
+
+
+def as_dict(record: Any) -> dict[str, Any]:
+    """An asyncpg record as a plain dict."""
+    return dict(record.items())
+
+
+class Database:
+    """The server target plus an asyncpg pool on a schema at the current head."""
+
+    def __init__(self, target: ServerTarget, pool: asyncpg.Pool) -> None:
+        self.target = target
+        self.pool = pool
+
+    @classmethod
+    async def open(cls, settings: Settings, *, upgrade: bool = True) -> Database:
+        """Connect (starting the embedded server if needed), check pgvector, migrate, pool.
+
+        With ``upgrade=False`` a schema that is not at head is an error that names the fix.
+        """
+        from amrita_memory_pg.storage.pg import migrate
+
+        target = await resolve_target(settings)
+        try:
+            conn = await connect_once(target.dsn, settings.database.connect_timeout)
+            try:
+                await check_pgvector(conn)
+                revision = await migrate.current_revision(conn)
+            finally:
+                await conn.close()
+            head = migrate.head_revision()
+            if revision != head:
+                if not upgrade:
+                    raise SchemaNotReady(
+                        f"the database schema is at {revision or 'nothing'} but this version needs "
+                        f"{head}: run `amrita-memory db upgrade`"
+                    )
+                await migrate.upgrade(target.dsn)
+            pool = await create_pool(target.dsn, settings.database)
+        except BaseException:
+            target.release()
+            raise
+        return cls(target, pool)
+
+    async def close(self) -> None:
+        """Close the pool, then release the embedded server (it stops if we were the last)."""
+        try:
+            await self.pool.close()
+        finally:
+            self.target.release()

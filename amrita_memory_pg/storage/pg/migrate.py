@@ -1,0 +1,76 @@
+"""Schema migrations through alembic, driven from code (the CLI, start-up, tests).
+
+Alembic's version table lives in our own schema (``amrita_memory.alembic_version``), so
+sharing a database with other NoneBot plugins that also use alembic is safe. Migrations
+take a transaction-level advisory lock, so a bot and a CLI starting together do not race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import asyncpg
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from amrita_memory_pg.resources import migrations_dir
+from amrita_memory_pg.storage.pg.schema import SCHEMA
+
+
+def alembic_config(dsn: str | None = None) -> Config:
+    """An alembic Config pointing at our migrations, with the DSN passed by attribute."""
+    cfg = Config()
+    cfg.set_main_option("path_separator", "os")
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.set_main_option("version_locations", str(migrations_dir() / "versions"))
+    if dsn is not None:
+        cfg.attributes["dsn"] = dsn
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest revision shipped with this code."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+async def upgrade(dsn: str, revision: str = "head") -> None:
+    """Upgrade the database to ``revision`` (alembic runs in a worker thread)."""
+    await asyncio.to_thread(command.upgrade, alembic_config(dsn), revision)
+
+
+async def downgrade(dsn: str, revision: str) -> None:
+    """Downgrade the database to ``revision`` (``base`` removes every table of ours)."""
+    await asyncio.to_thread(command.downgrade, alembic_config(dsn), revision)
+
+
+async def current_revision(conn: asyncpg.Connection) -> str | None:
+    """The revision stamped in the database, or None before the first upgrade."""
+    exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{SCHEMA}.alembic_version")
+    if not exists:
+        return None
+    value = await conn.fetchval(f"SELECT version_num FROM {SCHEMA}.alembic_version LIMIT 1")
+    return None if value is None else str(value)
+
+
+def versions_dir() -> Path:
+    return migrations_dir() / "versions"
+
+
+def run_sql_file(relative: str) -> None:
+    """Execute one file from ``sql/`` inside a running migration.
+
+    The file may hold several statements (function bodies included), so it goes to
+    asyncpg's simple-query protocol on the migration's own connection and transaction.
+    """
+    from alembic import op
+    from sqlalchemy.util import await_only
+
+    from amrita_memory_pg.resources import read_sql
+
+    driver_conn = op.get_bind().connection.driver_connection
+    assert driver_conn is not None, "migrations run on a live asyncpg connection"
+    await_only(driver_conn.execute(read_sql(relative)))

@@ -1,0 +1,139 @@
+"""SQLAlchemy table metadata: the schema's source of truth for alembic.
+
+Runtime queries do not go through SQLAlchemy (they use asyncpg and the named SQL in
+``sql/``); this module exists so that ``alembic revision --autogenerate`` and the
+migration test can compare the migrated database with the declared schema.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import VECTOR  # also registers the "vector" type for reflection
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+
+SCHEMA = "amrita_memory"
+
+metadata = MetaData(
+    schema=SCHEMA,
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    },
+)
+
+NOW = text("now()")
+
+memory = Table(
+    "memory",
+    metadata,
+    Column(
+        "id",
+        Text,
+        primary_key=True,
+        server_default=text("replace((gen_random_uuid())::text, '-'::text, ''::text)"),
+        comment="32 lowercase hex characters, like the reference's uuid4().hex",
+    ),
+    Column(
+        "partition_key",
+        Text,
+        nullable=False,
+        comment="uni_id: QQPlatform_Private_{qq} / QQPlatform_Group_{gid} / global",
+    ),
+    Column("scope", Text, nullable=False, comment="user | group | global"),
+    Column("content", Text, nullable=False),
+    Column("tags", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+    Column(
+        "importance",
+        SmallInteger,
+        nullable=False,
+        comment="1–10; tiers 1–3 low, 4–7 medium, 8–10 high",
+    ),
+    Column("category", Text, nullable=True, comment="preference | rule | event | knowledge"),
+    Column(
+        "source",
+        Text,
+        nullable=False,
+        server_default=text("'auto'::text"),
+        comment="user | auto | system",
+    ),
+    Column(
+        "author", Text, nullable=True, comment="user id of whoever wrote it (group edit rights)"
+    ),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column(
+        "tier_since",
+        DateTime(timezone=True),
+        nullable=False,
+        server_default=NOW,
+        comment="when the memory entered its current importance tier; the sweep's clock",
+    ),
+    Column("embedding", VECTOR(), nullable=False, comment="dimension = store_meta.embed_dim"),
+    Column("embed_fingerprint", Text, nullable=False),
+    CheckConstraint("id ~ '^[0-9a-f]{32}$'", name="id_hex"),
+    CheckConstraint("scope IN ('user', 'group', 'global')", name="scope"),
+    CheckConstraint("importance BETWEEN 1 AND 10", name="importance"),
+    CheckConstraint(
+        "category IS NULL OR category IN ('preference', 'rule', 'event', 'knowledge')",
+        name="category",
+    ),
+    CheckConstraint("source IN ('user', 'auto', 'system')", name="source"),
+    CheckConstraint("content <> ''", name="content_nonempty"),
+    CheckConstraint("partition_key <> ''", name="partition_nonempty"),
+    comment="L2 memories: one row per long-tail fact, with its vector",
+)
+# Partition scans, listing pages and the cap all walk this index in (created_at, id) order.
+Index(
+    "ix_memory_partition_key_created_at_id",
+    memory.c.partition_key,
+    memory.c.created_at,
+    memory.c.id,
+)
+
+memo = Table(
+    "memo",
+    metadata,
+    Column("partition_key", Text, primary_key=True),
+    Column("content", Text, nullable=False, server_default=text("''::text")),
+    Column("version", Integer, nullable=False, server_default=text("1")),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    # memo_max_chars may be configured up to 10000; the configured cap is checked by the write itself.
+    CheckConstraint("char_length(content) <= 10000", name="content_ceiling"),
+    comment="L1 memo: one declarative note per partition, injected into every turn",
+)
+
+store_meta = Table(
+    "store_meta",
+    metadata,
+    Column("id", SmallInteger, primary_key=True, server_default=text("1")),
+    Column(
+        "embed_fingerprint",
+        Text,
+        nullable=True,
+        comment="sha256(protocol|model|base_url) of the stored vectors",
+    ),
+    Column("embed_protocol", Text, nullable=True),
+    Column("embed_model", Text, nullable=True),
+    Column("embed_base_url", Text, nullable=True),
+    Column("embed_dim", Integer, nullable=True),
+    Column(
+        "key_format_version", Integer, nullable=True, comment="2 = uni_id keys (reference §2.5)"
+    ),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("id = 1", name="single_row"),
+    comment="One row: which embedding model the vectors belong to, and the key format",
+)

@@ -1,0 +1,77 @@
+"""Alembic environment: async (asyncpg), our own schema, an advisory lock around upgrades.
+
+The DSN comes from ``config.attributes["dsn"]`` (set by ``amrita-memory db …`` and the
+tests), else ``-x dsn=…`` on the alembic command line, else ``DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import asyncpg
+from alembic import context
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
+
+config = context.config
+
+
+def _dsn() -> str:
+    dsn = config.attributes.get("dsn") or context.get_x_argument(as_dictionary=True).get("dsn")
+    dsn = dsn or os.environ.get("DATABASE_URL")
+    if not dsn:
+        raise SystemExit(
+            "no database: use `amrita-memory db upgrade`, or alembic -x dsn=postgresql://…"
+        )
+    return str(dsn)
+
+
+def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+    """Only our schema: other plugins' tables in the same database are none of our business."""
+    if type_ == "schema":
+        return name == SCHEMA
+    return True
+
+
+def do_run_migrations(connection: Connection) -> None:
+    # Serialise concurrent upgrades (bot + CLI); released when the transaction ends.
+    connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('amrita_memory.migrate'))"))
+    connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        version_table_schema=SCHEMA,
+        include_schemas=True,
+        include_name=include_name,
+        compare_type=True,
+        transaction_per_migration=False,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def run_async_migrations() -> None:
+    dsn = _dsn()
+
+    async def creator() -> asyncpg.Connection:
+        return await asyncpg.connect(dsn)
+
+    engine = create_async_engine("postgresql+asyncpg://", async_creator=creator, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(do_run_migrations)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("offline (--sql) mode is not supported; run against a database")
+
+asyncio.run(run_async_migrations())

@@ -1,0 +1,128 @@
+"""The `amrita-memory` command against a real server, and the wheel it ships in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from amrita_memory_pg.storage.pg import migrate
+from tests.support.cli import REPO, clean_env, run_cli
+from tests.support.pg import PgServer
+
+
+async def test_db_commands_up_down_current(pg_server: PgServer) -> None:
+    name = await pg_server.create_database()
+    dsn = pg_server.dsn(name)
+    env = {"DATABASE_URL": dsn}
+    try:
+        current = run_cli("db", "current", env=env)
+        assert current.returncode == 0, current.stderr
+        assert current.stdout.startswith("(empty)")
+        up = run_cli("db", "upgrade", env=env)
+        assert up.returncode == 0, up.stderr
+        assert f"-> {migrate.head_revision()}" in up.stdout
+        again = run_cli("db", "upgrade", env=env)
+        assert "already at" in again.stdout
+        down = run_cli("db", "downgrade", "base", env=env, input="n\n")
+        assert down.returncode == 1  # declined: nothing happens
+        assert run_cli("db", "current", env=env).stdout.startswith(migrate.head_revision())
+        down = run_cli("db", "downgrade", "base", "--yes", env=env)
+        assert down.returncode == 0, down.stderr
+        assert "(empty)" in down.stdout
+    finally:
+        await pg_server.drop_database(name)
+
+
+async def test_status_reports_counts(db_dsn: str) -> None:
+    result = run_cli("status", env={"DATABASE_URL": db_dsn})
+    assert result.returncode == 0, result.stderr
+    assert "server:      external PostgreSQL 18" in result.stdout
+    assert "memories:    0 in 0 partitions" in result.stdout
+
+
+def test_config_docs_is_the_committed_reference() -> None:
+    result = run_cli("config", "docs")
+    assert result.returncode == 0
+    assert result.stdout == (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+async def test_wheel_ships_sql_and_migrations_and_works_from_anywhere(
+    tmp_path: Path, pg_server: PgServer
+) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        env=clean_env(),
+    )
+    wheel = next(dist.glob("amrita_memory_pg-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "amrita_memory_pg/sql/functions/decay_v1.sql" in names
+    assert "amrita_memory_pg/sql/views/partition_usage_v1.sql" in names
+    assert "amrita_memory_pg/migrations/env.py" in names
+    assert "amrita_memory_pg/migrations/versions/0001_foundation.py" in names
+
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        env=clean_env(),
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    name = await pg_server.create_database()
+    try:
+        env = clean_env({"PYTHONPATH": str(target), "DATABASE_URL": pg_server.dsn(name)})
+        where = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import amrita_memory_pg.resources as r; print(r.sql_dir()); print(r.migrations_dir())",
+            ],
+            env=env,
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert all(line.startswith(str(target)) for line in where.stdout.split()), where.stdout
+        result = subprocess.run(
+            [str(target / "bin" / "amrita-memory"), "db", "upgrade"],
+            env=env,
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert migrate.head_revision() in result.stdout
+    finally:
+        await pg_server.drop_database(name)

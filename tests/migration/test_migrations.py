@@ -1,0 +1,116 @@
+"""Migrations: upgrade on an empty database, downgrade to base, upgrade again; and the
+migrated schema equals the declared SQLAlchemy metadata (autogenerate finds nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from amrita_memory_pg.storage.pg import migrate
+from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
+
+EXPECTED_TABLES = {"alembic_version", "memory", "memo", "store_meta"}
+
+
+async def _tables(dsn: str) -> set[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", SCHEMA)
+        return {r["tablename"] for r in rows}
+    finally:
+        await conn.close()
+
+
+async def _routines(dsn: str) -> set[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
+            SCHEMA,
+        )
+        views = await conn.fetch("SELECT viewname FROM pg_views WHERE schemaname = $1", SCHEMA)
+        return {r["proname"] for r in rows} | {r["viewname"] for r in views}
+    finally:
+        await conn.close()
+
+
+async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
+    await migrate.upgrade(empty_db_dsn)
+    assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
+    assert {"decay_score_v1", "sweep_action_v1", "partition_usage"} <= await _routines(empty_db_dsn)
+
+    await migrate.downgrade(empty_db_dsn, "base")
+    assert await _tables(empty_db_dsn) == {"alembic_version"}
+    assert await _routines(empty_db_dsn) == set()
+
+    await migrate.upgrade(empty_db_dsn)
+    assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        assert await migrate.current_revision(conn) == migrate.head_revision()
+        assert await conn.fetchval(f"SELECT count(*) FROM {SCHEMA}.store_meta") == 1
+    finally:
+        await conn.close()
+
+
+async def test_every_revision_downgrades_one_step_at_a_time(empty_db_dsn: str) -> None:
+    await migrate.upgrade(empty_db_dsn)
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        while (await migrate.current_revision(conn)) is not None:
+            await migrate.downgrade(empty_db_dsn, "-1")
+    finally:
+        await conn.close()
+    assert await _tables(empty_db_dsn) == {"alembic_version"}
+
+
+async def test_upgrade_is_idempotent(db_dsn: str) -> None:
+    await migrate.upgrade(db_dsn)
+    await migrate.upgrade(db_dsn)
+    assert await _tables(db_dsn) >= EXPECTED_TABLES
+
+
+def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+    return name == SCHEMA if type_ == "schema" else True
+
+
+async def test_autogenerate_finds_no_difference(db_dsn: str) -> None:
+    async def creator() -> asyncpg.Connection:
+        return await asyncpg.connect(db_dsn)
+
+    engine = create_async_engine("postgresql+asyncpg://", async_creator=creator, poolclass=NullPool)
+
+    def diff(connection: Connection) -> list[Any]:
+        context = MigrationContext.configure(
+            connection,
+            opts={
+                "include_schemas": True,
+                "include_name": _include_name,
+                "compare_type": True,
+                "compare_server_default": True,
+                "version_table_schema": SCHEMA,
+            },
+        )
+        return list(compare_metadata(context, metadata))
+
+    try:
+        async with engine.connect() as connection:
+            differences = await connection.run_sync(diff)
+    finally:
+        await engine.dispose()
+    assert differences == []
+
+
+async def test_version_table_lives_in_our_schema(db_dsn: str) -> None:
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        assert await conn.fetchval("SELECT to_regclass('public.alembic_version')") is None
+        assert await conn.fetchval(f"SELECT to_regclass('{SCHEMA}.alembic_version')") is not None
+    finally:
+        await conn.close()

