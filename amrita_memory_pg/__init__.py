@@ -1,9 +1,28 @@
 """amrita_memory_pg: long-term memory for chat bots, with all state in PostgreSQL + pgvector.
 
-Importing this package touches no database, network or NoneBot; ``open_memory`` is the
-entry point for adapters and users' own code.
+Importing this package touches no database, network or NoneBot: ``open_memory`` and
+``ToolContext`` are loaded on first use.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+__all__ = ["Memory", "ToolContext", "open_memory"]
+
+if TYPE_CHECKING:
+    from amrita_memory_pg.service import Memory, open_memory
+    from amrita_memory_pg.tools.context import ToolContext
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("open_memory", "Memory"):
+        from amrita_memory_pg import service
+
+        return getattr(service, name)
+    if name == "ToolContext":
+        from amrita_memory_pg.tools.context import ToolContext
+
+        return ToolContext
+    raise AttributeError(name)

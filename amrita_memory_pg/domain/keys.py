@@ -1,0 +1,78 @@
+"""Partition keys: the framework's ``uni_id`` (reference §2).
+
+Current format (amrita ≥ 1.9): ``QQPlatform_Private_{qq}`` / ``QQPlatform_Group_{gid}``;
+legacy: ``user_{qq}`` / ``group_{gid}``; oldest: bare digits whose kind only the memory's
+scope tells. The bot-wide scope ``global`` has the single key ``global``. Unlike the
+reference, ids stay strings (no ``int()``: leading zeros and non-numeric ids survive) and
+an explicit platform prefix is kept (reference W20).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+KEY_FORMAT_VERSION = 2
+GLOBAL_KEY = "global"
+
+Kind = Literal["private", "group"]
+
+_PLATFORM_NAMES = {"qq": "QQPlatform", "onebot": "QQPlatform", "onebot v11": "QQPlatform"}
+_KEY = re.compile(
+    r"^(?:(?P<prefix>[A-Za-z0-9]+)_)?(?P<kind>Private|Group|Channel|user|group)_(?P<id>\d+)$"
+)
+_DIGITS = re.compile(r"^\d+$")
+
+
+def platform_prefix(platform: str) -> str:
+    """``qq`` → ``QQPlatform``; any other platform → ``{Name}Platform``."""
+    name = platform.strip()
+    known = _PLATFORM_NAMES.get(name.lower())
+    if known:
+        return known
+    cleaned = re.sub(r"[^A-Za-z0-9]", "", name) or "Unknown"
+    return cleaned[0].upper() + cleaned[1:] + "Platform"
+
+
+def personal_key(platform: str, user_id: str) -> str:
+    """The personal partition of a user, shared by their private and group chats."""
+    return f"{platform_prefix(platform)}_Private_{user_id}"
+
+
+def group_key(platform: str, group_id: str) -> str:
+    """The shared partition of a group."""
+    return f"{platform_prefix(platform)}_Group_{group_id}"
+
+
+def is_current(key: str) -> bool:
+    """Whether a key is already in the current format (or the global key)."""
+    if key == GLOBAL_KEY:
+        return True
+    match = _KEY.match(key)
+    return bool(match and match.group("prefix") and match.group("kind") in ("Private", "Group"))
+
+
+def to_current(raw: str, scope: str | None, default_platform: str = "qq") -> str | None:
+    """The current-format key of a stored key, or None when it is not recognised.
+
+    Already-current keys map to themselves (the conversion is idempotent); ``Channel``
+    keys and bare digits without a ``user``/``group`` scope are not recognised.
+    """
+    if raw == GLOBAL_KEY:
+        return raw
+    match = _KEY.match(raw)
+    if match:
+        kind = match.group("kind")
+        ident = match.group("id")
+        prefix = match.group("prefix") or platform_prefix(default_platform)
+        if kind in ("Group", "group"):
+            return f"{prefix}_Group_{ident}"
+        if kind in ("Private", "user"):
+            return f"{prefix}_Private_{ident}"
+        return None
+    if _DIGITS.match(raw):
+        if scope == "user":
+            return personal_key(default_platform, raw)
+        if scope == "group":
+            return group_key(default_platform, raw)
+    return None

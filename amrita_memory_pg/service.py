@@ -1,0 +1,71 @@
+"""The public entry point: :func:`open_memory` and the :class:`Memory` object it yields.
+
+Adapters (the NoneBot plugin, the AmritaBot adapter, users' own code) use exactly this:
+
+    async with open_memory() as mem:
+        ctx = ToolContext(platform="qq", user_id="10001", group_id=None, roles=frozenset())
+        reply = await mem.call_tool("write_memory", {...}, ctx)   # the JSON text the LLM sees
+        schemas = mem.tool_schemas()                               # OpenAI function-calling format
+        block = await mem.memory_block(ctx)                        # per-turn system-prompt block
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from amrita_memory_pg.embedding.base import Embedder
+from amrita_memory_pg.settings import Settings, load_settings
+from amrita_memory_pg.storage.pg.database import Database
+from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.registry import ToolRegistry
+
+
+class Memory:
+    """One open memory store: database pool, embedder, vector backend and the tools."""
+
+    def __init__(self, settings: Settings, database: Database, embedder: Embedder) -> None:
+        self.settings = settings
+        self.database = database
+        self.embedder = embedder
+        self.tools = ToolRegistry()
+
+    @property
+    def pool(self) -> Any:
+        return self.database.pool
+
+    def tool_schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        """The tools' schemas in OpenAI function-calling format."""
+        return self.tools.schemas(names)
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
+    ) -> str:
+        """Run one tool for the speaker in ``ctx``; returns the JSON reply, never raises."""
+        return await self.tools.call(name, arguments, ctx)
+
+    async def close(self) -> None:
+        try:
+            await self.embedder.aclose()
+        finally:
+            await self.database.close()
+
+
+@contextlib.asynccontextmanager
+async def open_memory(settings: Settings | None = None) -> AsyncIterator[Memory]:
+    """Open the store: settings from config/env when not given; embedded defaults when unset."""
+    from amrita_memory_pg.embedding.factory import create_embedder
+
+    settings = settings if settings is not None else load_settings()
+    embedder = create_embedder(settings.embedding)
+    try:
+        database = await Database.open(settings)
+    except BaseException:
+        await embedder.aclose()
+        raise
+    memory = Memory(settings, database, embedder)
+    try:
+        yield memory
+    finally:
+        await memory.close()

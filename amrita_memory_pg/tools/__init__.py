@@ -1,0 +1,1 @@
+"""Chat-side tools: schemas and handlers, framework-agnostic."""
