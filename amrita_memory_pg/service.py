@@ -16,20 +16,36 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from amrita_memory_pg.embedding.base import Embedder
+from amrita_memory_pg.errors import ConfigError
 from amrita_memory_pg.settings import Settings, load_settings
+from amrita_memory_pg.storage.index import PgvectorIndex, VectorIndex
+from amrita_memory_pg.storage.memories import MemoryStore
 from amrita_memory_pg.storage.pg.database import Database
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.registry import ToolRegistry
+
+
+def create_index(settings: Settings) -> VectorIndex:
+    """The configured vector backend (chroma is imported only when chosen)."""
+    if settings.vector_backend == "pgvector":
+        return PgvectorIndex()
+    raise ConfigError(f"vector backend {settings.vector_backend!r} is not available in this build")
 
 
 class Memory:
     """One open memory store: database pool, embedder, vector backend and the tools."""
 
-    def __init__(self, settings: Settings, database: Database, embedder: Embedder) -> None:
+    def __init__(
+        self, settings: Settings, database: Database, embedder: Embedder, index: VectorIndex
+    ) -> None:
         self.settings = settings
         self.database = database
         self.embedder = embedder
+        self.index = index
+        self.memories = MemoryStore(database.pool, embedder, index, settings)
         self.tools = ToolRegistry()
+        register_memory_tools(self.tools, self.memories, settings)
 
     @property
     def pool(self) -> Any:
@@ -47,6 +63,7 @@ class Memory:
 
     async def close(self) -> None:
         try:
+            await self.index.aclose()
             await self.embedder.aclose()
         finally:
             await self.database.close()
@@ -60,11 +77,12 @@ async def open_memory(settings: Settings | None = None) -> AsyncIterator[Memory]
     settings = settings if settings is not None else load_settings()
     embedder = create_embedder(settings.embedding)
     try:
+        index = create_index(settings)
         database = await Database.open(settings)
     except BaseException:
         await embedder.aclose()
         raise
-    memory = Memory(settings, database, embedder)
+    memory = Memory(settings, database, embedder, index)
     try:
         yield memory
     finally:

@@ -257,6 +257,22 @@ class DatabaseSettings(_Section):
         return value
 
 
+class RetrievalSettings(_Section):
+    """How L2 search finds candidates (ours)."""
+
+    ann_min_rows: int = Field(
+        5000,
+        ge=100,
+        description="A partition this large gets its own partial HNSW index (built by maintenance); "
+        "smaller ones are scanned exactly, every row scored.",
+    )
+    ann_candidates: int = Field(
+        200, ge=10, le=1000, description="Nearest rows an HNSW search re-ranks by decay score."
+    )
+    hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree of those indexes.")
+    hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build quality.")
+
+
 class LlmSettings(_Section):
     """OpenAI-compatible chat endpoint for the built-in responder and L3 (env ``LLM_*``)."""
 
@@ -292,6 +308,7 @@ class Settings(_Section):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
     vector_db: VectorDbSettings = Field(default_factory=VectorDbSettings)  # type: ignore[arg-type]
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)  # type: ignore[arg-type]
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)  # type: ignore[arg-type]
     llm: LlmSettings = Field(default_factory=LlmSettings)  # type: ignore[arg-type]
 
     def resolved_data_dir(self) -> Path:
@@ -328,6 +345,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "embedding": EmbeddingSettings,
     "vector_db": VectorDbSettings,
     "database": DatabaseSettings,
+    "retrieval": RetrievalSettings,
     "llm": LlmSettings,
 }
 

@@ -32,11 +32,16 @@ def _dsn() -> str:
     return str(dsn)
 
 
+#: Partial HNSW indexes of large partitions are built at run time (their predicate names a
+#: partition), recorded in amrita_memory.ann_index, and are not part of the declared schema.
+RUNTIME_INDEX_PREFIX = "ix_memory_ann_"
+
+
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     """Only our schema: other plugins' tables in the same database are none of our business."""
     if type_ == "schema":
         return name == SCHEMA
-    return True
+    return not (type_ == "index" and name is not None and name.startswith(RUNTIME_INDEX_PREFIX))
 
 
 def do_run_migrations(connection: Connection) -> None:

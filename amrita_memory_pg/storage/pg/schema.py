@@ -137,3 +137,33 @@ store_meta = Table(
     CheckConstraint("id = 1", name="single_row"),
     comment="One row: which embedding model the vectors belong to, and the key format",
 )
+
+sweep_state = Table(
+    "sweep_state",
+    metadata,
+    Column("id", SmallInteger, primary_key=True, server_default=text("1")),
+    Column(
+        "cursor_id",
+        Text,
+        nullable=False,
+        server_default=text("''::text"),
+        comment="last memory id swept; '' = start",
+    ),
+    Column(
+        "passes", Integer, nullable=False, server_default=text("0"), comment="completed full passes"
+    ),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("id = 1", name="single_row"),
+    comment="The sweep's persisted keyset cursor, so every row is visited over successive runs",
+)
+
+ann_index = Table(
+    "ann_index",
+    metadata,
+    Column("partition_key", Text, primary_key=True),
+    Column("dim", Integer, primary_key=True),
+    Column("index_name", Text, nullable=False, unique=True),
+    Column("rows_at_build", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    comment="Large partitions with their own partial HNSW index (built by maintenance, not migrations)",
+)

@@ -1,0 +1,417 @@
+"""The L2 chat tools, compatible with the reference plugin (§4.1–4.5).
+
+Names, arguments and JSON replies follow the reference so prompts written for it keep
+working. Deliberate differences (its bugs, §15): the importance filter works (B1);
+``created_at`` is aware UTC everywhere, one format (B4, B10); write errors come back
+as clean envelopes (B5); ``read_memory`` has ``status`` and a clamped ``top_k`` (B11);
+order is deterministic (W6); group memories are edited only by group admins, the
+owner, superusers or their author (W2, configurable).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, LABELS, label_to_level
+from amrita_memory_pg.errors import EmbeddingError
+from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage.memories import (
+    FingerprintMismatch,
+    MemoryRecord,
+    MemoryStore,
+    PartitionFull,
+    Scope,
+    parse_tags,
+)
+from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.registry import Args, Param, ToolError, ToolRegistry, ToolSpec
+
+MAX_CONTENT_CHARS = 4000
+MAX_TAGS_CHARS = 200
+MAX_QUERY_CHARS = 1000
+PREVIEW_CHARS = 50
+CATEGORIES = ("preference", "rule", "event", "knowledge")
+TOOL_SCOPES = ("group", "user")
+
+#: importance label → the stored 1–10 range of its tier, for the read filter
+TIER_RANGE = {"low": (1, 3), "medium": (4, 7), "high": (8, 10)}
+
+_SCOPE = Param(
+    "scope",
+    "string",
+    "记忆范围：group=群共享（群内所有人可见），user=个人专属（群聊私聊互通）。私聊中不可用 group。",
+    required=True,
+    enum=TOOL_SCOPES,
+)
+_ID = Param(
+    "id",
+    "string",
+    "记忆 ID（write_memory / list_memory 返回的 memory_id）",
+    required=True,
+    max_length=64,
+)
+
+
+def iso(value: datetime) -> str:
+    """Aware UTC ISO-8601 with ``+00:00`` — the one format we store and return (B10)."""
+    return value.isoformat()
+
+
+def preview(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "..."
+
+
+def resolve_scope(scope: str, ctx: ToolContext) -> tuple[Scope, str]:
+    """(scope, partition key) for the speaker; the reference's wording for errors."""
+    if scope == "user":
+        return "user", ctx.personal_key
+    if scope == "group":
+        key = ctx.group_key
+        if key is None:
+            raise ToolError("当前不在群聊中，无法使用群共享记忆")
+        return "group", key
+    raise ToolError(f"无效的 scope: {scope}")
+
+
+def can_edit(record: MemoryRecord, ctx: ToolContext, settings: Settings) -> bool:
+    """Personal memories: their owner. Group memories: admins, owner, superusers, the author."""
+    if record.scope != "group" or settings.group_memory_edit == "anyone":
+        return True
+    return ctx.is_group_admin or ctx.is_superuser or record.author == ctx.user_id
+
+
+def _clean_content(value: str) -> str:
+    text = value.strip()
+    if not text:
+        raise ToolError("content 不能为空：请给出要记住的具体内容")
+    return text
+
+
+class MemoryTools:
+    """Handlers bound to one store and one settings object."""
+
+    def __init__(self, store: MemoryStore, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    async def write_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
+        scope, partition = resolve_scope(args["scope"], ctx)
+        content = _clean_content(args["content"])
+        tags = parse_tags(args["tags"])
+        try:
+            record = await self.store.add(
+                partition_key=partition,
+                scope=scope,
+                content=content,
+                tags=tags,
+                importance=label_to_level(args["importance"]),
+                category=args.get("category"),
+                source="auto",
+                author=ctx.user_id,
+            )
+        except PartitionFull as exc:
+            raise ToolError(
+                f"当前会话的记忆数量已达上限（{exc.limit} 条），未写入。"
+                "请先用 list_memory 查看，再用 update_memory 合并相近的记忆或用 delete_memory 删除过时的记忆后重试",
+                limit=exc.limit,
+            ) from exc
+        except (EmbeddingError, FingerprintMismatch) as exc:
+            raise ToolError(f"写入记忆失败: {exc}") from exc
+        reply: dict[str, Any] = {
+            "memory_id": record.id,
+            "tags": record.tags_text,
+            "importance": args["importance"],
+            "scope": record.scope,
+            "created_at": iso(record.created_at),
+        }
+        if record.category:
+            reply["category"] = record.category
+        reply["status"] = "success"
+        return reply
+
+    async def read_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args["scope"], ctx)
+        query = args["query"].strip()
+        if not query:
+            raise ToolError("query 不能为空：请给出检索关键词")
+        label = args.get("importance")
+        try:
+            hits = await self.store.search(
+                partition,
+                query,
+                top_k=args["top_k"],
+                importance=TIER_RANGE[label] if label else None,
+                tags=parse_tags(args.get("tags")) or None,
+            )
+        except EmbeddingError as exc:
+            raise ToolError(f"检索记忆失败: {exc}") from exc
+        decay_on = self.settings.decay.enabled
+        metadatas = []
+        for hit in hits:
+            record = hit.record
+            meta: dict[str, Any] = {
+                "scope": record.scope,
+                "user_id": record.partition_key,
+                "tags": record.tags_text,
+                "importance": record.importance_label,
+                "created_at": iso(record.created_at),
+            }
+            if record.category:
+                meta["category"] = record.category
+            meta["source"] = record.source
+            meta["age_days"] = round(hit.age_days, 2)
+            if decay_on:
+                meta["decay_score"] = round(hit.decay_score, 4)
+            metadatas.append(meta)
+        # The reference's nested-list shape (one query → one inner list per field),
+        # plus the status key it lacked (B11). Ordered by decay score when decay is on.
+        return {
+            "status": "success",
+            "ids": [[hit.record.id for hit in hits]],
+            "documents": [[hit.record.content for hit in hits]],
+            "metadatas": [metadatas],
+            "distances": [[hit.distance for hit in hits]],
+            "embeddings": None,
+            "uris": None,
+            "data": None,
+            "included": ["documents", "metadatas", "distances"],
+        }
+
+    async def update_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args["scope"], ctx)
+        fields = [
+            k for k in ("content", "tags", "importance", "category") if args.get(k) is not None
+        ]
+        if not fields:
+            raise ToolError(
+                "update_memory 至少需要 content、tags、importance、category 之一；未修改任何内容"
+            )
+        record = await self.store.get(partition, args["id"])
+        if record is None:
+            raise ToolError("未找到指定ID的记忆")
+        if not can_edit(record, ctx, self.settings):
+            raise ToolError("无权修改👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以修改")
+        content = _clean_content(args["content"]) if args.get("content") is not None else None
+        try:
+            updated = await self.store.update(
+                partition,
+                record.id,
+                content=content,
+                tags=parse_tags(args["tags"]) if args.get("tags") is not None else None,
+                importance=label_to_level(args["importance"]) if args.get("importance") else None,
+                category=args.get("category"),
+            )
+        except EmbeddingError as exc:
+            raise ToolError(f"更新记忆失败: {exc}") from exc
+        if updated is None:  # deleted between the read and the write
+            raise ToolError("未找到指定ID的记忆")
+        return {"status": "success", "message": "记忆更新成功", "id": updated.id}
+
+    async def delete_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args["scope"], ctx)
+        record = await self.store.get(partition, args["id"])
+        if record is None:
+            raise ToolError("未找到指定ID的记忆")
+        if not can_edit(record, ctx, self.settings):
+            raise ToolError("无权删除👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以删除")
+        if not await self.store.delete(partition, record.id):
+            raise ToolError("未找到指定ID的记忆")
+        return {"status": "success", "message": "记忆删除成功", "id": record.id}
+
+    async def list_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args["scope"], ctx)
+        limit, offset = args["limit"], args["offset"]
+        page, total = await self.store.list_page(partition, limit=limit, offset=offset)
+        if total == 0:
+            # The reference's exact shape for an empty partition (no has_more/next_offset).
+            return {
+                "status": "success",
+                "memories": [],
+                "total": 0,
+                "offset": offset,
+                "limit": limit,
+            }
+        items = [
+            {
+                "id": r.id,
+                "scope": r.scope,
+                "tags": r.tags_text,
+                "importance": r.importance_label,
+                "content_preview": preview(r.content),
+            }
+            for r in page
+        ]
+        next_offset = offset + len(page)
+        has_more = next_offset < total
+        return {
+            "status": "success",
+            "memories": items,
+            "total": total,
+            "offset": offset,
+            "limit": limit,
+            "has_more": has_more,
+            "next_offset": next_offset if has_more else None,
+        }
+
+
+def register_memory_tools(
+    registry: ToolRegistry, store: MemoryStore, settings: Settings
+) -> MemoryTools:
+    """Declare the five L2 tools on ``registry``."""
+    tools = MemoryTools(store, settings)
+    importance_enum = tuple(LABELS)
+    assert set(importance_enum) == set(LABEL_TO_LEVEL)
+    registry.register(
+        ToolSpec(
+            name="write_memory",
+            description=(
+                "写入一条长期记忆（L2 向量记忆库），用于保存之后可能用到的具体事实、事件、项目细节。"
+                "身份与稳定偏好等每轮都需要的信息请写进备忘录（update_memo）。"
+                "每个会话的记忆条数有上限，满了会被拒绝：先合并或删除旧记忆。"
+            ),
+            params=(
+                Param(
+                    "content",
+                    "string",
+                    "要记住的内容，一条记忆一个事实",
+                    required=True,
+                    max_length=MAX_CONTENT_CHARS,
+                ),
+                Param(
+                    "tags",
+                    "string",
+                    "分类标签，多个用逗号分隔，例如 preference、project",
+                    required=True,
+                    max_length=MAX_TAGS_CHARS,
+                ),
+                Param(
+                    "importance",
+                    "string",
+                    "重要程度，决定遗忘速度",
+                    required=True,
+                    enum=importance_enum,
+                ),
+                _SCOPE,
+                Param(
+                    "category",
+                    "string",
+                    "可选的类别：偏好/规则/事件/知识",
+                    enum=CATEGORIES,
+                    nullable=True,
+                ),
+            ),
+            handler=tools.write_memory,
+            failure_prefix="写入记忆失败",
+        )
+    )
+    registry.register(
+        ToolSpec(
+            name="read_memory",
+            description=(
+                "按语义检索长期记忆，结果按 相似度×时间衰减 排序（距离越小越相似，decay_score 越大越相关）。"
+            ),
+            params=(
+                Param(
+                    "query",
+                    "string",
+                    "检索关键词，用空格分隔",
+                    required=True,
+                    max_length=MAX_QUERY_CHARS,
+                ),
+                Param(
+                    "top_k",
+                    "integer",
+                    "返回条数（1–50）",
+                    default=5,
+                    minimum=1,
+                    maximum=50,
+                    clamp=True,
+                ),
+                Param(
+                    "importance",
+                    "string",
+                    "只返回该重要程度的记忆（可选）",
+                    enum=importance_enum,
+                    nullable=True,
+                ),
+                _SCOPE,
+                Param(
+                    "tags",
+                    "string",
+                    "只返回带有其中任一标签的记忆，逗号分隔（可选）",
+                    nullable=True,
+                    max_length=MAX_TAGS_CHARS,
+                ),
+            ),
+            handler=tools.read_memory,
+            failure_prefix="检索记忆失败",
+        )
+    )
+    registry.register(
+        ToolSpec(
+            name="update_memory",
+            description="修改一条已有记忆；未变化的字段请省略。",
+            params=(
+                _ID,
+                Param(
+                    "content",
+                    "string",
+                    "新的内容（不变则省略）",
+                    nullable=True,
+                    max_length=MAX_CONTENT_CHARS,
+                ),
+                Param(
+                    "tags",
+                    "string",
+                    "新的标签（不变则省略）",
+                    nullable=True,
+                    max_length=MAX_TAGS_CHARS,
+                ),
+                Param(
+                    "importance",
+                    "string",
+                    "新的重要程度（不变则省略）",
+                    enum=importance_enum,
+                    nullable=True,
+                ),
+                _SCOPE,
+                Param(
+                    "category", "string", "新的类别（不变则省略）", enum=CATEGORIES, nullable=True
+                ),
+            ),
+            handler=tools.update_memory,
+            failure_prefix="更新记忆失败",
+        )
+    )
+    registry.register(
+        ToolSpec(
+            name="delete_memory",
+            description="删除一条记忆。",
+            params=(_ID, _SCOPE),
+            handler=tools.delete_memory,
+            failure_prefix="删除记忆失败",
+        )
+    )
+    registry.register(
+        ToolSpec(
+            name="list_memory",
+            description="分页列出记忆（标签 + ID + 内容预览），每页最多 50 条。",
+            params=(
+                Param(
+                    "limit",
+                    "integer",
+                    "每页条数（1–50）",
+                    default=10,
+                    minimum=1,
+                    maximum=50,
+                    clamp=True,
+                ),
+                Param("offset", "integer", "跳过的条数", default=0, minimum=0, clamp=True),
+                _SCOPE,
+            ),
+            handler=tools.list_memory,
+            failure_prefix="列出记忆失败",
+        )
+    )
+    return tools
