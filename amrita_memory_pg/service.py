@@ -29,7 +29,7 @@ from amrita_memory_pg.tools.registry import ToolRegistry
 def create_index(settings: Settings) -> VectorIndex:
     """The configured vector backend (chroma is imported only when chosen)."""
     if settings.vector_backend == "pgvector":
-        return PgvectorIndex()
+        return PgvectorIndex(settings.retrieval.ann_candidates)
     raise ConfigError(f"vector backend {settings.vector_backend!r} is not available in this build")
 
 

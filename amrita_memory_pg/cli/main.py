@@ -180,6 +180,78 @@ async def status(state: CliState) -> None:
     click.echo(render_status(report))
 
 
+# ---------------------------------------------------------------------------- sweep
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Only report what would change.")
+@click.option("--batches", type=click.IntRange(min=1), default=None, help="Stop after N batches.")
+@click.option("--force", is_flag=True, help="Run even when [decay] disables the sweep.")
+@click.pass_obj
+@run_async
+async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool) -> None:
+    """Demote memories past their tier lifetime and purge low ones (reference §5.2).
+
+    One run is a full pass from the persisted cursor round to it again, in batches of
+    [decay] sweep_batch_limit rows, each batch its own transaction.
+    """
+    from amrita_memory_pg.service import open_memory
+
+    settings = state.settings
+    decay = settings.decay
+    if not force and not (decay.enabled and decay.sweep_enabled):
+        click.echo(
+            "sweep disabled via config ([decay] enabled / sweep_enabled); use --force to run anyway"
+        )
+        return
+    async with open_memory(settings) as mem:
+        report = await mem.memories.sweep(dry_run=dry_run, max_batches=batches, force=force)
+    clock = "restarts" if decay.restart_clock_on_demote else "keeps counting from creation"
+    verb = (
+        ("would demote", "would purge", "would keep") if dry_run else ("demoted", "purged", "kept")
+    )
+    click.echo(
+        f"{'dry run: ' if dry_run else ''}scanned {report.scanned}, {verb[0]} {report.demoted}, "
+        f"{verb[1]} {report.purged}, {verb[2]} {report.kept}"
+        f"{'' if report.wrapped or dry_run else ' (stopped before a full pass; the next run continues)'}"
+    )
+    from amrita_memory_pg.domain.decay import tier_days
+
+    low, medium, high = (
+        tier_days(level, decay.short_term_days, decay.long_term_days) for level in (3, 5, 8)
+    )
+    click.echo(
+        f"lifetimes: low {low:g} d, medium {medium:.1f} d, high {high:g} d; the clock {clock} on demotion"
+    )
+
+
+@cli.command("ann-index")
+@click.pass_obj
+@run_async
+async def ann_index(state: CliState) -> None:
+    """Build (or drop) the partial HNSW indexes of large partitions ([retrieval] ann_min_rows)."""
+    from amrita_memory_pg.storage.memories import maintain_ann_indexes
+    from amrita_memory_pg.storage.pg.database import Database
+
+    settings = state.settings
+    database = await Database.open(settings)
+    try:
+        retrieval = settings.retrieval
+        report = await maintain_ann_indexes(
+            database.pool,
+            min_rows=retrieval.ann_min_rows,
+            m=retrieval.hnsw_m,
+            ef_construction=retrieval.hnsw_ef_construction,
+        )
+    finally:
+        await database.close()
+    click.echo(f"built {len(report.built)}, dropped {len(report.dropped)}, kept {len(report.kept)}")
+    for name in report.built:
+        click.echo(f"  + {name}")
+    for name in report.dropped:
+        click.echo(f"  - {name}")
+
+
 # ---------------------------------------------------------------------------- psql
 
 

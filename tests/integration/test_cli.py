@@ -126,3 +126,29 @@ async def test_wheel_ships_sql_and_migrations_and_works_from_anywhere(
         assert migrate.head_revision() in result.stdout
     finally:
         await pg_server.drop_database(name)
+
+
+async def test_sweep_command_reports_and_dry_run_keeps_rows(db_dsn: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    import asyncpg
+
+    from tests.support.data import bulk_insert
+
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        await bulk_insert(
+            conn, count=30, created_at=datetime.now(UTC) - timedelta(days=40), importance=3
+        )
+        await bulk_insert(conn, count=20, created_at=datetime.now(UTC), importance=8)
+    finally:
+        await conn.close()
+    env = {"DATABASE_URL": db_dsn, "EMBEDDING_PROCTOL": "hash"}
+    dry = run_cli("sweep", "--dry-run", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run: scanned 50, would demote 0, would purge 30, would keep 20" in dry.stdout
+    assert "medium 25.1 d" in dry.stdout
+    real = run_cli("sweep", env=env)
+    assert "scanned 50, demoted 0, purged 30, kept 20" in real.stdout, real.stdout + real.stderr
+    disabled = run_cli("sweep", env={**env, "AMRITA_MEMORY_DECAY__SWEEP_ENABLED": "false"})
+    assert "sweep disabled via config" in disabled.stdout

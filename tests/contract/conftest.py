@@ -1,0 +1,43 @@
+"""The behaviour suite runs once per vector backend: every test here takes ``backend``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.settings import Settings, load_settings
+
+BACKENDS = ["pgvector"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_settings(db_dsn: str, tmp_path: Path, backend: str) -> Callable[..., Settings]:
+    """Settings on the per-test database for this backend; keyword overrides by dotted path."""
+
+    def build(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "database.url": db_dsn,
+            "data_dir": str(tmp_path / "data"),
+            "embedding.protocol": "hash",
+            "vector_backend": backend,
+            "database.pool_max_size": 20,
+        }
+        values.update({k.replace("__", "."): v for k, v in overrides.items()})
+        return load_settings(env={}, read_default_files=False, overrides=values)
+
+    return build
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[Memory]:
+    async with open_memory(make_settings()) as mem:
+        yield mem

@@ -1,0 +1,145 @@
+"""The tiered sweep in SQL: reference decisions, the restart-clock choice, the cursor."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.settings import Settings
+from tests.support.data import bulk_insert
+
+NOW = datetime(2026, 1, 31, tzinfo=UTC)
+KEY = "QQPlatform_Private_10001"
+
+
+async def add(mem: Memory, content: str, importance: int, age: timedelta) -> str:
+    rec = await mem.memories.add(
+        partition_key=KEY, scope="user", content=content, importance=importance, now=NOW - age
+    )
+    return rec.id
+
+
+async def importance_of(mem: Memory, memory_id: str) -> int | None:
+    value = await mem.pool.fetchval(
+        "SELECT importance FROM amrita_memory.memory WHERE id = $1", memory_id
+    )
+    return None if value is None else int(value)
+
+
+async def test_reference_decisions(memory: Memory) -> None:
+    low_kept = await add(memory, "a", 3, timedelta(days=7))
+    low_gone = await add(memory, "b", 3, timedelta(days=7, seconds=1))
+    medium = await add(memory, "c", 5, timedelta(days=26))
+    medium_kept = await add(memory, "d", 6, timedelta(days=25))
+    high = await add(memory, "e", 9, timedelta(days=91))
+    high_kept = await add(memory, "f", 8, timedelta(days=89))
+    report = await memory.memories.sweep(now=NOW)
+    assert (report.scanned, report.demoted, report.purged, report.kept) == (6, 2, 1, 3)
+    assert await importance_of(memory, low_kept) == 3
+    assert await importance_of(memory, low_gone) is None
+    assert await importance_of(memory, medium) == 3
+    assert await importance_of(memory, medium_kept) == 6
+    assert await importance_of(memory, high) == 5
+    assert await importance_of(memory, high_kept) == 8
+
+
+async def test_demotion_restarts_the_tier_clock(memory: Memory) -> None:
+    mid = await add(memory, "旧的重要记忆", 8, timedelta(days=100))
+    await memory.memories.sweep(now=NOW)
+    assert await importance_of(memory, mid) == 5
+    await memory.memories.sweep(now=NOW)  # same moment: a fresh lifetime in the medium tier
+    assert await importance_of(memory, mid) == 5
+    await memory.memories.sweep(now=NOW + timedelta(days=25, hours=3))  # > 25.0998 d
+    assert await importance_of(memory, mid) == 3
+    await memory.memories.sweep(now=NOW + timedelta(days=31))  # 5.9 d into the low tier
+    assert await importance_of(memory, mid) == 3
+    await memory.memories.sweep(now=NOW + timedelta(days=32, hours=4))  # > 7 d in the low tier
+    assert await importance_of(memory, mid) is None
+
+
+async def test_reference_clock_cascades_on_consecutive_sweeps(
+    make_settings: Callable[..., Settings],
+) -> None:
+    async with open_memory(make_settings(**{"decay.restart_clock_on_demote": False})) as mem:
+        mid = await add(mem, "旧的重要记忆", 8, timedelta(days=100))
+        levels = []
+        for _ in range(3):
+            await mem.memories.sweep(now=NOW)
+            levels.append(await importance_of(mem, mid))
+        assert levels == [5, 3, None]
+
+
+async def test_dry_run_changes_nothing(memory: Memory) -> None:
+    await add(memory, "a", 3, timedelta(days=30))
+    await add(memory, "b", 8, timedelta(days=300))
+    await add(memory, "c", 5, timedelta(days=1))
+    before = await memory.pool.fetch("SELECT id, importance FROM amrita_memory.memory ORDER BY id")
+    cursor = await memory.pool.fetchval("SELECT cursor_id FROM amrita_memory.sweep_state")
+    report = await memory.memories.sweep(now=NOW, dry_run=True)
+    assert (report.scanned, report.demoted, report.purged, report.kept) == (3, 1, 1, 1)
+    assert (
+        await memory.pool.fetch("SELECT id, importance FROM amrita_memory.memory ORDER BY id")
+        == before
+    )
+    assert await memory.pool.fetchval("SELECT cursor_id FROM amrita_memory.sweep_state") == cursor
+
+
+async def test_disabled_sweep_does_nothing_unless_forced(
+    make_settings: Callable[..., Settings],
+) -> None:
+    async with open_memory(make_settings(**{"decay.sweep_enabled": False})) as mem:
+        await add(mem, "a", 3, timedelta(days=30))
+        report = await mem.memories.sweep(now=NOW)
+        assert (report.scanned, report.purged) == (0, 0)
+        report = await mem.memories.sweep(now=NOW, force=True)
+        assert (report.scanned, report.purged) == (1, 1)
+
+
+async def test_sweep_visits_every_row_of_a_10k_table_over_successive_runs(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Unlike the reference (which rescans the same first N forever), the cursor moves on."""
+    async with open_memory(make_settings(**{"decay.sweep_batch_limit": 1000})) as mem:
+        await bulk_insert(mem.pool, count=10_000, created_at=NOW - timedelta(days=30), importance=5)
+        for run in range(1, 11):
+            report = await mem.memories.sweep(now=NOW, max_batches=1)
+            assert (report.scanned, report.demoted) == (1000, 1000), run
+            demoted = await mem.pool.fetchval(
+                "SELECT count(*) FROM amrita_memory.memory WHERE importance = 3"
+            )
+            assert demoted == 1000 * run
+        # Every row was visited exactly once: all demoted, none twice (which would purge it).
+        assert await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 10_000
+        report = await mem.memories.sweep(now=NOW, max_batches=1)
+        assert report.wrapped and report.scanned == 0
+        report = await mem.memories.sweep(now=NOW)
+        assert (report.scanned, report.demoted, report.purged) == (10_000, 0, 0)
+        assert await mem.pool.fetchval("SELECT passes FROM amrita_memory.sweep_state") >= 2
+
+
+async def test_a_run_from_the_middle_covers_the_whole_table(
+    make_settings: Callable[..., Settings],
+) -> None:
+    async with open_memory(make_settings(**{"decay.sweep_batch_limit": 300})) as mem:
+        await bulk_insert(mem.pool, count=2000, created_at=NOW - timedelta(days=60), importance=2)
+        middle = await mem.pool.fetchval(
+            "SELECT id FROM amrita_memory.memory ORDER BY id OFFSET 1000 LIMIT 1"
+        )
+        await mem.pool.execute("UPDATE amrita_memory.sweep_state SET cursor_id = $1", middle)
+        report = await mem.memories.sweep(now=NOW)
+        assert (report.scanned, report.purged) == (2000, 2000)
+        assert await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 0
+        assert await mem.pool.fetchval("SELECT cursor_id FROM amrita_memory.sweep_state") == middle
+
+
+async def test_rows_being_edited_are_skipped_not_waited_for(memory: Memory) -> None:
+    busy = await add(memory, "正在被修改", 3, timedelta(days=30))
+    idle = await add(memory, "没人动", 3, timedelta(days=30))
+    async with memory.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM amrita_memory.memory WHERE id = $1 FOR UPDATE", busy)
+        report = await asyncio.wait_for(memory.memories.sweep(now=NOW), timeout=10)
+    assert report.purged == 1
+    assert await importance_of(memory, busy) == 3
+    assert await importance_of(memory, idle) is None

@@ -1,0 +1,139 @@
+"""Large partitions: a partial HNSW index per partition, used by search, invisible to the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.settings import load_settings
+from amrita_memory_pg.storage.memories import maintain_ann_indexes
+
+BIG = "QQPlatform_Group_777"
+SMALL = "QQPlatform_Private_1"
+TOPICS = ["猫", "狗", "咖啡", "茶", "爬山", "游泳", "编程", "音乐", "电影", "旅行", "北京", "上海"]
+
+
+@pytest.fixture
+async def memory(db_dsn: str, tmp_path: Path) -> Memory:
+    settings = load_settings(
+        env={},
+        read_default_files=False,
+        overrides={
+            "database.url": db_dsn,
+            "data_dir": str(tmp_path),
+            "embedding.protocol": "hash",
+            "per_session_memory_limit": 100_000,
+            "retrieval.ann_min_rows": 200,
+        },
+    )
+    async with open_memory(settings) as mem:
+        yield mem  # type: ignore[misc]
+
+
+async def _fill(mem: Memory) -> None:
+    rng = random.Random(7)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for i in range(400):
+        a, b = rng.sample(TOPICS, 2)
+        await mem.memories.add(
+            partition_key=BIG,
+            scope="group",
+            content=f"群友{i} 喜欢 {a} 和 {b}",
+            importance=rng.choice([3, 5, 8]),
+            now=now - timedelta(days=rng.randint(0, 60)),
+        )
+    for i in range(20):
+        await mem.memories.add(
+            partition_key=SMALL, scope="user", content=f"我 喜欢 {TOPICS[i % 12]}", now=now
+        )
+
+
+async def _idx_scans(mem: Memory, name: str) -> int:
+    return int(
+        await mem.pool.fetchval(
+            "SELECT coalesce(idx_scan, 0) FROM pg_stat_user_indexes WHERE indexrelname = $1", name
+        )
+        or 0
+    )
+
+
+async def test_big_partitions_get_an_index_that_search_uses(memory: Memory) -> None:
+    await _fill(memory)
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    exact = await memory.memories.search(BIG, "喜欢 咖啡 和 茶", top_k=10, now=now)
+
+    report = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert len(report.built) == 1 and report.dropped == []
+    name = report.built[0]
+    row = await memory.pool.fetchrow(
+        "SELECT a.partition_key, a.dim, i.indisvalid FROM amrita_memory.ann_index a "
+        "JOIN pg_class c ON c.relname = a.index_name JOIN pg_index i ON i.indexrelid = c.oid"
+    )
+    assert (row["partition_key"], row["dim"], row["indisvalid"]) == (BIG, 384, True)
+
+    before = await _idx_scans(memory, name)
+    approx = await memory.memories.search(BIG, "喜欢 咖啡 和 茶", top_k=10, now=now)
+    for _ in range(50):  # statistics are flushed by the backend shortly after the query
+        if await _idx_scans(memory, name) > before:
+            break
+        await asyncio.sleep(0.1)
+    assert await _idx_scans(memory, name) > before, "the HNSW index was not used"
+    # Candidates come from the index and are re-ranked by the same decay score.
+    overlap = {h.record.id for h in exact} & {h.record.id for h in approx}
+    assert len(overlap) >= 8
+    assert [h.decay_score for h in approx] == sorted((h.decay_score for h in approx), reverse=True)
+
+    # Filters on top of the index still return enough rows (iterative scan).
+    high = await memory.memories.search(BIG, "喜欢 咖啡", top_k=20, importance=(8, 10), now=now)
+    assert len(high) == 20 and all(h.record.importance >= 8 for h in high)
+
+    # The small partition keeps the exact scan.
+    small = await memory.memories.search(SMALL, "喜欢 猫", top_k=3, now=now)
+    assert small[0].record.content == "我 喜欢 猫"
+
+    # Running maintenance again changes nothing.
+    again = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert again.built == [] and again.kept == [name]
+
+
+async def test_vectors_of_another_dimension_do_not_break_writes(memory: Memory) -> None:
+    await _fill(memory)
+    await maintain_ann_indexes(memory.pool, min_rows=200)
+    # A row with another dimension (e.g. written during a model change) is outside the
+    # partial index's predicate, so the ::vector(384) cast is never applied to it.
+    await memory.pool.execute(
+        "INSERT INTO amrita_memory.memory (partition_key, scope, content, importance, embedding, embed_fingerprint) "
+        "VALUES ($1, 'group', 'other model', 5, $2, 'other')",
+        BIG,
+        [0.5] * 16,
+    )
+    assert (
+        await memory.pool.fetchval(
+            "SELECT count(*) FROM amrita_memory.memory WHERE vector_dims(embedding) = 16"
+        )
+        == 1
+    )
+
+
+async def test_shrunken_partitions_lose_their_index(memory: Memory) -> None:
+    await _fill(memory)
+    built = await maintain_ann_indexes(memory.pool, min_rows=200)
+    await memory.pool.execute(
+        "DELETE FROM amrita_memory.memory WHERE partition_key = $1 AND id IN "
+        "(SELECT id FROM amrita_memory.memory WHERE partition_key = $1 ORDER BY id LIMIT 350)",
+        BIG,
+    )
+    report = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert report.dropped == built.built
+    assert await memory.pool.fetchval("SELECT count(*) FROM amrita_memory.ann_index") == 0
+    assert (
+        await memory.pool.fetchval("SELECT to_regclass('amrita_memory.' || $1)", built.built[0])
+        is None
+    )
+    hits = await memory.memories.search(BIG, "喜欢 咖啡", top_k=5)
+    assert len(hits) == 5
