@@ -103,6 +103,14 @@ class JsonHttpClient:
             last = attempt == attempts
             try:
                 response = await self._client.request(method, url, json=payload)
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+                # A configuration mistake (no scheme, bad port): no retry can fix it.
+                raise self._error(
+                    f"{where} failed: invalid URL ({exc}); it must look like http://host:port",
+                    url=url,
+                    status=None,
+                    attempts=attempt,
+                ) from exc
             except httpx.TimeoutException as exc:
                 if last:
                     raise self._error(

