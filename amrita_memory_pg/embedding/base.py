@@ -36,6 +36,14 @@ class EmbeddingProvider(abc.ABC):
     async def embed(self, texts: Sequence[str], kind: TextKind) -> list[Sequence[float]]:
         """One vector per text, in order. Raise :class:`EmbeddingError` on failure."""
 
+    async def prepare(self) -> None:
+        """Resolve ``auto`` and load the model now rather than on the first embed.
+
+        Call it before comparing :attr:`fingerprint` with the stored one: a provider whose
+        fingerprint depends on the model it could load (local) settles it here.
+        """
+        return None
+
     async def aclose(self) -> None:
         """Release connections or threads."""
         return None
@@ -68,6 +76,10 @@ class Embedder:
     def describe(self) -> str:
         return self.provider.describe()
 
+    async def prepare(self) -> None:
+        """See :meth:`EmbeddingProvider.prepare`."""
+        await self.provider.prepare()
+
     async def embed_passages(self, texts: Sequence[str]) -> list[Vector]:
         """Vectors for stored documents (memories, knowledge)."""
         return await self._embed(list(texts), "passage")
@@ -96,7 +108,12 @@ class Embedder:
                     f"{self.describe()}: got {len(raw)} vectors for {len(batch)} texts"
                 )
             for item in raw:
-                vector = np.asarray(item, dtype=np.float32)
+                try:
+                    vector = np.asarray(item, dtype=np.float32)
+                except (TypeError, ValueError) as exc:
+                    raise EmbeddingError(
+                        f"{self.describe()}: returned a vector that is not numbers ({exc})"
+                    ) from exc
                 if vector.ndim != 1 or vector.size == 0:
                     raise EmbeddingError(
                         f"{self.describe()}: returned a malformed vector (shape {vector.shape})"

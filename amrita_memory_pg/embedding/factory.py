@@ -13,7 +13,30 @@ def create_provider(settings: EmbeddingSettings) -> EmbeddingProvider:
         from amrita_memory_pg.embedding.hashing import HashingProvider
 
         return HashingProvider(settings.hash_dim)
-    raise ConfigError(f"embedding protocol {settings.protocol!r} is not available yet")
+    if settings.protocol == "local":
+        from amrita_memory_pg.embedding.local import LocalProvider
+
+        return LocalProvider(settings.model_name, threads=settings.local_threads)
+    if settings.protocol == "ollama-embed":
+        from amrita_memory_pg.embedding.ollama import OllamaProvider
+
+        return OllamaProvider(
+            settings.model_url,
+            settings.model_name,
+            timeout_seconds=settings.timeout_seconds,
+            max_retries=settings.max_retries,
+        )
+    if settings.protocol == "openai":
+        from amrita_memory_pg.embedding.openai_compat import OpenAIProvider
+
+        return OpenAIProvider(
+            settings.model_url,
+            settings.model_name,
+            settings.api_key,
+            timeout_seconds=settings.timeout_seconds,
+            max_retries=settings.max_retries,
+        )
+    raise ConfigError(f"unknown embedding protocol {settings.protocol!r}")
 
 
 def create_embedder(settings: EmbeddingSettings) -> Embedder:
