@@ -61,6 +61,37 @@ class Memory:
         """Run one tool for the speaker in ``ctx``; returns the JSON reply, never raises."""
         return await self.tools.call(name, arguments, ctx)
 
+    async def after_reindex(self) -> None:
+        """After the vectors changed model: re-sync a secondary index and rebuild ANN indexes."""
+        from amrita_memory_pg.storage.memories import maintain_ann_indexes
+
+        rebuild = getattr(self.index, "rebuild", None)
+        if rebuild is not None:
+            await rebuild(self.pool)
+        retrieval = self.settings.retrieval
+        await maintain_ann_indexes(
+            self.pool,
+            min_rows=retrieval.ann_min_rows,
+            m=retrieval.hnsw_m,
+            ef_construction=retrieval.hnsw_ef_construction,
+        )
+
+    async def startup(self) -> None:
+        """What a bot runs once before serving: key migration, then the fingerprint check.
+
+        The fingerprint check follows ``EMBED_CHECK_ON_STARTUP`` / ``EMBED_MISMATCH_POLICY``
+        and may raise :class:`~amrita_memory_pg.embedding.startup.FingerprintRefused`.
+        """
+        from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
+        from amrita_memory_pg.embedding.startup import check_fingerprint
+        from amrita_memory_pg.storage.keys import key_format_version, migrate_keys
+
+        if await key_format_version(self.pool) != KEY_FORMAT_VERSION:
+            await migrate_keys(self.pool)
+        if self.settings.embedding.check_on_startup:
+            await self.embedder.prepare()
+            await check_fingerprint(self)
+
     async def close(self) -> None:
         try:
             await self.index.aclose()
@@ -70,8 +101,15 @@ class Memory:
 
 
 @contextlib.asynccontextmanager
-async def open_memory(settings: Settings | None = None) -> AsyncIterator[Memory]:
-    """Open the store: settings from config/env when not given; embedded defaults when unset."""
+async def open_memory(
+    settings: Settings | None = None, *, startup: bool = True
+) -> AsyncIterator[Memory]:
+    """Open the store: settings from config/env when not given; embedded defaults when unset.
+
+    With ``startup`` (the default, what a bot wants) the schema is migrated, legacy
+    partition keys are converted and the embedding fingerprint is checked
+    (``EMBED_MISMATCH_POLICY``). The CLI opens with ``startup=False``: it never blocks.
+    """
     from amrita_memory_pg.embedding.factory import create_embedder
 
     settings = settings if settings is not None else load_settings()
@@ -84,6 +122,8 @@ async def open_memory(settings: Settings | None = None) -> AsyncIterator[Memory]
         raise
     memory = Memory(settings, database, embedder, index)
     try:
+        if startup:
+            await memory.startup()
         yield memory
     finally:
         await memory.close()

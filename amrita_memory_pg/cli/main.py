@@ -204,7 +204,7 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
             "sweep disabled via config ([decay] enabled / sweep_enabled); use --force to run anyway"
         )
         return
-    async with open_memory(settings) as mem:
+    async with open_memory(settings, startup=False) as mem:
         report = await mem.memories.sweep(dry_run=dry_run, max_batches=batches, force=force)
     clock = "restarts" if decay.restart_clock_on_demote else "keeps counting from creation"
     verb = (
@@ -318,8 +318,14 @@ def config_show(state: CliState) -> None:
 # ---------------------------------------------------------------------------- entry point
 
 
+def _register_commands() -> None:
+    """Commands living in sibling modules attach themselves to ``cli`` on import."""
+    import amrita_memory_pg.cli.ops  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: our errors become one line on stderr and exit status 2."""
+    _register_commands()
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         cli.main(args=argv, prog_name="amrita-memory", standalone_mode=False)

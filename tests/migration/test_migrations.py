@@ -15,7 +15,10 @@ from sqlalchemy.pool import NullPool
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
 
-EXPECTED_TABLES = {"alembic_version", "memory", "memo", "store_meta", "sweep_state", "ann_index"}
+EXPECTED_TABLES = {
+    "alembic_version", "memory", "memo", "store_meta", "sweep_state", "ann_index",
+    "knowledge", "reembed_job", "reembed_staging",
+}
 
 
 async def _tables(dsn: str) -> set[str]:

@@ -167,3 +167,49 @@ ann_index = Table(
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     comment="Large partitions with their own partial HNSW index (built by maintenance, not migrations)",
 )
+
+knowledge = Table(
+    "knowledge",
+    metadata,
+    Column("kid", Text, primary_key=True),
+    Column("title", Text, nullable=False),
+    Column("summary", Text, nullable=False, server_default=text("''::text")),
+    Column("body", Text, nullable=False, server_default=text("''::text")),
+    Column("embedding", VECTOR(), nullable=False, comment="vector of title + summary"),
+    Column("embed_fingerprint", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("kid <> ''", name="kid_nonempty"),
+    comment="Global knowledge base (L3); its vectors are re-embedded and backed up with the memories",
+)
+
+reembed_job = Table(
+    "reembed_job",
+    metadata,
+    Column("id", SmallInteger, primary_key=True, server_default=text("1")),
+    Column("target_fingerprint", Text, nullable=False),
+    Column("protocol", Text, nullable=True),
+    Column("model", Text, nullable=True),
+    Column("base_url", Text, nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("id = 1", name="single_row"),
+    comment="The re-embed in progress, if any: new vectors are staged beside the old ones",
+)
+
+reembed_staging = Table(
+    "reembed_staging",
+    metadata,
+    Column("kind", Text, primary_key=True, comment="memory | knowledge"),
+    Column("row_id", Text, primary_key=True),
+    Column("fingerprint", Text, nullable=False),
+    Column("embedding", VECTOR(), nullable=False),
+    Column(
+        "source_updated_at",
+        DateTime(timezone=True),
+        nullable=False,
+        comment="updated_at of the row when its text was embedded; a later edit invalidates it",
+    ),
+    CheckConstraint("kind IN ('memory', 'knowledge')", name="kind"),
+    comment="New vectors of an online re-embed, written in batches, switched in one transaction",
+)

@@ -1,0 +1,215 @@
+"""Model-change, backup and key commands of ``amrita-memory`` (reference §7.8, fixed).
+
+Each opens the store WITHOUT the start-up check (``open_memory(startup=False)``), so the
+commands always work — while the bot runs, and when its fingerprint check refuses.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import click
+
+from amrita_memory_pg.cli.main import CliState, cli, run_async
+from amrita_memory_pg.service import Memory, open_memory
+
+
+@asynccontextmanager
+async def opened(state: CliState) -> AsyncIterator[Memory]:
+    async with open_memory(state.settings, startup=False) as mem:
+        yield mem
+
+
+class ProgressBar:
+    """``[#####-----]  45%  4500/10000  1234 rows/s  ETA 0:04`` on stderr, redrawn in place."""
+
+    def __init__(self, label: str, width: int = 30) -> None:
+        self.label = label
+        self.width = width
+        self.started = time.monotonic()
+        self.last_draw = 0.0
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last_draw < 0.2:
+            return
+        self.last_draw = now
+        elapsed = max(now - self.started, 1e-9)
+        rate = done / elapsed
+        fraction = done / total if total else 1.0
+        filled = int(self.width * fraction)
+        eta = (total - done) / rate if rate > 0 else 0.0
+        minutes, seconds = divmod(int(eta), 60)
+        line = (
+            f"\r{self.label} [{'#' * filled}{'-' * (self.width - filled)}] {fraction:4.0%} "
+            f"{done}/{total}  {rate:,.0f} rows/s  ETA {minutes}:{seconds:02d}"
+        )
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+@cli.command()
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+@run_async
+async def reindex(state: CliState, yes: bool) -> None:
+    """Re-embed every memory and knowledge entry with the configured model (online, resumable).
+
+    A backup is taken first. New vectors are staged beside the old ones in transactional
+    batches (REEMBED_BATCH_SIZE); the bot keeps serving the old ones until one final
+    transaction switches. Interrupted? Run it again: it resumes.
+    """
+    from amrita_memory_pg.embedding.backups import create_backup
+    from amrita_memory_pg.embedding.reindex import reindex as run_reindex
+    from amrita_memory_pg.embedding.reindex import reindex_state
+    from amrita_memory_pg.embedding.startup import inspect_fingerprint
+
+    async with opened(state) as mem:
+        status = await inspect_fingerprint(mem)
+        pending = await reindex_state(mem.pool)
+        if status.rows == 0:
+            click.echo("记忆集合为空，无需重映射（将写入指纹）")
+            report = await run_reindex(
+                mem.pool, mem.embedder, batch_size=mem.settings.embedding.reembed_batch_size
+            )
+            click.echo(f"已写入指纹: {report.fingerprint}")
+            return
+        click.echo(f"将重新嵌入 {status.rows} 条记录（记忆与知识库）")
+        click.echo(f"  从: {status.stored_describe}")
+        click.echo(f"  到: {status.current_describe}")
+        if pending is not None and pending.target_fingerprint == mem.embedder.fingerprint:
+            click.echo(f"  续跑: 已暂存 {pending.staged} 条，剩余 {pending.pending} 条")
+        if not yes:
+            click.confirm("确认继续？", default=False, abort=True)
+        backup = await create_backup(mem, reason="before-reembed")
+        click.echo(f"已备份到 {backup.jsonl_path}")
+        bar = ProgressBar("  进度")
+        try:
+            report = await run_reindex(
+                mem.pool,
+                mem.embedder,
+                batch_size=mem.settings.embedding.reembed_batch_size,
+                progress=bar,
+            )
+        finally:
+            bar.close()
+        await mem.after_reindex()
+    resumed = f"（其中 {report.resumed} 条沿用上次暂存）" if report.resumed else ""
+    click.echo(
+        f"完成，已重新嵌入 {report.embedded + report.resumed} 条{resumed}；"
+        f"记忆 {report.memories} 条、知识 {report.knowledge} 条，维度 {report.dim}"
+    )
+
+
+@cli.command("reset-fingerprint")
+@click.pass_obj
+@run_async
+async def reset_fingerprint(state: CliState) -> None:
+    """Record the configured model as the store's, WITHOUT re-embedding (escape hatch)."""
+    from amrita_memory_pg.embedding.reindex import write_fingerprint
+
+    async with opened(state) as mem:
+        await mem.embedder.prepare()
+        await write_fingerprint(mem.pool, mem.embedder)
+        click.echo(f"已写入指纹: {mem.embedder.fingerprint}")
+        click.echo(f"  记录为: {mem.embedder.describe()}")
+    click.echo("⚠️  未重新嵌入 —— 若模型确实已变更，检索结果将不准确")
+
+
+@cli.command("migrate-keys")
+@click.option("--dry-run", is_flag=True, help="Only count what would change.")
+@click.pass_obj
+@run_async
+async def migrate_keys_command(state: CliState, dry_run: bool) -> None:
+    """Convert legacy partition keys (user_{id}, group_{id}) to the current uni_id format."""
+    from amrita_memory_pg.storage.keys import migrate_keys
+
+    async with opened(state) as mem:
+        report = await migrate_keys(mem.pool, dry_run=dry_run)
+    prefix = "[dry-run] 需要改写" if dry_run else "完成，已改写"
+    click.echo(f"{prefix} {report.changed_rows} 条记忆、{report.memos_changed} 份备忘录的分区键")
+    for old, new in sorted(report.mapping.items()):
+        click.echo(f"  {old} -> {new}")
+    for key in report.unrecognised:
+        click.echo(f"  未识别（保持不变）: {key}")
+    for key in report.memo_conflicts:
+        click.echo(f"  备忘录冲突（保留新格式的那份）: {key}")
+
+
+@cli.group()
+def backup() -> None:
+    """pg_dump + portable JSONL backups of the whole store."""
+
+
+@backup.command("create")
+@click.pass_obj
+@run_async
+async def backup_create(state: CliState) -> None:
+    """Take a backup now (rotation keeps REEMBED_BACKUP_KEEP)."""
+    from amrita_memory_pg.embedding.backups import create_backup
+
+    async with opened(state) as mem:
+        info = await create_backup(mem)
+    counts = ", ".join(f"{k} {v}" for k, v in info.counts.items())
+    click.echo(f"已备份到 {info.jsonl_path}")
+    click.echo(f"  pg_dump: {info.dump_path}")
+    click.echo(f"  {counts}")
+
+
+@backup.command("list")
+@click.pass_obj
+def backup_list(state: CliState) -> None:
+    """List backups, oldest first."""
+    from amrita_memory_pg.embedding.backups import list_backups
+
+    directory = state.settings.resolved_data_dir() / "backups"
+    infos = list_backups(directory)
+    if not infos:
+        click.echo("无备份")
+        return
+    click.echo(f"备份（{len(infos)} 份）: {directory}")
+    for info in infos:
+        when = info.created_at.strftime("%Y-%m-%d %H:%M:%S UTC") if info.created_at else "?"
+        click.echo(
+            f"  {info.stem}  {info.counts.get('memory', '?')} 条  {when}  {info.size // 1024} KB  {info.reason}"
+        )
+
+
+@backup.command("restore")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Allow an empty backup to wipe a non-empty store.")
+@click.pass_obj
+@run_async
+async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) -> None:
+    """Replace the store with FILE (.jsonl, .dump, or the reference plugin's .json)."""
+    from amrita_memory_pg.embedding.backups import restore_backup
+
+    path = file.expanduser()
+    if not path.is_file():
+        raise click.ClickException(f"备份文件不存在: {path}")
+    if not yes:
+        click.confirm(
+            f"用 {path.name} 替换当前全部记忆？（会先自动备份当前数据）", default=False, abort=True
+        )
+    async with opened(state) as mem:
+        report = await restore_backup(mem, path, force=force)
+    if report.safety_backup is not None:
+        click.echo(f"恢复前已备份到 {report.safety_backup.jsonl_path}")
+    counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
+    click.echo(f"完成，已从 {path.name} 恢复: {counts}")
+    if report.reembedded:
+        click.echo(f"  已用当前模型重新嵌入 {report.reembedded} 条")
+    if report.keys_migrated:
+        click.echo(f"  已改写 {report.keys_migrated} 条记忆的分区键")

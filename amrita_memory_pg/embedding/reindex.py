@@ -1,0 +1,233 @@
+"""Online, resumable re-embedding after an embedding-model change (reference §7.5, W7, W8).
+
+New vectors are staged beside the live ones, ``REEMBED_BATCH_SIZE`` rows per
+transaction, embedded *before* each transaction opens; retrieval keeps using the old
+vectors meanwhile. A final transaction (``reembed_switch_v1``) swaps them in and
+records the new fingerprint. A crash or an embedder outage loses at most the batch in
+flight; running again resumes (staged rows are skipped). Knowledge-base vectors are
+covered too, which the reference forgot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import asyncpg
+
+from amrita_memory_pg.embedding.base import Embedder
+from amrita_memory_pg.errors import AmritaMemoryError
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["memory", "knowledge"]
+#: called after each batch with (rows done in this run, rows pending at its start)
+Progress = Callable[[int, int], None]
+
+_PENDING_SQL: dict[Kind, str] = {
+    "memory": "SELECT * FROM amrita_memory.reembed_pending_v1('memory', $1, $2, $3)",
+    "knowledge": "SELECT * FROM amrita_memory.reembed_pending_knowledge_v1($1, $2, $3)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexReport:
+    fingerprint: str
+    #: rows embedded by this run
+    embedded: int
+    #: rows whose staged vector from an interrupted run was reused
+    resumed: int
+    memories: int
+    knowledge: int
+    dim: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexState:
+    """A re-embed in progress (``status`` shows it)."""
+
+    target_fingerprint: str
+    model: str | None
+    staged: int
+    pending: int
+    started_at: datetime
+
+
+async def reindex_state(pool: asyncpg.Pool) -> ReindexState | None:
+    row = await pool.fetchrow(
+        """
+        SELECT j.target_fingerprint, j.model, j.started_at,
+               (SELECT count(*) FROM amrita_memory.reembed_staging s
+                 WHERE s.fingerprint = j.target_fingerprint)::integer AS staged,
+               amrita_memory.reembed_pending_count_v1(j.target_fingerprint) AS pending
+          FROM amrita_memory.reembed_job j
+        """
+    )
+    if row is None:
+        return None
+    return ReindexState(
+        target_fingerprint=row["target_fingerprint"],
+        model=row["model"],
+        staged=row["staged"],
+        pending=row["pending"],
+        started_at=row["started_at"],
+    )
+
+
+async def pending_count(pool: asyncpg.Pool, fingerprint: str) -> int:
+    return int(
+        await pool.fetchval("SELECT amrita_memory.reembed_pending_count_v1($1)", fingerprint)
+    )
+
+
+async def _begin(pool: asyncpg.Pool, embedder: Embedder, now: datetime) -> int:
+    """Register (or resume) the job; returns how many valid staged rows it starts with."""
+    provider = embedder.provider
+    target = embedder.fingerprint
+    async with pool.acquire() as conn, conn.transaction():
+        current = await conn.fetchval(
+            "SELECT target_fingerprint FROM amrita_memory.reembed_job WHERE id = 1 FOR UPDATE"
+        )
+        if current is not None and current != target:
+            log.warning("discarding an unfinished re-embed toward another model (%s)", current)
+            await conn.execute("DELETE FROM amrita_memory.reembed_staging")
+        await conn.execute(
+            """
+            INSERT INTO amrita_memory.reembed_job (id, target_fingerprint, protocol, model, base_url, started_at, updated_at)
+            VALUES (1, $1, $2, $3, $4, $5, $5)
+            ON CONFLICT (id) DO UPDATE
+               SET target_fingerprint = EXCLUDED.target_fingerprint, protocol = EXCLUDED.protocol,
+                   model = EXCLUDED.model, base_url = EXCLUDED.base_url, updated_at = EXCLUDED.updated_at
+            """,
+            target,
+            provider.protocol,
+            provider.model,
+            provider.base_url,
+            now,
+        )
+        staged = await conn.fetchval(
+            "SELECT count(*) FROM amrita_memory.reembed_staging WHERE fingerprint = $1", target
+        )
+    return int(staged)
+
+
+async def _stage_kind(
+    pool: asyncpg.Pool,
+    embedder: Embedder,
+    kind: Kind,
+    batch_size: int,
+    on_batch: Callable[[int], None],
+) -> int:
+    """Embed and stage every pending row of one kind, one transaction per batch."""
+    target = embedder.fingerprint
+    after = ""
+    done = 0
+    while True:
+        rows = await pool.fetch(_PENDING_SQL[kind], target, after, batch_size)
+        if not rows:
+            return done
+        # Embedding first, outside any transaction: an outage here writes nothing.
+        vectors = await embedder.embed_passages([r["body"] for r in rows])
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.executemany(
+                """
+                INSERT INTO amrita_memory.reembed_staging (kind, row_id, fingerprint, embedding, source_updated_at)
+                VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (kind, row_id) DO UPDATE
+                   SET fingerprint = EXCLUDED.fingerprint, embedding = EXCLUDED.embedding,
+                       source_updated_at = EXCLUDED.source_updated_at
+                """,
+                [
+                    (kind, r["row_id"], target, v, r["updated_at"])
+                    for r, v in zip(rows, vectors, strict=True)
+                ],
+            )
+            await conn.execute(
+                "UPDATE amrita_memory.reembed_job SET updated_at = now() WHERE id = 1"
+            )
+        after = rows[-1]["row_id"]
+        done += len(rows)
+        on_batch(len(rows))
+
+
+async def reindex(
+    pool: asyncpg.Pool,
+    embedder: Embedder,
+    *,
+    batch_size: int,
+    progress: Progress | None = None,
+    now: datetime | None = None,
+    max_switch_attempts: int = 10,
+) -> ReindexReport:
+    """Re-embed every memory and knowledge entry with ``embedder`` and switch to it.
+
+    Safe to run while the bot serves: writes that arrive meanwhile are staged on the next
+    pass; the switch waits until nothing is pending (bounded attempts).
+    """
+    now = now or datetime.now(UTC)
+    resumed = await _begin(pool, embedder, now)
+    total = await pending_count(pool, embedder.fingerprint)
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done, total
+        done += n
+        total = max(total, done)
+        if progress is not None:
+            progress(done, total)
+
+    if progress is not None:
+        progress(0, total)
+    provider = embedder.provider
+    for _attempt in range(max_switch_attempts):
+        for kind in ("memory", "knowledge"):
+            await _stage_kind(pool, embedder, kind, batch_size, advance)
+        row = await pool.fetchrow(
+            "SELECT * FROM amrita_memory.reembed_switch_v1($1, $2, $3, $4, $5, $6)",
+            embedder.fingerprint,
+            provider.protocol,
+            provider.model,
+            provider.base_url,
+            embedder.dim,
+            datetime.now(UTC),
+        )
+        assert row is not None
+        if row["switched"]:
+            log.info(
+                "re-embedded %d rows (%d resumed); now on %s", done, resumed, embedder.describe()
+            )
+            return ReindexReport(
+                fingerprint=embedder.fingerprint,
+                embedded=done,
+                resumed=resumed,
+                memories=row["memories"],
+                knowledge=row["knowledge"],
+                dim=row["dim"],
+            )
+        total += row["pending"]
+    raise AmritaMemoryError(
+        f"re-embed could not switch: writes kept arriving ({max_switch_attempts} attempts); run it again"
+    )
+
+
+async def write_fingerprint(
+    pool: asyncpg.Pool, embedder: Embedder, *, dim: int | None = None
+) -> None:
+    """Record the configured model as the store's, without re-embedding (the escape hatch)."""
+    provider = embedder.provider
+    await pool.execute(
+        """
+        UPDATE amrita_memory.store_meta
+           SET embed_fingerprint = $1, embed_protocol = $2, embed_model = $3, embed_base_url = $4,
+               embed_dim = coalesce($5, embed_dim), updated_at = now()
+         WHERE id = 1
+        """,
+        embedder.fingerprint,
+        provider.protocol,
+        provider.model,
+        provider.base_url,
+        dim,
+    )

@@ -1,0 +1,111 @@
+"""Partition-key migration to the current ``uni_id`` format (reference §2.5).
+
+Legacy keys (``user_{qq}``, ``group_{gid}``, bare digits with a scope) become
+``QQPlatform_Private_{qq}`` / ``QQPlatform_Group_{gid}``. Idempotent: current keys map
+to themselves. Memories and memos are both converted (the reference left memos alone),
+in one transaction, and the format version is recorded in ``store_meta``. Unrecognised
+keys are reported and left as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION, to_current
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class KeyMigrationReport:
+    #: old key → new key, for every key that changes
+    mapping: dict[str, str] = field(default_factory=dict)
+    changed_rows: int = 0
+    memos_changed: int = 0
+    #: memos whose new key already had a memo (the current-format memo is kept)
+    memo_conflicts: list[str] = field(default_factory=list)
+    unrecognised: list[str] = field(default_factory=list)
+    version_before: int | None = None
+    dry_run: bool = False
+
+
+async def migrate_keys(
+    pool: asyncpg.Pool, *, dry_run: bool = False, default_platform: str = "qq"
+) -> KeyMigrationReport:
+    """Convert legacy partition keys; with ``dry_run`` only count what would change."""
+    report = KeyMigrationReport(dry_run=dry_run)
+    async with pool.acquire() as conn, conn.transaction():
+        # Serialise with other migrations of keys (bot start-up and CLI at once).
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.keys', 0))"
+        )
+        report.version_before = await conn.fetchval(
+            "SELECT key_format_version FROM amrita_memory.store_meta WHERE id = 1"
+        )
+        pairs = await conn.fetch(
+            "SELECT partition_key, scope, count(*)::integer AS n FROM amrita_memory.memory GROUP BY 1, 2"
+        )
+        updates: list[tuple[str, str, str, int]] = []
+        for row in pairs:
+            old = row["partition_key"]
+            new = to_current(old, row["scope"], default_platform)
+            if new is None:
+                if old not in report.unrecognised:
+                    report.unrecognised.append(old)
+                continue
+            if new != old:
+                report.mapping[old] = new
+                updates.append((old, row["scope"], new, row["n"]))
+        memo_keys = [
+            r["partition_key"]
+            for r in await conn.fetch("SELECT partition_key FROM amrita_memory.memo")
+        ]
+        existing = set(memo_keys)
+        memo_moves: list[tuple[str, str]] = []
+        for old in memo_keys:
+            # A memo has no scope; "user_1"/"group_1" say it, bare digits cannot.
+            new = to_current(old, None, default_platform)
+            if new is None:
+                if old not in report.unrecognised:
+                    report.unrecognised.append(old)
+            elif new != old:
+                if new in existing:
+                    report.memo_conflicts.append(old)
+                else:
+                    memo_moves.append((old, new))
+                    existing.add(new)
+                report.mapping.setdefault(old, new)
+        report.changed_rows = sum(n for *_, n in updates)
+        report.memos_changed = len(memo_moves)
+        if dry_run:
+            return report
+        for old, scope, new, _n in updates:
+            await conn.execute(
+                "UPDATE amrita_memory.memory SET partition_key = $3 WHERE partition_key = $1 AND scope = $2",
+                old,
+                scope,
+                new,
+            )
+        for old, new in memo_moves:
+            await conn.execute(
+                "UPDATE amrita_memory.memo SET partition_key = $2 WHERE partition_key = $1",
+                old,
+                new,
+            )
+        await conn.execute(
+            "UPDATE amrita_memory.store_meta SET key_format_version = $1, updated_at = now() WHERE id = 1",
+            KEY_FORMAT_VERSION,
+        )
+    for key in report.unrecognised:
+        log.warning("partition key %r is not recognised; left as it is", key)
+    return report
+
+
+async def key_format_version(pool: asyncpg.Pool) -> int | None:
+    value = await pool.fetchval(
+        "SELECT key_format_version FROM amrita_memory.store_meta WHERE id = 1"
+    )
+    return None if value is None else int(value)
