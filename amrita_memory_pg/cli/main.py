@@ -9,65 +9,14 @@ own print one sentence and exit with status 2; nothing prints a traceback unless
 from __future__ import annotations
 
 import asyncio
-import functools
-import logging
 import subprocess
 import sys
-from collections.abc import Callable, Coroutine
-from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
+from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.errors import AmritaMemoryError
-from amrita_memory_pg.settings import Settings, load_settings, render_reference
-
-T = TypeVar("T")
-
-
-class CliState:
-    """Options of the top-level group, resolved lazily so errors come out as one line."""
-
-    def __init__(self, config: Path | None, debug: bool) -> None:
-        self.config = config
-        self.debug = debug
-        self._settings: Settings | None = None
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = load_settings(self.config)
-        return self._settings
-
-
-def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
-    """Run an async click callback in a fresh event loop."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> T:
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--config",
-    "config",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="TOML config file (default: AMRITA_MEMORY_CONFIG or config/amrita_memory_pg/config.toml).",
-)
-@click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
-@click.pass_context
-def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
-    """Long-term memory for chat bots, in PostgreSQL + pgvector."""
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    ctx.obj = CliState(config, debug)
-
+from amrita_memory_pg.settings import render_reference
 
 # ---------------------------------------------------------------------------- db
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from amrita_memory_pg.cli.main import CliState, cli, run_async
+from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.service import Memory, open_memory
 
 

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
+from amrita_memory_pg.embedding.backups import BackupInfo, list_backups
+from amrita_memory_pg.embedding.reindex import ReindexState
+from amrita_memory_pg.embedding.startup import FingerprintStatus
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import (
@@ -12,7 +17,8 @@ from amrita_memory_pg.storage.pg.database import (
     connect_once,
     server_info,
 )
-from amrita_memory_pg.storage.pg.schema import SCHEMA
+
+TOP_PARTITIONS = 10
 
 
 @dataclass
@@ -20,37 +26,95 @@ class StatusReport:
     server: ServerInfo
     revision: str | None
     head: str
-    counts: dict[str, int] = field(default_factory=dict)
     socket_dir: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    fingerprint: FingerprintStatus | None = None
+    dim: int | None = None
+    key_format: int | None = None
+    reindex: ReindexState | None = None
+    by_scope: dict[str, int] = field(default_factory=dict)
+    by_tier: dict[str, int] = field(default_factory=dict)
+    partitions: list[tuple[str, int]] = field(default_factory=list)
+    backups: list[BackupInfo] = field(default_factory=list)
+    backend: str = "pgvector"
+    backend_note: str = ""
 
 
 async def collect_status(settings: Settings, target: ServerTarget) -> StatusReport:
-    """Read the server facts and, when the schema exists, the row counts."""
+    """Server facts always; the store's facts when the schema is at head."""
     conn = await connect_once(target.dsn, settings.database.connect_timeout)
     try:
         info = await server_info(conn, target.kind, target.dsn)
         revision = await migrate.current_revision(conn)
-        counts: dict[str, int] = {}
-        if revision is not None:
-            row = await conn.fetchrow(
-                f"""
-                SELECT (SELECT count(*) FROM {SCHEMA}.memory)                       AS memories,
-                       (SELECT count(DISTINCT partition_key) FROM {SCHEMA}.memory)  AS partitions,
-                       (SELECT count(*) FROM {SCHEMA}.memo WHERE content <> '')     AS memos
-                """
-            )
-            assert row is not None
-            counts = {k: int(v) for k, v in row.items()}
     finally:
         await conn.close()
-    socket_dir = str(target.embedded.socket_dir) if target.embedded is not None else None
-    return StatusReport(
+    report = StatusReport(
         server=info,
         revision=revision,
         head=migrate.head_revision(),
-        counts=counts,
-        socket_dir=socket_dir,
+        socket_dir=str(target.embedded.socket_dir) if target.embedded is not None else None,
+        backups=list_backups(settings.resolved_data_dir() / "backups"),
+        backend=settings.vector_backend,
     )
+    if revision != report.head:
+        return report
+    await _collect_store(settings, report)
+    return report
+
+
+async def _collect_store(settings: Settings, report: StatusReport) -> None:
+    from amrita_memory_pg.embedding.reindex import reindex_state
+    from amrita_memory_pg.embedding.startup import inspect_fingerprint
+    from amrita_memory_pg.service import open_memory
+
+    async with open_memory(settings, startup=False) as mem:
+        pool = mem.pool
+        row = await pool.fetchrow(
+            """
+            SELECT (SELECT count(*) FROM amrita_memory.memory)::integer                      AS memories,
+                   (SELECT count(DISTINCT partition_key) FROM amrita_memory.memory)::integer AS partitions,
+                   (SELECT count(*) FROM amrita_memory.memo WHERE content <> '')::integer    AS memos,
+                   (SELECT count(*) FROM amrita_memory.knowledge)::integer                   AS knowledge,
+                   s.embed_dim, s.key_format_version
+              FROM amrita_memory.store_meta s WHERE s.id = 1
+            """
+        )
+        assert row is not None
+        report.counts = {k: row[k] for k in ("memories", "partitions", "memos", "knowledge")}
+        report.dim = row["embed_dim"]
+        report.key_format = row["key_format_version"]
+        report.fingerprint = await inspect_fingerprint(mem)
+        report.reindex = await reindex_state(pool)
+        report.by_scope = {
+            r["scope"]: r["n"]
+            for r in await pool.fetch(
+                "SELECT scope, count(*)::integer AS n FROM amrita_memory.memory GROUP BY 1 ORDER BY 1"
+            )
+        }
+        tiers = await pool.fetchrow(
+            "SELECT count(*) FILTER (WHERE importance <= 3)::integer AS low,"
+            "       count(*) FILTER (WHERE importance BETWEEN 4 AND 7)::integer AS medium,"
+            "       count(*) FILTER (WHERE importance >= 8)::integer AS high FROM amrita_memory.memory"
+        )
+        assert tiers is not None
+        report.by_tier = dict(tiers.items())
+        report.partitions = [
+            (r["partition_key"], r["memories"])
+            for r in await pool.fetch(
+                "SELECT partition_key, memories FROM amrita_memory.partition_usage "
+                "WHERE memories > 0 ORDER BY memories DESC, partition_key LIMIT $1",
+                TOP_PARTITIONS,
+            )
+        ]
+        check: Any = getattr(mem.index, "check", None)
+        if check is not None:
+            in_pg, in_index = await check(pool)
+            state = (
+                "in step" if in_pg == in_index else "OUT OF STEP: run `amrita-memory reindex --yes`"
+            )
+            report.backend_note = (
+                f"{in_index} vectors in the index, {in_pg} rows in PostgreSQL ({state})"
+            )
 
 
 def render_status(report: StatusReport) -> str:
@@ -70,8 +134,55 @@ def render_status(report: StatusReport) -> str:
             f"schema:      {report.revision} (head is {report.head}: run `amrita-memory db upgrade`)"
         )
     if report.counts:
+        c = report.counts
+        lines.append(f"memories:    {c['memories']} in {c['partitions']} partitions")
+        lines.append(f"memos:       {c['memos']}")
+        lines.append(f"knowledge:   {c['knowledge']}")
         lines.append(
-            f"memories:    {report.counts['memories']} in {report.counts['partitions']} partitions"
+            f"backend:     {report.backend}"
+            + (f" — {report.backend_note}" if report.backend_note else "")
         )
-        lines.append(f"memos:       {report.counts['memos']}")
+    fp = report.fingerprint
+    if fp is not None:
+        lines.append(
+            f"库中记录:    {fp.stored_describe}" + (f"  dim {report.dim}" if report.dim else "")
+        )
+        lines.append(f"当前配置:    {fp.current_describe}")
+        lines.append(f"指纹:        {fp.stored or '（无记录）'}")
+        if fp.rows == 0:
+            lines.append("状态:        空集合（无需重映射，下次启动会写入指纹）")
+        elif fp.reason is None:
+            lines.append("状态:        ✅ 一致")
+        else:
+            lines.append(f"状态:        ⚠️  不一致 —— 需运行 `amrita-memory reindex`（{fp.reason}）")
+    if report.reindex is not None:
+        r = report.reindex
+        lines.append(
+            f"re-embed:    in progress toward {r.model or '?'}: {r.staged} staged, {r.pending} pending "
+            f"(since {r.started_at:%Y-%m-%d %H:%M} UTC; run `amrita-memory reindex` to finish)"
+        )
+    if report.counts:
+        if report.key_format == KEY_FORMAT_VERSION:
+            lines.append(f"分区键版本:  {KEY_FORMAT_VERSION}（最新）")
+        else:
+            lines.append(
+                f"分区键版本:  {report.key_format or '（无记录）'} → 需迁移（amrita-memory migrate-keys）"
+            )
+        if report.by_scope:
+            lines.append(
+                "by scope:    " + ", ".join(f"{k} {v}" for k, v in report.by_scope.items())
+            )
+        if report.by_tier:
+            lines.append("by tier:     " + ", ".join(f"{k} {v}" for k, v in report.by_tier.items()))
+        if report.partitions:
+            lines.append("分布:")
+            lines.extend(f"  {key}: {n}" for key, n in report.partitions)
+    if report.backups:
+        lines.append(f"\n备份（{len(report.backups)} 份）:")
+        for b in report.backups:
+            lines.append(
+                f"  {b.stem}  ({b.size // 1024} KB)  {b.counts.get('memory', '?')} 条  {b.reason}"
+            )
+    else:
+        lines.append("\n备份: 无")
     return "\n".join(lines)

@@ -486,12 +486,7 @@ async def _restore_dump(mem: Memory, path: Path, *, force: bool) -> RestoreRepor
             _pg_tool("pg_restore"), f"--file={script}", "--no-owner", "--no-privileges", str(path)
         )
         text = script.read_text(encoding="utf-8")
-        match = re.search(
-            r"COPY amrita_memory\.memory \(.*?\) FROM stdin;\n(.*?)\n\\\.", text, re.S
-        )
-        incoming = (
-            0 if match is None or not match.group(1).strip() else match.group(1).count("\n") + 1
-        )
+        incoming = _copy_rows(text, "amrita_memory.memory")
         await _guard_empty(mem, incoming, force)
         report = RestoreReport(source=path, kind="dump")
         report.safety_backup = await _safety_backup(mem, path)
@@ -512,6 +507,17 @@ async def _restore_dump(mem: Memory, path: Path, *, force: bool) -> RestoreRepor
     await mem.pool.expire_connections()
     await migrate.upgrade(dsn)  # a dump from an older version comes up to head
     return await _after_restore(mem, report)
+
+
+def _copy_rows(script: str, table: str) -> int:
+    """Rows in the COPY block of ``table`` in a pg_restore script (one line per row)."""
+    lines = script.splitlines()
+    for start, line in enumerate(lines):
+        if line.startswith(f"COPY {table} (") and line.endswith("FROM stdin;"):
+            for count, row in enumerate(lines[start + 1 :]):
+                if row == "\\.":
+                    return count
+    return 0
 
 
 async def _restore_reference(mem: Memory, path: Path, *, force: bool) -> RestoreReport:

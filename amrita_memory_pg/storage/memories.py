@@ -358,15 +358,24 @@ class MemoryStore:
             scope=scope,
             tags=tuple(tags) if tags else None,
         )
-        return await self.index.search(
-            self.pool,
-            partition_key,
-            vector,
-            top_k=top_k,
-            where=where,
-            now=now or _utcnow(),
-            decay=self.settings.decay,
-        )
+        try:
+            return await self.index.search(
+                self.pool,
+                partition_key,
+                vector,
+                top_k=top_k,
+                where=where,
+                now=now or _utcnow(),
+                decay=self.settings.decay,
+            )
+        except asyncpg.DataError as exc:
+            if "different vector dimensions" not in str(exc):
+                raise
+            raise FingerprintMismatch(
+                f"the stored vectors and the configured model ({self.embedder.describe()}, "
+                f"dimension {len(vector)}) differ: the embedding model changed — run "
+                "`amrita-memory reindex`, or configure the model the store was built with"
+            ) from exc
 
     # ------------------------------------------------------------------ sweep
 

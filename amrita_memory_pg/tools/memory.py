@@ -144,7 +144,7 @@ class MemoryTools:
                 importance=TIER_RANGE[label] if label else None,
                 tags=parse_tags(args.get("tags")) or None,
             )
-        except EmbeddingError as exc:
+        except (EmbeddingError, FingerprintMismatch) as exc:
             raise ToolError(f"检索记忆失败: {exc}") from exc
         decay_on = self.settings.decay.enabled
         metadatas = []

@@ -16,8 +16,15 @@ from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
 
 EXPECTED_TABLES = {
-    "alembic_version", "memory", "memo", "store_meta", "sweep_state", "ann_index",
-    "knowledge", "reembed_job", "reembed_staging",
+    "alembic_version",
+    "memory",
+    "memo",
+    "store_meta",
+    "sweep_state",
+    "ann_index",
+    "knowledge",
+    "reembed_job",
+    "reembed_staging",
 }
 
 

@@ -1,0 +1,260 @@
+"""Backups: pg_dump + JSONL from one snapshot, rotation, restore into a fresh database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from amrita_memory_pg.embedding.backups import (
+    BackupError,
+    create_backup,
+    list_backups,
+    restore_backup,
+    rotate,
+)
+from amrita_memory_pg.embedding.hashing import HashingProvider
+from tests.support.cli import run_cli
+from tests.support.memory import add_knowledge, checksum, memory_on
+from tests.support.pg import PgServer
+
+KEY = "QQPlatform_Private_10001"
+GROUP = "QQPlatform_Group_555"
+
+
+async def _fill(dsn: str, data_dir: Path) -> None:
+    async with memory_on(dsn, data_dir) as mem:
+        for i in range(25):
+            await mem.memories.add(
+                partition_key=KEY,
+                scope="user",
+                content=f"记忆 {i}：喜欢 猫",
+                tags=["t", str(i)],
+                importance=1 + i % 10,
+                category="preference" if i % 2 else None,
+                author="10001",
+            )
+        await mem.memories.add(
+            partition_key=GROUP, scope="group", content="群规：不刷屏", source="user"
+        )
+        await mem.pool.execute(
+            "INSERT INTO amrita_memory.memo (partition_key, content, version) VALUES ($1, $2, 3), ($3, $4, 1)",
+            KEY,
+            "用户叫小明，喜欢猫",
+            GROUP,
+            "这是一个技术群",
+        )
+        await add_knowledge(mem, "cats", "猫的饮食", "不能吃巧克力", "正文\n第二行")
+
+
+async def test_backup_then_restore_into_a_fresh_database_is_identical(
+    db_dsn: str, pg_server: PgServer, template_db: str, tmp_path: Path
+) -> None:
+    await _fill(db_dsn, tmp_path)
+    async with memory_on(db_dsn, tmp_path) as mem:
+        original = await checksum(mem)
+        info = await create_backup(mem)
+    assert info.jsonl_path.exists() and info.dump_path.exists()
+    assert info.counts == {"memory": 26, "memo": 2, "knowledge": 1}
+    header = json.loads(info.jsonl_path.read_text(encoding="utf-8").splitlines()[0])
+    assert header["format"] == "amrita_memory_pg.backup" and header["dim"] == 384
+    assert header["fingerprint"] == HashingProvider(384).fingerprint
+
+    for source in (info.jsonl_path, info.dump_path):
+        name = await pg_server.create_database(template=template_db)
+        try:
+            async with memory_on(
+                pg_server.dsn(name), tmp_path / f"restore-{source.suffix}"
+            ) as fresh:
+                report = await restore_backup(fresh, source)
+                assert report.reembedded == 0
+                assert report.safety_backup is None  # the fresh store was empty
+                assert await checksum(fresh) == original, source.suffix
+                hits = await fresh.memories.search(KEY, "喜欢 猫", top_k=3)
+                assert len(hits) == 3
+        finally:
+            await pg_server.drop_database(name)
+
+
+async def test_jsonl_restore_onto_another_model_re_embeds(
+    db_dsn: str, pg_server: PgServer, template_db: str, tmp_path: Path
+) -> None:
+    await _fill(db_dsn, tmp_path)
+    async with memory_on(db_dsn, tmp_path) as mem:
+        info = await create_backup(mem)
+    name = await pg_server.create_database(template=template_db)
+    try:
+        async with memory_on(
+            pg_server.dsn(name), tmp_path / "other", embedding__hash_dim=128
+        ) as fresh:
+            report = await restore_backup(fresh, info.jsonl_path)
+            assert report.reembedded == 27  # 26 memories + 1 knowledge entry
+            rows = await fresh.pool.fetch(
+                "SELECT content, embedding, embed_fingerprint FROM amrita_memory.memory"
+            )
+            assert len(rows) == 26
+            provider = HashingProvider(128)
+            for r in rows:
+                assert r["embed_fingerprint"] == provider.fingerprint
+                assert np.allclose(r["embedding"], provider.vector(r["content"]), atol=1e-6)
+            assert (
+                await fresh.pool.fetchval("SELECT embed_dim FROM amrita_memory.store_meta") == 128
+            )
+            assert (
+                await fresh.pool.fetchval(
+                    "SELECT content FROM amrita_memory.memo WHERE partition_key = $1", KEY
+                )
+                == "用户叫小明，喜欢猫"
+            )
+    finally:
+        await pg_server.drop_database(name)
+
+
+async def test_names_never_collide_and_rotation_keeps_n(db_dsn: str, tmp_path: Path) -> None:
+    async with memory_on(db_dsn, tmp_path, embedding__reembed_backup_keep=2) as mem:
+        await mem.memories.add(partition_key=KEY, scope="user", content="一条")
+        infos = [await create_backup(mem) for _ in range(4)]
+    assert len({i.stem for i in infos}) == 4
+    kept = list_backups(tmp_path / "backups")
+    assert [k.stem for k in kept] == [i.stem for i in infos[-2:]]
+    assert not any(p.name.endswith(".part") for p in (tmp_path / "backups").iterdir())
+    # Rotation never deletes a protected backup (the one being restored).
+    assert rotate(tmp_path / "backups", 0, protect={infos[-1].stem}) == [infos[-2].stem]
+    assert [k.stem for k in list_backups(tmp_path / "backups")] == [infos[-1].stem]
+
+
+async def test_an_empty_backup_does_not_wipe_the_store_unless_forced(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with memory_on(db_dsn, tmp_path) as mem:
+        empty = await create_backup(mem)
+        await mem.memories.add(partition_key=KEY, scope="user", content="重要的记忆")
+        for path in (empty.jsonl_path, empty.dump_path):
+            with pytest.raises(BackupError, match="would wipe the 1 in the store"):
+                await restore_backup(mem, path)
+            assert await mem.memories.count(KEY) == 1
+        report = await restore_backup(mem, empty.jsonl_path, force=True)
+        assert report.safety_backup is not None
+        assert await mem.memories.count(KEY) == 0
+        # The safety backup brings it back.
+        await restore_backup(mem, report.safety_backup.jsonl_path)
+        assert await mem.memories.count(KEY) == 1
+
+
+async def test_restoring_keeps_its_source_even_when_rotation_is_tight(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with memory_on(db_dsn, tmp_path, embedding__reembed_backup_keep=1) as mem:
+        await mem.memories.add(partition_key=KEY, scope="user", content="A")
+        first = await create_backup(mem)
+        await mem.memories.add(partition_key=KEY, scope="user", content="B")
+        report = await restore_backup(mem, first.jsonl_path)
+        assert first.jsonl_path.exists()
+        assert report.safety_backup is not None and report.safety_backup.jsonl_path.exists()
+        assert await mem.memories.count(KEY) == 1
+
+
+async def test_a_damaged_backup_changes_nothing(db_dsn: str, tmp_path: Path) -> None:
+    async with memory_on(db_dsn, tmp_path) as mem:
+        await mem.memories.add(partition_key=KEY, scope="user", content="A")
+        info = await create_backup(mem)
+        lines = info.jsonl_path.read_text(encoding="utf-8").splitlines()
+        broken = tmp_path / "broken.jsonl"
+        broken.write_text("\n".join([*lines[:-1], lines[-1][:20]]) + "\n", encoding="utf-8")
+        with pytest.raises(BackupError, match="line"):
+            await restore_backup(mem, broken)
+        truncated = tmp_path / "truncated.jsonl"
+        truncated.write_text(lines[0] + "\n", encoding="utf-8")
+        with pytest.raises(BackupError, match="incomplete"):
+            await restore_backup(mem, truncated)
+        assert await mem.memories.count(KEY) == 1
+
+
+async def test_reference_plugin_backups_restore_with_current_keys_and_model(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    legacy = {
+        "collection": "amrita_user_memory",
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "ids": ["a" * 32, "b" * 32, "c" * 32, "not-hex"],
+        "documents": ["喜欢猫", "群规：不刷屏", "旧格式纯数字", "id 不是 hex"],
+        "metadatas": [
+            {
+                "scope": "user",
+                "user_id": "user_10001",
+                "tags": "preference,pet",
+                "importance": "high",
+                "created_at": "2025-12-01T08:00:00+08:00",
+            },
+            {
+                "scope": "group",
+                "user_id": "group_555",
+                "tags": "rule",
+                "importance": "low",
+                "created_at": "2025-12-02T00:00:00",
+            },
+            {
+                "scope": "user",
+                "user_id": "10001",
+                "tags": "",
+                "importance": "medium",
+                "created_at": "bad",
+            },
+            {
+                "scope": "user",
+                "user_id": "QQPlatform_Private_10001",
+                "tags": "x",
+                "importance": "medium",
+            },
+        ],
+    }
+    path = tmp_path / "embed_backup_20260101_000000.json"
+    path.write_text(json.dumps(legacy, ensure_ascii=False), encoding="utf-8")
+    async with memory_on(db_dsn, tmp_path) as mem:
+        report = await restore_backup(mem, path)
+        assert report.kind == "reference-json" and report.counts["memory"] == 4
+        rows = {r["content"]: r for r in await mem.pool.fetch("SELECT * FROM amrita_memory.memory")}
+        assert rows["喜欢猫"]["partition_key"] == KEY and rows["喜欢猫"]["importance"] == 8
+        assert rows["喜欢猫"]["tags"] == ["preference", "pet"]
+        assert rows["喜欢猫"]["id"] == "a" * 32
+        assert (
+            rows["群规：不刷屏"]["partition_key"] == GROUP
+            and rows["群规：不刷屏"]["importance"] == 3
+        )
+        assert rows["旧格式纯数字"]["partition_key"] == KEY
+        assert len(rows["id 不是 hex"]["id"]) == 32
+        assert {r["embed_fingerprint"] for r in rows.values()} == {mem.embedder.fingerprint}
+        assert (
+            await mem.pool.fetchval("SELECT key_format_version FROM amrita_memory.store_meta") == 2
+        )
+
+    bad = tmp_path / "embed_backup_bad.json"
+    bad.write_text(json.dumps({"ids": ["x"], "documents": [], "metadatas": []}), encoding="utf-8")
+    async with memory_on(db_dsn, tmp_path) as mem:
+        with pytest.raises(BackupError, match="inconsistent"):
+            await restore_backup(mem, bad)
+        assert await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 4
+
+
+async def test_backup_cli_create_list_restore(db_dsn: str, tmp_path: Path) -> None:
+    await _fill(db_dsn, tmp_path)
+    env = {
+        "DATABASE_URL": db_dsn,
+        "EMBEDDING_PROCTOL": "hash",
+        "AMRITA_MEMORY_DATA_DIR": str(tmp_path),
+    }
+    created = run_cli("backup", "create", env=env)
+    assert created.returncode == 0, created.stderr
+    assert "已备份到" in created.stdout and "memory 26, memo 2, knowledge 1" in created.stdout
+    listed = run_cli("backup", "list", env=env)
+    assert "备份（1 份）" in listed.stdout and " 26 条 " in listed.stdout
+    jsonl = next((tmp_path / "backups").glob("*.jsonl"))
+    declined = run_cli("backup", "restore", str(jsonl), env=env, input="n\n")
+    assert declined.returncode == 1
+    restored = run_cli("backup", "restore", str(jsonl), "--yes", env=env)
+    assert restored.returncode == 0, restored.stderr
+    assert "恢复前已备份到" in restored.stdout and "memory 26" in restored.stdout
+    missing = run_cli("backup", "restore", str(tmp_path / "nope.jsonl"), "--yes", env=env)
+    assert missing.returncode == 1 and "备份文件不存在" in missing.stderr
