@@ -185,6 +185,8 @@ class ChromaIndex:
         self._lock = threading.Lock()
         self._client: ClientAPI | None = None
         self._collection: Collection | None = None
+        self._opened = False
+        self._closed = False
 
     @property
     def location(self) -> str:
@@ -265,13 +267,13 @@ class ChromaIndex:
         await self._run(f"remove {len(ids)} memories", delete)
 
     async def aclose(self) -> None:
-        with self._lock:
+        with self._lock:  # never held across a chroma call, so this cannot hang
             client, self._client, self._collection = self._client, None, None
-        close = getattr(client, "close", None)
+            self._closed = True
         try:
-            if close is not None:  # releases the persistent directory (recent chromadb)
-                await asyncio.to_thread(close)
+            await asyncio.to_thread(_close_client, client)
         finally:
+            # A call stuck on a hung server keeps its thread until the socket dies.
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ maintenance
@@ -452,11 +454,29 @@ class ChromaIndex:
             ) from exc
 
     def _open(self) -> Collection:
+        """The collection, connecting on first use. Network calls run without the lock
+        held, so a hung server never blocks ``aclose`` or the other threads' bookkeeping."""
+        with self._lock:
+            if self._closed:
+                raise BackendError(f"the chroma index at {self.location} is closed")
+            client, collection = self._client, self._collection
+        if collection is not None:
+            return collection
+        if client is None:
+            client = self._connect()
+            with self._lock:
+                if self._closed or self._client is not None:
+                    spare, client = client, self._client
+                    _close_client(spare)
+                    if client is None:
+                        raise BackendError(f"the chroma index at {self.location} is closed")
+                else:
+                    self._client = client
+        collection = self._get_or_create(client)
         with self._lock:
             if self._collection is None:
-                if self._client is None:
-                    self._client = self._connect()
-                self._collection = self._get_or_create(self._client)
+                self._collection = collection
+                self._opened = True
             return self._collection
 
     def _connect(self) -> ClientAPI:
@@ -488,6 +508,13 @@ class ChromaIndex:
         try:
             collection = client.get_collection(name, embedding_function=None)
         except NotFoundError:
+            if self._opened:
+                log.warning(
+                    "chroma collection %r vanished at %s; starting an empty one: "
+                    "run `amrita-memory index rebuild` to index the existing memories",
+                    name,
+                    self.location,
+                )
             return self._create(client)
         if (collection.metadata or {}).get(OWNER_KEY) != OWNER_VALUE:
             count = collection.count()
@@ -515,7 +542,17 @@ class ChromaIndex:
 
         with self._lock:
             client = self._client
-            assert client is not None
-            with contextlib.suppress(NotFoundError):  # deleted under us already
-                client.delete_collection(current.name)
-            self._collection = self._create(client)
+            self._collection = None
+        assert client is not None
+        with contextlib.suppress(NotFoundError):  # deleted under us already
+            client.delete_collection(current.name)
+        created = self._create(client)
+        with self._lock:
+            self._collection = created
+
+
+def _close_client(client: ClientAPI | None) -> None:
+    """Release a client (and the persistent directory's system, on recent chromadb)."""
+    close = getattr(client, "close", None)
+    if close is not None:
+        close()
