@@ -20,8 +20,8 @@ run: $(STAMP)
 	$(BIN)/amrita-memory status
 
 lint: $(STAMP)
-	$(BIN)/ruff check amrita_memory_pg migrations tests bench
-	$(BIN)/ruff format --check amrita_memory_pg migrations tests bench
+	$(BIN)/ruff check amrita_memory_pg migrations tests $(wildcard bench)
+	$(BIN)/ruff format --check amrita_memory_pg migrations tests $(wildcard bench)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
