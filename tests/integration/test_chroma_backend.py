@@ -4,6 +4,7 @@ real ``chroma run`` server. Real chromadb everywhere, no mocks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -409,6 +410,38 @@ async def test_rebuild_restores_a_wiped_collection(
         assert [
             h.record.id for h in await mem.memories.search(KEY, "喜欢 咖啡", top_k=10, now=NOW)
         ] == [h.record.id for h in before]
+
+
+async def test_rebuild_under_concurrent_writes_ends_in_step(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Writes and deletes while the copy runs: afterwards both sides hold the same ids."""
+    async with open_memory(make_settings()) as mem:
+        index = chroma_of(mem)
+        ids = await fill(mem, 120)
+
+        async def churn() -> int:
+            done = 0
+            for i in range(40):
+                reply = await call(
+                    mem,
+                    "write_memory",
+                    content=f"重建 期间 {i}",
+                    tags="t",
+                    importance="low",
+                    scope="user",
+                )
+                # A write racing the drop of the old collection may be refused (and rolled back).
+                done += reply["status"] == "success"
+                await call(mem, "delete_memory", id=ids[i * 3], scope="user")
+                await asyncio.sleep(0)
+            return done
+
+        rebuilt, written = await asyncio.gather(index.rebuild(mem.pool, batch_size=3), churn())
+        assert written > 0
+        in_pg = await assert_index_in_step(mem)
+        assert len(in_pg) == 120 - 40 + written
+        assert rebuilt > 0
 
 
 async def test_a_foreign_collection_is_never_used_or_dropped(

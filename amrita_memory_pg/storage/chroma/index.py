@@ -290,7 +290,9 @@ class ChromaIndex:
         For after a re-embed (new model, maybe a new dimension) and for recovery (a lost
         or wiped collection, a restored database). Writes made meanwhile go to the new
         collection; a last pass compares ids on both sides and fixes the ones that were
-        inserted or deleted while their batch was being copied.
+        inserted or deleted while their batch was being copied. (A content edit racing
+        its own row's copy can keep the old vector until the next rebuild: run it when
+        the bot is quiet if that matters.)
         """
         await self._run("recreate the collection", self._recreate)
         cursor = ""
@@ -309,7 +311,15 @@ class ChromaIndex:
         return (await self.check(pool))[1]
 
     async def _upsert_rows(self, rows: Sequence[asyncpg.Record]) -> None:
+        if not rows:  # e.g. the missing ids of _reconcile were deleted meanwhile
+            return
         ids = [row["id"] for row in rows]
+        dims = {len(row["embedding"]) for row in rows}
+        if len(dims) > 1:
+            raise BackendError(
+                f"memories have vectors of {len(dims)} different dimensions {sorted(dims)} "
+                "(a re-embed in progress?): finish the re-embed, then rebuild the index"
+            )
         embeddings = _matrix([row["embedding"] for row in rows])
         metadatas: list[Metadata] = [
             vector_metadata(r["partition_key"], r["scope"], r["importance"], r["created_at"])
