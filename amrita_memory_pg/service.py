@@ -12,6 +12,7 @@ Adapters (the NoneBot plugin, the AmritaBot adapter, users' own code) use exactl
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -30,6 +31,14 @@ def create_index(settings: Settings) -> VectorIndex:
     """The configured vector backend (chroma is imported only when chosen)."""
     if settings.vector_backend == "pgvector":
         return PgvectorIndex(settings.retrieval.ann_candidates)
+    if settings.vector_backend == "chroma":
+        if importlib.util.find_spec("chromadb") is None:
+            raise ConfigError(
+                "vector_backend = chroma needs chromadb: pip install 'amrita-memory-pg[chroma]'"
+            )
+        from amrita_memory_pg.storage.chroma import ChromaIndex
+
+        return ChromaIndex(settings)
     raise ConfigError(f"vector backend {settings.vector_backend!r} is not available in this build")
 
 

@@ -222,6 +222,12 @@ class VectorDbSettings(_Section):
         "", description="Persistent directory (local); empty = <data_dir>/vector_db.chroma."
     )
     collection: str = Field("amrita_user_memory", description="Collection of L2 memory vectors.")
+    timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="Longest wait for one Chroma call; a write that times out is rolled back.",
+    )
 
     @field_validator("remote_headers", mode="before")
     @classmethod

@@ -11,12 +11,19 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.errors import AmritaMemoryError
 from amrita_memory_pg.settings import render_reference
+
+if TYPE_CHECKING:
+    from amrita_memory_pg.settings import Settings
+    from amrita_memory_pg.storage.chroma import ChromaIndex
+    from amrita_memory_pg.storage.pg.database import Database
+
 
 # ---------------------------------------------------------------------------- db
 
@@ -199,6 +206,78 @@ async def ann_index(state: CliState) -> None:
         click.echo(f"  + {name}")
     for name in report.dropped:
         click.echo(f"  - {name}")
+
+
+# ---------------------------------------------------------------------------- vector index
+
+
+@cli.group()
+def index() -> None:
+    """The chroma vector index: compare it with PostgreSQL, rebuild it from PostgreSQL."""
+
+
+async def _open_chroma(settings: Settings) -> tuple[Database, ChromaIndex] | None:
+    """(database, ChromaIndex) when the chroma backend is configured, else None."""
+    if settings.vector_backend != "chroma":
+        click.echo(
+            f"vector_backend is {settings.vector_backend}: the memory table is the index, "
+            "nothing to check or rebuild"
+        )
+        return None
+    from amrita_memory_pg.service import create_index
+    from amrita_memory_pg.storage.chroma import ChromaIndex
+    from amrita_memory_pg.storage.pg.database import Database
+
+    chroma = create_index(settings)
+    assert isinstance(chroma, ChromaIndex)
+    try:
+        database = await Database.open(settings)
+    except BaseException:
+        await chroma.aclose()
+        raise
+    return database, chroma
+
+
+@index.command("check")
+@click.pass_obj
+@run_async
+async def index_check(state: CliState) -> None:
+    """Count memories in PostgreSQL and vectors in chroma; exit status 1 when they differ."""
+    opened = await _open_chroma(state.settings)
+    if opened is None:
+        return
+    database, chroma = opened
+    try:
+        in_pg, in_chroma = await chroma.check(database.pool)
+    finally:
+        await chroma.aclose()
+        await database.close()
+    click.echo(f"chroma at {chroma.location}: {in_chroma} vectors for {in_pg} memories")
+    if in_pg != in_chroma:
+        click.echo("out of step: run `amrita-memory index rebuild`")
+        sys.exit(1)
+
+
+@index.command("rebuild")
+@click.option(
+    "--batch-size", type=click.IntRange(min=1, max=5000), default=500, help="Rows per upsert."
+)
+@click.pass_obj
+@run_async
+async def index_rebuild(state: CliState, batch_size: int) -> None:
+    """Drop the chroma collection and refill it from PostgreSQL (after a re-embed, or to recover)."""
+    opened = await _open_chroma(state.settings)
+    if opened is None:
+        return
+    database, chroma = opened
+    try:
+        count = await chroma.rebuild(database.pool, batch_size=batch_size)
+    finally:
+        await chroma.aclose()
+        await database.close()
+    click.echo(
+        f"rebuilt chroma collection {chroma.config.collection!r} at {chroma.location}: {count} vectors"
+    )
 
 
 # ---------------------------------------------------------------------------- psql

@@ -9,6 +9,7 @@ from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
 from amrita_memory_pg.embedding.backups import BackupInfo, list_backups
 from amrita_memory_pg.embedding.reindex import ReindexState
 from amrita_memory_pg.embedding.startup import FingerprintStatus
+from amrita_memory_pg.errors import BackendError
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import (
@@ -37,7 +38,8 @@ class StatusReport:
     partitions: list[tuple[str, int]] = field(default_factory=list)
     backups: list[BackupInfo] = field(default_factory=list)
     backend: str = "pgvector"
-    backend_note: str = ""
+    #: a secondary index (chroma): its vector count against the table's rows
+    vectors: str = ""
 
 
 async def collect_status(settings: Settings, target: ServerTarget) -> StatusReport:
@@ -108,13 +110,15 @@ async def _collect_store(settings: Settings, report: StatusReport) -> None:
         ]
         check: Any = getattr(mem.index, "check", None)
         if check is not None:
-            in_pg, in_index = await check(pool)
-            state = (
-                "in step" if in_pg == in_index else "OUT OF STEP: run `amrita-memory reindex --yes`"
-            )
-            report.backend_note = (
-                f"{in_index} vectors in the index, {in_pg} rows in PostgreSQL ({state})"
-            )
+            where = getattr(mem.index, "location", mem.index.name)
+            try:
+                in_pg, in_index = await check(pool)
+            except BackendError as exc:
+                report.vectors = f"{mem.index.name} at {where}: unavailable: {exc}"
+            else:
+                report.vectors = f"{mem.index.name} at {where}: {in_index} for {in_pg} memories"
+                if in_pg != in_index:
+                    report.vectors += " (run `amrita-memory index rebuild`)"
 
 
 def render_status(report: StatusReport) -> str:
@@ -138,10 +142,9 @@ def render_status(report: StatusReport) -> str:
         lines.append(f"memories:    {c['memories']} in {c['partitions']} partitions")
         lines.append(f"memos:       {c['memos']}")
         lines.append(f"knowledge:   {c['knowledge']}")
-        lines.append(
-            f"backend:     {report.backend}"
-            + (f" — {report.backend_note}" if report.backend_note else "")
-        )
+        lines.append(f"backend:     {report.backend}")
+        if report.vectors:
+            lines.append(f"vectors:     {report.vectors}")
     fp = report.fingerprint
     if fp is not None:
         lines.append(

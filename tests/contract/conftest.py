@@ -11,7 +11,7 @@ import pytest
 from amrita_memory_pg.service import Memory, open_memory
 from amrita_memory_pg.settings import Settings, load_settings
 
-BACKENDS = ["pgvector"]
+BACKENDS = ["pgvector", "chroma"]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from amrita_memory_pg.service import Memory, open_memory
 from amrita_memory_pg.settings import Settings
 from tests.support.data import bulk_insert
+from tests.support.vectors import assert_index_in_step, indexed_ids
 
 NOW = datetime(2026, 1, 31, tzinfo=UTC)
 KEY = "QQPlatform_Private_10001"
@@ -43,6 +44,11 @@ async def test_reference_decisions(memory: Memory) -> None:
     assert await importance_of(memory, medium_kept) == 6
     assert await importance_of(memory, high) == 5
     assert await importance_of(memory, high_kept) == 8
+    # The purged memory is gone from the vector index too, the others stay searchable.
+    assert low_gone not in await assert_index_in_step(memory)
+    assert len(await indexed_ids(memory)) == 5
+    hits = await memory.memories.search(KEY, "c", top_k=10, now=NOW)
+    assert {h.record.id for h in hits} == await indexed_ids(memory)
 
 
 async def test_demotion_restarts_the_tier_clock(memory: Memory) -> None:
@@ -57,6 +63,7 @@ async def test_demotion_restarts_the_tier_clock(memory: Memory) -> None:
     assert await importance_of(memory, mid) == 3
     await memory.memories.sweep(now=NOW + timedelta(days=32, hours=4))  # > 7 d in the low tier
     assert await importance_of(memory, mid) is None
+    assert await indexed_ids(memory) == set()
 
 
 async def test_reference_clock_cascades_on_consecutive_sweeps(
@@ -69,6 +76,7 @@ async def test_reference_clock_cascades_on_consecutive_sweeps(
             await mem.memories.sweep(now=NOW)
             levels.append(await importance_of(mem, mid))
         assert levels == [5, 3, None]
+        assert await indexed_ids(mem) == set()
 
 
 async def test_dry_run_changes_nothing(memory: Memory) -> None:
@@ -84,6 +92,7 @@ async def test_dry_run_changes_nothing(memory: Memory) -> None:
         == before
     )
     assert await memory.pool.fetchval("SELECT cursor_id FROM amrita_memory.sweep_state") == cursor
+    assert len(await assert_index_in_step(memory)) == 3
 
 
 async def test_disabled_sweep_does_nothing_unless_forced(
@@ -143,3 +152,4 @@ async def test_rows_being_edited_are_skipped_not_waited_for(memory: Memory) -> N
     assert report.purged == 1
     assert await importance_of(memory, busy) == 3
     assert await importance_of(memory, idle) is None
+    assert await assert_index_in_step(memory) == {busy}

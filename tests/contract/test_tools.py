@@ -15,6 +15,7 @@ from amrita_memory_pg.domain.decay import DecayPolicy, decay_score
 from amrita_memory_pg.service import Memory, open_memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import ToolContext
+from tests.support.vectors import assert_index_in_step, indexed_ids
 
 ALICE = ToolContext(platform="qq", user_id="10001")
 ALICE_IN_GROUP = ToolContext(platform="qq", user_id="10001", group_id="555")
@@ -63,6 +64,7 @@ async def test_write_reply_matches_the_reference_envelope(memory: Memory) -> Non
     assert data["tags"] == "preference,food"
     assert (data["importance"], data["scope"], data["status"]) == ("high", "user", "success")
     assert ISO_UTC.match(data["created_at"]), data["created_at"]  # B10: one format, +00:00
+    assert await assert_index_in_step(memory) == {data["memory_id"]}
 
 
 async def test_stored_importance_and_source(memory: Memory) -> None:
@@ -268,6 +270,13 @@ async def test_update_keeps_age_changes_content_and_vector(memory: Memory) -> No
     assert row["updated_at"] > created
     found = await call(memory, "read_memory", query="北京", scope="user")
     assert found["ids"][0][0] == rec.id and found["distances"][0][0] < 1.5
+    # A change without a new vector (same content, new importance) is searchable at once.
+    await call(memory, "update_memory", id=rec.id, scope="user", importance="low")
+    low = await call(memory, "read_memory", query="北京", scope="user", importance="low")
+    assert low["ids"] == [[rec.id]]
+    high = await call(memory, "read_memory", query="北京", scope="user", importance="high")
+    assert high["ids"] == [[]]
+    assert await assert_index_in_step(memory) == {rec.id}
 
 
 async def test_update_needs_a_field_and_an_existing_id(memory: Memory) -> None:
@@ -293,12 +302,14 @@ async def test_delete_and_foreign_delete(memory: Memory) -> None:
         "message"
     ] == "未找到指定ID的记忆"
     assert await rows(memory) == 1
+    assert await indexed_ids(memory) == {mid}
     assert await call(memory, "delete_memory", id=mid, scope="user") == {
         "status": "success",
         "message": "记忆删除成功",
         "id": mid,
     }
     assert await rows(memory) == 0
+    assert await indexed_ids(memory) == set()
     again = await call(memory, "delete_memory", id=mid, scope="user")
     assert again["message"] == "未找到指定ID的记忆"
 
@@ -423,6 +434,7 @@ async def test_bad_arguments_get_a_clear_error_and_write_nothing(
     assert data["status"] == "error"
     assert fragment in data["message"], data["message"]
     assert await rows(memory) == 0
+    assert await indexed_ids(memory) == set()
 
 
 async def test_arguments_may_arrive_as_json_text(memory: Memory) -> None:
@@ -452,6 +464,7 @@ async def test_another_embedding_model_is_refused_and_writes_nothing(
         assert data["status"] == "error"
         assert data["message"].startswith("写入记忆失败: embedding model mismatch")
         assert await rows(mem) == 1
+        await assert_index_in_step(mem)
 
 
 # ---------------------------------------------------------------- the partition cap
@@ -481,6 +494,7 @@ async def test_concurrent_writers_never_exceed_the_cap(memory: Memory) -> None:
         for r in refused
     )
     assert all(r["limit"] == 100 for r in refused)
+    assert await assert_index_in_step(memory) == {r["memory_id"] for r in ok}
     # Other partitions are not affected by a full one.
     assert (
         await call(
@@ -502,6 +516,7 @@ async def test_a_cap_of_zero_refuses_every_write(make_settings: Callable[..., Se
         )
         assert data["status"] == "error" and "上限（0 条）" in data["message"]
         assert await rows(mem) == 0
+        assert await indexed_ids(mem) == set()
 
 
 async def test_schemas_are_openai_function_format(memory: Memory) -> None:

@@ -71,3 +71,20 @@ def test_importing_the_package_loads_no_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_chromadb_is_imported_only_by_the_chroma_backend_and_only_when_used() -> None:
+    offenders = [
+        (path.relative_to(PACKAGE).as_posix(), name)
+        for path in PACKAGE.rglob("*.py")
+        for name in _imports(path)
+        if name.split(".")[0] == "chromadb"
+        and not path.relative_to(PACKAGE).as_posix().startswith("storage/chroma/")
+    ]
+    assert offenders == []
+    code = (
+        "import sys, amrita_memory_pg.service, amrita_memory_pg.storage.chroma;"
+        "print('chromadb' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,20 @@
+"""What the vector backend can find, for assertions that hold on every backend."""
+
+from __future__ import annotations
+
+from amrita_memory_pg.service import Memory
+from amrita_memory_pg.storage.chroma import ChromaIndex
+
+
+async def indexed_ids(mem: Memory) -> set[str]:
+    """Ids the backend searches: the memory table itself (pgvector) or the collection (chroma)."""
+    if isinstance(mem.index, ChromaIndex):
+        return await mem.index.vector_ids()
+    return {r["id"] for r in await mem.pool.fetch("SELECT id FROM amrita_memory.memory")}
+
+
+async def assert_index_in_step(mem: Memory) -> set[str]:
+    """The backend indexes exactly the rows of the memory table; returns those ids."""
+    in_pg = {r["id"] for r in await mem.pool.fetch("SELECT id FROM amrita_memory.memory")}
+    assert await indexed_ids(mem) == in_pg
+    return in_pg
