@@ -19,9 +19,12 @@ run: $(STAMP)
 	$(BIN)/amrita-memory db upgrade
 	$(BIN)/amrita-memory status
 
+# bench/ is optional (it may not exist in every checkout); lint it when present.
+LINT_PATHS := amrita_memory_pg migrations tests $(wildcard bench)
+
 lint: $(STAMP)
-	$(BIN)/ruff check amrita_memory_pg migrations tests bench
-	$(BIN)/ruff format --check amrita_memory_pg migrations tests bench
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -15,7 +15,14 @@ from sqlalchemy.pool import NullPool
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
 
-EXPECTED_TABLES = {"alembic_version", "memory", "memo", "store_meta"}
+EXPECTED_TABLES = {
+    "alembic_version",
+    "memory",
+    "memo",
+    "store_meta",
+    "chat_log",
+    "activity_heatmap",
+}
 
 
 async def _tables(dsn: str) -> set[str]:
@@ -43,7 +50,15 @@ async def _routines(dsn: str) -> set[str]:
 async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
     await migrate.upgrade(empty_db_dsn)
     assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
-    assert {"decay_score_v1", "sweep_action_v1", "partition_usage"} <= await _routines(empty_db_dsn)
+    assert {
+        "decay_score_v1",
+        "sweep_action_v1",
+        "partition_usage",
+        "memo_append_v1",
+        "memo_write_v1",
+        "chat_log_append_v1",
+        "activity_touch_v1",
+    } <= await _routines(empty_db_dsn)
 
     await migrate.downgrade(empty_db_dsn, "base")
     assert await _tables(empty_db_dsn) == {"alembic_version"}
