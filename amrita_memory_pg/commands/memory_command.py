@@ -89,6 +89,11 @@ def _preview(text: str) -> str:
     return flat[:PREVIEW_CHARS] + ("..." if len(flat) > PREVIEW_CHARS else "")
 
 
+def _reason(exc: BaseException) -> str:
+    """An exception as one short phrase (some, like NotImplementedError(), have no text)."""
+    return str(exc) or type(exc).__name__
+
+
 def format_line(record: MemoryRecord) -> str:
     """``[{importance}] [{id}] {preview50} | tag: {tags}``, manual entries marked."""
     line = (
@@ -156,7 +161,7 @@ class MemoryCommand:
             memo = await self.memos.get(ctx.session_key)
         except Exception as exc:  # the command's outer edge: reply, never raise into the chat
             log.exception("reading the memo of %s failed", ctx.session_key)
-            return TextReply(f"读取备忘录失败: {exc}")
+            return TextReply(f"读取备忘录失败: {_reason(exc)}")
         if not memo.content:
             return TextReply("当前作用域还没有备忘录")
         return MemoReply(title="备忘录", chunks=tuple(pack_chunks(memo.content)))
@@ -175,7 +180,7 @@ class MemoryCommand:
             await self.dmn_trigger()
         except Exception as exc:
             log.exception("triggering the L3 cycle failed")
-            return f"潜意识调度未启动：触发失败（{exc}），检查日志"
+            return f"潜意识调度未启动：触发失败（{_reason(exc)}），检查日志"
         return "已触发，潜意识将在后台跑一轮"
 
     async def _list(self, scope: str, key: str, args: str) -> str:
@@ -192,7 +197,7 @@ class MemoryCommand:
             )
         except Exception as exc:
             log.exception("listing %s failed", key)
-            return f"列出记忆失败: {exc}"
+            return f"列出记忆失败: {_reason(exc)}"
         if total == 0:
             return f"{label} 暂无记忆"
         pages = math.ceil(total / PAGE_SIZE)
@@ -210,7 +215,7 @@ class MemoryCommand:
             hits = await self.memories.search(key, query, top_k=SEARCH_TOP_K)
         except Exception as exc:
             log.exception("searching %s failed", key)
-            return f"搜索记忆失败: {exc}"
+            return f"搜索记忆失败: {_reason(exc)}"
         if not hits:
             return f"{label} 未找到与「{query}」相关的记忆"
         lines = [f"🔍 {label} 搜索「{query}」结果（距离越小越相似）:"]
@@ -244,7 +249,7 @@ class MemoryCommand:
                 )
         except Exception as exc:
             log.exception("deleting from %s failed", key)
-            return f"删除记忆失败: {exc}"
+            return f"删除记忆失败: {_reason(exc)}"
         return f"✅ 已删除 {label} 记忆: [{memory_id}]"
 
     async def _add(self, ctx: ToolContext, scope: str, key: str, content: str) -> str:
@@ -264,5 +269,5 @@ class MemoryCommand:
             return "当前会话的记忆数量已超过限制，请清理后再试"
         except Exception as exc:
             log.exception("adding to %s failed", key)
-            return f"添加记忆失败: {exc}"
+            return f"添加记忆失败: {_reason(exc)}"
         return f"✅ 已添加 {label} 记忆: [{record.id}]"

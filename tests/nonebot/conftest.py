@@ -74,7 +74,7 @@ async def after_nonebot_init(
 
 
 @pytest.fixture(autouse=True)
-async def clean_state(nonebug_init: None, llm_stub: ScriptedLLM) -> AsyncIterator[None]:
+async def clean_state(nonebug_init: None, llm_stub: ScriptedLLM) -> None:
     from amrita_memory_pg.integrations.nonebot import runtime
 
     memory = runtime.require()
@@ -83,4 +83,3 @@ async def clean_state(nonebug_init: None, llm_stub: ScriptedLLM) -> AsyncIterato
         "amrita_memory.memory"
     )
     llm_stub.reset()
-    yield

@@ -1,4 +1,7 @@
-"""A runnable console bot with this plugin: ``python -m amrita_memory_pg.integrations.nonebot.console_bot``.
+"""A runnable console bot with this plugin: ``python bot.py`` (what ``make run`` runs).
+
+It lives outside the package because importing anything under
+``amrita_memory_pg.integrations.nonebot`` loads the plugin, which needs NoneBot initialised.
 
 NoneBot2 + nonebot-adapter-console (a terminal chat UI) + this plugin on the embedded
 defaults: PostgreSQL in ``data/amrita_memory_pg``, the default embedder, no LLM. The
