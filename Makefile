@@ -30,14 +30,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The NoneBot tests (tests/nonebot, nonebug) are a second pytest session: nonebug
+# initialises NoneBot for its whole session, which the rest of the suite must not see.
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
-	# NoneBot tests: a second session, because nonebug initialises NoneBot session-wide
 	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
 
-nonebot-test: $(STAMP)
+nonebot-# The NoneBot tests (tests/nonebot, nonebug) are a second pytest session: nonebug
+# initialises NoneBot for its whole session, which the rest of the suite must not see.
+test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
 
 unit: $(STAMP)
