@@ -38,9 +38,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
 
-nonebot-# The NoneBot tests (tests/nonebot, nonebug) are a second pytest session: nonebug
-# initialises NoneBot for its whole session, which the rest of the suite must not see.
-test: $(STAMP)
+nonebot-test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
 
 unit: $(STAMP)
