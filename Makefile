@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install clean bench
+.PHONY: run test lint typecheck unit nonebot-test install clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,21 +15,31 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The main job: a console chat bot (NoneBot2 + nonebot-adapter-console + this plugin) on
+# the embedded defaults, data in data/amrita_memory_pg. Quit with ctrl+q, then ctrl+c.
 run: $(STAMP)
-	$(BIN)/amrita-memory db upgrade
-	$(BIN)/amrita-memory status
+	$(BIN)/python bot.py
+
+# bench/ is optional (it may not exist in every checkout); lint it when present.
+LINT_PATHS := amrita_memory_pg migrations tests bot.py $(wildcard bench)
 
 lint: $(STAMP)
-	$(BIN)/ruff check amrita_memory_pg migrations tests $(wildcard bench)
-	$(BIN)/ruff format --check amrita_memory_pg migrations tests $(wildcard bench)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The NoneBot tests (tests/nonebot, nonebug) are a second pytest session: nonebug
+# initialises NoneBot for its whole session, which the rest of the suite must not see.
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
+
+nonebot-test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit

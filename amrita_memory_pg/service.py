@@ -16,13 +16,18 @@ import importlib.util
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from amrita_memory_pg.domain.activity import resolve_timezone
+from amrita_memory_pg.domain.memo import render_memo_block
 from amrita_memory_pg.embedding.base import Embedder
 from amrita_memory_pg.errors import ConfigError
 from amrita_memory_pg.settings import Settings, load_settings
+from amrita_memory_pg.storage.activity import ActivityStore
 from amrita_memory_pg.storage.index import PgvectorIndex, VectorIndex
 from amrita_memory_pg.storage.memories import MemoryStore
+from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.storage.pg.database import Database
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.registry import ToolRegistry
 
@@ -55,6 +60,15 @@ class Memory:
         self.memories = MemoryStore(database.pool, embedder, index, settings)
         self.tools = ToolRegistry()
         register_memory_tools(self.tools, self.memories, settings)
+        #: L1 memos; the cap is enforced by the database write
+        self.memos = MemoStore(database.pool, settings.memo_max_chars)
+        #: chat log + activity heatmap, written by the chat hooks, read by L3
+        self.activity = ActivityStore(
+            database.pool,
+            keep=settings.chat_log_keep,
+            tz=resolve_timezone(settings.subconscious.idle_timezone),
+        )
+        register_memo_tools(self.tools, self.memos, settings)
 
     @property
     def pool(self) -> Any:
@@ -100,6 +114,22 @@ class Memory:
         if self.settings.embedding.check_on_startup:
             await self.embedder.prepare()
             await check_fingerprint(self)
+
+    async def memory_block(self, ctx: ToolContext) -> str:
+        """The per-turn system-message text for the speaker in ``ctx`` ("" = inject nothing).
+
+        Private chat: the personal memo. Group chat: the group memo, plus the speaker's
+        personal memo in its own block when ``memo_inject_personal_in_group`` is on.
+        One indexed query.
+        """
+        personal = ctx.in_group and self.settings.memo_inject_personal_in_group
+        keys = [ctx.session_key, ctx.personal_key] if personal else [ctx.session_key]
+        memos = await self.memos.get_many(keys)
+        return render_memo_block(
+            memos.get(ctx.session_key, ""),
+            memos.get(ctx.personal_key) if personal else None,
+            speaker=ctx.user_id,
+        )
 
     async def close(self) -> None:
         try:

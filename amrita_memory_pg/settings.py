@@ -309,6 +309,12 @@ class Settings(_Section):
     memo_inject_personal_in_group: bool = Field(
         False, description="In group chats also inject the speaker's personal memo."
     )
+    chat_log_keep: int = Field(
+        200,
+        ge=0,
+        le=100000,
+        description="Chat lines kept per session for the L3 loop (newest first); 0 = no chat log.",
+    )
     decay: DecaySettings = Field(default_factory=DecaySettings)  # type: ignore[arg-type]
     subconscious: SubconsciousSettings = Field(default_factory=SubconsciousSettings)  # type: ignore[arg-type]
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]

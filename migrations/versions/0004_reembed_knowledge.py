@@ -1,7 +1,7 @@
 """Online re-embedding (staging beside the live vectors) and the knowledge-base table.
 
 Revision ID: 0004_reembed_knowledge
-Revises: 0002_l2_memory
+Revises: 0003_memo_chat_activity
 Create Date: 2026-12-02
 """
 
@@ -16,7 +16,7 @@ from pgvector.sqlalchemy import VECTOR
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0004_reembed_knowledge"
-down_revision: str | None = "0002_l2_memory"
+down_revision: str | None = "0003_memo_chat_activity"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -25,6 +25,8 @@ EXPECTED_TABLES = {
     "knowledge",
     "reembed_job",
     "reembed_staging",
+    "chat_log",
+    "activity_heatmap",
 }
 
 
@@ -53,7 +55,15 @@ async def _routines(dsn: str) -> set[str]:
 async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
     await migrate.upgrade(empty_db_dsn)
     assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
-    assert {"decay_score_v1", "sweep_action_v1", "partition_usage"} <= await _routines(empty_db_dsn)
+    assert {
+        "decay_score_v1",
+        "sweep_action_v1",
+        "partition_usage",
+        "memo_append_v1",
+        "memo_write_v1",
+        "chat_log_append_v1",
+        "activity_touch_v1",
+    } <= await _routines(empty_db_dsn)
 
     await migrate.downgrade(empty_db_dsn, "base")
     assert await _tables(empty_db_dsn) == {"alembic_version"}

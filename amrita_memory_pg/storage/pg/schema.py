@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pgvector.sqlalchemy import VECTOR  # also registers the "vector" type for reflection
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Column,
     DateTime,
+    Identity,
     Index,
     Integer,
     MetaData,
@@ -212,4 +214,39 @@ reembed_staging = Table(
     ),
     CheckConstraint("kind IN ('memory', 'knowledge')", name="kind"),
     comment="New vectors of an online re-embed, written in batches, switched in one transaction",
+)
+
+chat_log = Table(
+    "chat_log",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column(
+        "session_key",
+        Text,
+        nullable=False,
+        comment="the chat's partition: the group key in a group, else the personal key",
+    ),
+    Column("user_id", Text, nullable=False, comment="the speaker (the bot's own id for role bot)"),
+    Column("group_id", Text, nullable=True),
+    Column("role", Text, nullable=False, comment="user | bot"),
+    Column("text", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("role IN ('user', 'bot')", name="role"),
+    comment="Recent chat lines per session (bounded: chat_log_keep newest), read by L3",
+)
+# Appends trim and readers page by walking this index backwards from the newest line.
+Index("ix_chat_log_session_key_id", chat_log.c.session_key, chat_log.c.id)
+
+activity_heatmap = Table(
+    "activity_heatmap",
+    metadata,
+    Column("user_key", Text, primary_key=True, comment="the user's personal partition key"),
+    Column("weekday", SmallInteger, primary_key=True, comment="local weekday, 0 = Monday"),
+    Column("slot", SmallInteger, primary_key=True, comment="local 2-hour slot, 0 = 00:00-02:00"),
+    Column("hits", Integer, nullable=False, server_default=text("0")),
+    Column("last_seen_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("weekday BETWEEN 0 AND 6", name="weekday"),
+    CheckConstraint("slot BETWEEN 0 AND 11", name="slot"),
+    CheckConstraint("hits >= 0", name="hits"),
+    comment="Messages per user in a 7 x 12 (weekday x 2-hour slot) grid, in idle_timezone",
 )

@@ -1,0 +1,1 @@
+"""Chat commands (``/memory``), framework-agnostic: adapters parse events, this replies."""

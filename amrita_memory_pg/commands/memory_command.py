@@ -1,0 +1,273 @@
+"""The ``/memory`` chat command (reference §12), framework-agnostic.
+
+The NoneBot plugin (and any other adapter) turns its event into a
+:class:`~amrita_memory_pg.tools.context.ToolContext`, passes the argument text here and
+sends the :data:`Reply` back: plain text, or a memo to send as a merged-forward message
+where the platform has one. All texts are the reference's; the differences are fixes:
+
+- group delete is checked *before* the id is resolved (no existence leak), superusers
+  may delete, and a speaker without a group role is refused (only owner/admin/superuser
+  pass);
+- ``search`` shows the decay score beside the raw distance (results are in decay order);
+- ``add`` is new: a manual entry stored with ``source=user`` (never replaced by
+  automatic extraction), importance medium, the speaker as author. Any group member may
+  add to the group scope, as anyone can through the LLM's ``write_memory``; only
+  deleting group memories is restricted.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from amrita_memory_pg.domain.importance import MEDIUM
+from amrita_memory_pg.domain.text import pack_chunks
+from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage.memories import MemoryRecord, MemoryStore, PartitionFull
+from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.tools.context import ToolContext
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 10
+SEARCH_TOP_K = 10
+PREVIEW_CHARS = 50
+MEMO_SUBS = frozenset({"memo", "备忘录"})
+DMN_SUBS = frozenset({"dmn", "run", "触发"})
+LEGACY_ACTIONS = frozenset({"list", "search", "delete"})
+LABELS = {"user": "👤个人", "group": "👥群共享"}
+#: roles that may run the hidden ``dmn`` option (SUPERUSERS, or LitePerm's lp.admin)
+DMN_ADMIN_ROLES = frozenset({"superuser", "lp.admin"})
+
+USAGE_USER = (
+    "/memory user list           — 列出个人记忆",
+    "/memory user search <关键词> — 搜索个人记忆",
+    "/memory user delete <ID>    — 删除个人记忆",
+    "/memory user add <内容>      — 添加个人记忆（手动条目）",
+)
+USAGE_GROUP = (
+    "/memory group list          — 列出群共享记忆",
+    "/memory group search <关键词> — 搜索群共享记忆",
+    "/memory group delete <ID>   — 删除群共享记忆 (仅管理/群主)",
+    "/memory group add <内容>     — 添加群共享记忆（群成员均可）",
+)
+USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
+
+#: Starts one L3 cycle now; None while no L3 loop runs in this process.
+DmnTrigger = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class TextReply:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoReply:
+    """A memo to show: a merged-forward message titled ``title``, one node per chunk."""
+
+    title: str
+    chunks: tuple[str, ...]
+
+
+Reply = TextReply | MemoReply
+
+
+def usage(ctx: ToolContext) -> str:
+    """The usage hint: the user scope, the group scope in a group chat, then the memo."""
+    lines = ["用法:", *USAGE_USER]
+    if ctx.in_group:
+        lines.extend(USAGE_GROUP)
+    lines.append(USAGE_MEMO)
+    return "\n".join(lines)
+
+
+def _preview(text: str) -> str:
+    flat = text.replace("\r", " ").replace("\n", " ")
+    return flat[:PREVIEW_CHARS] + ("..." if len(flat) > PREVIEW_CHARS else "")
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one short phrase (some, like NotImplementedError(), have no text)."""
+    return str(exc) or type(exc).__name__
+
+
+def format_line(record: MemoryRecord) -> str:
+    """``[{importance}] [{id}] {preview50} | tag: {tags}``, manual entries marked."""
+    line = (
+        f"[{record.importance_label or '-'}] [{record.id or '-'}] "
+        f"{_preview(record.content) or '-'} | tag: {record.tags_text or '-'}"
+    )
+    return line + (" | 手动" if record.source == "user" else "")
+
+
+class MemoryCommand:
+    """``/memory`` over the memo and memory repositories; :meth:`run` never raises."""
+
+    def __init__(
+        self,
+        *,
+        memos: MemoStore,
+        memories: MemoryStore,
+        settings: Settings,
+        dmn_trigger: DmnTrigger | None = None,
+    ) -> None:
+        self.memos = memos
+        self.memories = memories
+        self.settings = settings
+        self.dmn_trigger = dmn_trigger
+
+    async def run(self, ctx: ToolContext, text: str) -> Reply:
+        """Parse and execute one ``/memory …`` (``text`` is everything after the command)."""
+        parts = text.strip().split(maxsplit=1)
+        sub = parts[0].lower() if parts else ""
+        rest = parts[1].strip() if len(parts) > 1 else ""
+
+        if sub in MEMO_SUBS:
+            return await self._memo(ctx)
+        if sub in DMN_SUBS:
+            if not ctx.roles & DMN_ADMIN_ROLES:
+                return TextReply(f"未知选项：{sub}")
+            return TextReply(await self._dmn())
+
+        scopes: dict[str, str] = {"user": ctx.personal_key}
+        if ctx.group_key:
+            scopes["group"] = ctx.group_key
+        if sub in scopes:
+            scope = sub
+            action_parts = rest.split(maxsplit=1)
+            action = action_parts[0] if action_parts else ""
+            args = action_parts[1].strip() if len(action_parts) > 1 else ""
+        elif sub in LEGACY_ACTIONS:
+            scope, action, args = "user", sub, rest
+        else:
+            return TextReply(usage(ctx))
+
+        key = scopes[scope]
+        if action in ("", "list"):
+            return TextReply(await self._list(scope, key, args))
+        if action == "search":
+            return TextReply(await self._search(scope, key, args))
+        if action == "delete":
+            return TextReply(await self._delete(ctx, scope, key, args))
+        if action == "add":
+            return TextReply(await self._add(ctx, scope, key, args))
+        return TextReply(usage(ctx))
+
+    async def _memo(self, ctx: ToolContext) -> Reply:
+        try:
+            memo = await self.memos.get(ctx.session_key)
+        except Exception as exc:  # the command's outer edge: reply, never raise into the chat
+            log.exception("reading the memo of %s failed", ctx.session_key)
+            return TextReply(f"读取备忘录失败: {_reason(exc)}")
+        if not memo.content:
+            return TextReply("当前作用域还没有备忘录")
+        return MemoReply(title="备忘录", chunks=tuple(pack_chunks(memo.content)))
+
+    async def _dmn(self) -> str:
+        sub = self.settings.subconscious
+        if not sub.enabled:
+            return "潜意识调度未启用：subconscious.enabled 为 false"
+        if not sub.target_user_id:
+            return "潜意识调度未启用：subconscious.target_user_id 为空"
+        if self.dmn_trigger is None:
+            return (
+                "潜意识调度未启动：本进程没有运行中的 L3 巩固循环（尚未接入或启动失败），检查日志"
+            )
+        try:
+            await self.dmn_trigger()
+        except Exception as exc:
+            log.exception("triggering the L3 cycle failed")
+            return f"潜意识调度未启动：触发失败（{_reason(exc)}），检查日志"
+        return "已触发，潜意识将在后台跑一轮"
+
+    async def _list(self, scope: str, key: str, args: str) -> str:
+        label = LABELS[scope]
+        try:
+            total = await self.memories.count(key)
+            if total == 0:
+                return f"{label} 暂无记忆"
+            pages = math.ceil(total / PAGE_SIZE)
+            page = int(args) if args.isdigit() else 1
+            page = max(1, min(page, pages))
+            records, total = await self.memories.list_page(
+                key, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+            )
+        except Exception as exc:
+            log.exception("listing %s failed", key)
+            return f"列出记忆失败: {_reason(exc)}"
+        if total == 0:
+            return f"{label} 暂无记忆"
+        pages = math.ceil(total / PAGE_SIZE)
+        lines = [f"📋 {label} 记忆列表（第 {page}/{pages} 页，共 {total} 条）:"]
+        lines.extend(format_line(record) for record in records)
+        if page < pages:
+            lines.append(f"下一页: /memory {scope} list {page + 1}")
+        return "\n".join(lines)
+
+    async def _search(self, scope: str, key: str, query: str) -> str:
+        label = LABELS[scope]
+        if not query:
+            return "请提供搜索关键词，例如: /memory user search 喜欢什么"
+        try:
+            hits = await self.memories.search(key, query, top_k=SEARCH_TOP_K)
+        except Exception as exc:
+            log.exception("searching %s failed", key)
+            return f"搜索记忆失败: {_reason(exc)}"
+        if not hits:
+            return f"{label} 未找到与「{query}」相关的记忆"
+        lines = [f"🔍 {label} 搜索「{query}」结果（距离越小越相似）:"]
+        lines.extend(
+            f"{format_line(hit.record)} | 距离: {hit.distance:.4f} | 衰减分: {hit.decay_score:.4f}"
+            for hit in hits
+        )
+        return "\n".join(lines)
+
+    async def _delete(self, ctx: ToolContext, scope: str, key: str, arg: str) -> str:
+        label = LABELS[scope]
+        if not arg:
+            return "请提供要删除的记忆 ID"
+        # Checked before the id is looked up, so a refused member learns nothing (the
+        # reference checked after, and let superusers and role-less speakers through/out).
+        if scope == "group" and not ctx.is_group_admin:
+            return "❌ 无权删除👥群共享记忆，仅管理员和群主可删除"
+        try:
+            matches = await self.memories.find_by_prefix(key, arg)
+            if not matches:
+                return (
+                    f"{label} 未找到匹配的记忆: {arg}\n提示: 使用 /memory {scope} list 查看全部 ID"
+                )
+            if len(matches) > 1:
+                ids = "\n".join(f"  - {m.id}" for m in matches)
+                return f"{label} 前缀 '{arg}' 匹配多条记忆，请提供更完整的 ID:\n{ids}"
+            memory_id = matches[0].id
+            if not await self.memories.delete(key, memory_id):
+                return (
+                    f"{label} 未找到匹配的记忆: {arg}\n提示: 使用 /memory {scope} list 查看全部 ID"
+                )
+        except Exception as exc:
+            log.exception("deleting from %s failed", key)
+            return f"删除记忆失败: {_reason(exc)}"
+        return f"✅ 已删除 {label} 记忆: [{memory_id}]"
+
+    async def _add(self, ctx: ToolContext, scope: str, key: str, content: str) -> str:
+        label = LABELS[scope]
+        if not content:
+            return f"请提供要添加的记忆内容，例如: /memory {scope} add 我喜欢猫"
+        try:
+            record = await self.memories.add(
+                partition_key=key,
+                scope="group" if scope == "group" else "user",
+                content=content,
+                importance=MEDIUM,
+                source="user",
+                author=ctx.user_id,
+            )
+        except PartitionFull:
+            return "当前会话的记忆数量已超过限制，请清理后再试"
+        except Exception as exc:
+            log.exception("adding to %s failed", key)
+            return f"添加记忆失败: {_reason(exc)}"
+        return f"✅ 已添加 {label} 记忆: [{record.id}]"

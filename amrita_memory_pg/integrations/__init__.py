@@ -1,0 +1,1 @@
+"""Adapters to chat frameworks; each subpackage may import its framework, the core never does."""

@@ -1,0 +1,135 @@
+"""NoneBot2 plugin: ``/memory`` commands, memo tools, chat hooks and the decay sweep.
+
+Load it with ``nonebot.load_plugin("amrita_memory_pg.integrations.nonebot")``. Settings
+come from NoneBot's config (``.env``) with the ``AMRITA_MEMORY_`` prefix (plus the
+reference's ``EMBEDDING_*``, ``DATABASE_URL``, ``LLM_*`` names) on top of the process
+environment; an unknown ``AMRITA_MEMORY_*`` key stops the plugin from loading with one
+sentence naming it. Everything under this package may import NoneBot; nothing else in
+``amrita_memory_pg`` does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from nonebot import get_driver, get_plugin, on_command, on_message, require
+from nonebot.adapters import Bot, Event, Message
+from nonebot.log import LoguruHandler
+from nonebot.params import CommandArg
+from nonebot.plugin import PluginMetadata
+
+require("nonebot_plugin_apscheduler")
+
+from nonebot_plugin_apscheduler import scheduler  # noqa: E402
+
+from amrita_memory_pg.commands.memory_command import DMN_SUBS, TextReply  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.config import (  # noqa: E402
+    Config,
+    settings_from_driver_config,
+)
+from amrita_memory_pg.integrations.nonebot.context import tool_context  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
+    record_incoming,
+    record_outgoing,
+)
+from amrita_memory_pg.integrations.nonebot.jobs import register_sweep_job, run_sweep  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
+    register_responder,
+    responder_enabled,
+)
+from amrita_memory_pg.integrations.nonebot.runtime import NotReady, Runtime  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
+
+__plugin_meta__ = PluginMetadata(
+    name="Amrita长期记忆（PostgreSQL）",
+    description="长期记忆、备忘录与潜意识调度，全部状态存于 PostgreSQL + pgvector",
+    usage="/memory (list|search|delete|add|memo) [参数]，别名 /记忆",
+    type="application",
+    homepage=None,
+    config=Config,
+    supported_adapters=None,
+    extra={"unique_name": "amrita_memory_pg", "menu_name": "记忆管理"},
+)
+
+log = logging.getLogger(__name__)
+# Our modules log through the stdlib; show those lines in NoneBot's (loguru) output.
+_core_logger = logging.getLogger("amrita_memory_pg")
+_core_logger.setLevel(logging.INFO)
+if not any(isinstance(h, LoguruHandler) for h in _core_logger.handlers):
+    _core_logger.addHandler(LoguruHandler())
+
+driver = get_driver()
+# Fails here, at load time, on an unknown AMRITA_MEMORY_* key (ConfigError names it).
+settings = settings_from_driver_config(driver.config.model_dump())
+runtime = Runtime(settings)
+
+
+@driver.on_startup
+async def _startup() -> None:
+    if get_plugin("amrita_plugin_memory") is not None:
+        log.warning("amrita_plugin_memory is loaded too: both answer /memory; unload one of them")
+    await runtime.start()
+    memory = runtime.memory
+    if memory is not None:
+
+        async def _sweep_job() -> None:
+            current = runtime.memory
+            if current is not None:
+                await run_sweep(current.memories.sweep)
+
+        register_sweep_job(scheduler, settings, _sweep_job)
+
+
+@driver.on_shutdown
+async def _shutdown() -> None:
+    if scheduler.get_job("amrita_memory_decay_sweep") is not None:
+        scheduler.remove_job("amrita_memory_decay_sweep")
+    await runtime.stop()
+
+
+# Priority 1 and non-blocking: it sees every message before a chat plugin can block it,
+# and lets every message through; a failed write only logs.
+message_hook = on_message(priority=1, block=False)
+
+
+@message_hook.handle()
+async def _record(bot: Bot, event: Event) -> None:
+    await record_incoming(runtime, bot, event)
+
+
+@Bot.on_called_api
+async def _record_sent(
+    bot: Bot, exception: Exception | None, api: str, data: dict[str, object], result: object
+) -> None:
+    await record_outgoing(runtime, bot, exception, api, dict(data))
+
+
+memory_command = on_command("memory", aliases={"记忆"}, priority=5, block=True)
+
+
+@memory_command.handle()
+async def _memory(
+    bot: Bot,
+    event: Event,
+    args: Message[Any] = CommandArg(),  # noqa: B008 (NoneBot's dependency injection)
+) -> None:
+    text = args.extract_plain_text()
+    parts = text.split(maxsplit=1)
+    sub = parts[0].lower() if parts else ""
+    try:
+        command = runtime.command()
+        ctx = await tool_context(bot, event, check_liteperm=sub in DMN_SUBS)
+        reply = await command.run(ctx, text)
+    except NotReady as exc:
+        reply = TextReply(f"记忆服务未就绪：{exc}")
+    except Exception as exc:  # the command's outer edge
+        log.exception("/memory %s failed", text)
+        reply = TextReply(f"记忆命令失败: {exc}")
+    try:
+        await send_reply(bot, event, reply)
+    except Exception:
+        log.exception("sending the /memory reply failed")
+
+
+chat_responder = register_responder(runtime) if responder_enabled(settings) else None

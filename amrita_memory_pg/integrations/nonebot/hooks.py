@@ -1,0 +1,79 @@
+"""Chat hooks: every incoming message → chat log + activity heatmap; bot replies → chat log.
+
+Both feed the future L3 loop. They never raise into the chat: a failed write is logged
+and the message goes on to the other plugins untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from nonebot.adapters import Bot, Event
+
+from amrita_memory_pg.domain.keys import group_key, personal_key
+from amrita_memory_pg.integrations.nonebot.context import group_of, platform_of
+from amrita_memory_pg.integrations.nonebot.runtime import Runtime
+from amrita_memory_pg.tools.context import ToolContext
+
+log = logging.getLogger(__name__)
+
+SEND_APIS = frozenset({"send_msg", "send_group_msg", "send_private_msg"})
+
+
+async def record_incoming(runtime: Runtime, bot: Bot, event: Event) -> None:
+    """Log a user's message in its session and count it in their heatmap cell."""
+    memory = runtime.memory
+    if memory is None:
+        return
+    try:
+        text = event.get_plaintext()
+        ctx = ToolContext(
+            platform=platform_of(bot), user_id=str(event.get_user_id()), group_id=group_of(event)
+        )
+        await memory.activity.record_user_message(
+            session_key=ctx.session_key,
+            user_key=ctx.personal_key,
+            user_id=ctx.user_id,
+            group_id=ctx.group_id,
+            text=text,
+        )
+    except Exception:  # a hook's outer edge
+        log.exception("recording an incoming message failed")
+
+
+async def record_outgoing(
+    runtime: Runtime,
+    bot: Bot,
+    exception: Exception | None,
+    api: str,
+    data: dict[str, Any],
+) -> None:
+    """Log what the bot sent on OneBot v11 (QQ), whichever plugin sent it."""
+    memory = runtime.memory
+    if memory is None or exception is not None or api not in SEND_APIS:
+        return
+    if bot.adapter.get_name() != "OneBot V11":
+        return
+    try:
+        message = data.get("message")
+        extract = getattr(message, "extract_plain_text", None)
+        text = str(extract() if callable(extract) else message or "")
+        group_id = data.get("group_id")
+        is_group = api == "send_group_msg" or (
+            api == "send_msg" and (data.get("message_type") == "group" or group_id is not None)
+        )
+        if is_group and group_id is not None:
+            session = group_key("qq", str(group_id))
+        elif data.get("user_id") is not None:
+            session, group_id = personal_key("qq", str(data["user_id"])), None
+        else:
+            return
+        await memory.activity.record_bot_message(
+            session_key=session,
+            bot_id=str(bot.self_id),
+            group_id=str(group_id) if group_id is not None else None,
+            text=text,
+        )
+    except Exception:
+        log.exception("recording an outgoing message failed")

@@ -1,0 +1,82 @@
+"""The plugin's one open :class:`Memory`, opened on driver start-up and closed on shutdown.
+
+If opening fails (database down, embedder unavailable…) the bot keeps running: the
+error is logged once and ``/memory`` answers «记忆服务未就绪：…» instead of crashing
+the chat. ``startup_checks`` is the hook point for the start-up steps that are built
+elsewhere — the key-format migration (reference §2.5) and the embedding fingerprint
+check (§7.4): each is awaited with the open memory before the plugin reports ready.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from amrita_memory_pg.commands.memory_command import DmnTrigger, MemoryCommand
+from amrita_memory_pg.llm.chat import ChatClient, is_configured
+from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.settings import Settings
+
+log = logging.getLogger(__name__)
+
+StartupCheck = Callable[[Memory], Awaitable[None]]
+
+
+class NotReady(Exception):
+    """The memory is not open (start-up failed or has not run yet)."""
+
+
+class Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.memory: Memory | None = None
+        self.llm: ChatClient | None = None
+        self.error: str | None = None
+        #: awaited in order after the memory opens (key migration, fingerprint check)
+        self.startup_checks: list[StartupCheck] = []
+        #: set by the L3 loop when it runs in this process; ``/memory dmn`` calls it
+        self.dmn_trigger: DmnTrigger | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    async def start(self) -> None:
+        """Open the store (migrating the schema), run the start-up checks, open the LLM client."""
+        stack = contextlib.AsyncExitStack()
+        try:
+            memory = await stack.enter_async_context(open_memory(self.settings))
+            for check in self.startup_checks:
+                await check(memory)
+        except Exception as exc:  # the plugin's outer edge: log, stay up, answer «未就绪»
+            await stack.aclose()
+            self.error = str(exc) or type(exc).__name__
+            log.error("amrita_memory_pg did not start: %s", self.error, exc_info=True)
+            return
+        self.memory = memory
+        if is_configured(self.settings.llm):
+            self.llm = ChatClient(self.settings.llm)
+            stack.push_async_callback(self.llm.aclose)
+        self._stack = stack
+        self.error = None
+        log.info("amrita_memory_pg ready (schema migrated, memo + tools registered)")
+
+    async def stop(self) -> None:
+        """Close the LLM client and the pool, then release the embedded server."""
+        stack, self._stack = self._stack, None
+        self.memory = None
+        self.llm = None
+        if stack is not None:
+            await stack.aclose()
+
+    def require(self) -> Memory:
+        if self.memory is None:
+            raise NotReady(self.error or "尚未启动")
+        return self.memory
+
+    def command(self) -> MemoryCommand:
+        memory = self.require()
+        return MemoryCommand(
+            memos=memory.memos,
+            memories=memory.memories,
+            settings=memory.settings,
+            dmn_trigger=self.dmn_trigger,
+        )

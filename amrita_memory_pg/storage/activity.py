@@ -1,0 +1,129 @@
+"""Chat log and activity heatmap: what the L3 loop reads to know what was said and when.
+
+Both are written by the chat hooks on every message, so each write is one round trip:
+one statement that appends the line (trimming the session to its newest
+``chat_log_keep`` lines) and, for a user's message, bumps their heatmap cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from typing import Literal
+
+import asyncpg
+
+from amrita_memory_pg.domain.activity import DAYS, SLOTS_PER_DAY, heat_cell
+
+Role = Literal["user", "bot"]
+
+SQL_RECORD_USER = (
+    "SELECT amrita_memory.chat_log_append_v1($1, $2, $3, 'user', $4, $5, $6), "
+    "amrita_memory.activity_touch_v1($7, $8, $9, $5)"
+)
+SQL_RECORD_BOT = "SELECT amrita_memory.chat_log_append_v1($1, $2, $3, 'bot', $4, $5, $6)"
+SQL_TOUCH = "SELECT amrita_memory.activity_touch_v1($1, $2, $3, $4)"
+SQL_RECENT = (
+    "SELECT id, session_key, user_id, group_id, role, text, created_at "
+    "FROM amrita_memory.chat_log WHERE session_key = $1 ORDER BY id DESC LIMIT $2"
+)
+SQL_HEATMAP = "SELECT weekday, slot, hits FROM amrita_memory.activity_heatmap WHERE user_key = $1"
+STATEMENTS = {
+    "record_user": SQL_RECORD_USER,
+    "record_bot": SQL_RECORD_BOT,
+    "touch": SQL_TOUCH,
+    "recent": SQL_RECENT,
+    "heatmap": SQL_HEATMAP,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatLine:
+    id: int
+    session_key: str
+    user_id: str
+    group_id: str | None
+    role: Role
+    text: str
+    created_at: datetime
+
+
+class ActivityStore:
+    """Writes and reads ``chat_log`` and ``activity_heatmap``.
+
+    ``keep`` is the number of lines kept per session (0 turns the chat log off; the
+    heatmap is still counted); ``tz`` is the heatmap's zone (``subconscious.idle_timezone``).
+    """
+
+    def __init__(self, pool: asyncpg.Pool, *, keep: int, tz: tzinfo) -> None:
+        self._pool = pool
+        self.keep = keep
+        self.tz = tz
+
+    async def record_user_message(
+        self,
+        *,
+        session_key: str,
+        user_key: str,
+        user_id: str,
+        group_id: str | None,
+        text: str,
+        now: datetime | None = None,
+    ) -> None:
+        """Log a user's line in its session and count it in the user's heatmap cell."""
+        moment = now or datetime.now(UTC)
+        weekday, slot = heat_cell(moment, self.tz)
+        if self.keep <= 0:
+            await self._pool.execute(SQL_TOUCH, user_key, weekday, slot, moment)
+            return
+        await self._pool.execute(
+            SQL_RECORD_USER,
+            session_key,
+            user_id,
+            group_id,
+            text,
+            moment,
+            self.keep,
+            user_key,
+            weekday,
+            slot,
+        )
+
+    async def record_bot_message(
+        self,
+        *,
+        session_key: str,
+        bot_id: str,
+        group_id: str | None,
+        text: str,
+        now: datetime | None = None,
+    ) -> None:
+        """Log the bot's own line (never counted as user activity: reference W10)."""
+        if self.keep <= 0:
+            return
+        await self._pool.execute(
+            SQL_RECORD_BOT, session_key, bot_id, group_id, text, now or datetime.now(UTC), self.keep
+        )
+
+    async def recent(self, session_key: str, limit: int = 50) -> list[ChatLine]:
+        """The newest ``limit`` lines of a session, oldest first."""
+        rows = await self._pool.fetch(SQL_RECENT, session_key, limit)
+        return [
+            ChatLine(
+                id=r["id"],
+                session_key=r["session_key"],
+                user_id=r["user_id"],
+                group_id=r["group_id"],
+                role=r["role"],
+                text=r["text"],
+                created_at=r["created_at"],
+            )
+            for r in reversed(rows)
+        ]
+
+    async def heatmap(self, user_key: str) -> list[list[int]]:
+        """The user's 7 × 12 hit counts, ``grid[weekday][slot]`` (0 = Monday, 00:00–02:00)."""
+        grid = [[0] * SLOTS_PER_DAY for _ in range(DAYS)]
+        for row in await self._pool.fetch(SQL_HEATMAP, user_key):
+            grid[row["weekday"]][row["slot"]] = row["hits"]
+        return grid

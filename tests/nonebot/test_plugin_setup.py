@@ -1,0 +1,136 @@
+"""The plugin loads under NoneBot, reads its config from NoneBot's, and wires its jobs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from nonebug import App
+
+from amrita_memory_pg.errors import ConfigError
+
+
+async def test_plugin_is_loaded_with_metadata_and_config_class(app: App) -> None:
+    import nonebot
+
+    from amrita_memory_pg.integrations.nonebot.config import Config
+
+    plugin = nonebot.get_plugin_by_module_name("amrita_memory_pg.integrations.nonebot")
+    assert plugin is not None
+    assert plugin.metadata is not None
+    assert plugin.metadata.config is Config
+    assert plugin.metadata.extra["unique_name"] == "amrita_memory_pg"
+    assert nonebot.get_plugin("nonebot_plugin_apscheduler") is not None
+
+
+async def test_settings_come_from_nonebot_config(app: App, nb_db_dsn: str) -> None:
+    from amrita_memory_pg.integrations.nonebot import runtime
+
+    assert runtime.settings.database.url == nb_db_dsn
+    assert runtime.settings.embedding.protocol == "hash"
+    assert runtime.settings.decay.sweep_interval_hours == 12
+    assert runtime.settings.llm.model == "stub-model"
+    assert runtime.memory is not None
+    assert {"read_memo", "append_memo", "update_memo"} <= set(runtime.memory.tools.names())
+
+
+async def test_sweep_job_is_registered_with_the_configured_interval(app: App) -> None:
+    from apscheduler.triggers.interval import IntervalTrigger
+    from nonebot_plugin_apscheduler import scheduler
+
+    job = scheduler.get_job("amrita_memory_decay_sweep")
+    assert job is not None
+    assert isinstance(job.trigger, IntervalTrigger)
+    assert job.trigger.interval == timedelta(hours=12)
+    assert job.misfire_grace_time == 300
+
+
+async def test_sweep_job_is_not_registered_when_disabled(app: App) -> None:
+    from nonebot_plugin_apscheduler import scheduler
+
+    from amrita_memory_pg.integrations.nonebot.jobs import SWEEP_JOB_ID, register_sweep_job
+    from amrita_memory_pg.integrations.nonebot.runtime import Runtime
+    from amrita_memory_pg.settings import load_settings
+
+    async def job() -> None:
+        return None
+
+    original = scheduler.get_job(SWEEP_JOB_ID)
+    assert original is not None
+    try:
+        for key in ("decay.enabled", "decay.sweep_enabled"):
+            off = load_settings(env={}, read_default_files=False, overrides={key: False})
+            assert register_sweep_job(scheduler, off, job) is False
+            assert scheduler.get_job(SWEEP_JOB_ID) is None
+    finally:
+        from amrita_memory_pg.integrations.nonebot import runtime
+
+        assert isinstance(runtime, Runtime)
+        register_sweep_job(scheduler, runtime.settings, original.func)
+    assert scheduler.get_job(SWEEP_JOB_ID) is not None
+
+
+async def test_a_failing_sweep_is_logged_not_raised(app: App) -> None:
+    from amrita_memory_pg.integrations.nonebot.jobs import run_sweep
+    from amrita_memory_pg.storage.memories import SweepReport
+
+    async def broken() -> SweepReport:
+        raise RuntimeError("database went away")
+
+    assert await run_sweep(broken) is None
+
+
+def test_driver_config_maps_to_settings_names() -> None:
+    from amrita_memory_pg.integrations.nonebot.config import (
+        env_from_driver_config,
+        settings_from_driver_config,
+    )
+
+    values = {
+        "superusers": {"1"},
+        "amrita_memory_decay": {"enabled": False, "half_life_days": 10.5},
+        "amrita_memory_memo_max_chars": 2000,
+        "amrita_memory_subconscious": {"target_user_id": 10001, "allowed_tools": ["a"]},
+        "embedding_model_url": "http://127.0.0.1:9/x",
+        "database_url": "postgresql://u@h/db",
+        "unrelated": "x",
+    }
+    assert env_from_driver_config(values) == {
+        "AMRITA_MEMORY_DECAY__ENABLED": "false",
+        "AMRITA_MEMORY_DECAY__HALF_LIFE_DAYS": "10.5",
+        "AMRITA_MEMORY_MEMO_MAX_CHARS": "2000",
+        "AMRITA_MEMORY_SUBCONSCIOUS__TARGET_USER_ID": "10001",
+        "AMRITA_MEMORY_SUBCONSCIOUS__ALLOWED_TOOLS": '["a"]',
+        "EMBEDDING_MODEL_URL": "http://127.0.0.1:9/x",
+        "DATABASE_URL": "postgresql://u@h/db",
+    }
+    s = settings_from_driver_config(values, environ={})
+    assert s.decay.enabled is False
+    assert s.memo_max_chars == 2000
+    assert s.subconscious.target_user_id == "10001"
+    assert s.database.url == "postgresql://u@h/db"
+
+
+def test_an_unknown_amrita_memory_key_fails_with_the_settings_message() -> None:
+    from amrita_memory_pg.integrations.nonebot.config import settings_from_driver_config
+
+    with pytest.raises(ConfigError, match="AMRITA_MEMORY_DECAY__HALFLIFE"):
+        settings_from_driver_config({"amrita_memory_decay": {"halflife": 3}}, environ={})
+    with pytest.raises(ConfigError, match="AMRITA_MEMORY_MEMO_MAX"):
+        settings_from_driver_config({"amrita_memory_memo_max": 3}, environ={})
+
+
+def test_loading_the_plugin_with_an_unknown_key_does_not_load_it(tmp_path: object) -> None:
+    code = (
+        "import nonebot;"
+        "nonebot.init(driver='~none', amrita_memory_bogus_key='1');"
+        "p = nonebot.load_plugin('amrita_memory_pg.integrations.nonebot');"
+        "print('LOADED' if p else 'REFUSED')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "REFUSED" in out.stdout
+    assert "unknown environment variable AMRITA_MEMORY_BOGUS_KEY" in out.stderr + out.stdout
