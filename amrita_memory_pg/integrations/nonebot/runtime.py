@@ -2,9 +2,11 @@
 
 If opening fails (database down, embedder unavailable…) the bot keeps running: the
 error is logged once and ``/memory`` answers «记忆服务未就绪：…» instead of crashing
-the chat. ``startup_checks`` is the hook point for the start-up steps that are built
-elsewhere — the key-format migration (reference §2.5) and the embedding fingerprint
-check (§7.4): each is awaited with the open memory before the plugin reports ready.
+the chat. ``open_memory`` itself migrates the schema, converts legacy partition keys
+(reference §2.5) and applies the embedding fingerprint policy (§7.4): with
+``EMBED_MISMATCH_POLICY=ask`` and no terminal the plugin does not start and the log line
+names the command that fixes it. ``startup_checks`` are further steps awaited after that
+(the L3 loop registers its own).
 """
 
 from __future__ import annotations
