@@ -1,4 +1,6 @@
-"""The behaviour suite runs once per vector backend: every test here takes ``backend``."""
+"""The behaviour suite runs once per vector backend (pgvector, chroma) with the hashing
+embedder, and once more on pgvector with the offline model (``local``: multilingual-e5),
+so that the tools are checked against real semantic vectors too."""
 
 from __future__ import annotations
 
@@ -12,22 +14,36 @@ from amrita_memory_pg.service import Memory, open_memory
 from amrita_memory_pg.settings import Settings, load_settings
 
 BACKENDS = ["pgvector", "chroma"]
+VARIANTS = [("pgvector", "hash"), ("chroma", "hash"), ("pgvector", "local")]
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(params=VARIANTS, ids=["pgvector", "chroma", "pgvector-local"])
+def variant(request: pytest.FixtureRequest) -> tuple[str, str]:
+    backend, protocol = request.param
+    return str(backend), str(protocol)
 
 
 @pytest.fixture
-def make_settings(db_dsn: str, tmp_path: Path, backend: str) -> Callable[..., Settings]:
+def backend(variant: tuple[str, str]) -> str:
+    return variant[0]
+
+
+@pytest.fixture
+def protocol(variant: tuple[str, str]) -> str:
+    return variant[1]
+
+
+@pytest.fixture
+def make_settings(
+    db_dsn: str, tmp_path: Path, backend: str, protocol: str
+) -> Callable[..., Settings]:
     """Settings on the per-test database for this backend; keyword overrides by dotted path."""
 
     def build(**overrides: Any) -> Settings:
         values: dict[str, Any] = {
             "database.url": db_dsn,
             "data_dir": str(tmp_path / "data"),
-            "embedding.protocol": "hash",
+            "embedding.protocol": protocol,
             "vector_backend": backend,
             "database.pool_max_size": 20,
         }

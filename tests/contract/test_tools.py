@@ -456,7 +456,13 @@ async def test_another_embedding_model_is_refused_and_writes_nothing(
     async with open_memory(make_settings()) as mem:
         await write(mem, "第一个模型写的")
     async with open_memory(
-        make_settings(**{"embedding.hash_dim": 128, "embedding.mismatch_policy": "never"})
+        make_settings(
+            **{
+                "embedding.protocol": "hash",
+                "embedding.hash_dim": 128,
+                "embedding.mismatch_policy": "never",
+            }
+        )
     ) as mem:
         data = await call(
             mem, "write_memory", content="第二个模型", tags="t", importance="low", scope="user"
