@@ -409,37 +409,27 @@ class MemoryStore:
         totals = [0, 0, 0, 0]
         batches = 0
         wrapped = False
-        if dry_run:
-            cursor = ""
-            while max_batches is None or batches < max_batches:
-                row = await self.pool.fetchrow(
-                    "SELECT * FROM amrita_memory.sweep_batch_v1($1, $2, $3, $4, $5, true, $6, NULL)",
-                    *args,
-                    cursor,
-                )
-                assert row is not None
-                batches += 1
-                self._accumulate(totals, row)
-                if row["wrapped"]:
-                    wrapped = True
-                    break
-                cursor = row["next_cursor"]
-            return self._report(totals, wrapped)
-
-        start = await self.pool.fetchval(
-            "SELECT cursor_id FROM amrita_memory.sweep_state WHERE id = 1"
-        )
+        # A dry run walks the whole table from the start with an explicit cursor and
+        # persists nothing; a real run starts at the persisted cursor (NULL = use it).
+        cursor: str | None = "" if dry_run else None
+        start = None
+        if not dry_run:
+            start = await self.pool.fetchval(
+                "SELECT cursor_id FROM amrita_memory.sweep_state WHERE id = 1"
+            )
         until: str | None = None
         while max_batches is None or batches < max_batches:
             row = await self.pool.fetchrow(
-                "SELECT * FROM amrita_memory.sweep_batch_v1($1, $2, $3, $4, $5, false, NULL, $6)",
+                "SELECT * FROM amrita_memory.sweep_batch_v1($1, $2, $3, $4, $5, $6, $7, $8)",
                 *args,
+                dry_run,
+                cursor,
                 until,
             )
             assert row is not None
             batches += 1
             self._accumulate(totals, row)
-            if row["purged_ids"]:
+            if row["purged_ids"] and not dry_run:
                 await self.index.removed(list(row["purged_ids"]))
             if row["wrapped"]:
                 if until is None and start:
@@ -448,6 +438,8 @@ class MemoryStore:
                     continue
                 wrapped = wrapped or until is None
                 break
+            if dry_run:
+                cursor = row["next_cursor"]
         return self._report(totals, wrapped)
 
     @staticmethod
