@@ -5,7 +5,7 @@ backups, re-embedding and the sweep. A :class:`VectorIndex` answers searches:
 
 - :class:`PgvectorIndex` (default): the vectors are the ``memory.embedding`` column,
   so the index needs no upkeep and a search is one SQL statement
-  (``amrita_memory.search_memories_v1``) that filters, scores with decay and ranks.
+  (``amrita_memory.search_memories_v2``) that filters, scores with decay and ranks.
 - ``ChromaIndex`` (``amrita_memory_pg.storage.chroma``): a Chroma collection kept in
   step with the table; it proposes candidates and decay is applied in Python with the
   pure twin of the SQL math (``domain.decay``).
@@ -40,6 +40,9 @@ class VectorIndex(Protocol):
     """What the store needs from a vector backend."""
 
     name: str
+    #: whether added/updated/removed do any work; without hooks a single-statement insert
+    #: needs no explicit transaction (one round trip instead of three)
+    write_hooks: bool
 
     async def search(
         self,
@@ -71,9 +74,10 @@ class VectorIndex(Protocol):
 
 
 class PgvectorIndex:
-    """Search in PostgreSQL itself: one call of ``search_memories_v1``."""
+    """Search in PostgreSQL itself: one call of ``search_memories_v2``."""
 
     name = "pgvector"
+    write_hooks = False
 
     def __init__(self, ann_candidates: int = 200) -> None:
         self.ann_candidates = ann_candidates
@@ -90,7 +94,7 @@ class PgvectorIndex:
         decay: DecaySettings,
     ) -> list[SearchHit]:
         rows = await pool.fetch(
-            "SELECT * FROM amrita_memory.search_memories_v1("
+            "SELECT * FROM amrita_memory.search_memories_v2("
             "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             partition_key,
             query,

@@ -9,6 +9,7 @@ time) so that tests and the L3 loop control the clock.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,6 +129,10 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextManager[Any]:
+    return conn.transaction() if explicit else contextlib.nullcontext()
+
+
 class MemoryStore:
     """Repository of L2 memories on one pool, one embedder and one vector index."""
 
@@ -167,7 +172,10 @@ class MemoryStore:
         (vector,) = await self.embedder.embed_passages([content])
         provider = self.embedder.provider
         cap = self.settings.per_session_memory_limit
-        async with self.pool.acquire() as conn, conn.transaction():
+        # insert_memory_v1 is one statement, hence its own transaction: the cap's advisory
+        # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
+        # explicit transaction around insert + hook — three round trips instead of one.
+        async with self.pool.acquire() as conn, _transaction(conn, self.index.write_hooks):
             try:
                 row = await conn.fetchrow(
                     "SELECT * FROM amrita_memory.insert_memory_v1("
@@ -209,7 +217,8 @@ class MemoryStore:
                 updated_at=now,
             )
             # Inside the transaction: if a secondary index refuses it, the insert rolls back.
-            await self.index.added(record, vector)
+            if self.index.write_hooks:
+                await self.index.added(record, vector)
         return record
 
     async def update(

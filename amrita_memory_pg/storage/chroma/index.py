@@ -166,6 +166,7 @@ class ChromaIndex:
     """A Chroma collection kept in step with ``amrita_memory.memory``; searches run there."""
 
     name = "chroma"
+    write_hooks = True
 
     #: rows per upsert/delete call (below every Chroma server's batch limit)
     write_batch = 1000

@@ -1,0 +1,105 @@
+"""search_memories_v2 returns exactly what v1 returns (same rows, bit-identical scores)."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.settings import load_settings
+from amrita_memory_pg.storage.memories import maintain_ann_indexes
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+SMALL = "QQPlatform_Private_1"
+BIG = "QQPlatform_Group_9"
+ARGS = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 200"
+
+
+@pytest.fixture
+async def memory(db_dsn: str, tmp_path: Path) -> Memory:
+    settings = load_settings(
+        env={},
+        read_default_files=False,
+        overrides={
+            "database.url": db_dsn,
+            "data_dir": str(tmp_path),
+            "embedding.protocol": "hash",
+            "per_session_memory_limit": 10_000,
+            "retrieval.ann_min_rows": 300,
+        },
+    )
+    async with open_memory(settings) as mem:
+        yield mem  # type: ignore[misc]
+
+
+async def _fill(mem: Memory, partition: str, n: int, rng: random.Random) -> None:
+    for i in range(n):
+        await mem.memories.add(
+            partition_key=partition,
+            scope=rng.choice(["user", "group"]),
+            content=f"记忆 {partition} {i} {rng.random():.6f}",
+            tags=rng.sample(["猫", "狗", "茶", "山"], rng.randint(0, 2)),
+            importance=rng.randint(1, 10),
+            # ages from 0 to 400 days, and a few in the future (age 0)
+            now=NOW - timedelta(days=rng.uniform(-2, 400)),
+        )
+
+
+async def _search(mem: Memory, version: int, *args: Any) -> list[tuple[Any, ...]]:
+    rows = await mem.pool.fetch(
+        f"SELECT id, distance, decay_score, age_days FROM amrita_memory.search_memories_v{version}({ARGS})",
+        *args,
+    )
+    return [tuple(r) for r in rows]
+
+
+async def test_v2_equals_v1_on_small_and_ann_partitions(memory: Memory) -> None:
+    rng = random.Random(3)
+    await _fill(memory, SMALL, 120, rng)
+    await _fill(memory, BIG, 320, rng)
+    report = await maintain_ann_indexes(memory.pool, min_rows=300)
+    assert len(report.built) == 1  # BIG takes the HNSW path, SMALL the exact one
+    dim = len(await memory.embedder.embed_query("x"))
+    filters: list[tuple[Any, ...]] = [
+        (None, None, None, None),
+        (4, 7, None, None),
+        (None, None, "group", None),
+        (None, None, None, ["猫", "茶"]),
+        (8, 10, "user", ["狗"]),
+    ]
+    compared = 0
+    for partition in (SMALL, BIG):
+        for decay in (True, False):
+            for flt in filters:
+                query = np.random.default_rng(compared).standard_normal(dim).astype(np.float32)
+                args = (partition, query, 7, NOW, decay, 30.0, 1.0, 0.05, *flt)
+                v1 = await _search(memory, 1, *args)
+                v2 = await _search(memory, 2, *args)
+                assert v2 == v1  # same ids, same order, bit-identical floats
+                compared += bool(v1)
+    assert compared >= 15
+
+
+SIGNATURE = (
+    "(text, vector, integer, timestamptz, boolean, float8, float8, float8, integer, integer, "
+    "text, text[], integer)"
+)
+
+
+async def test_the_store_calls_v2_and_small_partitions_never_reach_v1(memory: Memory) -> None:
+    await _fill(memory, SMALL, 10, random.Random(1))
+    before = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
+    assert len(before) == 3
+    # Throwaway database: without v1 the small-partition path still answers the same...
+    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v1{SIGNATURE}")
+    after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
+    assert after == before
+    # ...and without v2 the store cannot search: v2 is what it calls.
+    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v2{SIGNATURE}")
+    with pytest.raises(Exception, match="search_memories_v2"):
+        await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)
