@@ -41,6 +41,11 @@ test: $(STAMP)
 nonebot-test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
 
+# The L2 benchmark (not a test): ours vs the reference's approach, side by side.
+# Defaults: 100k memories, 1000 partitions, 384-d; see bench/bench_l2.py --help.
+bench: $(STAMP)
+	$(BIN)/python bench/bench_l2.py $(BENCH_ARGS)
+
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 

@@ -1,0 +1,687 @@
+"""L2 benchmark: our SQL functions against the reference plugin's approach, side by side.
+
+Not a test: it loads N synthetic memories and prints, in one run, our numbers (PostgreSQL
++ pgvector, ``amrita_memory.*_v1`` functions) next to the reference's approach on real
+ChromaDB (``where`` filter + 3x overfetch + Python re-rank for reads; count-then-add for
+writes; read-all-metadata-then-update for the sweep, reference §3.2/§5.2).
+
+Database time only: vectors are precomputed (random unit vectors), so no embedding model
+runs; every timing is the client-side wall time of the call(s), round trips included.
+The floor is a ``SELECT 1`` round trip on the same connection.
+
+    .venv/bin/python bench/bench_l2.py                      # 100k rows / 1000 partitions / 384-d
+    .venv/bin/python bench/bench_l2.py --rows 10000 --partitions 100
+    .venv/bin/python bench/bench_l2.py --dim 1024
+    .venv/bin/python bench/bench_l2.py --big-partition 100000   # plus one 100k-row partition
+    .venv/bin/python bench/bench_l2.py --rows 1000000 --partitions 10000 --no-reference
+
+Data: importance uniform 1-10, ages uniform over 0..33 days, which makes about a third
+of the rows due for demotion or purge under the default tiers (7 d / 25.1 d / 90 d).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from amrita_memory_pg.domain import decay
+from amrita_memory_pg.settings import Settings, load_settings
+from amrita_memory_pg.storage.index import PgvectorIndex
+from amrita_memory_pg.storage.memories import MemoryStore, maintain_ann_indexes
+from amrita_memory_pg.storage.pg import migrate
+from amrita_memory_pg.storage.pg.database import create_pool
+from amrita_memory_pg.storage.pg.embedded import start_embedded
+
+FINGERPRINT = "bench"
+MAX_AGE_DAYS = 33.1
+TOP_K = 5
+CHUNK = 10_000
+LEVEL = {1: "low", 2: "low", 3: "low", 4: "medium", 5: "medium", 6: "medium", 7: "medium"}
+
+Vectors = npt.NDArray[np.float32]
+#: a plain connection or one borrowed from a pool
+Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+
+
+# ------------------------------------------------------------------------------ data
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start: int
+    ids: list[str]
+    vectors: Vectors
+    importance: npt.NDArray[np.int64]
+    ages: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Deterministic synthetic memories, generated chunk by chunk (1M x 1024-d is 4 GB)."""
+
+    rows: int
+    partitions: int
+    dim: int
+    now: datetime
+    big_partition: int = 0
+    seed: int = 7
+
+    @property
+    def total(self) -> int:
+        return self.rows + self.big_partition
+
+    def partition_of(self, i: int) -> str:
+        if i >= self.rows:
+            return "QQPlatform_Group_big"
+        return f"QQPlatform_Private_{10000 + i % self.partitions}"
+
+    def chunks(self) -> Iterator[Chunk]:
+        """The rows, CHUNK at a time, the same on every call."""
+        for start in range(0, self.total, CHUNK):
+            n = min(CHUNK, self.total - start)
+            rng = np.random.default_rng([self.seed, start])
+            # Random ids like the product's (uuid hex): id order, which the sweep walks, is
+            # unrelated to the physical (insertion) order, as in a real table.
+            ids = [rng.bytes(16).hex() for _ in range(n)]
+            vectors = unit(rng.standard_normal((n, self.dim), dtype=np.float32))
+            importance = rng.integers(1, 11, n)
+            ages = rng.uniform(0.0, MAX_AGE_DAYS, n)
+            yield Chunk(start, ids, vectors, importance, ages)
+
+    def queries(self, n: int, *, seed: int = 99) -> Vectors:
+        return unit(np.random.default_rng(seed).standard_normal((n, self.dim), dtype=np.float32))
+
+    def small_partitions(self) -> list[str]:
+        return [self.partition_of(i) for i in range(min(self.rows, self.partitions))]
+
+
+def unit(vectors: Vectors) -> Vectors:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.asarray(vectors / norms, dtype=np.float32)
+
+
+def due_share(ds: Dataset) -> tuple[int, int]:
+    """Rows the sweep will demote and purge (the pure twin of the SQL decision)."""
+    demote = purge = 0
+    for chunk in ds.chunks():
+        for imp, age in zip(chunk.importance.tolist(), chunk.ages.tolist(), strict=True):
+            action = decay.sweep_action(imp, age, 7.0, 90.0)
+            demote += action == "demote"
+            purge += action == "purge"
+    return demote, purge
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+@dataclass
+class Timings:
+    samples: list[float] = field(default_factory=list)
+
+    def add(self, seconds: float) -> None:
+        self.samples.append(seconds * 1000.0)
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, math.floor(q * len(ordered)))]
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p95(self) -> float:
+        return self.pct(0.95)
+
+
+async def timed(n: int, call: Callable[[int], Awaitable[Any]]) -> Timings:
+    out = Timings()
+    for i in range(n):
+        t = time.perf_counter()
+        await call(i)
+        out.add(time.perf_counter() - t)
+    return out
+
+
+def timed_sync(n: int, call: Callable[[int], Any]) -> Timings:
+    out = Timings()
+    for i in range(n):
+        t = time.perf_counter()
+        call(i)
+        out.add(time.perf_counter() - t)
+    return out
+
+
+# ------------------------------------------------------------------------------ ours
+
+
+def bench_settings(data_dir: Path) -> Settings:
+    return load_settings(
+        env={},
+        read_default_files=False,
+        # Index builds and VACUUM of 1M rows take minutes: no statement timeout here.
+        overrides={
+            "data_dir": str(data_dir),
+            "embedding.protocol": "hash",
+            "database.command_timeout": 3600,
+        },
+    )
+
+
+async def load_postgres(conn: Conn, ds: Dataset) -> float:
+    """COPY the dataset into amrita_memory.memory; returns seconds."""
+    t = time.perf_counter()
+    await conn.execute(
+        "UPDATE amrita_memory.store_meta SET embed_fingerprint = $1, embed_dim = $2 WHERE id = 1",
+        FINGERPRINT,
+        ds.dim,
+    )
+    for chunk in ds.chunks():
+        records = []
+        for j, rid in enumerate(chunk.ids):
+            i = chunk.start + j
+            created = ds.now - timedelta(days=float(chunk.ages[j]))
+            records.append(
+                (
+                    rid,
+                    ds.partition_of(i),
+                    "group" if i >= ds.rows else "user",
+                    f"synthetic memory {i}",
+                    int(chunk.importance[j]),
+                    created,
+                    created,
+                    created,
+                    chunk.vectors[j],
+                    FINGERPRINT,
+                )
+            )
+        await conn.copy_records_to_table(
+            "memory",
+            schema_name="amrita_memory",
+            columns=[
+                "id",
+                "partition_key",
+                "scope",
+                "content",
+                "importance",
+                "created_at",
+                "updated_at",
+                "tier_since",
+                "embedding",
+                "embed_fingerprint",
+            ],
+            records=records,
+        )
+    await conn.execute("ANALYZE amrita_memory.memory")
+    return time.perf_counter() - t
+
+
+async def pg_search(conn: Conn, partition: str, query: Vectors, now: datetime) -> Any:
+    return await conn.fetch(
+        "SELECT * FROM amrita_memory.search_memories_v2($1, $2, $3, $4, true, 30, 1, 0.05)",
+        partition,
+        query,
+        TOP_K,
+        now,
+    )
+
+
+async def pg_write(conn: Conn, partition: str, vector: Vectors, now: datetime, cap: int) -> None:
+    row = await conn.fetchrow(
+        "SELECT * FROM amrita_memory.insert_memory_v1("
+        "$1, 'user', 'benchmark write', '{}', 5, NULL, 'auto', NULL, $2, $3, $4, $5)",
+        partition,
+        vector,
+        FINGERPRINT,
+        now,
+        cap,
+    )
+    if row is None or row["id"] is None:
+        raise RuntimeError(f"write refused in {partition}: partition full")
+
+
+async def pg_sweep(pool: asyncpg.Pool, settings: Settings, now: datetime) -> tuple[float, Any]:
+    store = MemoryStore(pool, None, PgvectorIndex(), settings)  # type: ignore[arg-type]
+    t = time.perf_counter()
+    report = await store.sweep(now=now)
+    return time.perf_counter() - t, report
+
+
+# ------------------------------------------------------------------------------ reference
+
+
+class Reference:
+    """The reference plugin's storage approach on real ChromaDB (reference §3.2, §5)."""
+
+    def __init__(self, path: Path, ds: Dataset) -> None:
+        import chromadb
+
+        self.client = chromadb.PersistentClient(path=str(path))
+        self.col = self.client.get_or_create_collection("amrita_user_memory")
+        self.ds = ds
+
+    def load(self) -> float:
+        t = time.perf_counter()
+        batch = 5000
+        for chunk in self.ds.chunks():
+            for b in range(0, len(chunk.ids), batch):
+                ids = chunk.ids[b : b + batch]
+                metas, docs = [], []
+                for j in range(b, b + len(ids)):
+                    i = chunk.start + j
+                    created = self.ds.now - timedelta(days=float(chunk.ages[j]))
+                    docs.append(f"synthetic memory {i}")
+                    metas.append(
+                        {
+                            "scope": "group" if i >= self.ds.rows else "user",
+                            "user_id": self.ds.partition_of(i),
+                            "tags": "",
+                            "importance": LEVEL.get(int(chunk.importance[j]), "high"),
+                            "created_at": created.isoformat(),
+                        }
+                    )
+                self.col.add(
+                    ids=ids,
+                    embeddings=chunk.vectors[b : b + len(ids)],
+                    documents=docs,
+                    metadatas=metas,  # type: ignore[arg-type]
+                )
+        return time.perf_counter() - t
+
+    def search(self, partition: str, query: Vectors, now: datetime) -> list[str]:
+        """query(where user_id, n_results = top_k x 3), then the Python decay re-rank."""
+        res = self.col.query(
+            query_embeddings=cast(Any, [query]),
+            n_results=TOP_K * 3,
+            where={"user_id": partition},
+            include=["documents", "metadatas", "distances"],
+        )
+        policy = decay.DecayPolicy()
+        scored = []
+        metas = (res["metadatas"] or [[]])[0]
+        dists = (res["distances"] or [[]])[0]
+        for rid, meta, dist in zip(res["ids"][0], metas, dists, strict=True):
+            created = decay.parse_created_at(meta.get("created_at"))
+            age = decay.age_days(created, now) if created else 0.0
+            level = {"low": 2, "medium": 5, "high": 8}.get(str(meta.get("importance")), 5)
+            scored.append((decay.decay_score(dist, age, level, policy), rid))
+        scored.sort(key=lambda s: -s[0])
+        return [rid for _, rid in scored[:TOP_K]]
+
+    def write(self, partition: str, vector: Vectors, now: datetime, n: int, cap: int) -> None:
+        """count (fetch every id of the partition), then add."""
+        existing = self.col.get(where={"user_id": partition}, include=[])
+        if len(existing["ids"]) >= cap:
+            raise RuntimeError("partition full")
+        self.col.add(
+            ids=[f"w{n:031x}"],
+            embeddings=cast(Any, [vector]),
+            documents=["benchmark write"],
+            metadatas=[
+                {
+                    "scope": "user",
+                    "user_id": partition,
+                    "tags": "",
+                    "importance": "medium",
+                    "created_at": now.isoformat(),
+                }
+            ],
+        )
+
+    def sweep(self, now: datetime) -> tuple[int, int, int]:
+        """Page through all metadata, plan in Python, update/delete per partition (§5.3)."""
+        groups: dict[str, list[str]] = {}
+        scanned = offset = 0
+        while True:
+            page = self.col.get(include=["metadatas"], limit=1000, offset=offset)
+            if not page["ids"]:
+                break
+            offset += len(page["ids"])
+            for rid, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
+                scanned += 1
+                if self._plan(meta, now)[0] != "keep":
+                    groups.setdefault(str(meta.get("user_id", "")), []).append(rid)
+        demoted = purged = 0
+        for ids in groups.values():
+            fresh = self.col.get(ids=ids, include=["metadatas"])
+            update_ids, update_metas, delete_ids = [], [], []
+            for rid, meta in zip(fresh["ids"], fresh["metadatas"] or [], strict=True):
+                action, level = self._plan(meta, now)
+                if action == "demote":
+                    update_ids.append(rid)
+                    update_metas.append({**meta, "importance": level})
+                elif action == "purge":
+                    delete_ids.append(rid)
+            if update_ids:
+                self.col.update(ids=update_ids, metadatas=update_metas)  # type: ignore[arg-type]
+                demoted += len(update_ids)
+            if delete_ids:
+                self.col.delete(ids=delete_ids)
+                purged += len(delete_ids)
+        return scanned, demoted, purged
+
+    @staticmethod
+    def _plan(meta: Any, now: datetime) -> tuple[str, str | None]:
+        created = decay.parse_created_at(meta.get("created_at"))
+        if created is None:
+            return "keep", None
+        level = {"low": 2, "medium": 5, "high": 8}.get(str(meta.get("importance")), 5)
+        action = decay.sweep_action(level, decay.age_days(created, now), 7.0, 90.0)
+        new = {8: "medium", 5: "low"}.get(level) if action == "demote" else None
+        return action, new
+
+
+# ------------------------------------------------------------------------------ run
+
+
+@dataclass
+class Row:
+    label: str
+    ours: str
+    reference: str = "—"
+    ratio: str = "—"
+
+
+def ms(value: float) -> str:
+    return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
+
+
+def compare(label: str, ours: float, ref: float | None, unit: str = "ms") -> Row:
+    fmt = ms if unit == "ms" else (lambda v: f"{v:.2f} s")
+    if ref is None:
+        return Row(label, fmt(ours))
+    return Row(label, fmt(ours), fmt(ref), f"{ref / ours:.0f}× faster" if ours else "—")
+
+
+async def run(args: argparse.Namespace) -> list[Row]:
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    ds = Dataset(args.rows, args.partitions, args.dim, now, big_partition=args.big_partition)
+    if args.rows // args.partitions > 100:
+        sys.exit("at most 100 memories per partition (the default cap): raise --partitions")
+    work = Path(tempfile.mkdtemp(prefix="amrita_bench_"))
+    rows: list[Row] = []
+    server = await asyncio.to_thread(start_embedded, work)
+    settings = bench_settings(work)
+    if args.shared_buffers:
+        # Its own throwaway server: set the buffer size, then restart it to apply.
+        admin = await asyncpg.connect(server.dsn("postgres"))
+        await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
+        await admin.close()
+        server.stop()
+        server = await asyncio.to_thread(start_embedded, work)
+    admin = await asyncpg.connect(server.dsn("postgres"))
+    try:
+        print(
+            f"# {ds.rows:,} memories in {ds.partitions:,} partitions"
+            + (f" + one partition of {ds.big_partition:,}" if ds.big_partition else "")
+            + f", dim {ds.dim}; {args.queries} reads, {args.writes} writes; shared_buffers "
+            + str(await admin.fetchval("SHOW shared_buffers")),
+            flush=True,
+        )
+        demote, purge = due_share(ds)
+        print(f"# due for the sweep: {demote:,} demotions + {purge:,} purges", flush=True)
+        await admin.execute("CREATE DATABASE bench_src")
+        await migrate.upgrade(server.dsn("bench_src"))
+        pool = await create_pool(server.dsn("bench_src"), settings.database)
+        async with pool.acquire() as conn:
+            load_s = await load_postgres(conn, ds)
+            print(f"# postgres load {load_s:.1f} s", flush=True)
+            if ds.big_partition:
+                t = time.perf_counter()
+                await maintain_ann_indexes(pool, min_rows=settings.retrieval.ann_min_rows)
+                print(f"# per-partition HNSW build {time.perf_counter() - t:.1f} s", flush=True)
+            await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
+        await pool.close()
+        # Each measurement that changes data runs on a fresh copy of the loaded database.
+        for name in ("bench_sweep", "bench_hnsw"):
+            await admin.execute(f"CREATE DATABASE {name} TEMPLATE bench_src")
+
+        ref = None
+        if not args.no_reference:
+            ref = Reference(work / "chroma", ds)
+            t = time.perf_counter()
+            ref.load()
+            print(f"# chroma load {time.perf_counter() - t:.1f} s", flush=True)
+
+        queries = ds.queries(args.queries)
+        partitions = ds.small_partitions()
+        pool = await create_pool(server.dsn("bench_src"), settings.database)
+        async with pool.acquire() as conn:
+            floor = await timed(500, lambda i: conn.fetchval("SELECT 1"))
+            for i in range(20):  # warm the plan cache and the buffers
+                await pg_search(conn, partitions[i % len(partitions)], queries[i], now)
+            read = await timed(
+                args.queries,
+                lambda i: pg_search(
+                    conn, partitions[(i * 7919) % len(partitions)], queries[i], now
+                ),
+            )
+            write = await timed(
+                args.writes,
+                lambda i: pg_write(
+                    conn,
+                    partitions[(i * 104729) % len(partitions)],
+                    queries[i % len(queries)],
+                    now,
+                    1000,
+                ),
+            )
+            big_read = None
+            recall = None
+            if ds.big_partition:
+                big = "QQPlatform_Group_big"
+                big_read = await timed(
+                    args.queries, lambda i: pg_search(conn, big, queries[i], now)
+                )
+                recall = await ann_recall(conn, big, queries[: min(50, len(queries))], now)
+        await pool.close()
+        rows.append(Row("floor: SELECT 1 round trip (p50)", ms(floor.p50)))
+
+        ref_read = ref_write = None
+        if ref is not None:
+            ref_read = timed_sync(
+                args.queries,
+                lambda i: ref.search(partitions[(i * 7919) % len(partitions)], queries[i], now),
+            )
+            ref_write = timed_sync(
+                args.writes,
+                lambda i: ref.write(
+                    partitions[(i * 104729) % len(partitions)],
+                    queries[i % len(queries)],
+                    now,
+                    i,
+                    1000,
+                ),
+            )
+        rows.append(
+            compare("read p50 (top 5 of a partition)", read.p50, ref_read.p50 if ref_read else None)
+        )
+        rows.append(compare("read p95", read.p95, ref_read.p95 if ref_read else None))
+        rows.append(
+            compare(
+                "write p50 (cap check + insert)", write.p50, ref_write.p50 if ref_write else None
+            )
+        )
+        if big_read is not None:
+            ref_big = None
+            if ref is not None:
+                ref_big = timed_sync(
+                    args.queries, lambda i: ref.search("QQPlatform_Group_big", queries[i], now)
+                )
+            rows.append(
+                compare(
+                    f"read p50, one {ds.big_partition:,}-row partition (HNSW, recall@5 {recall:.2f})",
+                    big_read.p50,
+                    ref_big.p50 if ref_big else None,
+                )
+            )
+
+        pool = await create_pool(server.dsn("bench_sweep"), settings.database)
+        sweep_s, report = await pg_sweep(pool, settings, now)
+        await pool.close()  # a backend flushes its statistics when it exits
+        stats = await asyncpg.connect(server.dsn("bench_sweep"))
+        try:
+            hot = await hot_share(stats)
+            t = time.perf_counter()
+            await stats.execute("VACUUM amrita_memory.memory")
+            vacuum_s = time.perf_counter() - t
+        finally:
+            await stats.close()
+        print(
+            f"# our sweep: scanned {report.scanned:,}, demoted {report.demoted:,}, purged "
+            f"{report.purged:,}; VACUUM after it {vacuum_s:.2f} s; {hot:.0%} of demotions HOT",
+            flush=True,
+        )
+        ref_sweep = None
+        if ref is not None:
+            t = time.perf_counter()
+            scanned, demoted, purged = ref.sweep(now)
+            ref_sweep = time.perf_counter() - t
+            print(f"# reference sweep: scanned {scanned:,}, demoted {demoted:,}, purged {purged:,}")
+        rows.append(
+            compare(
+                f"sweep of the whole table ({demote + purge:,} due)", sweep_s, ref_sweep, unit="s"
+            )
+        )
+
+        if not args.skip_hnsw_sweep:
+            print(render(rows), flush=True)  # the main table, before the long extra run
+            try:
+                rows.extend(await whole_table_hnsw(server, settings, ds, queries, partitions, now))
+            except (asyncpg.PostgresError, TimeoutError, OSError) as exc:
+                rows.append(Row("with a whole-table HNSW index", f"failed: {exc!r}"))
+    finally:
+        await admin.close()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+async def ann_recall(conn: Conn, partition: str, queries: Vectors, now: datetime) -> float:
+    """recall@5 of the HNSW path against an exact scan of the same partition."""
+    hits = 0
+    for q in queries:
+        got = {r["id"] for r in await pg_search(conn, partition, q, now)}
+        exact = await conn.fetch(
+            "SELECT id FROM amrita_memory.memory WHERE partition_key = $1 "
+            "ORDER BY amrita_memory.decay_score_v1(vector_l2_squared_distance(embedding, $2), "
+            "amrita_memory.age_days_v1(created_at, $3), importance, 30, 1, 0.05) DESC LIMIT $4",
+            partition,
+            q,
+            now,
+            TOP_K,
+        )
+        hits += len(got & {r["id"] for r in exact})
+    return hits / (TOP_K * len(queries))
+
+
+async def hot_share(conn: Conn) -> float:
+    """Share of the sweep's updates that were HOT (no index entry written)."""
+    row = None
+    for _ in range(50):  # the exited backends' statistics arrive asynchronously
+        row = await conn.fetchrow(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+            "WHERE schemaname = 'amrita_memory' AND relname = 'memory'"
+        )
+        if row and row["n_tup_upd"]:
+            break
+        await asyncio.sleep(0.1)
+    return (row["n_tup_hot_upd"] / row["n_tup_upd"]) if row and row["n_tup_upd"] else 0.0
+
+
+async def whole_table_hnsw(
+    server: Any,
+    settings: Settings,
+    ds: Dataset,
+    queries: Vectors,
+    partitions: list[str],
+    now: datetime,
+) -> list[Row]:
+    """What the design avoids: one HNSW index over the whole table (writes/sweep pay for it)."""
+    pool = await create_pool(server.dsn("bench_hnsw"), settings.database)
+    try:
+        t = time.perf_counter()
+        await pool.execute(
+            f"CREATE INDEX ix_bench_hnsw ON amrita_memory.memory USING hnsw "
+            f"((embedding::vector({ds.dim})) vector_l2_ops)"
+        )
+        build = time.perf_counter() - t
+        async with pool.acquire() as conn:
+            write = await timed(
+                200,
+                lambda i: pg_write(
+                    conn,
+                    partitions[(i * 104729) % len(partitions)],
+                    queries[i % len(queries)],
+                    now,
+                    1000,
+                ),
+            )
+        sweep_s, _ = await pg_sweep(pool, settings, now)
+        t = time.perf_counter()
+        await pool.execute("VACUUM amrita_memory.memory")
+        vacuum = time.perf_counter() - t
+    finally:
+        await pool.close()
+    print(
+        f"# whole-table HNSW: build {build:.1f} s, VACUUM after the sweep {vacuum:.2f} s",
+        flush=True,
+    )
+    return [
+        Row("with a whole-table HNSW index: write p50", ms(write.p50)),
+        Row("with a whole-table HNSW index: sweep", f"{sweep_s:.2f} s"),
+        Row("with a whole-table HNSW index: VACUUM after the sweep", f"{vacuum:.2f} s"),
+    ]
+
+
+def render(rows: list[Row]) -> str:
+    lines = [
+        "| measurement | ours (pgvector, SQL) | reference approach (chroma) | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [f"| {r.label} | {r.ours} | {r.reference} | {r.ratio} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--big-partition", type=int, default=0, help="rows of one extra partition")
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--writes", type=int, default=1000)
+    parser.add_argument("--no-reference", action="store_true", help="ours only (no chroma)")
+    parser.add_argument(
+        "--skip-hnsw-sweep", action="store_true", help="skip the whole-table HNSW run"
+    )
+    parser.add_argument(
+        "--shared-buffers",
+        default="512MB",
+        help="PostgreSQL shared_buffers of the benchmark's server ('' = PostgreSQL's 128MB)",
+    )
+    parser.add_argument("--markdown", type=Path, help="also write the table to this file")
+    args = parser.parse_args()
+    table = render(asyncio.run(run(args)))
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
