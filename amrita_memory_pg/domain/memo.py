@@ -10,9 +10,6 @@ from __future__ import annotations
 
 MEMO_HEADER = "以下是关于当前对话主体的备忘信息，位于<MEMO>块"
 MEMO_HINT = "仅必要时可通过 update_memo 工具维护。"
-PERSONAL_HEADER = "以下是当前发言人"
-#: how a rendered block starts: lets a host drop last turn's block before adding this one
-BLOCK_PREFIXES = (MEMO_HEADER, PERSONAL_HEADER)
 
 
 def render_memo_block(
@@ -27,7 +24,7 @@ def render_memo_block(
         parts.append(
             "\n".join(
                 (
-                    f"{PERSONAL_HEADER}{who}的个人备忘信息，位于<PERSONAL_MEMO>块，"
+                    f"以下是当前发言人{who}的个人备忘信息，位于<PERSONAL_MEMO>块，"
                     "只属于这位发言人，不代表群内其他人",
                     "群聊中的备忘录工具只维护群备忘录；个人备忘录只能在与该用户的私聊中维护。",
                     "<PERSONAL_MEMO>",

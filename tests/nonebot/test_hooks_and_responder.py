@@ -5,24 +5,11 @@ injection in private and group chats)."""
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 
-import pytest
 from nonebug import App
 
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from tests.nonebot.support import console_bot, console_private, qq_bot, qq_group, qq_private
-
-
-@pytest.fixture(autouse=True)
-def plain_nonebot_bot() -> Iterator[None]:
-    """These tests are about a bot without AmritaBot: hide an amrita_core that another
-    test module imported (the responder steps aside whenever it is loaded)."""
-    real = sys.modules.pop("amrita_core", None)
-    yield
-    if real is not None:
-        sys.modules["amrita_core"] = real
 
 
 def _runtime():  # type: ignore[no-untyped-def]
@@ -192,6 +179,8 @@ async def test_commands_are_not_answered_by_the_responder(app: App, llm_stub: Sc
 
 
 async def test_responder_is_off_when_amrita_is_present(app: App, monkeypatch: object) -> None:
+    import sys
+
     from amrita_memory_pg.integrations.nonebot.responder import amrita_present, responder_enabled
     from amrita_memory_pg.settings import load_settings
 

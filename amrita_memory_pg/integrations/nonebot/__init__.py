@@ -35,7 +35,6 @@ from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.jobs import register_sweep_job, run_sweep  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
-    amrita_present,
     register_responder,
     responder_enabled,
 )
@@ -80,20 +79,6 @@ async def _startup() -> None:
                 await run_sweep(current.memories.sweep)
 
         register_sweep_job(scheduler, settings, _sweep_job)
-        if amrita_present():
-            install_amrita(runtime)
-
-
-def install_amrita(runtime: Runtime) -> None:
-    """Under AmritaBot: our tools in amrita-core's manager and the memo in its hook."""
-    try:
-        from amrita_memory_pg.integrations.amrita import AmritaMemory
-
-        names = AmritaMemory(lambda: runtime.memory).install()
-    except Exception:  # a host API we cannot use must not take /memory down with it
-        log.exception("could not register the memory tools with amrita-core")
-        return
-    log.info("registered with amrita-core: %s and the memo hook", ", ".join(names))
 
 
 @driver.on_shutdown
