@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +92,12 @@ def amrita_schema(schema: Mapping[str, Any]) -> FunctionDefinitionSchema:
     )
 
 
-def _tool_handler(name: str, provider: MemoryProvider, identify: Identify) -> Any:
+ToolHandler = Callable[[AmritaToolContext], Awaitable[str]]
+
+
+def _tool_handler(name: str, provider: MemoryProvider, identify: Identify) -> ToolHandler:
+    """amrita-core's ``custom_run`` tool function for one of our tools (never raises)."""
+
     async def handler(call: AmritaToolContext) -> str:
         memory = _current(provider)
         if memory is None:
@@ -122,6 +127,7 @@ def register_tools(
     target = manager if manager is not None else ToolsManager()
     tools = [
         ToolData(
+            # strict=True and custom_run=True: as the reference registered them
             data=ToolFunctionSchema(function=amrita_schema(s), type="function", strict=True),
             func=_tool_handler(s["function"]["name"], provider, identify),
             custom_run=True,

@@ -4,8 +4,10 @@ Load it with ``nonebot.load_plugin("amrita_memory_pg.integrations.nonebot")``. S
 come from NoneBot's config (``.env``) with the ``AMRITA_MEMORY_`` prefix (plus the
 reference's ``EMBEDDING_*``, ``DATABASE_URL``, ``LLM_*`` names) on top of the process
 environment; an unknown ``AMRITA_MEMORY_*`` key stops the plugin from loading with one
-sentence naming it. Everything under this package may import NoneBot; nothing else in
-``amrita_memory_pg`` does.
+sentence naming it. Under AmritaBot (amrita-core in the process) start-up also
+registers the chat tools and the memo hook with amrita-core (:mod:`.amritabot`).
+Everything under this package may import NoneBot; nothing else in ``amrita_memory_pg``
+does.
 """
 
 from __future__ import annotations
