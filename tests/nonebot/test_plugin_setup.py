@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from nonebug import App
 
 from amrita_memory_pg.errors import ConfigError
+
+REFERENCE_TOOLS = [
+    "write_memory",
+    "read_memory",
+    "update_memory",
+    "delete_memory",
+    "list_memory",
+    "read_memo",
+    "append_memo",
+    "update_memo",
+]
 
 
 async def test_plugin_is_loaded_with_metadata_and_config_class(app: App) -> None:
@@ -134,3 +147,44 @@ def test_loading_the_plugin_with_an_unknown_key_does_not_load_it(tmp_path: objec
     )
     assert "REFUSED" in out.stdout
     assert "unknown environment variable AMRITA_MEMORY_BOGUS_KEY" in out.stderr + out.stdout
+
+
+def test_under_amritabot_the_plugin_registers_the_tools_and_memo_hook_with_amrita_core(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """With amrita-core loaded (as AmritaBot does), start-up hands the tools to amrita-core
+    and shutdown takes them back; run in a child process so this session stays Amrita-free."""
+    code = f"""
+import asyncio, json
+import amrita_core  # AmritaBot has loaded it before our plugin starts
+import nonebot
+nonebot.init(driver="~none", database_url={db_dsn!r}, embedding_proctol="hash",
+             amrita_memory_data_dir={str(tmp_path)!r})
+nonebot.load_plugin("amrita_memory_pg.integrations.nonebot")
+from amrita_core.tools.manager import ToolsManager
+from amrita_sense.hook.matcher import EventRegistry
+
+def state():
+    handlers = EventRegistry().get_handlers("BEFORE_COMPLETION")
+    return {{"tools": sorted(n for n in {REFERENCE_TOOLS!r} if ToolsManager().has_tool(n)),
+            "priorities": sorted(p for p, fs in handlers.items()
+                                 if any(f.function.__name__ == "amrita_memory_pg_inject_memo"
+                                        for f in fs))}}
+
+async def main():
+    lifespan = nonebot.get_driver()._lifespan
+    await lifespan.startup()
+    up = state()
+    await lifespan.shutdown()
+    print("STATE", json.dumps({{"up": up, "down": state()}}))
+
+asyncio.run(main())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=180, check=False
+    )
+    line = next((x for x in out.stdout.splitlines() if x.startswith("STATE ")), None)
+    assert line is not None, out.stdout[-2000:] + out.stderr[-4000:]
+    result = json.loads(line.removeprefix("STATE "))
+    assert result["up"] == {"tools": sorted(REFERENCE_TOOLS), "priorities": [15]}
+    assert result["down"] == {"tools": [], "priorities": []}

@@ -4,8 +4,10 @@ Load it with ``nonebot.load_plugin("amrita_memory_pg.integrations.nonebot")``. S
 come from NoneBot's config (``.env``) with the ``AMRITA_MEMORY_`` prefix (plus the
 reference's ``EMBEDDING_*``, ``DATABASE_URL``, ``LLM_*`` names) on top of the process
 environment; an unknown ``AMRITA_MEMORY_*`` key stops the plugin from loading with one
-sentence naming it. Everything under this package may import NoneBot; nothing else in
-``amrita_memory_pg`` does.
+sentence naming it. Under AmritaBot (amrita-core in the process) start-up also
+registers the chat tools and the memo hook with amrita-core (:mod:`.amritabot`).
+Everything under this package may import NoneBot; nothing else in ``amrita_memory_pg``
+does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ require("nonebot_plugin_apscheduler")
 from nonebot_plugin_apscheduler import scheduler  # noqa: E402
 
 from amrita_memory_pg.commands.memory_command import DMN_SUBS, TextReply  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.amritabot import install_into_amrita  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.config import (  # noqa: E402
     Config,
     settings_from_driver_config,
@@ -35,6 +38,7 @@ from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.jobs import register_sweep_job, run_sweep  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
+    amrita_present,
     register_responder,
     responder_enabled,
 )
@@ -63,10 +67,13 @@ driver = get_driver()
 # Fails here, at load time, on an unknown AMRITA_MEMORY_* key (ConfigError names it).
 settings = settings_from_driver_config(driver.config.model_dump())
 runtime = Runtime(settings)
+#: the AmritaBot registration (tools + memo hook), when AmritaBot runs in this process
+amrita_installation: Any = None
 
 
 @driver.on_startup
 async def _startup() -> None:
+    global amrita_installation
     if get_plugin("amrita_plugin_memory") is not None:
         log.warning("amrita_plugin_memory is loaded too: both answer /memory; unload one of them")
     await runtime.start()
@@ -79,10 +86,16 @@ async def _startup() -> None:
                 await run_sweep(current.memories.sweep)
 
         register_sweep_job(scheduler, settings, _sweep_job)
+        if amrita_present():
+            amrita_installation = install_into_amrita(runtime)
 
 
 @driver.on_shutdown
 async def _shutdown() -> None:
+    global amrita_installation
+    if amrita_installation is not None:
+        amrita_installation.uninstall()
+        amrita_installation = None
     if scheduler.get_job("amrita_memory_decay_sweep") is not None:
         scheduler.remove_job("amrita_memory_decay_sweep")
     await runtime.stop()

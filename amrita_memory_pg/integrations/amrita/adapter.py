@@ -1,0 +1,259 @@
+"""Our tools in amrita-core's tool registry and the memo block in its pre-completion hook.
+
+Tools: each of our chat tools is registered in a ``MultiToolsManager`` (by default
+amrita-core's global ``ToolsManager``, where the reference plugin put them) under the
+reference name, as ``ToolData(custom_run=True)`` so that amrita-core hands the handler
+its ``ToolContext`` (arguments + the turn's ``StrategyContext``). The handler finds the
+speaker (:mod:`.context`), calls :meth:`Memory.call_tool` and returns its JSON text
+unchanged, so replies are byte-for-byte the ones the NoneBot plugin gives.
+
+Memo: a ``BEFORE_COMPLETION`` handler, priority 15 and non-blocking like the reference
+(so the reference DMN hook, priority 10, runs first and the memo ends up in front),
+inserts a ``system`` message with :meth:`Memory.memory_block` at index 0 of the turn's
+history (``event.message.memory``), which is what the model receives right after the
+host's own system prompt. amrita-core's ``SendMessageWrap`` pins that prompt (``train``)
+at position 0 of the full list, so index 0 of the history is the first place a message
+can go. (The reference inserted into ``chat_object.data.messages``, which amrita-core
+1.3 has already copied by then: its memo never reached the model.) amrita-core writes
+the history back into the session memory after the completion, so a ``COMPLETION``
+handler removes the injected message again: the memo is re-read every turn and never
+piles up in the stored chat history.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from amrita_core.hook.event import CompletionEvent, EventTypeEnum, PreCompletionEvent
+from amrita_core.hook.on import on_completion, on_precompletion
+from amrita_core.tools.manager import MultiToolsManager, ToolsManager
+from amrita_core.tools.models import (
+    FunctionDefinitionSchema,
+    FunctionParametersSchema,
+    FunctionPropertySchema,
+    ToolData,
+    ToolFunctionSchema,
+)
+from amrita_core.tools.models import ToolContext as AmritaToolContext
+from amrita_core.types import Message
+from amrita_sense.hook.matcher import EventRegistry, Matcher
+
+from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
+from amrita_memory_pg.service import Memory
+from amrita_memory_pg.tools.registry import error_reply
+
+log = logging.getLogger(__name__)
+
+#: the reference plugin's memo hook priority (its DMN hook is 10)
+MEMO_HOOK_PRIORITY = 15
+NOT_READY = "记忆服务未就绪，请稍后再试"
+NO_CONTEXT = "无法确定当前会话的用户（缺少 AmritaBot 聊天上下文）"
+
+#: An open Memory, or a callable returning the current one (None while it is not open),
+#: so that tools can be registered before the bot's start-up opens the database.
+MemoryProvider = Memory | Callable[[], Memory | None]
+
+
+def _current(provider: MemoryProvider) -> Memory | None:
+    return provider if isinstance(provider, Memory) else provider()
+
+
+def _property(schema: Mapping[str, Any]) -> FunctionPropertySchema[Any]:
+    values = dict(schema)
+    if "enum" in values:
+        # amrita-core's enum holds scalars only; "may be null" is already in the type list
+        values["enum"] = [v for v in values["enum"] if v is not None]
+    return FunctionPropertySchema.model_validate(values)
+
+
+def amrita_schema(schema: Mapping[str, Any]) -> FunctionDefinitionSchema:
+    """One of our OpenAI-format tool schemas as amrita-core's ``FunctionDefinitionSchema``.
+
+    Two things do not carry over, neither of which changes what the model may send:
+    ``null`` inside an ``enum`` (the property's type already lists ``"null"``), and
+    ``additionalProperties: false`` on the parameters (amrita-core's model has no such
+    field; our own validation still refuses unknown arguments with an error reply).
+    """
+    function = schema["function"]
+    parameters = function["parameters"]
+    return FunctionDefinitionSchema(
+        name=function["name"],
+        description=function["description"],
+        parameters=FunctionParametersSchema(
+            type="object",
+            properties={k: _property(v) for k, v in parameters["properties"].items()},
+            required=list(parameters.get("required", [])),
+        ),
+    )
+
+
+ToolHandler = Callable[[AmritaToolContext], Awaitable[str]]
+
+
+def _tool_handler(name: str, provider: MemoryProvider, identify: Identify) -> ToolHandler:
+    """amrita-core's ``custom_run`` tool function for one of our tools (never raises)."""
+
+    async def handler(call: AmritaToolContext) -> str:
+        memory = _current(provider)
+        if memory is None:
+            return error_reply(NOT_READY)
+        ctx = identify(getattr(call.ctx, "chat_object", None))
+        if ctx is None:
+            return error_reply(NO_CONTEXT)
+        return await memory.call_tool(name, call.data, ctx)
+
+    handler.__name__ = handler.__qualname__ = f"amrita_memory_pg_{name}"
+    return handler
+
+
+def register_tools(
+    provider: MemoryProvider,
+    schemas: Iterable[Mapping[str, Any]],
+    *,
+    manager: MultiToolsManager | None = None,
+    identify: Identify = chat_context,
+) -> list[str]:
+    """Register one amrita-core tool per schema (all or none); returns the names.
+
+    ``schemas`` is ``Memory.tool_schemas()``. A name that is already registered —
+    typically because amrita_plugin_memory is still loaded — raises :class:`ConfigError`
+    and leaves the manager as it was.
+    """
+    target = manager if manager is not None else ToolsManager()
+    tools = [
+        ToolData(
+            # strict=True and custom_run=True: as the reference registered them
+            data=ToolFunctionSchema(function=amrita_schema(s), type="function", strict=True),
+            func=_tool_handler(s["function"]["name"], provider, identify),
+            custom_run=True,
+        )
+        for s in schemas
+    ]
+    names: list[str] = []
+    for tool in tools:
+        name = tool.data.function.name
+        try:
+            target.register_tool(tool)
+        except ValueError as exc:  # amrita-core: "Tool '…' already exists."
+            for done in names:
+                target.remove_tool(done)
+            raise ConfigError(
+                f"amrita-core already has a tool named {name}: unload amrita_plugin_memory "
+                "(or whatever registered it) before installing amrita_memory_pg"
+            ) from exc
+        names.append(name)
+    return names
+
+
+class _Injected:
+    """The memo text put into each running turn, by stream id, until its completion.
+
+    Bounded so that turns which fail before their completion cannot grow it forever.
+    """
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._items: OrderedDict[str, str] = OrderedDict()
+        self._capacity = capacity
+
+    def put(self, key: str, text: str) -> None:
+        self._items[key] = text
+        while len(self._items) > self._capacity:
+            self._items.popitem(last=False)
+
+    def pop(self, key: str) -> str | None:
+        return self._items.pop(key, None)
+
+
+def register_memory_hook(
+    provider: MemoryProvider,
+    *,
+    identify: Identify = chat_context,
+    priority: int = MEMO_HOOK_PRIORITY,
+) -> list[Matcher]:
+    """Register the memo injection (and its clean-up); returns the two matchers."""
+    injected = _Injected()
+    pre = on_precompletion(priority=priority, block=False)
+    post = on_completion(priority=priority, block=False)
+
+    async def amrita_memory_pg_inject_memo(event: PreCompletionEvent) -> None:
+        try:
+            memory = _current(provider)
+            ctx = identify(event.chat_object)
+            if memory is None or ctx is None:
+                return
+            block = await memory.memory_block(ctx)
+            if not block:
+                return
+            event.message.memory.insert(0, Message(role="system", content=block))
+            injected.put(event.chat_object.stream_id, block)
+        except Exception:  # a hook's outer edge: the chat goes on without the memo
+            log.exception("injecting the memo block failed")
+
+    async def amrita_memory_pg_remove_memo(event: CompletionEvent) -> None:
+        block = injected.pop(event.chat_object.stream_id)
+        if block is None:
+            return
+        history = event.message.memory
+        history[:] = [
+            m
+            for m in history
+            if not (isinstance(m, Message) and m.role == "system" and m.content == block)
+        ]
+
+    # amrita-sense injects handler arguments by their annotated type (the event class)
+    pre.append_handler(amrita_memory_pg_inject_memo)
+    post.append_handler(amrita_memory_pg_remove_memo)
+    return [pre, post]
+
+
+def remove_matchers(matchers: Iterable[Matcher]) -> None:
+    """Unregister hook matchers (amrita-sense has no public call for it)."""
+    gone = set(matchers)
+    registry = EventRegistry()
+    for event_type in (EventTypeEnum.BEFORE_COMPLETION, EventTypeEnum.COMPLETION):
+        for handlers in registry.get_handlers(event_type).values():
+            handlers[:] = [h for h in handlers if h.matcher not in gone]
+
+
+@dataclass
+class Installation:
+    """What :func:`install` registered, so that it can be taken back (tests, reloads)."""
+
+    manager: MultiToolsManager
+    tools: list[str]
+    matchers: list[Matcher] = field(default_factory=list)
+
+    def uninstall(self) -> None:
+        for name in self.tools:
+            self.manager.remove_tool(name)
+        remove_matchers(self.matchers)
+        self.tools, self.matchers = [], []
+
+
+def install(
+    provider: MemoryProvider,
+    *,
+    schemas: Iterable[Mapping[str, Any]] | None = None,
+    manager: MultiToolsManager | None = None,
+    identify: Identify = chat_context,
+    memo_hook: bool = True,
+) -> Installation:
+    """Register the chat tools and the memo hook: the drop-in for amrita_plugin_memory.
+
+    ``schemas`` defaults to the provider's ``tool_schemas()`` (then the provider must be
+    open, or be a :class:`Memory`); pass them explicitly to install before start-up.
+    """
+    target = manager if manager is not None else ToolsManager()
+    if schemas is None:
+        memory = _current(provider)
+        if memory is None:
+            raise ConfigError("install() needs schemas= while the memory is not open yet")
+        schemas = memory.tool_schemas()
+    names = register_tools(provider, schemas, manager=target, identify=identify)
+    matchers = register_memory_hook(provider, identify=identify) if memo_hook else []
+    return Installation(manager=target, tools=names, matchers=matchers)

@@ -1,0 +1,44 @@
+"""Under AmritaBot: hand our chat tools and memo hook to amrita-core.
+
+This is what makes the NoneBot plugin a drop-in for amrita_plugin_memory: when AmritaBot
+runs in the process (:func:`amrita_present`), the plugin's start-up registers the same
+tool names in amrita-core's global ``ToolsManager`` and the memo injection in its
+pre-completion hook (``amrita_memory_pg.integrations.amrita``), all backed by the
+plugin's one open :class:`Memory`. Failures only log: the bot and ``/memory`` go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.integrations.nonebot.runtime import Runtime
+
+if TYPE_CHECKING:
+    from amrita_memory_pg.integrations.amrita import Installation
+
+log = logging.getLogger(__name__)
+
+
+def install_into_amrita(runtime: Runtime) -> Installation | None:
+    """Register the tools and the memo hook with amrita-core; None when not done."""
+    memory = runtime.memory
+    if memory is None:
+        return None
+    try:
+        from amrita_memory_pg.integrations.amrita import install
+    except ImportError as exc:
+        log.warning(
+            "AmritaBot found but amrita-core is not importable (%s); "
+            "pip install 'amrita-memory-pg[amrita]'",
+            exc,
+        )
+        return None
+    try:
+        installation = install(lambda: runtime.memory, schemas=memory.tool_schemas())
+    except ConfigError as exc:
+        log.warning("memory tools not registered with AmritaBot: %s", exc)
+        return None
+    log.info("memory tools and memo hook registered with AmritaBot (amrita-core)")
+    return installation
