@@ -20,8 +20,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python bot.py
 
-# bench/ is optional (it may not exist in every checkout); lint it when present.
-LINT_PATHS := amrita_memory_pg migrations tests bot.py $(wildcard bench)
+LINT_PATHS := amrita_memory_pg migrations tests bot.py bench
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
