@@ -502,7 +502,10 @@ async def run(args: argparse.Namespace) -> list[Row]:
                     args.queries, lambda i: pg_search(conn, big, queries[i], now)
                 )
                 recall = await ann_recall(conn, big, queries[: min(50, len(queries))], now)
-                near_recall = await ann_recall(conn, big, await near_queries(conn, big, 50), now)
+                # Only the memory a query was made from is clearly nearest (the rest of
+                # the synthetic data has no neighbourhoods), so recall@1 for those.
+                near = await near_queries(conn, big, 50)
+                near_recall = await ann_recall(conn, big, near, now, k=1)
         await pool.close()
         rows.append(Row("floor: SELECT 1 round trip (p50)", ms(floor.p50)))
 
@@ -541,8 +544,8 @@ async def run(args: argparse.Namespace) -> list[Row]:
             rows.append(
                 compare(
                     f"read p50, one {ds.big_partition:,}-row partition "
-                    f"({path}; recall@5 of the nearest: {near_recall:.2f} for queries near a "
-                    f"stored memory, {recall:.2f} for uniform random queries)",
+                    f"({path}; recall of the nearest: @1 {near_recall:.2f} for queries near a "
+                    f"stored memory, @5 {recall:.2f} for uniform random queries)",
                     big_read.p50,
                     ref_big.p50 if ref_big else None,
                 )
@@ -594,8 +597,10 @@ async def compare_sweeps(
     return compare(f"sweep of the whole table ({due:,} due)", sweep_s, ref_sweep, unit="s")
 
 
-async def ann_recall(conn: Conn, partition: str, queries: Vectors, now: datetime) -> float:
-    """recall@5 of the HNSW path (decay off: nearest first) against an exact scan.
+async def ann_recall(
+    conn: Conn, partition: str, queries: Vectors, now: datetime, k: int = TOP_K
+) -> float:
+    """recall@k of the HNSW path (decay off: nearest first) against an exact scan.
 
     With decay on, the HNSW path re-ranks its nearest candidates, like the reference's
     overfetch; on random vectors every distance is about the same, so the decay factor
@@ -608,7 +613,7 @@ async def ann_recall(conn: Conn, partition: str, queries: Vectors, now: datetime
             "SELECT id FROM amrita_memory.search_memories_v2($1, $2, $3, $4, false, 30, 1, 0.05)",
             partition,
             q,
-            TOP_K,
+            k,
             now,
         )
         exact = await conn.fetch(
@@ -616,10 +621,10 @@ async def ann_recall(conn: Conn, partition: str, queries: Vectors, now: datetime
             "ORDER BY vector_l2_squared_distance(embedding, $2), id LIMIT $3",
             partition,
             q,
-            TOP_K,
+            k,
         )
         hits += len({r["id"] for r in rows} & {r["id"] for r in exact})
-    return hits / (TOP_K * len(queries))
+    return hits / (k * len(queries))
 
 
 async def near_queries(conn: Conn, partition: str, n: int) -> Vectors:
