@@ -272,6 +272,15 @@ async def pg_sweep(pool: asyncpg.Pool, settings: Settings, now: datetime) -> tup
     return time.perf_counter() - t, report
 
 
+def writes_into(
+    conn: Conn, partitions: list[str], queries: Vectors, now: datetime
+) -> Callable[[int], Awaitable[None]]:
+    """The i-th timed write: spread over the partitions, under a cap (1000) never reached."""
+    return lambda i: pg_write(
+        conn, partitions[(i * 104729) % len(partitions)], queries[i % len(queries)], now, 1000
+    )
+
+
 # ------------------------------------------------------------------------------ reference
 
 
@@ -486,13 +495,7 @@ async def run(args: argparse.Namespace) -> list[Row]:
             )
             write = await timed(
                 args.writes,
-                lambda i: pg_write(
-                    conn,
-                    partitions[(i * 104729) % len(partitions)],
-                    queries[i % len(queries)],
-                    now,
-                    1000,
-                ),
+                writes_into(conn, partitions, queries, now),
             )
             big_read = None
             recall = near_recall = None
@@ -677,13 +680,7 @@ async def whole_table_hnsw(
         async with pool.acquire() as conn:
             write = await timed(
                 200,
-                lambda i: pg_write(
-                    conn,
-                    partitions[(i * 104729) % len(partitions)],
-                    queries[i % len(queries)],
-                    now,
-                    1000,
-                ),
+                writes_into(conn, partitions, queries, now),
             )
         sweep_s, _ = await pg_sweep(pool, settings, now)
         t = time.perf_counter()

@@ -40,17 +40,8 @@ from amrita_memory_pg.integrations.amrita import (
 from amrita_memory_pg.service import Memory, open_memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import ToolContext
+from tests.support.reference import REFERENCE_TOOLS
 
-REFERENCE_TOOLS = [
-    "write_memory",
-    "read_memory",
-    "update_memory",
-    "delete_memory",
-    "list_memory",
-    "read_memo",
-    "append_memo",
-    "update_memo",
-]
 ALICE = "10001"
 GROUP = "20002"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from amrita_memory_pg.service import Memory, open_memory
-from amrita_memory_pg.settings import load_settings
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.storage.memories import maintain_ann_indexes
+from tests.support.memory import memory_on
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 SMALL = "QQPlatform_Private_1"
@@ -21,20 +22,11 @@ ARGS = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 200"
 
 
 @pytest.fixture
-async def memory(db_dsn: str, tmp_path: Path) -> Memory:
-    settings = load_settings(
-        env={},
-        read_default_files=False,
-        overrides={
-            "database.url": db_dsn,
-            "data_dir": str(tmp_path),
-            "embedding.protocol": "hash",
-            "per_session_memory_limit": 10_000,
-            "retrieval.ann_min_rows": 300,
-        },
-    )
-    async with open_memory(settings) as mem:
-        yield mem  # type: ignore[misc]
+async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
+    async with memory_on(
+        db_dsn, tmp_path, startup=True, per_session_memory_limit=10_000, retrieval__ann_min_rows=300
+    ) as mem:
+        yield mem
 
 
 async def _fill(mem: Memory, partition: str, n: int, rng: random.Random) -> None:

@@ -12,17 +12,7 @@ import pytest
 from nonebug import App
 
 from amrita_memory_pg.errors import ConfigError
-
-REFERENCE_TOOLS = [
-    "write_memory",
-    "read_memory",
-    "update_memory",
-    "delete_memory",
-    "list_memory",
-    "read_memo",
-    "append_memo",
-    "update_memo",
-]
+from tests.support.reference import REFERENCE_TOOLS
 
 
 async def test_plugin_is_loaded_with_metadata_and_config_class(app: App) -> None:
