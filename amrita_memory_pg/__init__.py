@@ -12,15 +12,20 @@ __version__ = "0.1.0"
 __all__ = ["Memory", "ToolContext", "open_memory"]
 
 if TYPE_CHECKING:
-    from amrita_memory_pg.service import Memory, open_memory
+    from amrita_memory_pg.bootstrap import open_memory
+    from amrita_memory_pg.service import Memory
     from amrita_memory_pg.tools.context import ToolContext
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("open_memory", "Memory"):
-        from amrita_memory_pg import service
+    if name == "open_memory":
+        from amrita_memory_pg.bootstrap import open_memory
 
-        return getattr(service, name)
+        return open_memory
+    if name == "Memory":
+        from amrita_memory_pg.service import Memory
+
+        return Memory
     if name == "ToolContext":
         from amrita_memory_pg.tools.context import ToolContext
 

@@ -1,6 +1,7 @@
-"""The public entry point: :func:`open_memory` and the :class:`Memory` object it yields.
+"""``Memory``: the composed product — repositories, services and the chat tools on one store.
 
-Adapters (the NoneBot plugin, the AmritaBot adapter, users' own code) use exactly this:
+Adapters (the NoneBot plugin, the AmritaBot adapter, users' own code) use exactly this,
+opened by :func:`amrita_memory_pg.open_memory` (the composition module ``bootstrap``):
 
     async with open_memory() as mem:
         ctx = ToolContext(platform="qq", user_id="10001", group_id=None, roles=frozenset())
@@ -11,60 +12,45 @@ Adapters (the NoneBot plugin, the AmritaBot adapter, users' own code) use exactl
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.memo import render_memo_block
-from amrita_memory_pg.embedding.base import Embedder
-from amrita_memory_pg.errors import ConfigError
-from amrita_memory_pg.settings import Settings, load_settings
+from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.activity import ActivityStore
-from amrita_memory_pg.storage.index import PgvectorIndex, VectorIndex
-from amrita_memory_pg.storage.memories import MemoryStore
+from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
-from amrita_memory_pg.storage.pg.database import Database
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.registry import ToolRegistry
 
 
-def create_index(settings: Settings) -> VectorIndex:
-    """The configured vector backend (chroma is imported only when chosen)."""
-    if settings.vector_backend == "pgvector":
-        return PgvectorIndex(settings.retrieval.ann_candidates)
-    if settings.vector_backend == "chroma":
-        if importlib.util.find_spec("chromadb") is None:
-            raise ConfigError(
-                "vector_backend = chroma needs chromadb: pip install 'amrita-memory-pg[chroma]'"
-            )
-        from amrita_memory_pg.storage.chroma import ChromaIndex
-
-        return ChromaIndex(settings)
-    raise ConfigError(f"vector backend {settings.vector_backend!r} is not available in this build")
-
-
 class Memory:
-    """One open memory store: database pool, embedder, vector backend and the tools."""
+    """One open memory store: the store's parts, the repositories and the chat tools."""
 
-    def __init__(
-        self, settings: Settings, database: Database, embedder: Embedder, index: VectorIndex
-    ) -> None:
+    def __init__(self, store: Store) -> None:
+        settings = store.settings
+        self.store = store
         self.settings = settings
-        self.database = database
-        self.embedder = embedder
-        self.index = index
-        self.memories = MemoryStore(database.pool, embedder, index, settings)
+        self.database = store.database
+        self.embedder = store.embedder
+        self.backend = store.backend
+        #: L2 memories: the service embeds, the repository writes and searches
+        self.memories = MemoryService(
+            MemoryRepository(store.pool, store.backend, cap=settings.per_session_memory_limit),
+            store.embedder,
+            settings,
+        )
         self.tools = ToolRegistry()
         register_memory_tools(self.tools, self.memories, settings)
         #: L1 memos; the cap is enforced by the database write
-        self.memos = MemoStore(database.pool, settings.memo_max_chars)
+        self.memos = MemoStore(store.pool, settings.memo_max_chars)
         #: chat log + activity heatmap, written by the chat hooks, read by L3
         self.activity = ActivityStore(
-            database.pool,
+            store.pool,
             keep=settings.chat_log_keep,
             tz=resolve_timezone(settings.subconscious.idle_timezone),
         )
@@ -84,37 +70,6 @@ class Memory:
         """Run one tool for the speaker in ``ctx``; returns the JSON reply, never raises."""
         return await self.tools.call(name, arguments, ctx)
 
-    async def after_reindex(self) -> None:
-        """After the vectors changed model: re-sync a secondary index and rebuild ANN indexes."""
-        from amrita_memory_pg.storage.memories import maintain_ann_indexes
-
-        rebuild = getattr(self.index, "rebuild", None)
-        if rebuild is not None:
-            await rebuild(self.pool)
-        retrieval = self.settings.retrieval
-        await maintain_ann_indexes(
-            self.pool,
-            min_rows=retrieval.ann_min_rows,
-            m=retrieval.hnsw_m,
-            ef_construction=retrieval.hnsw_ef_construction,
-        )
-
-    async def startup(self) -> None:
-        """What a bot runs once before serving: key migration, then the fingerprint check.
-
-        The fingerprint check follows ``EMBED_CHECK_ON_STARTUP`` / ``EMBED_MISMATCH_POLICY``
-        and may raise :class:`~amrita_memory_pg.embedding.startup.FingerprintRefused`.
-        """
-        from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
-        from amrita_memory_pg.embedding.startup import check_fingerprint
-        from amrita_memory_pg.storage.keys import key_format_version, migrate_keys
-
-        if await key_format_version(self.pool) != KEY_FORMAT_VERSION:
-            await migrate_keys(self.pool)
-        if self.settings.embedding.check_on_startup:
-            await self.embedder.prepare()
-            await check_fingerprint(self)
-
     async def memory_block(self, ctx: ToolContext) -> str:
         """The per-turn system-message text for the speaker in ``ctx`` ("" = inject nothing).
 
@@ -133,36 +88,7 @@ class Memory:
 
     async def close(self) -> None:
         try:
-            await self.index.aclose()
+            await self.backend.aclose()
             await self.embedder.aclose()
         finally:
             await self.database.close()
-
-
-@contextlib.asynccontextmanager
-async def open_memory(
-    settings: Settings | None = None, *, startup: bool = True
-) -> AsyncIterator[Memory]:
-    """Open the store: settings from config/env when not given; embedded defaults when unset.
-
-    With ``startup`` (the default, what a bot wants) the schema is migrated, legacy
-    partition keys are converted and the embedding fingerprint is checked
-    (``EMBED_MISMATCH_POLICY``). The CLI opens with ``startup=False``: it never blocks.
-    """
-    from amrita_memory_pg.embedding.factory import create_embedder
-
-    settings = settings if settings is not None else load_settings()
-    embedder = create_embedder(settings.embedding)
-    try:
-        index = create_index(settings)
-        database = await Database.open(settings)
-    except BaseException:
-        await embedder.aclose()
-        raise
-    memory = Memory(settings, database, embedder, index)
-    try:
-        if startup:
-            await memory.startup()
-        yield memory
-    finally:
-        await memory.close()

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.domain.errors import ConfigError
 
 ENV_PREFIX = "AMRITA_MEMORY_"
 #: Environment variables with the prefix that are not settings keys.

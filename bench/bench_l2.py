@@ -40,12 +40,14 @@ import numpy as np
 import numpy.typing as npt
 
 from amrita_memory_pg.domain import decay
+from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings, load_settings
-from amrita_memory_pg.storage.index import PgvectorIndex
-from amrita_memory_pg.storage.memories import MemoryStore, maintain_ann_indexes
+from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import create_pool
 from amrita_memory_pg.storage.pg.embedded import start_embedded
+from amrita_memory_pg.storage.pgvector import PgvectorBackend
 
 FINGERPRINT = "bench"
 MAX_AGE_DAYS = 33.1
@@ -262,7 +264,9 @@ async def pg_sweep(pool: asyncpg.Pool, settings: Settings, now: datetime) -> tup
     into shared_buffers and is printed as the cold number; a CHECKPOINT then starts the
     timed pass with none in flight (every page it changes pays its full-page image).
     """
-    store = MemoryStore(pool, None, PgvectorIndex(), settings)  # type: ignore[arg-type]
+    # the sweep embeds nothing: the service runs without an embedder here
+    repo = MemoryRepository(pool, PgvectorBackend(), cap=settings.per_session_memory_limit)
+    store = MemoryService(repo, None, settings)  # type: ignore[arg-type]
     t = time.perf_counter()
     await store.sweep(now=now, dry_run=True)
     print(f"# sweep dry run (cold cache) {time.perf_counter() - t:.2f} s", flush=True)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 import click
 
 from amrita_memory_pg.cli.app import CliState, cli, run_async
-from amrita_memory_pg.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.settings import render_reference
 
 if TYPE_CHECKING:
     from amrita_memory_pg.settings import Settings
-    from amrita_memory_pg.storage.chroma import ChromaIndex
+    from amrita_memory_pg.storage.chroma import ChromaBackend
     from amrita_memory_pg.storage.pg.database import Database
 
 
@@ -124,13 +124,21 @@ async def db_current(state: CliState) -> None:
 @run_async
 async def status(state: CliState) -> None:
     """Server, pgvector, schema revision and row counts."""
-    from amrita_memory_pg.cli.status import collect_status, render_status
+    from amrita_memory_pg.bootstrap import open_store
+    from amrita_memory_pg.maintenance.status import (
+        collect_server_status,
+        collect_store_status,
+        render_status,
+    )
     from amrita_memory_pg.storage.pg.database import resolve_target
 
     settings = state.settings
     target = await resolve_target(settings)
     try:
-        report = await collect_status(settings, target)
+        report = await collect_server_status(settings, target)
+        if report.revision == report.head:
+            async with open_store(settings) as store:
+                await collect_store_status(store, report)
     finally:
         target.release()
     click.echo(render_status(report))
@@ -151,7 +159,7 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
     One run is a full pass from the persisted cursor round to it again, in batches of
     [decay] sweep_batch_limit rows, each batch its own transaction.
     """
-    from amrita_memory_pg.service import open_memory
+    from amrita_memory_pg.bootstrap import open_memory
 
     settings = state.settings
     decay = settings.decay
@@ -186,7 +194,7 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
 @run_async
 async def ann_index(state: CliState) -> None:
     """Build (or drop) the partial HNSW indexes of large partitions ([retrieval] ann_min_rows)."""
-    from amrita_memory_pg.storage.memories import maintain_ann_indexes
+    from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
     from amrita_memory_pg.storage.pg.database import Database
 
     settings = state.settings
@@ -216,20 +224,20 @@ def index() -> None:
     """The chroma vector index: compare it with PostgreSQL, rebuild it from PostgreSQL."""
 
 
-async def _open_chroma(settings: Settings) -> tuple[Database, ChromaIndex] | None:
-    """(database, ChromaIndex) when the chroma backend is configured, else None."""
+async def _open_chroma(settings: Settings) -> tuple[Database, ChromaBackend] | None:
+    """(database, ChromaBackend) when the chroma backend is configured, else None."""
     if settings.vector_backend != "chroma":
         click.echo(
             f"vector_backend is {settings.vector_backend}: the memory table is the index, "
             "nothing to check or rebuild"
         )
         return None
-    from amrita_memory_pg.service import create_index
-    from amrita_memory_pg.storage.chroma import ChromaIndex
+    from amrita_memory_pg.bootstrap import create_backend
+    from amrita_memory_pg.storage.chroma import ChromaBackend
     from amrita_memory_pg.storage.pg.database import Database
 
-    chroma = create_index(settings)
-    assert isinstance(chroma, ChromaIndex)
+    chroma = create_backend(settings)
+    assert isinstance(chroma, ChromaBackend)
     try:
         database = await Database.open(settings)
     except BaseException:

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import click
 
+from amrita_memory_pg.bootstrap import open_store
 from amrita_memory_pg.cli.app import CliState, cli, run_async
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.services.store import Store
 
 
 @asynccontextmanager
-async def opened(state: CliState) -> AsyncIterator[Memory]:
-    async with open_memory(state.settings, startup=False) as mem:
-        yield mem
+async def opened(state: CliState) -> AsyncIterator[Store]:
+    async with open_store(state.settings) as store:
+        yield store
 
 
 class ProgressBar:
@@ -70,41 +71,36 @@ async def reindex(state: CliState, yes: bool) -> None:
     batches (REEMBED_BATCH_SIZE); the bot keeps serving the old ones until one final
     transaction switches. Interrupted? Run it again: it resumes.
     """
-    from amrita_memory_pg.embedding.backups import create_backup
-    from amrita_memory_pg.embedding.reindex import reindex as run_reindex
-    from amrita_memory_pg.embedding.reindex import reindex_state
-    from amrita_memory_pg.embedding.startup import inspect_fingerprint
+    from amrita_memory_pg.maintenance.fingerprint import inspect_fingerprint
+    from amrita_memory_pg.maintenance.reembed import change_model, reindex_state
+    from amrita_memory_pg.maintenance.reembed import reindex as run_reindex
 
-    async with opened(state) as mem:
-        status = await inspect_fingerprint(mem)
-        pending = await reindex_state(mem.pool)
+    async with opened(state) as store:
+        status = await inspect_fingerprint(store)
+        pending = await reindex_state(store.pool)
         if status.rows == 0:
             click.echo("记忆集合为空，无需重映射（将写入指纹）")
             report = await run_reindex(
-                mem.pool, mem.embedder, batch_size=mem.settings.embedding.reembed_batch_size
+                store.pool, store.embedder, batch_size=store.settings.embedding.reembed_batch_size
             )
             click.echo(f"已写入指纹: {report.fingerprint}")
             return
         click.echo(f"将重新嵌入 {status.rows} 条记录（记忆与知识库）")
         click.echo(f"  从: {status.stored_describe}")
         click.echo(f"  到: {status.current_describe}")
-        if pending is not None and pending.target_fingerprint == mem.embedder.fingerprint:
+        if pending is not None and pending.target_fingerprint == store.embedder.fingerprint:
             click.echo(f"  续跑: 已暂存 {pending.staged} 条，剩余 {pending.pending} 条")
         if not yes:
             click.confirm("确认继续？", default=False, abort=True)
-        backup = await create_backup(mem, reason="before-reembed")
-        click.echo(f"已备份到 {backup.jsonl_path}")
         bar = ProgressBar("  进度")
         try:
-            report = await run_reindex(
-                mem.pool,
-                mem.embedder,
-                batch_size=mem.settings.embedding.reembed_batch_size,
+            report = await change_model(
+                store,
+                on_backup=lambda info: click.echo(f"已备份到 {info.jsonl_path}"),
                 progress=bar,
             )
         finally:
             bar.close()
-        await mem.after_reindex()
     resumed = f"（其中 {report.resumed} 条沿用上次暂存）" if report.resumed else ""
     click.echo(
         f"完成，已重新嵌入 {report.embedded + report.resumed} 条{resumed}；"
@@ -117,13 +113,13 @@ async def reindex(state: CliState, yes: bool) -> None:
 @run_async
 async def reset_fingerprint(state: CliState) -> None:
     """Record the configured model as the store's, WITHOUT re-embedding (escape hatch)."""
-    from amrita_memory_pg.embedding.reindex import write_fingerprint
+    from amrita_memory_pg.maintenance.reembed import write_fingerprint
 
-    async with opened(state) as mem:
-        await mem.embedder.prepare()
-        await write_fingerprint(mem.pool, mem.embedder)
-        click.echo(f"已写入指纹: {mem.embedder.fingerprint}")
-        click.echo(f"  记录为: {mem.embedder.describe()}")
+    async with opened(state) as store:
+        await store.embedder.prepare()
+        await write_fingerprint(store.pool, store.embedder)
+        click.echo(f"已写入指纹: {store.embedder.fingerprint}")
+        click.echo(f"  记录为: {store.embedder.describe()}")
     click.echo("⚠️  未重新嵌入 —— 若模型确实已变更，检索结果将不准确")
 
 
@@ -133,10 +129,10 @@ async def reset_fingerprint(state: CliState) -> None:
 @run_async
 async def migrate_keys_command(state: CliState, dry_run: bool) -> None:
     """Convert legacy partition keys (user_{id}, group_{id}) to the current uni_id format."""
-    from amrita_memory_pg.storage.keys import migrate_keys
+    from amrita_memory_pg.maintenance.keys import migrate_keys
 
-    async with opened(state) as mem:
-        report = await migrate_keys(mem.pool, dry_run=dry_run)
+    async with opened(state) as store:
+        report = await migrate_keys(store.pool, dry_run=dry_run)
     prefix = "[dry-run] 需要改写" if dry_run else "完成，已改写"
     click.echo(f"{prefix} {report.changed_rows} 条记忆、{report.memos_changed} 份备忘录的分区键")
     for old, new in sorted(report.mapping.items()):
@@ -157,10 +153,10 @@ def backup() -> None:
 @run_async
 async def backup_create(state: CliState) -> None:
     """Take a backup now (rotation keeps REEMBED_BACKUP_KEEP)."""
-    from amrita_memory_pg.embedding.backups import create_backup
+    from amrita_memory_pg.maintenance.backup import create_backup
 
-    async with opened(state) as mem:
-        info = await create_backup(mem)
+    async with opened(state) as store:
+        info = await create_backup(store)
     counts = ", ".join(f"{k} {v}" for k, v in info.counts.items())
     click.echo(f"已备份到 {info.jsonl_path}")
     click.echo(f"  pg_dump: {info.dump_path}")
@@ -171,7 +167,7 @@ async def backup_create(state: CliState) -> None:
 @click.pass_obj
 def backup_list(state: CliState) -> None:
     """List backups, oldest first."""
-    from amrita_memory_pg.embedding.backups import list_backups
+    from amrita_memory_pg.maintenance.backup import list_backups
 
     directory = state.settings.resolved_data_dir() / "backups"
     infos = list_backups(directory)
@@ -194,7 +190,7 @@ def backup_list(state: CliState) -> None:
 @run_async
 async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) -> None:
     """Replace the store with FILE (.jsonl, .dump, or the reference plugin's .json)."""
-    from amrita_memory_pg.embedding.backups import restore_backup
+    from amrita_memory_pg.maintenance.restore import restore_backup
 
     path = file.expanduser()
     if not path.is_file():
@@ -203,8 +199,8 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
         click.confirm(
             f"用 {path.name} 替换当前全部记忆？（会先自动备份当前数据）", default=False, abort=True
         )
-    async with opened(state) as mem:
-        report = await restore_backup(mem, path, force=force)
+    async with opened(state) as store:
+        report = await restore_backup(store, path, force=force)
     if report.safety_backup is not None:
         click.echo(f"恢复前已备份到 {report.safety_backup.jsonl_path}")
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())

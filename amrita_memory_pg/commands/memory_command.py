@@ -22,10 +22,12 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from amrita_memory_pg.domain.errors import PartitionFull
 from amrita_memory_pg.domain.importance import MEDIUM
+from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.text import pack_chunks
+from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memories import MemoryRecord, MemoryStore, PartitionFull
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.context import ToolContext
 
@@ -110,7 +112,7 @@ class MemoryCommand:
         self,
         *,
         memos: MemoStore,
-        memories: MemoryStore,
+        memories: MemoryService,
         settings: Settings,
         dmn_trigger: DmnTrigger | None = None,
     ) -> None:

@@ -40,6 +40,10 @@ class DecayPolicy:
     score_floor: float = 0.05
     short_term_days: float = 7.0
     long_term_days: float = 90.0
+    #: off: rank by distance alone (``[decay] enabled = false``)
+    enabled: bool = True
+    #: candidate multiplier for a backend that cannot score in SQL (chroma)
+    overfetch: int = 3
 
 
 def age_days(created: datetime, now: datetime) -> float:

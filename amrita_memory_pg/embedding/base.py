@@ -17,8 +17,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from amrita_memory_pg.domain.errors import EmbeddingError
 from amrita_memory_pg.domain.fingerprint import describe, fingerprint
-from amrita_memory_pg.errors import EmbeddingError
 
 Vector = npt.NDArray[np.float32]
 #: e5-style models embed queries and passages with different prefixes.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.embedding.base import Embedder, EmbeddingProvider
-from amrita_memory_pg.errors import ConfigError
 from amrita_memory_pg.settings import EmbeddingSettings
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from amrita_memory_pg.errors import EmbeddingError
+from amrita_memory_pg.domain.errors import EmbeddingError
 
 #: Characters of a response body quoted in an error message.
 BODY_EXCERPT_CHARS = 300

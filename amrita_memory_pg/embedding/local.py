@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from amrita_memory_pg.domain.errors import ConfigError, EmbeddingError
 from amrita_memory_pg.embedding.base import EmbeddingProvider, TextKind
-from amrita_memory_pg.errors import ConfigError, EmbeddingError
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from amrita_memory_pg.domain.errors import EmbeddingError
 from amrita_memory_pg.embedding.base import EmbeddingProvider, TextKind
 from amrita_memory_pg.embedding.http import (
     EmbeddingHTTPError,
@@ -26,7 +27,6 @@ from amrita_memory_pg.embedding.http import (
     json_error_message,
     redact_url,
 )
-from amrita_memory_pg.errors import EmbeddingError
 
 EMBED_PATH = "/api/embed"
 LEGACY_PATH = "/api/embeddings"

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from amrita_memory_pg.domain.errors import ConfigError, EmbeddingError
 from amrita_memory_pg.embedding.base import EmbeddingProvider, TextKind
 from amrita_memory_pg.embedding.http import JsonHttpClient, redact_url
-from amrita_memory_pg.errors import ConfigError, EmbeddingError
 
 
 def embeddings_url(base_url: str) -> str:

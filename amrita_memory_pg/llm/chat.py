@@ -11,14 +11,10 @@ from typing import Any
 
 import httpx
 
-from amrita_memory_pg.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import LlmError
 from amrita_memory_pg.settings import LlmSettings
 
 Message = dict[str, Any]
-
-
-class LlmError(AmritaMemoryError):
-    """The chat-completions endpoint failed or answered something unusable."""
 
 
 def completions_url(base_url: str) -> str:

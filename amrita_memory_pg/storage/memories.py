@@ -1,108 +1,34 @@
-"""L2 memories: the repository every surface (tools, commands, CLI, L3) goes through.
+"""L2 memories in PostgreSQL: the repository every surface reaches through the service.
 
-Texts are embedded before any transaction or lock; the partition cap is checked in the
-same transaction as the insert (``amrita_memory.insert_memory_v1``); retrieval is one
-SQL statement that scores by similarity × time decay; the sweep is set-based SQL in
-batches with a persisted cursor. All methods take ``now`` (default: the current UTC
-time) so that tests and the L3 loop control the clock.
+It takes vectors, never texts to embed: the service embeds first, outside any
+transaction, so no lock is ever held during an HTTP call. The partition cap is checked
+in the same transaction as the insert (``amrita_memory.insert_memory_v1``); retrieval is
+one SQL statement through the configured :class:`~amrita_memory_pg.domain.ports.VectorBackend`;
+the sweep is set-based SQL in batches with a persisted cursor. Time is an argument.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import datetime
+from typing import Any
 
 import asyncpg
 
-from amrita_memory_pg.domain.importance import level_to_label
-from amrita_memory_pg.errors import AmritaMemoryError
-
-if TYPE_CHECKING:
-    from amrita_memory_pg.embedding.base import Embedder
-    from amrita_memory_pg.settings import Settings
-    from amrita_memory_pg.storage.index import VectorIndex
-
-Scope = Literal["user", "group", "global"]
-Category = Literal["preference", "rule", "event", "knowledge"]
-Source = Literal["user", "auto", "system"]
-
-
-class FingerprintMismatch(AmritaMemoryError):
-    """The store's vectors come from another embedding model than the configured one."""
-
-
-class PartitionFull(AmritaMemoryError):
-    """The partition already holds ``per_session_memory_limit`` memories."""
-
-    def __init__(self, partition_key: str, limit: int) -> None:
-        super().__init__(f"partition {partition_key} is at its limit of {limit} memories")
-        self.partition_key = partition_key
-        self.limit = limit
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRecord:
-    id: str
-    partition_key: str
-    scope: Scope
-    content: str
-    tags: tuple[str, ...]
-    importance: int
-    category: Category | None
-    source: Source
-    author: str | None
-    created_at: datetime
-    updated_at: datetime
-
-    @property
-    def importance_label(self) -> str:
-        return level_to_label(self.importance)
-
-    @property
-    def tags_text(self) -> str:
-        """Tags as the reference's single comma-separated string."""
-        return ",".join(self.tags)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    record: MemoryRecord
-    #: squared L2 distance, as Chroma reports it (so reference numbers match)
-    distance: float
-    #: similarity × decay factor (just the similarity when decay is disabled); the ranking key
-    decay_score: float
-    age_days: float
-
-
-@dataclass(frozen=True, slots=True)
-class SweepReport:
-    scanned: int
-    demoted: int
-    purged: int
-    kept: int
-    #: True when the persisted cursor wrapped around to the start of the table
-    wrapped: bool = False
-
-
-def parse_tags(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The reference stores tags as one free string; we keep them as a set of trimmed words.
-
-    ``"preference, project，编程"`` → ``("preference", "project", "编程")`` (ASCII and
-    full-width commas, order kept, duplicates and empties dropped).
-    """
-    if value is None:
-        return ()
-    parts = value.replace("，", ",").split(",") if isinstance(value, str) else list(value)
-    seen: dict[str, None] = {}
-    for part in parts:
-        tag = str(part).strip()
-        if tag:
-            seen.setdefault(tag, None)
-    return tuple(seen)
+from amrita_memory_pg.domain.decay import DecayPolicy
+from amrita_memory_pg.domain.errors import FingerprintMismatch, PartitionFull
+from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
+from amrita_memory_pg.domain.records import (
+    Category,
+    MemoryRecord,
+    Scope,
+    SearchFilter,
+    SearchHit,
+    Source,
+    SweepReport,
+)
 
 
 def record_from_row(row: Any) -> MemoryRecord:
@@ -122,31 +48,44 @@ def record_from_row(row: Any) -> MemoryRecord:
     )
 
 
+def hit_from_row(row: Any) -> SearchHit:
+    return SearchHit(
+        record=record_from_row(row),
+        distance=float(row["distance"]),
+        decay_score=float(row["decay_score"]),
+        age_days=float(row["age_days"]),
+    )
+
+
+#: SQLSTATEs mapped here (never by message text): ours from insert_memory_v1, pgvector's
+FINGERPRINT_MISMATCH = "AMF01"
+DIMENSION_MISMATCH = "22000"
+
 _COLUMNS = "id, partition_key, scope, content, tags, importance, category, source, author, created_at, updated_at"
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextManager[Any]:
     return conn.transaction() if explicit else contextlib.nullcontext()
 
 
-class MemoryStore:
-    """Repository of L2 memories on one pool, one embedder and one vector index."""
+@dataclass(frozen=True, slots=True)
+class SweepParams:
+    """The ``[decay]`` numbers of one sweep run."""
 
-    def __init__(
-        self,
-        pool: asyncpg.Pool,
-        embedder: Embedder,
-        index: VectorIndex,
-        settings: Settings,
-    ) -> None:
+    short_term_days: float
+    long_term_days: float
+    batch_limit: int
+    restart_clock_on_demote: bool
+
+
+class MemoryRepository:
+    """L2 memories on one pool, with one vector backend kept in step."""
+
+    def __init__(self, pool: asyncpg.Pool, backend: VectorBackend, *, cap: int) -> None:
         self.pool = pool
-        self.embedder = embedder
-        self.index = index
-        self.settings = settings
+        self.backend = backend
+        #: ``per_session_memory_limit``: checked by the insert itself
+        self.cap = cap
 
     # ------------------------------------------------------------------ writes
 
@@ -161,21 +100,18 @@ class MemoryStore:
         category: Category | None = None,
         source: Source = "auto",
         author: str | None = None,
-        now: datetime | None = None,
+        vector: Vector,
+        fingerprint: str,
+        provider: ProviderInfo,
+        now: datetime,
     ) -> MemoryRecord:
-        """Embed, then insert under the partition cap; raises :class:`PartitionFull`.
-
-        The embedding happens first, outside any transaction: if it fails, nothing is
-        written and no lock was ever taken.
-        """
-        now = now or _utcnow()
-        (vector,) = await self.embedder.embed_passages([content])
-        provider = self.embedder.provider
-        cap = self.settings.per_session_memory_limit
+        """Insert under the partition cap; raises :class:`PartitionFull` or
+        :class:`FingerprintMismatch` (the store holds another model's vectors)."""
+        cap = self.cap
         # insert_memory_v1 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
-        async with self.pool.acquire() as conn, _transaction(conn, self.index.write_hooks):
+        async with self.pool.acquire() as conn, _transaction(conn, self.backend.write_hooks):
             try:
                 row = await conn.fetchrow(
                     "SELECT * FROM amrita_memory.insert_memory_v1("
@@ -189,7 +125,7 @@ class MemoryStore:
                     source,
                     author,
                     vector,
-                    self.embedder.fingerprint,
+                    fingerprint,
                     now,
                     cap,
                     provider.protocol,
@@ -197,7 +133,7 @@ class MemoryStore:
                     provider.base_url,
                 )
             except asyncpg.PostgresError as exc:
-                if getattr(exc, "sqlstate", None) == "AMF01":
+                if exc.sqlstate == FINGERPRINT_MISMATCH:
                     raise FingerprintMismatch(str(exc)) from exc
                 raise
             assert row is not None
@@ -217,8 +153,8 @@ class MemoryStore:
                 updated_at=now,
             )
             # Inside the transaction: if a secondary index refuses it, the insert rolls back.
-            if self.index.write_hooks:
-                await self.index.added(record, vector)
+            if self.backend.write_hooks:
+                await self.backend.added(record, vector)
         return record
 
     async def update(
@@ -230,20 +166,15 @@ class MemoryStore:
         tags: Sequence[str] | None = None,
         importance: int | None = None,
         category: Category | None = None,
-        now: datetime | None = None,
+        vector: Vector | None = None,
+        fingerprint: str,
+        now: datetime,
     ) -> MemoryRecord | None:
-        """Change some fields; the vector is recomputed only when the content changes.
+        """Change some fields; ``vector`` is given exactly when the content changed.
 
         ``created_at`` is kept (the memory's age); a change of importance *tier* restarts
         the sweep's clock (``tier_since``). None when the id is not in the partition.
         """
-        now = now or _utcnow()
-        current = await self.get(partition_key, memory_id)
-        if current is None:
-            return None
-        vector = None
-        if content is not None and content != current.content:
-            (vector,) = await self.embedder.embed_passages([content])
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
                 f"""
@@ -270,13 +201,13 @@ class MemoryStore:
                 category is not None,
                 category,
                 vector,
-                self.embedder.fingerprint,
+                fingerprint,
                 now,
             )
             if row is None:
                 return None
             record = record_from_row(row)
-            await self.index.updated(record, vector)
+            await self.backend.updated(record, vector)
         return record
 
     async def delete(self, partition_key: str, memory_id: str) -> bool:
@@ -289,7 +220,7 @@ class MemoryStore:
             )
             if deleted is None:
                 return False
-            await self.index.removed([deleted])
+            await self.backend.removed([deleted])
         return True
 
     # ------------------------------------------------------------------ reads
@@ -349,71 +280,50 @@ class MemoryStore:
     async def search(
         self,
         partition_key: str,
-        query: str,
+        vector: Vector,
         *,
-        top_k: int = 5,
-        importance: tuple[int, int] | None = None,
-        scope: Scope | None = None,
-        tags: Sequence[str] | None = None,
-        now: datetime | None = None,
+        top_k: int,
+        where: SearchFilter,
+        now: datetime,
+        decay: DecayPolicy,
     ) -> list[SearchHit]:
         """The true top_k by decay score (by distance when decay is disabled)."""
-        from amrita_memory_pg.storage.index import SearchFilter
-
-        vector = await self.embedder.embed_query(query)
-        where = SearchFilter(
-            importance_min=importance[0] if importance else None,
-            importance_max=importance[1] if importance else None,
-            scope=scope,
-            tags=tuple(tags) if tags else None,
-        )
         try:
-            return await self.index.search(
-                self.pool,
-                partition_key,
-                vector,
-                top_k=top_k,
-                where=where,
-                now=now or _utcnow(),
-                decay=self.settings.decay,
+            return await self.backend.search(
+                self.pool, partition_key, vector, top_k=top_k, where=where, now=now, decay=decay
             )
-        except asyncpg.DataError as exc:
-            if "different vector dimensions" not in str(exc):
+        except asyncpg.PostgresError as exc:
+            # pgvector raises data_exception (22000) for vectors of different dimensions;
+            # nothing else in a search with a well-formed query vector does.
+            if exc.sqlstate != DIMENSION_MISMATCH:
                 raise
             raise FingerprintMismatch(
-                f"the stored vectors and the configured model ({self.embedder.describe()}, "
-                f"dimension {len(vector)}) differ: the embedding model changed — run "
-                "`amrita-memory reindex`, or configure the model the store was built with"
+                f"the stored vectors have another dimension than the query's ({len(vector)})"
             ) from exc
 
     # ------------------------------------------------------------------ sweep
 
     async def sweep(
         self,
+        params: SweepParams,
         *,
-        now: datetime | None = None,
+        now: datetime,
         dry_run: bool = False,
         max_batches: int | None = None,
-        force: bool = False,
     ) -> SweepReport:
         """Demote/purge what outlived its tier (reference §5.2), batch by batch.
 
         A run starts at the persisted cursor and walks to the end of the table, then from
         the start back to where it began: one full pass, each batch its own transaction.
         ``max_batches`` stops early (the cursor remembers where); ``dry_run`` walks the
-        whole table from the start and changes nothing, cursor included. Disabled by
-        ``[decay] enabled/sweep_enabled = false`` unless ``force``.
+        whole table from the start and changes nothing, cursor included.
         """
-        decay = self.settings.decay
-        if not force and not (decay.enabled and decay.sweep_enabled):
-            return SweepReport(scanned=0, demoted=0, purged=0, kept=0)
-        now = now or _utcnow()
         args = (
             now,
-            float(decay.short_term_days),
-            float(decay.long_term_days),
-            decay.sweep_batch_limit,
-            decay.restart_clock_on_demote,
+            float(params.short_term_days),
+            float(params.long_term_days),
+            params.batch_limit,
+            params.restart_clock_on_demote,
         )
         totals = [0, 0, 0, 0]
         batches = 0
@@ -439,7 +349,7 @@ class MemoryStore:
             batches += 1
             self._accumulate(totals, row)
             if row["purged_ids"] and not dry_run:
-                await self.index.removed(list(row["purged_ids"]))
+                await self.backend.removed(list(row["purged_ids"]))
             if row["wrapped"]:
                 if until is None and start:
                     wrapped = True
@@ -463,85 +373,3 @@ class MemoryStore:
         totals[1] += row["demoted"]
         totals[2] += row["purged"]
         totals[3] += row["kept"]
-
-
-@dataclass(frozen=True, slots=True)
-class AnnReport:
-    built: list[str]
-    dropped: list[str]
-    kept: list[str]
-
-
-ANN_INDEX_PREFIX = "ix_memory_ann_"
-
-
-async def maintain_ann_indexes(
-    pool: asyncpg.Pool, *, min_rows: int, m: int = 16, ef_construction: int = 64
-) -> AnnReport:
-    """Give every partition of ``min_rows`` or more its own partial HNSW index, and drop
-    the indexes of partitions that shrank below half of that (hysteresis).
-
-    Why per partition: an HNSW index over the whole table makes every write and sweep
-    pay for the graph, and a partition filter on a shared graph misses results. A
-    partial index whose predicate names one partition (and one dimension, so vectors of
-    another model never reach its ``::vector(n)`` cast) is searched exactly where it
-    helps. Built CONCURRENTLY: writes go on meanwhile. Recorded in ``ann_index``, which
-    ``search_memories_v1`` consults.
-    """
-    async with pool.acquire() as conn:
-        sizes = await conn.fetch(
-            """
-            SELECT partition_key, vector_dims(embedding) AS dim, count(*)::integer AS n
-              FROM amrita_memory.memory
-             GROUP BY 1, 2
-            """
-        )
-        existing = {
-            (r["partition_key"], r["dim"]): r["index_name"]
-            for r in await conn.fetch(
-                "SELECT partition_key, dim, index_name FROM amrita_memory.ann_index"
-            )
-        }
-        size_of = {(r["partition_key"], r["dim"]): r["n"] for r in sizes}
-        report = AnnReport(built=[], dropped=[], kept=[])
-        for key, name in sorted(existing.items()):
-            if size_of.get(key, 0) < min_rows // 2:
-                await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS amrita_memory.{name}")
-                await conn.execute(
-                    "DELETE FROM amrita_memory.ann_index WHERE partition_key = $1 AND dim = $2",
-                    *key,
-                )
-                report.dropped.append(name)
-            else:
-                report.kept.append(name)
-        for (partition, dim), n in sorted(size_of.items()):
-            if n < min_rows or (partition, dim) in existing:
-                continue
-            name = ANN_INDEX_PREFIX + hashlib.md5(f"{partition}|{dim}".encode()).hexdigest()[:24]
-            # A failed CONCURRENTLY build leaves an INVALID index behind: clear it first.
-            await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS amrita_memory.{name}")
-            ddl = await conn.fetchval(
-                """
-                SELECT format(
-                    'CREATE INDEX CONCURRENTLY %I ON amrita_memory.memory USING hnsw '
-                    '((embedding::vector(%s)) vector_l2_ops) WITH (m = %s, ef_construction = %s) '
-                    'WHERE partition_key = %L AND vector_dims(embedding) = %s',
-                    $1::text, $2::integer, $3::integer, $4::integer, $5::text, $2::integer)
-                """,
-                name,
-                dim,
-                m,
-                ef_construction,
-                partition,
-            )
-            await conn.execute(ddl)
-            await conn.execute(
-                "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build) "
-                "VALUES ($1, $2, $3, $4) ON CONFLICT (partition_key, dim) DO NOTHING",
-                partition,
-                dim,
-                name,
-                n,
-            )
-            report.built.append(name)
-        return report

@@ -16,7 +16,7 @@ from typing import Any
 
 import asyncpg
 
-from amrita_memory_pg.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import AmritaMemoryError
 
 #: The named statements, each with one typed wrapper below (a test PREPAREs every one).
 SQL_GET = "SELECT content, version, updated_at FROM amrita_memory.memo WHERE partition_key = $1"

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from amrita_memory_pg.domain.errors import ToolError
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore, MemoTooLong
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.registry import Args, Param, ToolError, ToolRegistry, ToolSpec
+from amrita_memory_pg.tools.registry import Args, Param, ToolRegistry, ToolSpec
 
 
 def too_long_error(exc: MemoTooLong) -> ToolError:

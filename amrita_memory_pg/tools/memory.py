@@ -13,19 +13,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, LABELS, label_to_level
-from amrita_memory_pg.errors import EmbeddingError
-from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memories import (
+from amrita_memory_pg.domain.errors import (
+    EmbeddingError,
     FingerprintMismatch,
-    MemoryRecord,
-    MemoryStore,
     PartitionFull,
-    Scope,
-    parse_tags,
+    ToolError,
 )
+from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, LABELS, label_to_level
+from amrita_memory_pg.domain.records import MemoryRecord, Scope, parse_tags
+from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.registry import Args, Param, ToolError, ToolRegistry, ToolSpec
+from amrita_memory_pg.tools.registry import Args, Param, ToolRegistry, ToolSpec
 
 MAX_CONTENT_CHARS = 4000
 MAX_TAGS_CHARS = 200
@@ -91,7 +90,7 @@ def _clean_content(value: str) -> str:
 class MemoryTools:
     """Handlers bound to one store and one settings object."""
 
-    def __init__(self, store: MemoryStore, settings: Settings) -> None:
+    def __init__(self, store: MemoryService, settings: Settings) -> None:
         self.store = store
         self.settings = settings
 
@@ -256,7 +255,7 @@ class MemoryTools:
 
 
 def register_memory_tools(
-    registry: ToolRegistry, store: MemoryStore, settings: Settings
+    registry: ToolRegistry, store: MemoryService, settings: Settings
 ) -> MemoryTools:
     """Declare the five L2 tools on ``registry``."""
     tools = MemoryTools(store, settings)

@@ -16,21 +16,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from amrita_memory_pg.domain.errors import ToolError
 from amrita_memory_pg.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
 
 ParamType = Literal["string", "integer", "boolean"]
 _MISSING: Any = object()
-
-
-class ToolError(Exception):
-    """A refusal the LLM can act on; its text becomes the error envelope's message."""
-
-    def __init__(self, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.extra = extra
 
 
 @dataclass(frozen=True)

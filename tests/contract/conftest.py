@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 
 BACKENDS = ["pgvector", "chroma"]

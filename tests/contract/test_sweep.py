@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 from tests.support.data import bulk_insert
 from tests.support.vectors import assert_index_in_step, indexed_ids

@@ -29,7 +29,8 @@ from nonebot.adapters.onebot.v11 import GroupMessageEvent, PrivateMessageEvent
 from nonebot.adapters.onebot.v11 import Message as OneBotMessage
 from nonebot.adapters.onebot.v11.event import Sender
 
-from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita import (
     MEMO_HOOK_PRIORITY,
     Installation,
@@ -37,7 +38,7 @@ from amrita_memory_pg.integrations.amrita import (
     install,
     remove_matchers,
 )
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.reference import REFERENCE_TOOLS

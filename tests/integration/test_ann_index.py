@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import load_settings
-from amrita_memory_pg.storage.memories import maintain_ann_indexes
 
 BIG = "QQPlatform_Group_777"
 SMALL = "QQPlatform_Private_1"

@@ -8,14 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from amrita_memory_pg.embedding.backups import (
-    BackupError,
-    create_backup,
-    list_backups,
-    restore_backup,
-    rotate,
-)
+from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.embedding.hashing import HashingProvider
+from amrita_memory_pg.maintenance.backup import create_backup, list_backups, rotate
+from amrita_memory_pg.maintenance.restore import restore_backup
 from tests.support.cli import run_cli
 from tests.support.memory import add_knowledge, checksum, memory_on
 from tests.support.pg import PgServer
@@ -55,7 +51,7 @@ async def test_backup_then_restore_into_a_fresh_database_is_identical(
     await _fill(db_dsn, tmp_path)
     async with memory_on(db_dsn, tmp_path) as mem:
         original = await checksum(mem)
-        info = await create_backup(mem)
+        info = await create_backup(mem.store)
     assert info.jsonl_path.exists() and info.dump_path.exists()
     assert info.counts == {"memory": 26, "memo": 2, "knowledge": 1}
     header = json.loads(info.jsonl_path.read_text(encoding="utf-8").splitlines()[0])
@@ -68,7 +64,7 @@ async def test_backup_then_restore_into_a_fresh_database_is_identical(
             async with memory_on(
                 pg_server.dsn(name), tmp_path / f"restore-{source.suffix}"
             ) as fresh:
-                report = await restore_backup(fresh, source)
+                report = await restore_backup(fresh.store, source)
                 assert report.reembedded == 0
                 assert report.safety_backup is None  # the fresh store was empty
                 assert await checksum(fresh) == original, source.suffix
@@ -83,13 +79,13 @@ async def test_jsonl_restore_onto_another_model_re_embeds(
 ) -> None:
     await _fill(db_dsn, tmp_path)
     async with memory_on(db_dsn, tmp_path) as mem:
-        info = await create_backup(mem)
+        info = await create_backup(mem.store)
     name = await pg_server.create_database(template=template_db)
     try:
         async with memory_on(
             pg_server.dsn(name), tmp_path / "other", embedding__hash_dim=128
         ) as fresh:
-            report = await restore_backup(fresh, info.jsonl_path)
+            report = await restore_backup(fresh.store, info.jsonl_path)
             assert report.reembedded == 27  # 26 memories + 1 knowledge entry
             rows = await fresh.pool.fetch(
                 "SELECT content, embedding, embed_fingerprint FROM amrita_memory.memory"
@@ -115,7 +111,7 @@ async def test_jsonl_restore_onto_another_model_re_embeds(
 async def test_names_never_collide_and_rotation_keeps_n(db_dsn: str, tmp_path: Path) -> None:
     async with memory_on(db_dsn, tmp_path, embedding__reembed_backup_keep=2) as mem:
         await mem.memories.add(partition_key=KEY, scope="user", content="一条")
-        infos = [await create_backup(mem) for _ in range(4)]
+        infos = [await create_backup(mem.store) for _ in range(4)]
     assert len({i.stem for i in infos}) == 4
     kept = list_backups(tmp_path / "backups")
     assert [k.stem for k in kept] == [i.stem for i in infos[-2:]]
@@ -129,17 +125,17 @@ async def test_an_empty_backup_does_not_wipe_the_store_unless_forced(
     db_dsn: str, tmp_path: Path
 ) -> None:
     async with memory_on(db_dsn, tmp_path) as mem:
-        empty = await create_backup(mem)
+        empty = await create_backup(mem.store)
         await mem.memories.add(partition_key=KEY, scope="user", content="重要的记忆")
         for path in (empty.jsonl_path, empty.dump_path):
             with pytest.raises(BackupError, match="would wipe the 1 in the store"):
-                await restore_backup(mem, path)
+                await restore_backup(mem.store, path)
             assert await mem.memories.count(KEY) == 1
-        report = await restore_backup(mem, empty.jsonl_path, force=True)
+        report = await restore_backup(mem.store, empty.jsonl_path, force=True)
         assert report.safety_backup is not None
         assert await mem.memories.count(KEY) == 0
         # The safety backup brings it back.
-        await restore_backup(mem, report.safety_backup.jsonl_path)
+        await restore_backup(mem.store, report.safety_backup.jsonl_path)
         assert await mem.memories.count(KEY) == 1
 
 
@@ -148,9 +144,9 @@ async def test_restoring_keeps_its_source_even_when_rotation_is_tight(
 ) -> None:
     async with memory_on(db_dsn, tmp_path, embedding__reembed_backup_keep=1) as mem:
         await mem.memories.add(partition_key=KEY, scope="user", content="A")
-        first = await create_backup(mem)
+        first = await create_backup(mem.store)
         await mem.memories.add(partition_key=KEY, scope="user", content="B")
-        report = await restore_backup(mem, first.jsonl_path)
+        report = await restore_backup(mem.store, first.jsonl_path)
         assert first.jsonl_path.exists()
         assert report.safety_backup is not None and report.safety_backup.jsonl_path.exists()
         assert await mem.memories.count(KEY) == 1
@@ -159,16 +155,16 @@ async def test_restoring_keeps_its_source_even_when_rotation_is_tight(
 async def test_a_damaged_backup_changes_nothing(db_dsn: str, tmp_path: Path) -> None:
     async with memory_on(db_dsn, tmp_path) as mem:
         await mem.memories.add(partition_key=KEY, scope="user", content="A")
-        info = await create_backup(mem)
+        info = await create_backup(mem.store)
         lines = info.jsonl_path.read_text(encoding="utf-8").splitlines()
         broken = tmp_path / "broken.jsonl"
         broken.write_text("\n".join([*lines[:-1], lines[-1][:20]]) + "\n", encoding="utf-8")
         with pytest.raises(BackupError, match="line"):
-            await restore_backup(mem, broken)
+            await restore_backup(mem.store, broken)
         truncated = tmp_path / "truncated.jsonl"
         truncated.write_text(lines[0] + "\n", encoding="utf-8")
         with pytest.raises(BackupError, match="incomplete"):
-            await restore_backup(mem, truncated)
+            await restore_backup(mem.store, truncated)
         assert await mem.memories.count(KEY) == 1
 
 
@@ -213,7 +209,7 @@ async def test_reference_plugin_backups_restore_with_current_keys_and_model(
     path = tmp_path / "embed_backup_20260101_000000.json"
     path.write_text(json.dumps(legacy, ensure_ascii=False), encoding="utf-8")
     async with memory_on(db_dsn, tmp_path) as mem:
-        report = await restore_backup(mem, path)
+        report = await restore_backup(mem.store, path)
         assert report.kind == "reference-json" and report.counts["memory"] == 4
         rows = {r["content"]: r for r in await mem.pool.fetch("SELECT * FROM amrita_memory.memory")}
         assert rows["喜欢猫"]["partition_key"] == KEY and rows["喜欢猫"]["importance"] == 8
@@ -234,7 +230,7 @@ async def test_reference_plugin_backups_restore_with_current_keys_and_model(
     bad.write_text(json.dumps({"ids": ["x"], "documents": [], "metadatas": []}), encoding="utf-8")
     async with memory_on(db_dsn, tmp_path) as mem:
         with pytest.raises(BackupError, match="inconsistent"):
-            await restore_backup(mem, bad)
+            await restore_backup(mem.store, bad)
         assert await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 4
 
 

@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
-from amrita_memory_pg.errors import BackendError
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.domain.errors import BackendError
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings, load_settings
-from amrita_memory_pg.storage.chroma import ChromaIndex
-from amrita_memory_pg.storage.chroma.index import OWNER_KEY, OWNER_VALUE
+from amrita_memory_pg.storage.chroma import ChromaBackend
+from amrita_memory_pg.storage.chroma.backend import OWNER_KEY, OWNER_VALUE
 from amrita_memory_pg.storage.memories import MemoryRecord, SearchHit
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.chroma import ChromaServer, free_port
@@ -62,17 +63,17 @@ async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[Memory
         yield mem
 
 
-def chroma_of(mem: Memory) -> ChromaIndex:
-    assert isinstance(mem.index, ChromaIndex)
-    return mem.index
+def chroma_of(mem: Memory) -> ChromaBackend:
+    assert isinstance(mem.backend, ChromaBackend)
+    return mem.backend
 
 
 @pytest.fixture
-def side_client() -> Iterator[Callable[[ChromaIndex], Any]]:
+def side_client() -> Iterator[Callable[[ChromaBackend], Any]]:
     """Second clients on an index's local directory, as an operator's script would open them."""
     opened: list[Any] = []
 
-    def open_client(index: ChromaIndex) -> Any:
+    def open_client(index: ChromaBackend) -> Any:
         client = chromadb.PersistentClient(
             path=str(index.path), settings=ChromaSettings(anonymized_telemetry=False)
         )
@@ -123,7 +124,7 @@ async def fill(mem: Memory, count: int, *, partition: str = KEY, seed: int = 7) 
 
 
 async def test_vectors_live_in_the_data_dir_with_their_metadata(
-    side_client: Callable[[ChromaIndex], Any], memory: Memory, tmp_path: Path
+    side_client: Callable[[ChromaBackend], Any], memory: Memory, tmp_path: Path
 ) -> None:
     index = chroma_of(memory)
     mid = await write(memory, "我喜欢猫", importance="high")
@@ -162,7 +163,7 @@ async def test_vectors_live_in_the_data_dir_with_their_metadata(
 
 
 async def test_a_write_into_a_deleted_collection_rolls_back(
-    side_client: Callable[[ChromaIndex], Any], memory: Memory, caplog: pytest.LogCaptureFixture
+    side_client: Callable[[ChromaBackend], Any], memory: Memory, caplog: pytest.LogCaptureFixture
 ) -> None:
     index = chroma_of(memory)
     assert await index.check(memory.pool) == (0, 0)  # the collection is open
@@ -184,7 +185,7 @@ async def test_a_write_into_a_deleted_collection_rolls_back(
 
 
 async def test_a_delete_whose_chroma_call_fails_keeps_the_memory(
-    side_client: Callable[[ChromaIndex], Any], memory: Memory
+    side_client: Callable[[ChromaBackend], Any], memory: Memory
 ) -> None:
     index = chroma_of(memory)
     mid = await write(memory, "删不掉的")
@@ -342,7 +343,7 @@ async def test_search_matches_pgvector_on_small_partitions(
 
 
 async def test_large_partitions_take_chromas_nearest_and_keep_demoted_memories(
-    side_client: Callable[[ChromaIndex], Any],
+    side_client: Callable[[ChromaBackend], Any],
     make_settings: Callable[..., Settings],
 ) -> None:
     """Beyond n rows Chroma proposes candidates under a partition filter; its importance may
@@ -387,7 +388,7 @@ async def test_large_partitions_take_chromas_nearest_and_keep_demoted_memories(
 
 
 async def test_rebuild_restores_a_wiped_collection(
-    side_client: Callable[[ChromaIndex], Any],
+    side_client: Callable[[ChromaBackend], Any],
     make_settings: Callable[..., Settings],
 ) -> None:
     async with open_memory(make_settings()) as mem:
@@ -445,12 +446,12 @@ async def test_rebuild_under_concurrent_writes_ends_in_step(
 
 
 async def test_a_foreign_collection_is_never_used_or_dropped(
-    side_client: Callable[[ChromaIndex], Any],
+    side_client: Callable[[ChromaBackend], Any],
     make_settings: Callable[..., Settings],
 ) -> None:
     """The reference plugin's collection has our default name: refuse it, keep it intact."""
     settings = make_settings()
-    index = ChromaIndex(settings)
+    index = ChromaBackend(settings)
     client = side_client(index)
     theirs = client.create_collection(COLLECTION, embedding_function=None)
     theirs.add(
@@ -478,7 +479,7 @@ async def test_a_foreign_collection_is_never_used_or_dropped(
 
 
 async def test_cli_checks_and_rebuilds_the_index(
-    side_client: Callable[[ChromaIndex], Any],
+    side_client: Callable[[ChromaBackend], Any],
     make_settings: Callable[..., Settings],
     db_dsn: str,
     tmp_path: Path,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amrita_memory_pg.errors import DatabaseUnavailable, PgvectorMissing
+from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.storage.pg.database import Database, check_pgvector, connect_once, redact
 from tests.support.cli import run_cli

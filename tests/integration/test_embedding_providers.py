@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from amrita_memory_pg.domain.errors import ConfigError, EmbeddingError
 from amrita_memory_pg.domain.fingerprint import fingerprint
 from amrita_memory_pg.embedding.base import Embedder, EmbeddingProvider
 from amrita_memory_pg.embedding.http import EmbeddingHTTPError
 from amrita_memory_pg.embedding.ollama import OllamaProvider
 from amrita_memory_pg.embedding.openai_compat import OpenAIProvider
-from amrita_memory_pg.errors import ConfigError, EmbeddingError
 from amrita_memory_pg.testing import StubEmbeddingServer
 
 KEY = "sk-test-0123456789abcdef"

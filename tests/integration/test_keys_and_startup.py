@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from amrita_memory_pg.embedding.backups import list_backups
-from amrita_memory_pg.embedding.startup import FingerprintRefused, check_fingerprint
-from amrita_memory_pg.service import open_memory
-from amrita_memory_pg.storage.keys import migrate_keys
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.domain.errors import FingerprintRefused
+from amrita_memory_pg.maintenance.backup import list_backups
+from amrita_memory_pg.maintenance.fingerprint import check_fingerprint
+from amrita_memory_pg.maintenance.keys import migrate_keys
 from tests.support.cli import run_cli
 from tests.support.memory import memory_on, settings_for
 
@@ -146,11 +147,11 @@ async def test_ask_on_a_terminal_asks_and_re_embeds(db_dsn: str, tmp_path: Path)
     questions: list[str] = []
     async with memory_on(db_dsn, tmp_path, embedding__hash_dim=256) as mem:
         status = await check_fingerprint(
-            mem, is_tty=lambda: True, confirm=lambda q: questions.append(q) or True
+            mem.store, is_tty=lambda: True, confirm=lambda q: questions.append(q) or True
         )
         assert status.reason is None and len(questions) == 1 and "5 条" in questions[0]
     async with memory_on(db_dsn, tmp_path, embedding__hash_dim=512) as mem:
-        status = await check_fingerprint(mem, is_tty=lambda: True, confirm=lambda q: False)
+        status = await check_fingerprint(mem.store, is_tty=lambda: True, confirm=lambda q: False)
         assert status.reason is not None  # declined: data kept as it is
 
 

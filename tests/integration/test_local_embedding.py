@@ -11,12 +11,12 @@ import os
 import numpy as np
 import pytest
 
+from amrita_memory_pg.domain.errors import ConfigError, EmbeddingError
 from amrita_memory_pg.domain.fingerprint import fingerprint
 from amrita_memory_pg.embedding import local
 from amrita_memory_pg.embedding.base import Embedder
 from amrita_memory_pg.embedding.factory import create_provider
 from amrita_memory_pg.embedding.local import E5_MODEL, USE_MODEL, LocalProvider
-from amrita_memory_pg.errors import ConfigError, EmbeddingError
 from amrita_memory_pg.settings import EmbeddingSettings
 
 QUERY = "用户喜欢什么食物"

@@ -12,7 +12,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 from amrita_memory_pg.storage import activity as activity_sql
 from amrita_memory_pg.storage import memos as memo_sql

@@ -15,9 +15,9 @@ import asyncpg
 import numpy as np
 import pytest
 
+from amrita_memory_pg.domain.errors import EmbeddingError
 from amrita_memory_pg.embedding.hashing import HashingProvider
-from amrita_memory_pg.embedding.reindex import reindex, reindex_state
-from amrita_memory_pg.errors import EmbeddingError
+from amrita_memory_pg.maintenance.reembed import reindex, reindex_state
 from amrita_memory_pg.storage.memories import FingerprintMismatch
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.tools.context import ToolContext

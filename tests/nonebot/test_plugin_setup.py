@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from nonebug import App
 
-from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.domain.errors import ConfigError
 from tests.support.reference import REFERENCE_TOOLS
 
 

@@ -7,7 +7,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from amrita_memory_pg.service import Memory
-from amrita_memory_pg.storage.chroma import ChromaIndex
+from amrita_memory_pg.storage.chroma import ChromaBackend
 
 
 async def indexed_ids(mem: Memory) -> set[str]:
     """Ids the backend searches: the memory table itself (pgvector) or the collection (chroma)."""
-    if isinstance(mem.index, ChromaIndex):
-        return await mem.index.vector_ids()
+    if isinstance(mem.backend, ChromaBackend):
+        return await mem.backend.vector_ids()
     return {r["id"] for r in await mem.pool.fetch("SELECT id FROM amrita_memory.memory")}
 
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from amrita_memory_pg.domain.errors import EmbeddingError
 from amrita_memory_pg.domain.fingerprint import fingerprint
 from amrita_memory_pg.embedding.base import Embedder, EmbeddingProvider, TextKind
-from amrita_memory_pg.errors import EmbeddingError
 
 
 class CountingProvider(EmbeddingProvider):

@@ -7,6 +7,7 @@ import base64
 import numpy as np
 import pytest
 
+from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.embedding.factory import create_embedder, create_provider
 from amrita_memory_pg.embedding.hashing import HashingProvider
 from amrita_memory_pg.embedding.http import JsonHttpClient, json_error_message, redact_url
@@ -22,7 +23,6 @@ from amrita_memory_pg.embedding.openai_compat import (
     decode_embedding,
     embeddings_url,
 )
-from amrita_memory_pg.errors import ConfigError
 from amrita_memory_pg.settings import EmbeddingSettings
 
 

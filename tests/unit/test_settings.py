@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.settings import load_settings, render_reference
 
 REPO = Path(__file__).resolve().parents[2]

@@ -42,7 +42,7 @@ from amrita_core.tools.models import ToolContext as AmritaToolContext
 from amrita_core.types import Message
 from amrita_sense.hook.matcher import EventRegistry, Matcher
 
-from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.tools.registry import error_reply

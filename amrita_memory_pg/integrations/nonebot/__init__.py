@@ -26,6 +26,7 @@ require("nonebot_plugin_apscheduler")
 from nonebot_plugin_apscheduler import scheduler  # noqa: E402
 
 from amrita_memory_pg.commands.memory_command import DMN_SUBS, TextReply  # noqa: E402
+from amrita_memory_pg.domain.errors import NotReady  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.amritabot import install_into_amrita  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.config import (  # noqa: E402
     Config,
@@ -42,7 +43,7 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     register_responder,
     responder_enabled,
 )
-from amrita_memory_pg.integrations.nonebot.runtime import NotReady, Runtime  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
 
 __plugin_meta__ = PluginMetadata(

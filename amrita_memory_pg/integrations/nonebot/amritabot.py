@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from amrita_memory_pg.errors import ConfigError
+from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime
 
 if TYPE_CHECKING:

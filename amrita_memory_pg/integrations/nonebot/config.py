@@ -5,7 +5,7 @@ decoded, and ``A__B`` keys exploded into nested dicts. We undo that and hand eve
 ``amrita_memory_*`` key (plus the reference's ``EMBEDDING_*``, ``DATABASE_URL``, ``LLM_*``…
 names) to :func:`load_settings` under its environment name, so the plugin, the CLI and
 the docs share one set of names — and an unknown ``amrita_memory_*`` key fails with the
-same one-sentence :class:`~amrita_memory_pg.errors.ConfigError`.
+same one-sentence :class:`~amrita_memory_pg.domain.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def settings_from_driver_config(
 ) -> Settings:
     """Settings from NoneBot's config on top of the process environment (like the CLI).
 
-    Raises :class:`~amrita_memory_pg.errors.ConfigError` for an unknown key or bad value.
+    Raises :class:`~amrita_memory_pg.domain.errors.ConfigError` for an unknown key or bad value.
     """
     base = dict(os.environ if environ is None else environ)
     return load_settings(env={**base, **env_from_driver_config(values)})

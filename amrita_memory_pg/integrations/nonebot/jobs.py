@@ -6,8 +6,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from amrita_memory_pg.domain.records import SweepReport
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memories import SweepReport
 
 log = logging.getLogger(__name__)
 

@@ -15,18 +15,16 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.commands.memory_command import DmnTrigger, MemoryCommand
+from amrita_memory_pg.domain.errors import NotReady
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
-from amrita_memory_pg.service import Memory, open_memory
+from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 
 log = logging.getLogger(__name__)
 
 StartupCheck = Callable[[Memory], Awaitable[None]]
-
-
-class NotReady(Exception):
-    """The memory is not open (start-up failed or has not run yet)."""
 
 
 class Runtime:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from amrita_memory_pg.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
+from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
 

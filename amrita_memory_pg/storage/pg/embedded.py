@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from amrita_memory_pg.errors import EmbeddedServerError
+from amrita_memory_pg.domain.errors import EmbeddedServerError
 
 log = logging.getLogger(__name__)
 

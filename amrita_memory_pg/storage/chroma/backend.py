@@ -3,11 +3,11 @@
 PostgreSQL keeps every memory with its vector. One Chroma collection holds the same
 vectors (id = the memory id; metadata ``partition_key``, ``scope``, ``importance``,
 ``created_at`` in epoch seconds) so that similarity search runs in Chroma. The store
-calls :meth:`ChromaIndex.added` / ``updated`` / ``removed`` inside its PostgreSQL
+calls :meth:`ChromaBackend.added` / ``updated`` / ``removed`` inside its PostgreSQL
 transaction: a Chroma failure raises :class:`BackendError` and the write rolls back.
 The other way round (Chroma written, then the commit fails) leaves a vector without a
 row; search never shows it, because every hit is re-read from PostgreSQL by id, and
-:meth:`ChromaIndex.rebuild` clears it.
+:meth:`ChromaBackend.rebuild` clears it.
 
 Search follows ``search_memories_v1``, with ``n = max(ann_candidates, top_k × overfetch)``:
 
@@ -45,11 +45,11 @@ from amrita_memory_pg.domain.decay import (
     decay_score,
     similarity_from_distance,
 )
-from amrita_memory_pg.embedding.base import Vector
-from amrita_memory_pg.errors import BackendError
-from amrita_memory_pg.settings import DecaySettings, Settings
-from amrita_memory_pg.storage.index import SearchFilter
-from amrita_memory_pg.storage.memories import MemoryRecord, SearchHit, record_from_row
+from amrita_memory_pg.domain.errors import BackendError
+from amrita_memory_pg.domain.ports import Vector
+from amrita_memory_pg.domain.records import MemoryRecord, SearchFilter, SearchHit
+from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage.memories import record_from_row
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -122,14 +122,10 @@ def rank(
     *,
     top_k: int,
     now: datetime,
-    decay: DecaySettings,
+    decay: DecayPolicy,
 ) -> list[SearchHit]:
     """Score and order candidates exactly like ``search_memories_v1``; keep ``top_k``."""
-    policy = DecayPolicy(
-        half_life_days=decay.half_life_days,
-        importance_boost=decay.importance_boost,
-        score_floor=decay.score_floor,
-    )
+    policy = decay
     hits = []
     for record, distance in candidates:
         age = age_days(record.created_at, now)
@@ -162,7 +158,7 @@ def _is_unreachable(exc: BaseException) -> bool:
     return False
 
 
-class ChromaIndex:
+class ChromaBackend:
     """A Chroma collection kept in step with ``amrita_memory.memory``; searches run there."""
 
     name = "chroma"
@@ -208,7 +204,7 @@ class ChromaIndex:
         top_k: int,
         where: SearchFilter,
         now: datetime,
-        decay: DecaySettings,
+        decay: DecayPolicy,
     ) -> list[SearchHit]:
         n = max(self.ann_candidates, top_k * decay.overfetch)
         filters = (

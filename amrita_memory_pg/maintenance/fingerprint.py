@@ -18,23 +18,17 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from amrita_memory_pg.domain.fingerprint import describe
-from amrita_memory_pg.errors import AmritaMemoryError
-
-if TYPE_CHECKING:
-    from amrita_memory_pg.service import Memory
+from amrita_memory_pg.domain.errors import FingerprintRefused
+from amrita_memory_pg.maintenance.reembed import change_model, write_fingerprint
+from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage import store_meta
 
 log = logging.getLogger(__name__)
 
 REASON_UNRECORDED = "库中未记录嵌入模型信息，无法确认现有向量与当前配置是否一致。"
 REASON_CHANGED = "嵌入模型已变更，现有向量与当前模型不兼容。"
 FIX_COMMAND = "amrita-memory reindex --yes"
-
-
-class FingerprintRefused(AmritaMemoryError):
-    """``ask`` without a terminal: the plugin does not start on mismatched vectors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +42,19 @@ class FingerprintStatus:
     reason: str | None
 
 
-async def inspect_fingerprint(mem: Memory) -> FingerprintStatus:
+async def inspect_fingerprint(store: Store) -> FingerprintStatus:
     """Compare the stored fingerprint with the configured embedder's (no writes)."""
-    await mem.embedder.prepare()  # a local model's fingerprint names the model it could load
-    row = await mem.pool.fetchrow(
-        """
-        SELECT s.embed_fingerprint, s.embed_protocol, s.embed_model, s.embed_base_url,
-               (SELECT count(*) FROM amrita_memory.memory)::integer
-             + (SELECT count(*) FROM amrita_memory.knowledge)::integer AS rows
-          FROM amrita_memory.store_meta s WHERE s.id = 1
-        """
+    await store.embedder.prepare()  # a local model's fingerprint names the model it could load
+    meta = await store_meta.read(store.pool)
+    rows = int(
+        await store.pool.fetchval(
+            "SELECT (SELECT count(*) FROM amrita_memory.memory)::integer"
+            " + (SELECT count(*) FROM amrita_memory.knowledge)::integer"
+        )
     )
-    assert row is not None
-    stored = row["embed_fingerprint"]
-    current = mem.embedder.fingerprint
-    if row["rows"] == 0 or stored == current:
+    stored = meta.fingerprint
+    current = store.embedder.fingerprint
+    if rows == 0 or stored == current:
         reason = None
     elif stored is None:
         reason = REASON_UNRECORDED
@@ -70,12 +62,10 @@ async def inspect_fingerprint(mem: Memory) -> FingerprintStatus:
         reason = REASON_CHANGED
     return FingerprintStatus(
         stored=stored,
-        stored_describe=describe(row["embed_protocol"], row["embed_model"], row["embed_base_url"])
-        if stored
-        else "（无记录）",
+        stored_describe=meta.describe() if stored else "（无记录）",
         current=current,
-        current_describe=mem.embedder.describe(),
-        rows=row["rows"],
+        current_describe=store.embedder.describe(),
+        rows=rows,
         reason=reason,
     )
 
@@ -88,22 +78,19 @@ def _stdin_is_tty() -> bool:
 
 
 async def check_fingerprint(
-    mem: Memory,
+    store: Store,
     *,
     is_tty: Callable[[], bool] = _stdin_is_tty,
     confirm: Callable[[str], bool] | None = None,
 ) -> FingerprintStatus:
     """Apply the mismatch policy; raises :class:`FingerprintRefused` for ``ask`` without a TTY."""
-    from amrita_memory_pg.embedding.backups import create_backup
-    from amrita_memory_pg.embedding.reindex import reindex, write_fingerprint
-
-    status = await inspect_fingerprint(mem)
+    status = await inspect_fingerprint(store)
     if status.reason is None:
         if status.stored is None:
             # Empty store: record the configured model now ("zero friction").
-            await write_fingerprint(mem.pool, mem.embedder)
+            await write_fingerprint(store.pool, store.embedder)
         return status
-    policy = mem.settings.embedding.mismatch_policy
+    policy = store.settings.embedding.mismatch_policy
     summary = (
         f"{status.reason} 库中记录: {status.stored_describe}；当前配置: {status.current_describe}"
     )
@@ -123,14 +110,11 @@ async def check_fingerprint(
             log.warning("未执行重映射，保持现有数据不变。")
             return status
     log.warning("%s 开始全量重映射……", summary)
-    backup = await create_backup(mem, reason="before-reembed")
-    log.warning("已备份到 %s", backup.jsonl_path)
-    report = await reindex(
-        mem.pool, mem.embedder, batch_size=mem.settings.embedding.reembed_batch_size
+    report = await change_model(
+        store, on_backup=lambda backup: log.warning("已备份到 %s", backup.jsonl_path)
     )
-    await mem.after_reindex()
     log.warning("重映射完成：%d 条", report.embedded)
-    return await inspect_fingerprint(mem)
+    return await inspect_fingerprint(store)
 
 
 def _confirm(question: str) -> bool:

@@ -1,16 +1,18 @@
-"""What ``amrita-memory status`` gathers and how it prints it."""
+"""What ``amrita-memory status`` gathers and how it prints it (a web page can use both)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from amrita_memory_pg.domain.errors import BackendError
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
-from amrita_memory_pg.embedding.backups import BackupInfo, list_backups
-from amrita_memory_pg.embedding.reindex import ReindexState
-from amrita_memory_pg.embedding.startup import FingerprintStatus
-from amrita_memory_pg.errors import BackendError
+from amrita_memory_pg.maintenance.backup import BackupInfo, list_backups
+from amrita_memory_pg.maintenance.fingerprint import FingerprintStatus, inspect_fingerprint
+from amrita_memory_pg.maintenance.reembed import ReindexState, reindex_state
+from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import (
     ServerInfo,
@@ -42,8 +44,8 @@ class StatusReport:
     vectors: str = ""
 
 
-async def collect_status(settings: Settings, target: ServerTarget) -> StatusReport:
-    """Server facts always; the store's facts when the schema is at head."""
+async def collect_server_status(settings: Settings, target: ServerTarget) -> StatusReport:
+    """Server facts; then :func:`collect_store_status` when ``revision == head``."""
     conn = await connect_once(target.dsn, settings.database.connect_timeout)
     try:
         info = await server_info(conn, target.kind, target.dsn)
@@ -58,67 +60,59 @@ async def collect_status(settings: Settings, target: ServerTarget) -> StatusRepo
         backups=list_backups(settings.resolved_data_dir() / "backups"),
         backend=settings.vector_backend,
     )
-    if revision != report.head:
-        return report
-    await _collect_store(settings, report)
     return report
 
 
-async def _collect_store(settings: Settings, report: StatusReport) -> None:
-    from amrita_memory_pg.embedding.reindex import reindex_state
-    from amrita_memory_pg.embedding.startup import inspect_fingerprint
-    from amrita_memory_pg.service import open_memory
-
-    async with open_memory(settings, startup=False) as mem:
-        pool = mem.pool
-        row = await pool.fetchrow(
-            """
-            SELECT (SELECT count(*) FROM amrita_memory.memory)::integer                      AS memories,
-                   (SELECT count(DISTINCT partition_key) FROM amrita_memory.memory)::integer AS partitions,
-                   (SELECT count(*) FROM amrita_memory.memo WHERE content <> '')::integer    AS memos,
-                   (SELECT count(*) FROM amrita_memory.knowledge)::integer                   AS knowledge,
-                   s.embed_dim, s.key_format_version
-              FROM amrita_memory.store_meta s WHERE s.id = 1
-            """
+async def collect_store_status(store: Store, report: StatusReport) -> None:
+    """The store's facts: counts, model, re-embed in progress, distribution, backend."""
+    pool = store.pool
+    row = await pool.fetchrow(
+        """
+        SELECT (SELECT count(*) FROM amrita_memory.memory)::integer                      AS memories,
+               (SELECT count(DISTINCT partition_key) FROM amrita_memory.memory)::integer AS partitions,
+               (SELECT count(*) FROM amrita_memory.memo WHERE content <> '')::integer    AS memos,
+               (SELECT count(*) FROM amrita_memory.knowledge)::integer                   AS knowledge
+        """
+    )
+    assert row is not None
+    meta = await store_meta.read(pool)
+    report.counts = {k: row[k] for k in ("memories", "partitions", "memos", "knowledge")}
+    report.dim = meta.dim
+    report.key_format = meta.key_format_version
+    report.fingerprint = await inspect_fingerprint(store)
+    report.reindex = await reindex_state(pool)
+    report.by_scope = {
+        r["scope"]: r["n"]
+        for r in await pool.fetch(
+            "SELECT scope, count(*)::integer AS n FROM amrita_memory.memory GROUP BY 1 ORDER BY 1"
         )
-        assert row is not None
-        report.counts = {k: row[k] for k in ("memories", "partitions", "memos", "knowledge")}
-        report.dim = row["embed_dim"]
-        report.key_format = row["key_format_version"]
-        report.fingerprint = await inspect_fingerprint(mem)
-        report.reindex = await reindex_state(pool)
-        report.by_scope = {
-            r["scope"]: r["n"]
-            for r in await pool.fetch(
-                "SELECT scope, count(*)::integer AS n FROM amrita_memory.memory GROUP BY 1 ORDER BY 1"
-            )
-        }
-        tiers = await pool.fetchrow(
-            "SELECT count(*) FILTER (WHERE importance <= 3)::integer AS low,"
-            "       count(*) FILTER (WHERE importance BETWEEN 4 AND 7)::integer AS medium,"
-            "       count(*) FILTER (WHERE importance >= 8)::integer AS high FROM amrita_memory.memory"
+    }
+    tiers = await pool.fetchrow(
+        "SELECT count(*) FILTER (WHERE importance <= 3)::integer AS low,"
+        "       count(*) FILTER (WHERE importance BETWEEN 4 AND 7)::integer AS medium,"
+        "       count(*) FILTER (WHERE importance >= 8)::integer AS high FROM amrita_memory.memory"
+    )
+    assert tiers is not None
+    report.by_tier = dict(tiers.items())
+    report.partitions = [
+        (r["partition_key"], r["memories"])
+        for r in await pool.fetch(
+            "SELECT partition_key, memories FROM amrita_memory.partition_usage "
+            "WHERE memories > 0 ORDER BY memories DESC, partition_key LIMIT $1",
+            TOP_PARTITIONS,
         )
-        assert tiers is not None
-        report.by_tier = dict(tiers.items())
-        report.partitions = [
-            (r["partition_key"], r["memories"])
-            for r in await pool.fetch(
-                "SELECT partition_key, memories FROM amrita_memory.partition_usage "
-                "WHERE memories > 0 ORDER BY memories DESC, partition_key LIMIT $1",
-                TOP_PARTITIONS,
-            )
-        ]
-        check: Any = getattr(mem.index, "check", None)
-        if check is not None:
-            where = getattr(mem.index, "location", mem.index.name)
-            try:
-                in_pg, in_index = await check(pool)
-            except BackendError as exc:
-                report.vectors = f"{mem.index.name} at {where}: unavailable: {exc}"
-            else:
-                report.vectors = f"{mem.index.name} at {where}: {in_index} for {in_pg} memories"
-                if in_pg != in_index:
-                    report.vectors += " (run `amrita-memory index rebuild`)"
+    ]
+    check: Any = getattr(store.backend, "check", None)
+    if check is not None:
+        where = getattr(store.backend, "location", store.backend.name)
+        try:
+            in_pg, in_index = await check(pool)
+        except BackendError as exc:
+            report.vectors = f"{store.backend.name} at {where}: unavailable: {exc}"
+        else:
+            report.vectors = f"{store.backend.name} at {where}: {in_index} for {in_pg} memories"
+            if in_pg != in_index:
+                report.vectors += " (run `amrita-memory index rebuild`)"
 
 
 def render_status(report: StatusReport) -> str:

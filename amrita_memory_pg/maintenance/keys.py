@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION, to_current
+from amrita_memory_pg.storage import store_meta
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,7 @@ async def migrate_keys(
         await conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.keys', 0))"
         )
-        report.version_before = await conn.fetchval(
-            "SELECT key_format_version FROM amrita_memory.store_meta WHERE id = 1"
-        )
+        report.version_before = (await store_meta.read(conn)).key_format_version
         pairs = await conn.fetch(
             "SELECT partition_key, scope, count(*)::integer AS n FROM amrita_memory.memory GROUP BY 1, 2"
         )
@@ -95,17 +94,11 @@ async def migrate_keys(
                 old,
                 new,
             )
-        await conn.execute(
-            "UPDATE amrita_memory.store_meta SET key_format_version = $1, updated_at = now() WHERE id = 1",
-            KEY_FORMAT_VERSION,
-        )
+        await store_meta.write_key_format_version(conn, KEY_FORMAT_VERSION)
     for key in report.unrecognised:
         log.warning("partition key %r is not recognised; left as it is", key)
     return report
 
 
 async def key_format_version(pool: asyncpg.Pool) -> int | None:
-    value = await pool.fetchval(
-        "SELECT key_format_version FROM amrita_memory.store_meta WHERE id = 1"
-    )
-    return None if value is None else int(value)
+    return (await store_meta.read(pool)).key_format_version

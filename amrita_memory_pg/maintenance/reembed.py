@@ -18,8 +18,12 @@ from typing import Literal
 
 import asyncpg
 
-from amrita_memory_pg.embedding.base import Embedder
-from amrita_memory_pg.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.domain.ports import Embedder
+from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+from amrita_memory_pg.maintenance.backup import BackupInfo, create_backup
+from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage import store_meta
 
 log = logging.getLogger(__name__)
 
@@ -217,17 +221,45 @@ async def write_fingerprint(
     pool: asyncpg.Pool, embedder: Embedder, *, dim: int | None = None
 ) -> None:
     """Record the configured model as the store's, without re-embedding (the escape hatch)."""
-    provider = embedder.provider
-    await pool.execute(
-        """
-        UPDATE amrita_memory.store_meta
-           SET embed_fingerprint = $1, embed_protocol = $2, embed_model = $3, embed_base_url = $4,
-               embed_dim = coalesce($5, embed_dim), updated_at = now()
-         WHERE id = 1
-        """,
-        embedder.fingerprint,
-        provider.protocol,
-        provider.model,
-        provider.base_url,
-        dim,
+    await store_meta.write_embedder(pool, embedder, dim=dim)
+
+
+async def after_model_change(store: Store) -> None:
+    """After the vectors changed model: re-sync a secondary backend and rebuild ANN indexes."""
+    rebuild = getattr(store.backend, "rebuild", None)
+    if rebuild is not None:
+        await rebuild(store.pool)
+    retrieval = store.settings.retrieval
+    await maintain_ann_indexes(
+        store.pool,
+        min_rows=retrieval.ann_min_rows,
+        m=retrieval.hnsw_m,
+        ef_construction=retrieval.hnsw_ef_construction,
     )
+
+
+async def change_model(
+    store: Store,
+    *,
+    backup: bool = True,
+    on_backup: Callable[[BackupInfo], None] | None = None,
+    progress: Progress | None = None,
+) -> ReindexReport:
+    """The one sequence of a model change: backup → re-embed → backend/ANN upkeep.
+
+    Start-up (``EMBED_MISMATCH_POLICY=auto``/``ask``), ``amrita-memory reindex`` and a
+    restore onto another model all run this; ``backup=False`` when the caller has just
+    taken one (a restore's safety backup).
+    """
+    if backup:
+        info = await create_backup(store, reason="before-reembed")
+        if on_backup is not None:
+            on_backup(info)
+    report = await reindex(
+        store.pool,
+        store.embedder,
+        batch_size=store.settings.embedding.reembed_batch_size,
+        progress=progress,
+    )
+    await after_model_change(store)
+    return report

@@ -1,0 +1,96 @@
+"""One error tree for the whole package.
+
+Driver and HTTP errors are mapped to these at the boundary (``raise … from exc``) so
+that callers — the CLI, the tool handlers, the NoneBot plugin — can turn any of them
+into one clear sentence instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class AmritaMemoryError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class ConfigError(AmritaMemoryError):
+    """A configuration key is unknown or its value is not allowed."""
+
+
+class DatabaseError(AmritaMemoryError):
+    """The database cannot be reached or is not usable."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """No connection could be made to the configured PostgreSQL server."""
+
+
+class PgvectorMissing(DatabaseError):
+    """The server lacks the pgvector extension, or has a version that is too old."""
+
+
+class EmbeddedServerError(DatabaseError):
+    """The embedded PostgreSQL server could not be initialised or started."""
+
+
+class SchemaNotReady(DatabaseError):
+    """The database schema is not at the revision this code expects."""
+
+
+class EmbeddingError(AmritaMemoryError):
+    """An embedding provider failed; nothing was written."""
+
+
+class BackendError(AmritaMemoryError):
+    """A vector backend (pgvector or chroma) failed."""
+
+
+class FingerprintMismatch(AmritaMemoryError):
+    """The store's vectors come from another embedding model (or dimension) than the caller's."""
+
+
+class FingerprintRefused(AmritaMemoryError):
+    """``ask`` without a terminal: the plugin does not start on mismatched vectors."""
+
+
+class PartitionFull(AmritaMemoryError):
+    """The partition already holds ``per_session_memory_limit`` memories."""
+
+    def __init__(self, partition_key: str, limit: int) -> None:
+        super().__init__(f"partition {partition_key} is at its limit of {limit} memories")
+        self.partition_key = partition_key
+        self.limit = limit
+
+
+class MemoTooLong(AmritaMemoryError):
+    """A memo write was refused because the result would exceed ``memo_max_chars``.
+
+    ``str(exc)`` is the reference's message («备忘录长度 {len} 超过上限 {max}，请压缩后重试»),
+    which the tools hand to the LLM so it can compress and retry; the old memo is intact.
+    """
+
+    def __init__(self, length: int, limit: int, current_chars: int) -> None:
+        super().__init__(f"备忘录长度 {length} 超过上限 {limit}，请压缩后重试")
+        self.length = length
+        self.limit = limit
+        self.current_chars = current_chars
+
+
+class BackupError(AmritaMemoryError):
+    """A backup could not be made or restored; the store is unchanged."""
+
+
+class LlmError(AmritaMemoryError):
+    """The chat-completions endpoint failed or answered something unusable."""
+
+
+class NotReady(AmritaMemoryError):
+    """The memory is not open (start-up failed or has not run yet)."""
+
+
+class ToolError(AmritaMemoryError):
+    """A refusal the LLM can act on; its text becomes the error envelope's message."""
+
+    def __init__(self, message: str, **extra: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra

@@ -1,0 +1,126 @@
+"""The protocols the core needs from the outside: a vector backend, an embedder, a chat model.
+
+Storage, embedding and llm implement them; the service and maintenance depend only on
+these shapes, so a backend or a provider can be swapped (or a test double written)
+without touching the layers above. ``pool`` arguments are the storage layer's asyncpg
+pool, typed loosely here so that the domain imports no driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from amrita_memory_pg.domain.decay import DecayPolicy
+from amrita_memory_pg.domain.records import MemoryRecord, SearchFilter, SearchHit
+
+Vector = npt.NDArray[np.float32]
+Message = dict[str, Any]
+
+
+class ProviderInfo(Protocol):
+    """What identifies an embedding model: the three parts of its fingerprint."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+
+class Embedder(Protocol):
+    """Texts → vectors, always called before any transaction or lock is taken."""
+
+    #: the model's dimension, known after the first embedding (None before)
+    dim: int | None
+
+    @property
+    def provider(self) -> ProviderInfo: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def describe(self) -> str: ...
+
+    async def prepare(self) -> None: ...
+
+    async def embed_passages(self, texts: Sequence[str]) -> list[Vector]: ...
+
+    async def embed_query(self, text: str) -> Vector: ...
+
+    async def aclose(self) -> None: ...
+
+
+class VectorBackend(Protocol):
+    """Where similarity search runs; PostgreSQL always holds every memory with its vector."""
+
+    name: str
+    #: whether added/updated/removed do any work; without hooks a single-statement insert
+    #: needs no explicit transaction (one round trip instead of three)
+    write_hooks: bool
+
+    async def search(
+        self,
+        pool: Any,
+        partition_key: str,
+        query: Vector,
+        *,
+        top_k: int,
+        where: SearchFilter,
+        now: datetime,
+        decay: DecayPolicy,
+    ) -> list[SearchHit]:
+        """The top_k of the partition by decay score (distance when decay is off)."""
+        ...
+
+    async def added(self, record: MemoryRecord, vector: Vector) -> None:
+        """A memory was inserted (called inside the inserting transaction)."""
+        ...
+
+    async def updated(self, record: MemoryRecord, vector: Vector | None) -> None:
+        """A memory's metadata (and, when ``vector`` is given, its vector) changed."""
+        ...
+
+    async def removed(self, ids: Sequence[str]) -> None:
+        """Memories were deleted (or purged by the sweep)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens one chat call cost, as the endpoint reported them (0 when it did not)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    """The assistant message of one completion and what it cost."""
+
+    message: Message
+    usage: TokenUsage
+
+
+class ChatModel(Protocol):
+    """An OpenAI-compatible chat model with tool calls."""
+
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None = None
+    ) -> ChatResult: ...
+
+    async def aclose(self) -> None: ...

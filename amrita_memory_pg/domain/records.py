@@ -1,0 +1,124 @@
+"""The product's records: what a memory, a search hit, a memo and a chat line are.
+
+Plain frozen dataclasses with no I/O, shared by storage (which builds them from rows),
+the tools (which render them as the reference's JSON) and maintenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from amrita_memory_pg.domain.importance import level_to_label
+
+Scope = Literal["user", "group", "global"]
+Category = Literal["preference", "rule", "event", "knowledge"]
+Source = Literal["user", "auto", "system"]
+Role = Literal["user", "bot"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    id: str
+    partition_key: str
+    scope: Scope
+    content: str
+    tags: tuple[str, ...]
+    importance: int
+    category: Category | None
+    source: Source
+    author: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def importance_label(self) -> str:
+        return level_to_label(self.importance)
+
+    @property
+    def tags_text(self) -> str:
+        """Tags as the reference's single comma-separated string."""
+        return ",".join(self.tags)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    record: MemoryRecord
+    #: squared L2 distance, as Chroma reports it (so reference numbers match)
+    distance: float
+    #: similarity × decay factor (just the similarity when decay is disabled); the ranking key
+    decay_score: float
+    age_days: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """Optional filters on top of the partition."""
+
+    importance_min: int | None = None
+    importance_max: int | None = None
+    scope: str | None = None
+    #: a memory matches when it has ANY of these tags
+    tags: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    scanned: int
+    demoted: int
+    purged: int
+    kept: int
+    #: True when the persisted cursor wrapped around to the start of the table
+    wrapped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Memo:
+    partition_key: str
+    #: "" when the partition has no memo (an empty memo is never injected)
+    content: str
+    #: 0 when no row exists; +1 on every write
+    version: int
+    updated_at: datetime | None
+
+    @property
+    def chars(self) -> int:
+        return len(self.content)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoWrite:
+    """An accepted write: the memo's new length and version."""
+
+    chars: int
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatLine:
+    id: int
+    session_key: str
+    user_id: str
+    group_id: str | None
+    role: Role
+    text: str
+    created_at: datetime
+
+
+def parse_tags(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The reference stores tags as one free string; we keep them as a set of trimmed words.
+
+    ``"preference, project，编程"`` → ``("preference", "project", "编程")`` (ASCII and
+    full-width commas, order kept, duplicates and empties dropped).
+    """
+    if value is None:
+        return ()
+    parts = value.replace("，", ",").split(",") if isinstance(value, str) else list(value)
+    seen: dict[str, None] = {}
+    for part in parts:
+        tag = str(part).strip()
+        if tag:
+            seen.setdefault(tag, None)
+    return tuple(seen)

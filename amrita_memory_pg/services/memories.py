@@ -1,0 +1,197 @@
+"""L2 memories as every surface uses them: texts in, records and scored hits out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from amrita_memory_pg.domain.decay import DecayPolicy
+from amrita_memory_pg.domain.errors import FingerprintMismatch
+from amrita_memory_pg.domain.ports import Embedder
+from amrita_memory_pg.domain.records import (
+    Category,
+    MemoryRecord,
+    Scope,
+    SearchFilter,
+    SearchHit,
+    Source,
+    SweepReport,
+)
+from amrita_memory_pg.settings import DecaySettings, Settings
+from amrita_memory_pg.storage.memories import MemoryRepository, SweepParams
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def decay_policy(decay: DecaySettings) -> DecayPolicy:
+    """The ``[decay]`` section as the pure formulas' parameters."""
+    return DecayPolicy(
+        half_life_days=decay.half_life_days,
+        importance_boost=decay.importance_boost,
+        score_floor=decay.score_floor,
+        short_term_days=float(decay.short_term_days),
+        long_term_days=float(decay.long_term_days),
+        enabled=decay.enabled,
+        overfetch=decay.overfetch,
+    )
+
+
+class MemoryService:
+    """Embeds, then writes or searches through :class:`MemoryRepository`.
+
+    Every method takes ``now`` (default: the current UTC time) so that tests and the
+    L3 loop control the clock.
+    """
+
+    def __init__(self, repo: MemoryRepository, embedder: Embedder, settings: Settings) -> None:
+        self.repo = repo
+        self.embedder = embedder
+        self.settings = settings
+        self.policy = decay_policy(settings.decay)
+
+    async def add(
+        self,
+        *,
+        partition_key: str,
+        scope: Scope,
+        content: str,
+        tags: Sequence[str] = (),
+        importance: int = 5,
+        category: Category | None = None,
+        source: Source = "auto",
+        author: str | None = None,
+        now: datetime | None = None,
+    ) -> MemoryRecord:
+        """Embed, then insert under the partition cap; raises ``PartitionFull``.
+
+        The embedding happens first, outside any transaction: if it fails, nothing is
+        written and no lock was ever taken.
+        """
+        (vector,) = await self.embedder.embed_passages([content])
+        return await self.repo.add(
+            partition_key=partition_key,
+            scope=scope,
+            content=content,
+            tags=tags,
+            importance=importance,
+            category=category,
+            source=source,
+            author=author,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            provider=self.embedder.provider,
+            now=now or _utcnow(),
+        )
+
+    async def update(
+        self,
+        partition_key: str,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        tags: Sequence[str] | None = None,
+        importance: int | None = None,
+        category: Category | None = None,
+        now: datetime | None = None,
+    ) -> MemoryRecord | None:
+        """Change some fields; the vector is recomputed only when the content changes.
+
+        None when the id is not in the partition.
+        """
+        current = await self.repo.get(partition_key, memory_id)
+        if current is None:
+            return None
+        vector = None
+        if content is not None and content != current.content:
+            (vector,) = await self.embedder.embed_passages([content])
+        return await self.repo.update(
+            partition_key,
+            memory_id,
+            content=content if vector is not None else None,
+            tags=tags,
+            importance=importance,
+            category=category,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            now=now or _utcnow(),
+        )
+
+    async def delete(self, partition_key: str, memory_id: str) -> bool:
+        """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
+        return await self.repo.delete(partition_key, memory_id)
+
+    async def get(self, partition_key: str, memory_id: str) -> MemoryRecord | None:
+        return await self.repo.get(partition_key, memory_id)
+
+    async def count(self, partition_key: str) -> int:
+        return await self.repo.count(partition_key)
+
+    async def list_page(
+        self, partition_key: str, *, limit: int, offset: int = 0
+    ) -> tuple[list[MemoryRecord], int]:
+        """One page in (created_at, id) order — deterministic (reference W6) — and the total."""
+        return await self.repo.list_page(partition_key, limit=limit, offset=offset)
+
+    async def find_by_prefix(self, partition_key: str, prefix: str) -> list[MemoryRecord]:
+        """Exact id first; otherwise every id of the partition starting with ``prefix``."""
+        return await self.repo.find_by_prefix(partition_key, prefix)
+
+    async def search(
+        self,
+        partition_key: str,
+        query: str,
+        *,
+        top_k: int = 5,
+        importance: tuple[int, int] | None = None,
+        scope: Scope | None = None,
+        tags: Sequence[str] | None = None,
+        now: datetime | None = None,
+    ) -> list[SearchHit]:
+        """The true top_k by decay score (by distance when decay is disabled)."""
+        vector = await self.embedder.embed_query(query)
+        where = SearchFilter(
+            importance_min=importance[0] if importance else None,
+            importance_max=importance[1] if importance else None,
+            scope=scope,
+            tags=tuple(tags) if tags else None,
+        )
+        try:
+            return await self.repo.search(
+                partition_key,
+                vector,
+                top_k=top_k,
+                where=where,
+                now=now or _utcnow(),
+                decay=self.policy,
+            )
+        except FingerprintMismatch as exc:
+            raise FingerprintMismatch(
+                f"the stored vectors and the configured model ({self.embedder.describe()}, "
+                f"dimension {len(vector)}) differ: the embedding model changed — run "
+                "`amrita-memory reindex`, or configure the model the store was built with"
+            ) from exc
+
+    async def sweep(
+        self,
+        *,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        max_batches: int | None = None,
+        force: bool = False,
+    ) -> SweepReport:
+        """Demote/purge what outlived its tier; off when ``[decay] enabled/sweep_enabled =
+        false`` unless ``force``."""
+        decay = self.settings.decay
+        if not force and not (decay.enabled and decay.sweep_enabled):
+            return SweepReport(scanned=0, demoted=0, purged=0, kept=0)
+        params = SweepParams(
+            short_term_days=float(decay.short_term_days),
+            long_term_days=float(decay.long_term_days),
+            batch_limit=decay.sweep_batch_limit,
+            restart_clock_on_demote=decay.restart_clock_on_demote,
+        )
+        return await self.repo.sweep(
+            params, now=now or _utcnow(), dry_run=dry_run, max_batches=max_batches
+        )

@@ -1,0 +1,98 @@
+"""``store_meta``: the one row that says which model made the vectors and which key format
+the partition keys are in. Every read and write of it goes through this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from amrita_memory_pg.domain.fingerprint import describe
+from amrita_memory_pg.domain.ports import Embedder
+
+
+@dataclass(frozen=True, slots=True)
+class StoreMeta:
+    fingerprint: str | None
+    protocol: str | None
+    model: str | None
+    base_url: str | None
+    dim: int | None
+    key_format_version: int | None
+
+    def describe(self) -> str:
+        """The recorded model, credentials redacted (``?`` for parts never recorded)."""
+        return describe(self.protocol, self.model, self.base_url)
+
+
+async def read(conn: Any) -> StoreMeta:
+    """The row (``conn`` is a connection or a pool)."""
+    row = await conn.fetchrow(
+        "SELECT embed_fingerprint, embed_protocol, embed_model, embed_base_url, embed_dim, "
+        "key_format_version FROM amrita_memory.store_meta WHERE id = 1"
+    )
+    assert row is not None, "migration 0001 inserts the store_meta row"
+    return StoreMeta(
+        fingerprint=row["embed_fingerprint"],
+        protocol=row["embed_protocol"],
+        model=row["embed_model"],
+        base_url=row["embed_base_url"],
+        dim=row["embed_dim"],
+        key_format_version=row["key_format_version"],
+    )
+
+
+async def write_model(
+    conn: Any,
+    *,
+    fingerprint: str | None,
+    protocol: str | None,
+    model: str | None,
+    base_url: str | None,
+    dim: int | None,
+    keep_dim: bool = True,
+    reset_key_format: bool = False,
+) -> None:
+    """Record the model of the stored vectors.
+
+    ``keep_dim`` keeps a recorded dimension when ``dim`` is None (the escape hatch that
+    records a model without embedding anything); ``reset_key_format`` marks the keys for
+    migration (after a restore, whose rows may carry legacy keys).
+    """
+    await conn.execute(
+        """
+        UPDATE amrita_memory.store_meta
+           SET embed_fingerprint = $1, embed_protocol = $2, embed_model = $3, embed_base_url = $4,
+               embed_dim = CASE WHEN $6::boolean THEN coalesce($5, embed_dim) ELSE $5 END,
+               key_format_version = CASE WHEN $7::boolean THEN NULL ELSE key_format_version END,
+               updated_at = now()
+         WHERE id = 1
+        """,
+        fingerprint,
+        protocol,
+        model,
+        base_url,
+        dim,
+        keep_dim,
+        reset_key_format,
+    )
+
+
+async def write_embedder(conn: Any, embedder: Embedder, *, dim: int | None = None) -> None:
+    """Record ``embedder``'s model as the store's (its dimension when known)."""
+    provider = embedder.provider
+    await write_model(
+        conn,
+        fingerprint=embedder.fingerprint,
+        protocol=provider.protocol,
+        model=provider.model,
+        base_url=provider.base_url,
+        dim=dim if dim is not None else embedder.dim,
+    )
+
+
+async def write_key_format_version(conn: Any, version: int) -> None:
+    await conn.execute(
+        "UPDATE amrita_memory.store_meta SET key_format_version = $1, updated_at = now() WHERE id = 1",
+        version,
+    )
