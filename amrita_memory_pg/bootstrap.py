@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
@@ -50,8 +51,21 @@ async def run_startup_checks(store: Store) -> None:
         await check_fingerprint(store)
 
 
+def resolve_settings(settings: Settings | None, overrides: Mapping[str, Any]) -> Settings:
+    """``settings`` as given, else config file + environment with ``overrides`` on top.
+
+    Override keys are setting paths with ``__`` between section and key
+    (``data_dir=…``, ``embedding__protocol="hash"``), the way a script names them.
+    """
+    if settings is not None:
+        if overrides:
+            raise ConfigError("pass either a Settings object or keyword overrides, not both")
+        return settings
+    return load_settings(overrides={k.replace("__", "."): v for k, v in overrides.items()})
+
+
 @contextlib.asynccontextmanager
-async def open_store(settings: Settings | None = None) -> AsyncIterator[Store]:
+async def open_store(settings: Settings | None = None, **overrides: Any) -> AsyncIterator[Store]:
     """The store's parts without the chat surface (what the CLI's operator commands use).
 
     Settings from config/env when not given; the embedded server when no DATABASE_URL.
@@ -59,7 +73,7 @@ async def open_store(settings: Settings | None = None) -> AsyncIterator[Store]:
     """
     from amrita_memory_pg.embedding.factory import create_embedder
 
-    settings = settings if settings is not None else load_settings()
+    settings = resolve_settings(settings, overrides)
     embedder = create_embedder(settings.embedding)
     try:
         backend = create_backend(settings)
@@ -84,15 +98,16 @@ async def open_store(settings: Settings | None = None) -> AsyncIterator[Store]:
 
 @contextlib.asynccontextmanager
 async def open_memory(
-    settings: Settings | None = None, *, startup: bool = True
+    settings: Settings | None = None, *, startup: bool = True, **overrides: Any
 ) -> AsyncIterator[Memory]:
     """Open the store and the chat surface on it.
 
-    With ``startup`` (the default, what a bot wants) legacy partition keys are converted
+    ``open_memory(data_dir=tmp)`` opens a throwaway store: an embedded PostgreSQL in
+    ``tmp/pg``, started on first use and stopped when the last user closes it. With ``startup`` (the default, what a bot wants) legacy partition keys are converted
     and the embedding fingerprint is checked (``EMBED_MISMATCH_POLICY``). The CLI opens
     with ``startup=False``: it never blocks.
     """
-    async with open_store(settings) as store:
+    async with open_store(resolve_settings(settings, overrides)) as store:
         if startup:
             await run_startup_checks(store)
         yield Memory(store)
