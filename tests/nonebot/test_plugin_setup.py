@@ -87,8 +87,8 @@ async def test_a_failing_sweep_is_logged_not_raised(app: App) -> None:
 
 def test_driver_config_maps_to_settings_names() -> None:
     from amrita_memory_pg.integrations.nonebot.config import (
-        env_from_driver_config,
         settings_from_driver_config,
+        values_from_driver_config,
     )
 
     values = {
@@ -100,14 +100,13 @@ def test_driver_config_maps_to_settings_names() -> None:
         "database_url": "postgresql://u@h/db",
         "unrelated": "x",
     }
-    assert env_from_driver_config(values) == {
-        "AMRITA_MEMORY_DECAY__ENABLED": "false",
-        "AMRITA_MEMORY_DECAY__HALF_LIFE_DAYS": "10.5",
-        "AMRITA_MEMORY_MEMO_MAX_CHARS": "2000",
-        "AMRITA_MEMORY_SUBCONSCIOUS__TARGET_USER_ID": "10001",
-        "AMRITA_MEMORY_SUBCONSCIOUS__ALLOWED_TOOLS": '["a"]',
-        "EMBEDDING_MODEL_URL": "http://127.0.0.1:9/x",
-        "DATABASE_URL": "postgresql://u@h/db",
+    # the decoded values go to Settings as they are (no detour through environment strings)
+    assert values_from_driver_config(values) == {
+        "decay": {"enabled": False, "half_life_days": 10.5},
+        "memo_max_chars": 2000,
+        "subconscious": {"target_user_id": 10001, "allowed_tools": ["a"]},
+        "embedding": {"model_url": "http://127.0.0.1:9/x"},
+        "database": {"url": "postgresql://u@h/db"},
     }
     s = settings_from_driver_config(values, environ={})
     assert s.decay.enabled is False
