@@ -16,6 +16,7 @@ one sentence naming the key, the value, where it came from and what is allowed.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import tomllib
@@ -26,19 +27,13 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -376,7 +371,8 @@ class DatabaseSettings(_Section):
 
     url: str = Field(
         "",
-        description="postgresql:// DSN; empty = embedded PostgreSQL in <data_dir>/pg.",
+        description="postgresql:// DSN (`config show` prints it without credentials); "
+        "empty = embedded PostgreSQL in <data_dir>/pg.",
     )
     pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
     pool_max_size: int = Field(10, ge=1, le=1000, description="Connections at most.")
@@ -474,6 +470,8 @@ class Settings(BaseSettings):
     llm: LlmSettings = Field(default_factory=LlmSettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
+        # The sources are built inside super().__init__; they find the environment and the
+        # file in _INPUTS, and leave themselves there for _explain.
         inputs = _INPUTS.get()
         if inputs is None:
             inputs = _Inputs(os.environ, find_config_file(None, os.environ))
@@ -551,7 +549,8 @@ _LEGACY_BY_PATH = {path: name for name, path in LEGACY_ENV.items()}
 
 
 def _maybe_json(value: Any, empty: Any) -> Any:
-    """Environment values arrive as strings; lists and objects are written as JSON."""
+    """A reference-name variable arrives as a string (the generic env source decodes JSON
+    itself); lists and objects are written as JSON, and an empty one means empty."""
     if isinstance(value, str) and value.strip() == "":
         return empty
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
@@ -636,6 +635,12 @@ class _Environment(EnvSettingsSource):
     def _load_env_vars(self) -> Mapping[str, str | None]:
         return {str(k).lower(): v for k, v in self._environ.items()}
 
+    def supplied(self) -> dict[str, Any]:
+        return self()
+
+    def where(self, path: tuple[str, ...]) -> str:
+        return f"environment {env_name(path)}"
+
     def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
         try:
             return super().decode_complex_value(field_name, field, value)
@@ -662,7 +667,13 @@ class _ReferenceEnvironment(PydanticBaseSettingsSource):
         return self.tree.get(field_name), field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return {key: value for key, value in self.tree.items()}
+        return dict(self.tree)
+
+    def supplied(self) -> dict[str, Any]:
+        return self()
+
+    def where(self, path: tuple[str, ...]) -> str:
+        return f"environment {_LEGACY_BY_PATH[path]}"
 
 
 class _TomlFile(TomlConfigSettingsSource):
@@ -673,6 +684,13 @@ class _TomlFile(TomlConfigSettingsSource):
         # The init-kwargs base class matches top-level names case-insensitively; a TOML
         # key is spelled exactly (`Decay` is a typo, as it always was).
         self.init_kwargs = dict(self.toml_data)
+        self.path = path
+
+    def supplied(self) -> dict[str, Any]:
+        return self.init_kwargs
+
+    def where(self, path: tuple[str, ...]) -> str:
+        return str(self.path)
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         try:
@@ -714,16 +732,13 @@ class _Inputs:
 
     def layers(self) -> list[_Layer]:
         """Each source's data, highest precedence first (only built to explain an error)."""
-        if len(self.sources) != 4:
-            return []
-        init, generic, reference, toml = self.sources
-        toml_name = str(self.toml_file)
-        return [
-            _Layer(getattr(init, "init_kwargs", {}), self.init_label),
-            _Layer(generic(), lambda path: f"environment {env_name(path)}"),
-            _Layer(reference(), lambda path: f"environment {_LEGACY_BY_PATH[path]}"),
-            _Layer(getattr(toml, "toml_data", {}), lambda path: toml_name),
-        ]
+        layers: list[_Layer] = []
+        for source in self.sources:
+            if isinstance(source, _Environment | _ReferenceEnvironment | _TomlFile):
+                layers.append(_Layer(source.supplied(), source.where))
+            elif isinstance(source, InitSettingsSource):
+                layers.append(_Layer(source.init_kwargs, self.init_label))
+        return layers
 
 
 _INPUTS: ContextVar[_Inputs | None] = ContextVar("amrita_memory_settings_inputs", default=None)
@@ -933,7 +948,8 @@ def render_reference() -> str:
         "(`--config`, `AMRITA_MEMORY_CONFIG`, `config/amrita_memory_pg/config.toml`, or the",
         "reference plugin's `config/amrita_plugin_memory/config.toml`), the environment.",
         "Every key also has a generic variable `AMRITA_MEMORY_<KEY>` (top level) or",
-        "`AMRITA_MEMORY_<SECTION>__<KEY>`; in NoneBot's `.env` write the same names.",
+        "`AMRITA_MEMORY_<SECTION>__<KEY>`, which wins over the reference's name for the same",
+        "key; in NoneBot's `.env` write the same names.",
         "Keys of type `str (secret)` never appear in `amrita-memory config show` (`***`).",
         "",
     ]
@@ -946,7 +962,7 @@ def render_reference() -> str:
             doc = (_SECTIONS[section].__doc__ or "") if section else ""
             lines += ["", f"## {title}", ""]
             if doc:
-                lines += [doc.strip(), ""]
+                lines += [inspect.cleandoc(doc), ""]
             lines += [
                 "| key | default | allowed | environment | meaning |",
                 "|---|---|---|---|---|",
