@@ -17,7 +17,7 @@ import click
 
 from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.domain.errors import AmritaMemoryError
-from amrita_memory_pg.settings import render_reference
+from amrita_memory_pg.settings import redacted_dump, render_reference
 
 if TYPE_CHECKING:
     from amrita_memory_pg.settings import Settings
@@ -337,18 +337,10 @@ def config_docs() -> None:
 @config.command("show")
 @click.pass_obj
 def config_show(state: CliState) -> None:
-    """Print the effective configuration as JSON (API keys masked)."""
+    """Print the effective configuration as JSON (secrets masked, DSNs redacted)."""
     import json
 
-    data = state.settings.model_dump(mode="json")
-    for section in ("embedding", "llm"):
-        if data[section].get("api_key"):
-            data[section]["api_key"] = "***"
-    if data["database"]["url"]:
-        from amrita_memory_pg.storage.pg.database import redact
-
-        data["database"]["url"] = redact(data["database"]["url"])
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    click.echo(json.dumps(redacted_dump(state.settings), indent=2, ensure_ascii=False))
 
 
 # ---------------------------------------------------------------------------- entry point

@@ -32,7 +32,8 @@ class ChatClient:
     def __init__(self, settings: LlmSettings, *, http: httpx.AsyncClient | None = None) -> None:
         self.settings = settings
         self._url = completions_url(settings.base_url)
-        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        key = settings.api_key.get_secret_value()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = http or httpx.AsyncClient(timeout=settings.timeout_seconds, headers=headers)
 
     async def complete(
