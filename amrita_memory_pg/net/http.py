@@ -19,6 +19,7 @@ the client's secrets (the configured keys and the credentials of its auth header
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import math
@@ -166,6 +167,18 @@ def _auth_secrets(headers: Mapping[str, str]) -> list[str]:
     return found
 
 
+def _url_secrets(url: str) -> list[str]:
+    """The password of ``scheme://user:pw@host`` and the Basic token httpx builds from it."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return []
+    if not parsed.password:
+        return []
+    basic = base64.b64encode(f"{parsed.username}:{parsed.password}".encode()).decode("ascii")
+    return [parsed.password, basic]
+
+
 class _RedactingFilter(logging.Filter):
     """httpx logs every request URL at INFO, credentials included: redact those lines."""
 
@@ -234,6 +247,7 @@ class HttpClient:
         self, method: str, url: str, *, payload: Any = None, label: str | None = None
     ) -> Any:
         """The decoded JSON body of a 2xx answer; :class:`HttpError` after the attempts."""
+        self._secrets.extend(s for s in _url_secrets(url) if s not in self._secrets)
         where = self.where(method, url, label=label)
         tried = 0
         retrying = AsyncRetrying(
