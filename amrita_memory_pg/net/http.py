@@ -61,8 +61,9 @@ MAX_BACKOFF_SECONDS = 5.0
 _AUTH_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
 
 #: What went wrong: an HTTP error status, a timeout, another transport error (refused,
-#: reset, DNS), a URL that cannot be requested, or a 2xx answer that is not JSON.
-FailureKind = Literal["status", "timeout", "connect", "invalid_url", "not_json"]
+#: reset, DNS), a URL that cannot be requested, another httpx error (undecodable body,
+#: redirect loop), or a 2xx answer that is not JSON.
+FailureKind = Literal["status", "timeout", "connect", "invalid_url", "request", "not_json"]
 
 
 class HttpError(AmritaMemoryError):
@@ -288,6 +289,14 @@ class HttpClient:
                 "connect",
                 f"connection error ({type(exc).__name__}: {self._exception_text(exc)})",
                 retryable=True,
+            ) from self._scrubbed(exc)
+        except httpx.HTTPError as exc:
+            # Not a transport failure (a body that cannot be decoded, a redirect loop):
+            # the same request would fail the same way.
+            raise _AttemptFailed(
+                "request",
+                f"request error ({type(exc).__name__}: {self._exception_text(exc)})",
+                retryable=False,
             ) from self._scrubbed(exc)
         status = response.status_code
         if status >= 400:
