@@ -1,6 +1,7 @@
 """L1 memos: one declarative note per partition, read every turn, written whole or appended.
 
-Writes go through the SQL functions of ``sql/functions/memo_v1.sql``: the cap
+The statements are the named queries of ``sql/queries/memos.sql`` (one typed wrapper
+each); writes go through the SQL functions of ``sql/functions/memo_v1.sql``: the cap
 (``memo_max_chars``, in characters) is checked by the write statement itself, under the
 row lock, so concurrent appends never lose one and never overshoot the cap. There is no
 per-process cache (the reference's cache went stale across processes): a read is one
@@ -17,21 +18,7 @@ from typing import Any
 import asyncpg
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError
-
-#: The named statements, each with one typed wrapper below (a test PREPAREs every one).
-SQL_GET = "SELECT content, version, updated_at FROM amrita_memory.memo WHERE partition_key = $1"
-SQL_GET_MANY = (
-    "SELECT partition_key, content FROM amrita_memory.memo "
-    "WHERE partition_key = ANY($1::text[]) AND content <> ''"
-)
-SQL_APPEND = (
-    "SELECT applied, chars, current_chars, version "
-    "FROM amrita_memory.memo_append_v1($1, $2, $3, $4)"
-)
-SQL_WRITE = (
-    "SELECT applied, chars, current_chars, version FROM amrita_memory.memo_write_v1($1, $2, $3, $4)"
-)
-STATEMENTS = {"get": SQL_GET, "get_many": SQL_GET_MANY, "append": SQL_APPEND, "write": SQL_WRITE}
+from amrita_memory_pg.storage.queries import query
 
 
 class MemoTooLong(AmritaMemoryError):
@@ -79,7 +66,7 @@ class MemoStore:
 
     async def get(self, partition_key: str) -> Memo:
         """The memo of a partition ("" with version 0 when there is none)."""
-        row = await self._pool.fetchrow(SQL_GET, partition_key)
+        row = await self._pool.fetchrow(query("get_memo"), partition_key)
         if row is None:
             return Memo(partition_key, "", 0, None)
         return Memo(partition_key, row["content"], row["version"], row["updated_at"])
@@ -89,7 +76,7 @@ class MemoStore:
         keys = list(dict.fromkeys(partition_keys))
         if not keys:
             return {}
-        rows = await self._pool.fetch(SQL_GET_MANY, keys)
+        rows = await self._pool.fetch(query("get_memos"), keys)
         return {row["partition_key"]: row["content"] for row in rows}
 
     async def append(
@@ -97,7 +84,7 @@ class MemoStore:
     ) -> MemoWrite:
         """Append ``addition`` on a new line; raises :class:`MemoTooLong` past the cap."""
         row = await self._pool.fetchrow(
-            SQL_APPEND, partition_key, addition, self.max_chars, now or datetime.now(UTC)
+            query("append_memo"), partition_key, addition, self.max_chars, now or datetime.now(UTC)
         )
         return self._result(row)
 
@@ -106,7 +93,7 @@ class MemoStore:
     ) -> MemoWrite:
         """Replace the whole memo ("" clears it); raises :class:`MemoTooLong` past the cap."""
         row = await self._pool.fetchrow(
-            SQL_WRITE, partition_key, content, self.max_chars, now or datetime.now(UTC)
+            query("write_memo"), partition_key, content, self.max_chars, now or datetime.now(UTC)
         )
         return self._result(row)
 
