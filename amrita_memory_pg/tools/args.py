@@ -181,14 +181,19 @@ def _allowed(model: type[ToolArgs], field: str) -> list[Any]:
     return [value for value in prop.get("enum", []) if value is not None]
 
 
+def unknown_arguments(tool: str, model: type[ToolArgs], names: list[str]) -> str:
+    """The refusal of arguments the tool does not have, listing the ones it does."""
+    shown = ", ".join(plain(name) for name in sorted(names))
+    allowed = ", ".join(model.model_fields) or "（无参数）"
+    return f"{tool} 不接受参数 {shown}；可用参数: {allowed}"
+
+
 def explain(tool: str, model: type[ToolArgs], errors: list[ErrorDetails]) -> str:
     """One sentence for the first problem: unknown arguments, then fields in declaration order."""
     fields = list(model.model_fields)
     unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
     if unknown:
-        names = ", ".join(plain(name) for name in sorted(unknown))
-        allowed = ", ".join(fields) or "（无参数）"
-        return f"{tool} 不接受参数 {names}；可用参数: {allowed}"
+        return unknown_arguments(tool, model, unknown)
 
     def position(error: ErrorDetails) -> int:
         head = error["loc"][0] if error["loc"] else ""
@@ -221,6 +226,11 @@ def explain(tool: str, model: type[ToolArgs], errors: list[ErrorDetails]) -> str
 
 def parse_args(tool: str, model: type[ArgsT], raw: Mapping[str, Any]) -> ArgsT:
     """``raw`` checked against ``model``; :class:`ArgumentError` with one sentence if refused."""
+    # Unknown names first, by us: pydantic cannot even read a key that is not Unicode
+    # (a lone surrogate), and the reference reported them before anything else.
+    unknown = [str(key) for key in raw if key not in model.model_fields]
+    if unknown:
+        raise ArgumentError(unknown_arguments(tool, model, unknown))
     try:
         return model.model_validate(dict(raw))
     except ValidationError as exc:
