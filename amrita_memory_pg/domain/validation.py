@@ -111,7 +111,7 @@ def parse_int(value: object) -> int:
     if isinstance(value, bool):
         raise InvalidInput("应为整数，收到布尔值")
     if isinstance(value, int):
-        number = value
+        number = int(value)  # a plain int, also for int subclasses such as IntEnum
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
     elif isinstance(value, str) and _ASCII_INT.fullmatch(value.strip()):

@@ -16,6 +16,8 @@ list limits.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar
@@ -163,7 +165,16 @@ def _property(name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def openai_parameters(model: type[ToolArgs]) -> dict[str, Any]:
-    """The ``parameters`` object of a tool, generated from its argument model."""
+    """The ``parameters`` object of a tool, generated from its argument model.
+
+    Generated once per model (pydantic takes ~2 ms a model, and the schemas are sent
+    every turn); each caller gets its own copy to do with as it likes.
+    """
+    return copy.deepcopy(_generated_parameters(model))
+
+
+@functools.cache
+def _generated_parameters(model: type[ToolArgs]) -> dict[str, Any]:
     generated = model.model_json_schema()
     if "$defs" in generated:
         raise TypeError(f"{model.__name__}: nested models are not supported in tool arguments")
@@ -177,7 +188,7 @@ def openai_parameters(model: type[ToolArgs]) -> dict[str, Any]:
 
 
 def _allowed(model: type[ToolArgs], field: str) -> list[Any]:
-    prop = openai_parameters(model)["properties"].get(field, {})
+    prop = _generated_parameters(model)["properties"].get(field, {})
     return [value for value in prop.get("enum", []) if value is not None]
 
 

@@ -196,3 +196,11 @@ def test_validation_yields_clean_arguments_or_one_sentence(
                 assert len(value) <= cap
         elif isinstance(value, int):
             assert 0 <= value <= INT64_MAX, (name, value)
+
+
+def test_each_caller_gets_its_own_copy_of_the_cached_schema() -> None:
+    first = openai_parameters(Sample)
+    first["properties"]["name"]["description"] = "changed by an adapter"
+    first["required"].append("count")
+    assert openai_parameters(Sample)["properties"]["name"]["description"] == "名字"
+    assert openai_parameters(Sample)["required"] == ["name"]
