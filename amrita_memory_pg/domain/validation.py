@@ -81,6 +81,15 @@ def text_problem(text: str) -> str | None:
     return None
 
 
+def scrub(text: str) -> str:
+    """``text`` with NUL and lone surrogates replaced by U+FFFD, for what is recorded
+    rather than refused: a chat line is kept (and counted) with a visible mark where
+    the unstorable character was, instead of failing the whole write."""
+    if "\x00" not in text and _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+
+
 def too_long(length: int, max_chars: int) -> str:
     """The length refusal, with both numbers so the caller knows how much to cut."""
     return f"过长（{length} 字符，上限 {max_chars}），请精简后重试"

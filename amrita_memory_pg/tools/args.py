@@ -40,6 +40,7 @@ from amrita_memory_pg.domain.validation import (
     echo,
     parse_int,
     plain,
+    text_problem,
     too_long,
 )
 
@@ -232,7 +233,8 @@ def explain(tool: str, model: type[ToolArgs], errors: list[ErrorDetails]) -> str
         limit = int(first.get("ctx", {}).get("max_length", 0))
         return f"{subject} {too_long(len(value), limit)}"
     # Anything else: pydantic's one-line summary, never its multi-line dump.
-    return f"{subject} 不符合要求：{first['msg']}"
+    summary = " ".join(str(first["msg"]).split())
+    return f"{subject} 不符合要求：{summary if text_problem(summary) is None else echo(summary)}"
 
 
 def parse_args(tool: str, model: type[ArgsT], raw: Mapping[str, Any]) -> ArgsT:

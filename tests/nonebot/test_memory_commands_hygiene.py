@@ -177,3 +177,18 @@ async def test_hostile_command_texts_always_get_a_reply_and_no_traceback(
     assert "保留的记忆" in contents  # "%" and "_" are not LIKE wildcards: nothing was deleted
     assert all("\x00" not in c for c in contents)
     assert _errors(caplog) == []
+
+
+async def test_a_chat_line_with_nul_or_a_surrogate_is_still_logged_and_counted(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The chat-log hook records what it cannot refuse: the bad character becomes U+FFFD."""
+    caplog.set_level(logging.DEBUG)
+    async with app.test_matcher() as matcher:
+        bot = qq_bot(matcher)
+        matcher.receive_event(bot, qq_group("冷\x00了\ud800", user_id=10001))
+    memory = _memory()
+    lines = await memory.activity.recent(GROUP_KEY)
+    assert [line.text for line in lines] == ["冷\ufffd了\ufffd"]
+    assert sum(map(sum, await memory.activity.heatmap(PRIVATE_KEY))) == 1
+    assert _errors(caplog) == []

@@ -25,6 +25,7 @@ from amrita_memory_pg.domain.validation import (
     parse_count,
     parse_int,
     plain,
+    scrub,
     text_problem,
 )
 
@@ -193,3 +194,15 @@ def test_echo_describes_what_has_no_repr_and_plain_keeps_clean_names() -> None:
     assert echo(10**5000).endswith("位二进制的整数>")
     assert plain("mood") == "mood"
     assert plain("a\x00") == "'a\\x00'"
+
+
+@given(any_text)
+def test_scrub_makes_any_text_storable_and_keeps_storable_text(text: str) -> None:
+    cleaned = scrub(text)
+    assert storable(cleaned) and len(cleaned) == len(text)
+    if storable(text):
+        assert cleaned == text
+
+
+def test_scrub_marks_where_the_character_was() -> None:
+    assert scrub("冷\x00了\ud800") == "冷\ufffd了\ufffd"
