@@ -98,8 +98,9 @@ async def _pending(
     pool: asyncpg.Pool, kind: Kind, fingerprint: str, after: str, limit: int
 ) -> list[asyncpg.Record]:
     """Up to ``limit`` rows of ``kind`` after ``after`` still to embed (row_id, body, updated_at)."""
-    sql = query("reembed_pending_memories" if kind == "memory" else "reembed_pending_knowledge")
-    return list(await pool.fetch(sql, fingerprint, after, limit))
+    if kind == "memory":
+        return list(await pool.fetch(query("reembed_pending_memories"), fingerprint, after, limit))
+    return list(await pool.fetch(query("reembed_pending_knowledge"), fingerprint, after, limit))
 
 
 async def _stage_kind(
