@@ -72,14 +72,15 @@ class VectorBackend(Protocol):
         self,
         pool: Any,
         partition_key: str,
-        query: Vector,
+        vector: Vector,
         *,
         top_k: int,
         where: SearchFilter,
         now: datetime,
         decay: DecayPolicy,
     ) -> list[SearchHit]:
-        """The top_k of the partition by decay score (distance when decay is off)."""
+        """The top_k of the partition for the query ``vector`` by decay score (distance
+        when decay is off)."""
         ...
 
     async def added(self, record: MemoryRecord, vector: Vector) -> None:

@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +38,8 @@ from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import AmritaMemoryError, BackupError
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.pg import migrate
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,13 @@ KNOWLEDGE_COLUMNS = (
     "updated_at",
 )
 TIMESTAMP_COLUMNS = {"created_at", "updated_at", "tier_since"}
+#: kind of row → the columns a restore copies back, in order: exactly the result columns
+#: of that kind's export query (:func:`export_sql`; a test compares the two)
+EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "memory": MEMORY_COLUMNS,
+    "memo": MEMO_COLUMNS,
+    "knowledge": KNOWLEDGE_COLUMNS,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +179,10 @@ async def create_backup(
             store.pool.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
-            snapshot = await conn.fetchval("SELECT pg_export_snapshot()")
+            snapshot = await conn.fetchval(query("export_snapshot"))
             meta = await store_meta.read(conn)
             counts = await store_counts(conn)
-            revision = await conn.fetchval("SELECT version_num FROM amrita_memory.alembic_version")
+            revision = await migrate.current_revision(conn)
             dump = asyncio.ensure_future(
                 run_tool(
                     pg_tool("pg_dump"),
@@ -199,13 +209,8 @@ async def create_backup(
                 }
                 with tmp_jsonl.open("w", encoding="utf-8") as out:
                     out.write(json.dumps(header, ensure_ascii=False) + "\n")
-                    for kind, table, columns, order in (
-                        ("memory", "memory", MEMORY_COLUMNS, "id"),
-                        ("memo", "memo", MEMO_COLUMNS, "partition_key"),
-                        ("knowledge", "knowledge", KNOWLEDGE_COLUMNS, "kid"),
-                    ):
-                        query = f"SELECT {', '.join(columns)} FROM amrita_memory.{table} ORDER BY {order}"
-                        async for row in conn.cursor(query, prefetch=500):
+                    for kind in EXPORT_COLUMNS:
+                        async for row in export_rows(conn, kind):
                             out.write(_row_to_json(kind, row) + "\n")
             finally:
                 await dump  # the snapshot must stay open until pg_dump has it
@@ -277,8 +282,22 @@ def list_backups(directory: Path) -> list[BackupInfo]:
 
 async def store_counts(conn: Any) -> dict[str, int]:
     """Rows per kind that a backup holds."""
-    return {
-        "memory": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.memory")),
-        "memo": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.memo")),
-        "knowledge": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.knowledge")),
-    }
+    row = await conn.fetchrow(query("store_counts"))
+    return {kind: int(row[kind]) for kind in EXPORT_COLUMNS}
+
+
+def export_sql(kind: str) -> str:
+    """The export statement of one kind; its result columns are ``EXPORT_COLUMNS[kind]``."""
+    if kind == "memory":
+        return query("export_memories")
+    if kind == "memo":
+        return query("export_memos")
+    if kind == "knowledge":
+        return query("export_knowledge")
+    raise ValueError(f"no export for {kind!r}")
+
+
+def export_rows(conn: Any, kind: str) -> AsyncIterator[asyncpg.Record]:
+    """Every row of one kind, streamed (500 per round trip) in the caller's transaction."""
+    rows: AsyncIterator[asyncpg.Record] = conn.cursor(export_sql(kind), prefetch=500)
+    return rows

@@ -42,6 +42,8 @@ from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.reembed import change_model
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.memories import count_all
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +96,9 @@ def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-async def _replace_all(conn: Any) -> None:
-    await conn.execute(
-        "DELETE FROM amrita_memory.memory; DELETE FROM amrita_memory.memo; "
-        "DELETE FROM amrita_memory.knowledge; DELETE FROM amrita_memory.reembed_staging; "
-        "DELETE FROM amrita_memory.reembed_job; UPDATE amrita_memory.sweep_state SET cursor_id = ''"
-    )
+async def _replace_all(conn: Any) -> int:
+    """Empty the store in the caller's transaction; returns the memories removed."""
+    return int(await conn.fetchval(query("clear_store")))
 
 
 async def restore_backup(store: Store, path: Path, *, force: bool = False) -> RestoreReport:
@@ -124,7 +123,7 @@ async def restore_backup(store: Store, path: Path, *, force: bool = False) -> Re
 
 
 async def _guard_empty(store: Store, incoming: int, force: bool) -> None:
-    current = int(await store.pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+    current = await count_all(store.pool)
     if incoming == 0 and current > 0 and not force:
         raise BackupError(
             f"the backup holds no memories; restoring it would wipe the {current} in the store. "
@@ -150,7 +149,7 @@ async def _after_restore(store: Store, report: RestoreReport) -> RestoreReport:
     keys = await migrate_keys(store.pool)
     report.keys_migrated = keys.changed_rows
     stored = (await store_meta.read(store.pool)).fingerprint
-    rows = int(await store.pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+    rows = await count_all(store.pool)
     if rows and stored != store.embedder.fingerprint:
         # the safety backup was taken before the restore: no second one
         result = await change_model(store, backup=False)
@@ -227,7 +226,7 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
             "-v",
             "ON_ERROR_STOP=1",
             "-c",
-            "DROP SCHEMA IF EXISTS amrita_memory CASCADE",
+            query("drop_store_schema"),
             "-f",
             str(script),
             dsn,
@@ -238,11 +237,16 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
     return await _after_restore(store, report)
 
 
+#: the header line of a table's data block in a pg_restore script
+_COPY_BLOCK = re.compile(r"^COPY (?P<table>\S+) \(.*\) FROM stdin;$")
+
+
 def _copy_rows(script: str, table: str) -> int:
     """Rows in the COPY block of ``table`` in a pg_restore script (one line per row)."""
     lines = script.splitlines()
     for start, line in enumerate(lines):
-        if line.startswith(f"COPY {table} (") and line.endswith("FROM stdin;"):
+        block = _COPY_BLOCK.match(line)
+        if block is not None and block.group("table") == table:
             for count, row in enumerate(lines[start + 1 :]):
                 if row == "\\.":
                     return count

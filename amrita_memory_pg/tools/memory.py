@@ -265,7 +265,7 @@ class MemoryTools:
                 importance=label_to_level(args.importance) if args.importance else None,
                 category=args.category,
             )
-        except EmbeddingError as exc:
+        except (EmbeddingError, FingerprintMismatch) as exc:
             raise ToolError(f"更新记忆失败: {exc}") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")

@@ -23,3 +23,27 @@ SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.catego
  WHERE m.partition_key = $1
    AND amrita_memory.memory_matches_v1(m.importance, m.scope, m.tags, $2, $3, $4, $5)
    AND m.id = ANY($6::text[]);
+
+-- name: chroma_rebuild_page
+-- One page of a rebuild of the collection: the vectors and the metadata Chroma keeps
+-- (vector_metadata), $2 rows after id $1 in id order (keyset on ix_memory_id, so every
+-- page costs the same however far the walk has come). Every partition: a rebuild
+-- copies the whole table.
+SELECT id, partition_key, scope, importance, created_at, embedding
+  FROM amrita_memory.memory
+ WHERE id > $1
+ ORDER BY id
+ LIMIT $2;
+
+-- name: chroma_all_ids
+-- Every memory id, to compare with the ids the collection holds after a rebuild (rows
+-- inserted or deleted while their page was being copied).
+SELECT id
+  FROM amrita_memory.memory;
+
+-- name: chroma_rows_by_id
+-- The rows of ids $1 (any partition) with what Chroma keeps: the ones a rebuild found
+-- missing from the collection. Ids deleted meanwhile are simply absent.
+SELECT id, partition_key, scope, importance, created_at, embedding
+  FROM amrita_memory.memory
+ WHERE id = ANY($1::text[]);

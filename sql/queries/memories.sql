@@ -30,3 +30,66 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days
   FROM amrita_memory.search_memories_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: get_memory
+-- One memory of partition $1 by its full id $2: a primary-key lookup (partition_key, id).
+-- No row when the id is unknown or belongs to another partition.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at
+  FROM amrita_memory.memory
+ WHERE partition_key = $1 AND id = $2;
+
+-- name: count_memories
+-- How many memories partition $1 holds (a count over its range of the partition btree).
+SELECT count(*)::integer AS n
+  FROM amrita_memory.memory
+ WHERE partition_key = $1;
+
+-- name: list_memories_page
+-- One page of partition $1 in (created_at, id) order, deterministic (reference W6):
+-- $2 rows from offset $3, each with the partition's total (count(*) OVER () is computed
+-- before LIMIT, in the same scan: one round trip instead of two). No rows past the end.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, count(*) OVER ()::integer AS total
+  FROM amrita_memory.memory
+ WHERE partition_key = $1
+ ORDER BY created_at, id
+ LIMIT $2 OFFSET $3;
+
+-- name: find_memories_by_prefix
+-- Every memory of partition $1 whose id starts with $2 (the short ids users type), in
+-- (created_at, id) order. left(id, length($2)) = $2 rather than LIKE: a prefix holding
+-- '%' or '_' is matched literally.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at
+  FROM amrita_memory.memory
+ WHERE partition_key = $1 AND left(id, length($2)) = $2
+ ORDER BY created_at, id;
+
+-- name: delete_memory
+-- Delete memory $2 of partition $1; returns its id, no row when it is not there (a
+-- foreign partition's id deletes nothing).
+DELETE FROM amrita_memory.memory
+ WHERE partition_key = $1 AND id = $2
+RETURNING id;
+
+-- name: count_all_memories
+-- Memories in the whole store (every partition): the guard against restoring an empty
+-- backup over a full store, and the PostgreSQL side of the chroma index check.
+SELECT count(*)::integer AS n
+  FROM amrita_memory.memory;
+
+-- name: sweep_cursor
+-- Where the last sweep stopped (the persisted keyset cursor; '' = the start). A run
+-- remembers it to know where its second leg, from the start of the table, ends.
+SELECT cursor_id
+  FROM amrita_memory.sweep_state
+ WHERE id = 1;
+
+-- name: sweep_batch
+-- One batch of the sweep (reference §5.2): $1 now, $2 short-term and $3 long-term tier
+-- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
+-- $6 dry run, $7 cursor (NULL = the persisted one), $8 stop before this id (NULL = end
+-- of the table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED).
+SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
+  FROM amrita_memory.sweep_batch_v1($1, $2, $3, $4, $5, $6, $7, $8);

@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import asyncpg
 import numpy as np
 import pytest
 
 from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.embedding.hashing import HashingProvider
-from amrita_memory_pg.maintenance.backup import create_backup, list_backups, rotate
+from amrita_memory_pg.maintenance.backup import (
+    EXPORT_COLUMNS,
+    KNOWLEDGE_COLUMNS,
+    MEMO_COLUMNS,
+    MEMORY_COLUMNS,
+    create_backup,
+    export_sql,
+    list_backups,
+    rotate,
+)
 from amrita_memory_pg.maintenance.restore import restore_backup
 from tests.support.cli import run_cli
 from tests.support.memory import add_knowledge, checksum, memory_on
@@ -254,3 +264,26 @@ async def test_backup_cli_create_list_restore(db_dsn: str, tmp_path: Path) -> No
     assert "恢复前已备份到" in restored.stdout and "memory 26" in restored.stdout
     missing = run_cli("backup", "restore", str(tmp_path / "nope.jsonl"), "--yes", env=env)
     assert missing.returncode == 1 and "备份文件不存在" in missing.stderr
+
+
+async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_back(
+    conn: asyncpg.Connection,
+) -> None:
+    """A backup writes what the export query returns; a restore copies EXPORT_COLUMNS back
+    (COPY … (columns)). A column added to one and not the other would be lost or fail to
+    restore, so the prepared statement's result columns must be the tuple, in order, and
+    the tuple every column of its table (nothing the schema stores is left out)."""
+    assert EXPORT_COLUMNS == {
+        "memory": MEMORY_COLUMNS,
+        "memo": MEMO_COLUMNS,
+        "knowledge": KNOWLEDGE_COLUMNS,
+    }
+    for kind, columns in EXPORT_COLUMNS.items():  # each kind is its table's name
+        statement = await conn.prepare(export_sql(kind))
+        assert tuple(a.name for a in statement.get_attributes()) == columns, kind
+        in_table = await conn.fetch(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'amrita_memory' AND table_name = $1",
+            kind,
+        )
+        assert {r["column_name"] for r in in_table} == set(columns), kind

@@ -95,3 +95,31 @@ def test_every_name_the_code_asks_for_exists() -> None:
     assert {name for _, name in used} >= {"get_memo", "record_user_message"}
     missing = sorted((module, name) for module, name in used if name not in queries.catalogue())
     assert missing == []
+
+
+def test_every_shipped_query_has_exactly_one_call_site_in_the_package() -> None:
+    """One typed wrapper per named query: a query nobody calls is dead SQL that the PREPARE
+    test keeps alive for nothing, and two call sites are two wrappers that can drift. Names
+    are literals (``query("name")``), so this test and the one above can see them."""
+    calls: dict[str, list[str]] = {}
+    dynamic: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "query"
+                and node.args
+            ):
+                continue
+            name = node.args[0]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                calls.setdefault(name.value, []).append(f"{module}:{node.lineno}")
+            else:
+                dynamic.append(f"{module}:{node.lineno}")
+    assert dynamic == []
+    unused = sorted(set(queries.catalogue()) - set(calls))
+    assert unused == []
+    repeated = {name: sites for name, sites in calls.items() if len(sites) > 1}
+    assert repeated == {}
