@@ -26,7 +26,7 @@ import dataclasses
 import itertools
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +34,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.commands.memory_command import MemoReply, MemoryCommand, TextReply
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import GROUP_ADMIN_ROLES, ToolContext
 
 # The property is about partitions, not vectors: the hashing embedder on both backends.
@@ -45,6 +47,19 @@ BACKENDS = ["pgvector", "chroma"]
 @pytest.fixture(params=BACKENDS)
 def variant(request: pytest.FixtureRequest) -> tuple[str, str]:
     return str(request.param), "hash"
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[Memory]:
+    """The fewest ANN candidates allowed, so that chroma searches of top_k ≤ 10 in a
+    partition of more than 10 memories go through the index's nearest-neighbour query."""
+    settings = make_settings(retrieval__ann_candidates=10, decay__overfetch=1)
+    async with open_memory(settings) as mem:
+        yield mem
+
+
+#: extra personal memories of the first speaker
+BULK = 11
 
 
 #: weighted draws: most speakers share one platform and are plain members
@@ -91,6 +106,7 @@ class Row:
     scope: str
     author: str
     seq: int
+    tagged: bool  # written by a tool (tags "t"); ``/memory … add`` entries have no tags
 
 
 @dataclass
@@ -105,8 +121,12 @@ class Model:
         seq = next(self.seqs)
         return seq, f"<<{self.ns}.{seq}@{partition}>>"
 
-    def memory_seqs(self, partition: str | None) -> set[int]:
-        return {r.seq for r in self.memories.values() if r.partition == partition}
+    def memory_seqs(self, partition: str | None, *, tagged_only: bool = False) -> set[int]:
+        return {
+            r.seq
+            for r in self.memories.values()
+            if r.partition == partition and (r.tagged or not tagged_only)
+        }
 
     def memo_seqs(self, partition: str | None) -> set[int]:
         return set(self.memos.get(partition, [])) if partition else set()
@@ -222,6 +242,35 @@ SURFACES: list[Surface] = [
         ),
         _group_memories,
         refuses=_private,
+    ),
+    Surface(
+        "read_memory scope=user, importance and tags filters",
+        lambda v, c: _tool(
+            v.plain,
+            "read_memory",
+            {"query": "note", "scope": "user", "top_k": 50, "importance": "medium", "tags": "t"},
+            c,
+        ),
+        lambda m, c: m.memory_seqs(c.personal_key, tagged_only=True),
+    ),
+    Surface(
+        "read_memory scope=group, importance and tags filters",
+        lambda v, c: _tool(
+            v.plain,
+            "read_memory",
+            {"query": "note", "scope": "group", "top_k": 50, "importance": "medium", "tags": "t"},
+            c,
+        ),
+        lambda m, c: m.memory_seqs(c.group_key, tagged_only=True),
+        refuses=_private,
+    ),
+    Surface(
+        "read_memory scope=user, top_k=1",
+        lambda v, c: _tool(
+            v.plain, "read_memory", {"query": "note", "scope": "user", "top_k": 1}, c
+        ),
+        _personal_memories,
+        top=1,
     ),
     Surface(
         "list_memory scope=user",
@@ -425,7 +474,9 @@ async def apply(op: Op, ctx: ToolContext, model: Model, views: Views) -> None:
             assert data["status"] == "error" and data["message"], where
             return
         assert data["status"] == "success", (where, data)
-        model.memories[data["memory_id"]] = Row(key, op.scope, ctx.user_id, seq)
+        model.memories[data["memory_id"]] = Row(
+            key, op.scope, ctx.user_id, seq, tagged=op.kind == "write_memory"
+        )
 
     elif op.kind == "cmd_add":
         seq, marker = model.marker(key or ctx.personal_key)
@@ -436,7 +487,9 @@ async def apply(op: Op, ctx: ToolContext, model: Model, views: Views) -> None:
             return
         match = MEMORY_ID.search(reply.text)
         assert reply.text.startswith("✅ 已添加") and match, (where, reply)
-        model.memories[match.group(1)] = Row(key, op.scope, ctx.user_id, seq)
+        model.memories[match.group(1)] = Row(
+            key, op.scope, ctx.user_id, seq, tagged=op.kind == "write_memory"
+        )
 
     elif op.kind in ("append_memo", "update_memo"):
         session = ctx.session_key
@@ -574,7 +627,11 @@ async def test_every_speaker_sees_exactly_what_they_are_entitled_to(
         editing=view(memory, group_memory_edit=world.policy),
     )
     # Everyone first writes a personal memory and a shared one in each of their groups, so
-    # that later edits have targets by several authors; then the drawn operations.
+    # that later edits have targets by several authors; the first speaker has a dozen more
+    # (several list pages; on chroma, searches past ann_candidates take the ANN path).
+    # Then the drawn operations.
+    for _ in range(BULK):
+        await apply(Op(0, 0, "write_memory", "user", 0), scenario.ctx(0, None), model, views)
     for speaker in range(len(scenario.speakers)):
         for group in scenario.chats(speaker):
             seed = Op(speaker, 0, "write_memory", "user" if group is None else "group", 0)
@@ -593,7 +650,7 @@ def test_the_markers_catch_a_leak() -> None:
     """The check itself: a reading with another partition's marker fails."""
     model = Model(ns=1, policy="admins_or_author")
     alice = ToolContext(platform="qq", user_id="11")
-    model.memories["x"] = Row("QQPlatform_Private_22", "user", "22", 7)
+    model.memories["x"] = Row("QQPlatform_Private_22", "user", "22", 7, tagged=True)
     leak = Reading("<<1.7@QQPlatform_Private_22>>")
     with pytest.raises(AssertionError, match="leaks"):
         check_reading(SURFACES[0], leak, model, alice)
