@@ -20,10 +20,12 @@ Outcomes (``TOOL_MATRIX``, one column per actor in ``ACTORS`` order):
   exist (no existence leak);
 - ``O`` own: tools without an id act on the caller's own chat, so the call succeeds in
   the actor's own partition (their personal memory / memo, their group H) and the
-  target is untouched.
-
-The background loop (L3) has no tool context yet: its rows are "n/a until the L3 loop
-lands" (``BACKGROUND``); when it lands, give it an actor here.
+  target is untouched;
+- ``N`` n/a until the L3 loop lands: the background actor calls through the
+  ``consolidation`` audience's registry (the stores run with ``subconscious.enabled``),
+  as the author — the loop's target user. That registry offers no tool yet, so every
+  call is refused as an unknown tool and writes nothing. When the loop's tools land,
+  ``test_the_background_audience_has_no_tools_yet`` fails: give its column real outcomes.
 """
 
 from __future__ import annotations
@@ -43,20 +45,19 @@ from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import checksum, memory_on
 from tests.support.pg import PgServer
 
-ACTORS = ("superuser", "owner", "admin", "author", "member", "stranger")
+ACTORS = ("superuser", "owner", "admin", "author", "member", "stranger", "background")
 POLICIES = ("admins_or_author", "anyone")
-BACKGROUND = "n/a until the L3 loop lands"
 
 #: (tool, scope) → {chat: outcomes per actor, in ACTORS order}, policy admins_or_author
 TOOL_MATRIX: dict[tuple[str, str | None], dict[str, str]] = {
-    ("write_memory", "group"): {"group": "AAAAAO", "private": "RRRRRR"},
-    ("write_memory", "user"): {"group": "OOOAOO", "private": "OOOAOO"},
-    ("update_memory", "group"): {"group": "AAAARR", "private": "RRRRRR"},
-    ("update_memory", "user"): {"group": "RRRARR", "private": "RRRARR"},
-    ("delete_memory", "group"): {"group": "AAAARR", "private": "RRRRRR"},
-    ("delete_memory", "user"): {"group": "RRRARR", "private": "RRRARR"},
-    ("append_memo", None): {"group": "AAAAAO", "private": "OOOAOO"},
-    ("update_memo", None): {"group": "AAAAAO", "private": "OOOAOO"},
+    ("write_memory", "group"): {"group": "AAAAAON", "private": "RRRRRRN"},
+    ("write_memory", "user"): {"group": "OOOAOON", "private": "OOOAOON"},
+    ("update_memory", "group"): {"group": "AAAARRN", "private": "RRRRRRN"},
+    ("update_memory", "user"): {"group": "RRRARRN", "private": "RRRARRN"},
+    ("delete_memory", "group"): {"group": "AAAARRN", "private": "RRRRRRN"},
+    ("delete_memory", "user"): {"group": "RRRARRN", "private": "RRRARRN"},
+    ("append_memo", None): {"group": "AAAAAON", "private": "OOOAOON"},
+    ("update_memo", None): {"group": "AAAAAON", "private": "OOOAOON"},
 }
 #: what group_memory_edit = "anyone" changes (the reference's rule): members edit group memories
 ANYONE_OVERRIDES: dict[tuple[str, str | None, str, str], str] = {
@@ -95,6 +96,8 @@ def cases() -> list[Case]:
 
 CASES = cases()
 _namespaces = itertools.count(1)
+#: the consolidation (L3) audience exists only where the loop is enabled
+L3 = {"subconscious__enabled": True}
 NO_SUCH_ID = "f" * 32
 
 
@@ -111,8 +114,8 @@ async def stores(
     data: Path = tmp_path_factory.mktemp("matrix")
     try:
         async with (
-            memory_on(dsn, data / "strict", group_memory_edit="admins_or_author") as strict,
-            memory_on(dsn, data / "anyone", group_memory_edit="anyone") as anyone,
+            memory_on(dsn, data / "strict", group_memory_edit="admins_or_author", **L3) as strict,
+            memory_on(dsn, data / "anyone", group_memory_edit="anyone", **L3) as anyone,
         ):
             yield {"admins_or_author": strict, "anyone": anyone}
     finally:
@@ -139,6 +142,8 @@ class World:
         return f"secret-{kind}-{self.ns}"
 
     def ctx(self, actor: str, chat: str) -> ToolContext:
+        if actor == "background":  # the loop works for its target user: here the author
+            return self.ctx("author", chat)
         roles = {"superuser"} if actor == "superuser" else set()
         if chat == "group" and actor in ("owner", "admin"):
             roles.add(actor)
@@ -245,17 +250,20 @@ async def test_tool_permission_matrix(stores: dict[str, Memory], case: Case) -> 
     ctx = world.ctx(case.actor, case.chat)
     before_sum, before = await checksum(mem), await snapshot(mem)
 
-    reply = await call(mem, case.tool, arguments(world, case), ctx)
+    registry = mem.registries["consolidation" if case.actor == "background" else "chat"]
+    reply = json.loads(await registry.call(case.tool, arguments(world, case), ctx))
 
     after_sum, after = await checksum(mem), await snapshot(mem)
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
-    if case.outcome == "R":
+    if case.outcome in ("R", "N"):
         assert reply["status"] == "error", reply
         message = reply["message"]
         assert isinstance(message, str) and message.strip(), reply
         assert not [s for s in world.secrets if s in json.dumps(reply, ensure_ascii=False)]
         assert after_sum == before_sum and not changed, changed
-        if case.tool in ("update_memory", "delete_memory"):
+        if case.outcome == "N":
+            assert message.startswith(f"未知工具 {case.tool}"), message
+        elif case.tool in ("update_memory", "delete_memory"):
             # Refused because the actor may not edit a memory it can address, or else
             # indistinguishable from an id that does not exist (no existence leak).
             reach = addressed(case, ctx)
@@ -295,5 +303,12 @@ async def test_the_matrix_covers_every_writing_tool(stores: dict[str, Memory]) -
     tools = {schema["function"]["name"] for schema in stores["anyone"].tool_schemas()}
     assert tools - read_only == {tool for tool, _ in TOOL_MATRIX}
     assert len(CASES) == len(TOOL_MATRIX) * 2 * len(ACTORS) * len(POLICIES)
-    assert {c.outcome for c in CASES} == {"A", "R", "O"}
-    assert BACKGROUND.startswith("n/a")
+    assert {c.outcome for c in CASES} == {"A", "R", "O", "N"}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_background_audience_has_no_tools_yet(stores: dict[str, Memory]) -> None:
+    """The background column says "n/a until the L3 loop lands" (``N``): true while the
+    consolidation registry is empty. Its tools make this fail: then fill in the column."""
+    for mem in stores.values():
+        assert mem.registries["consolidation"].names() == []

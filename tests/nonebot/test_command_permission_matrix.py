@@ -25,8 +25,10 @@ Outcomes (``COMMAND_MATRIX``, one column per actor in ``ACTORS`` order):
 ``group_memory_edit`` governs the tools only (README): both policies give the same
 command outcomes. Unlike the tools, ``/memory group delete`` is for the owner, admins
 and superusers only — the author of a group memory who is a plain member is refused
-(README command table). The background loop (L3) has no actor yet: "n/a until the L3
-loop lands" (``BACKGROUND``); ``dmn`` (trigger one L3 run) is for superusers.
+(README command table). The background loop (L3) sends no commands: its column is "n/a
+until the L3 loop lands" (``BACKGROUND``; asserted: no loop runs in the plugin, so
+``dmn`` — for superusers — has nothing to trigger); ``dmn`` is the only command that
+reaches it.
 """
 
 from __future__ import annotations
@@ -298,7 +300,11 @@ def expect_memo(ctx: Any, event: Any, case: Case) -> None:
     ctx.should_call_api(api, {**target, "messages": [node]}, result={"message_id": 1})
 
 
-def test_the_matrix_covers_every_actor_chat_and_policy() -> None:
+async def test_the_matrix_covers_every_actor_chat_and_policy(app: App) -> None:
+    from amrita_memory_pg.integrations.nonebot import runtime
+
     assert len(CASES) == len(COMMAND_MATRIX) * 2 * len(ACTORS) * len(POLICIES)
     assert {c.outcome for c in CASES} == {"A", "R", "O", "V"}
-    assert BACKGROUND.startswith("n/a")
+    # BACKGROUND: no L3 loop in the process yet. When one registers its trigger, this
+    # fails: add the loop as an actor of the tool matrix and a dmn row that triggers it.
+    assert runtime.dmn_trigger is None, BACKGROUND
