@@ -525,7 +525,9 @@ async def apply(op: Op, ctx: ToolContext, model: Model, views: Views) -> None:
             del model.memories[target]
 
     elif op.kind == "cmd_delete":
-        reply = await views.command().run(ctx, f"{op.scope} delete {target}")
+        # The full id, or a unique prefix of it (resolved within the addressed partition only).
+        given = target if op.target % 2 else target[:8]
+        reply = await views.command().run(ctx, f"{op.scope} delete {given}")
         assert isinstance(reply, TextReply)
         admin = bool(ctx.roles & GROUP_ADMIN_ROLES)
         allowed = (
