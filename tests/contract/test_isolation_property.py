@@ -38,7 +38,7 @@ from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.commands.memory_command import MemoReply, MemoryCommand, TextReply
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.tools.context import GROUP_ADMIN_ROLES, ToolContext
+from amrita_memory_pg.tools.context import ToolContext
 
 # The property is about partitions, not vectors: the hashing embedder on both backends.
 BACKENDS = ["pgvector", "chroma"]
@@ -79,6 +79,8 @@ EDITS = ("update_memory", "delete_memory", "cmd_delete")  # drawn twice as often
 MARKER = re.compile(r"<<(\d+)\.(\d+)@([A-Za-z]+_(?:Private|Group)_\d+)>>")
 MEMORY_ID = re.compile(r"\[([0-9a-f]{32})\]")
 NO_SUCH_ID = "0" * 32
+#: who manages a group's shared memories (README): its owner and admins, and superusers
+ADMIN_ROLES = frozenset({"owner", "admin", "superuser"})
 _namespaces = itertools.count(1000)
 
 
@@ -135,7 +137,7 @@ class Model:
         """The documented tool rule (README, W2), stated independently of the code."""
         if row.scope != "group" or self.policy == "anyone":
             return True
-        return bool(ctx.roles & GROUP_ADMIN_ROLES) or row.author == ctx.user_id
+        return bool(ctx.roles & ADMIN_ROLES) or row.author == ctx.user_id
 
 
 @dataclass(frozen=True)
@@ -529,7 +531,7 @@ async def apply(op: Op, ctx: ToolContext, model: Model, views: Views) -> None:
         given = target if op.target % 2 else target[:8]
         reply = await views.command().run(ctx, f"{op.scope} delete {given}")
         assert isinstance(reply, TextReply)
-        admin = bool(ctx.roles & GROUP_ADMIN_ROLES)
+        admin = bool(ctx.roles & ADMIN_ROLES)
         allowed = (
             key is not None
             and row is not None
