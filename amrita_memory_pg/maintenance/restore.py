@@ -8,10 +8,10 @@ restored verbatim and then re-embedded through the one model-change sequence.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
-import secrets
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -58,6 +58,9 @@ class RestoreReport:
     reembedded: int = 0
     safety_backup: BackupInfo | None = None
     keys_migrated: int = 0
+    #: reference-plugin backups are merged: rows added, and rows already in the store
+    merged: int = 0
+    kept_existing: int = 0
 
 
 def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -254,7 +257,13 @@ def _copy_rows(script: str, table: str) -> int:
 
 
 async def _restore_reference(store: Store, path: Path, *, force: bool) -> RestoreReport:
-    """The reference plugin's ``embed_backup_*.json``: texts + metadata, no vectors."""
+    """The reference plugin's ``embed_backup_*.json``: texts + metadata, no vectors.
+
+    MERGED into the store, never replacing it: its users restore it into a store that
+    already holds what was written since (memos, newer memories). A memory whose id is
+    already in its partition is kept as it is; ids that are not 32 hex digits get one
+    derived from the partition and the old id, so a second run changes nothing.
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -266,7 +275,6 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
         raise BackupError(
             f"{path.name} is inconsistent: {len(ids)} ids, {len(documents)} documents, {len(metadatas)} metadatas"
         )
-    await _guard_empty(store, len(ids), force)
     now = datetime.now(UTC)
     records: list[list[Any]] = []
     skipped = 0
@@ -280,7 +288,9 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
             continue
         created = parse_created_at(meta.get("created_at")) or now
         memory_id = (
-            raw_id if isinstance(raw_id, str) and _HEX32.match(raw_id) else secrets.token_hex(16)
+            raw_id
+            if isinstance(raw_id, str) and _HEX32.match(raw_id)
+            else hashlib.md5(f"{key}|{raw_id}".encode()).hexdigest()
         )
         level = LABEL_TO_LEVEL.get(str(meta.get("importance")), MEDIUM)
         tags = list(parse_tags(meta.get("tags") if isinstance(meta.get("tags"), str) else None))
@@ -310,26 +320,28 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
     vectors = await store.embedder.embed_passages([r[3] for r in records])
     report = RestoreReport(source=path, kind="reference-json")
     report.safety_backup = await _safety_backup(store, path)
+    merge = query("merge_restored_memory")
     async with store.pool.acquire() as conn, conn.transaction():
-        await _replace_all(conn)
-        await conn.copy_records_to_table(
-            "memory",
-            schema_name="amrita_memory",
-            columns=list(MEMORY_COLUMNS),
-            records=[
-                (*r, v, store.embedder.fingerprint) for r, v in zip(records, vectors, strict=True)
-            ],
+        before = await store_counts(conn)
+        await conn.executemany(
+            merge,
+            [(*r, v, store.embedder.fingerprint) for r, v in zip(records, vectors, strict=True)],
         )
-        provider = store.embedder.provider
-        await store_meta.write_model(
-            conn,
-            fingerprint=store.embedder.fingerprint,
-            protocol=provider.protocol,
-            model=provider.model,
-            base_url=provider.base_url,
-            dim=store.embedder.dim,
-            keep_dim=False,
-            reset_key_format=True,
-        )
-    report.reembedded = len(records)
+        merged = (await store_counts(conn))["memory"] - before["memory"]
+        if before["memory"] == 0:
+            # an empty store takes the configured model; a non-empty one keeps its record and
+            # _after_restore re-embeds everything if that model is not the configured one
+            provider = store.embedder.provider
+            await store_meta.write_model(
+                conn,
+                fingerprint=store.embedder.fingerprint,
+                protocol=provider.protocol,
+                model=provider.model,
+                base_url=provider.base_url,
+                dim=store.embedder.dim,
+                keep_dim=False,
+            )
+    report.merged = merged
+    report.kept_existing = len(records) - merged
+    report.reembedded = merged
     return await _after_restore(store, report)

@@ -287,3 +287,35 @@ async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_ba
             kind,
         )
         assert {r["column_name"] for r in in_table} == set(columns), kind
+
+
+async def test_a_reference_backup_is_merged_into_a_live_store_and_twice_changes_nothing(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 11: restoring the old plugin's JSON used to replace the whole store."""
+    legacy = {
+        "ids": ["a" * 32, "b" * 32],
+        "documents": ["旧插件的记忆一", "旧插件的记忆二"],
+        "metadatas": [
+            {"scope": "user", "user_id": "user_10001", "tags": "", "importance": "high"},
+            {"scope": "group", "user_id": "group_555", "tags": "", "importance": "low"},
+        ],
+    }
+    path = tmp_path / "embed_backup_20260101_000000.json"
+    path.write_text(json.dumps(legacy, ensure_ascii=False), encoding="utf-8")
+    async with memory_on(db_dsn, tmp_path) as mem:
+        live = await mem.memories.add(
+            partition_key="QQPlatform_Private_10001", scope="user", content="迁移之后写的新记忆"
+        )
+        await mem.memos.replace("QQPlatform_Private_10001", "迁移之后的备忘录")
+        first = await restore_backup(mem.store, path)
+        assert (first.merged, first.kept_existing) == (2, 0)
+        assert first.safety_backup is not None
+        kept = await mem.memories.get("QQPlatform_Private_10001", live.id)
+        assert kept is not None and kept.content == "迁移之后写的新记忆"
+        assert (await mem.memos.get("QQPlatform_Private_10001")).content == "迁移之后的备忘录"
+        before = await checksum(mem)
+        second = await restore_backup(mem.store, path)
+        assert (second.merged, second.kept_existing) == (0, 2)
+        assert await checksum(mem) == before
+        assert before["memories"] == 3
