@@ -349,7 +349,11 @@ def psql(state: CliState, psql_args: tuple[str, ...]) -> None:
             if found is None:
                 raise
             program = found
-        code = subprocess.call([program, *psql_args, target.dsn])
+        from amrita_memory_pg.storage.pg.libpq import child_process_args
+
+        # The password goes to psql as PGPASSWORD, not on its (public) command line.
+        argv, env = child_process_args([program, *psql_args, target.dsn])
+        code = subprocess.call(argv, env=env)
     finally:
         target.release()
     sys.exit(code)

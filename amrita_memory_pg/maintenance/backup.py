@@ -139,8 +139,12 @@ def pg_tool(name: str) -> str:
 
 
 async def run_tool(*argv: str) -> None:
+    from amrita_memory_pg.storage.pg.libpq import child_process_args
+
+    # The password travels in the child's environment, not on its public command line.
+    args, env = child_process_args(argv)
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
     )
     _out, err = await proc.communicate()
     if proc.returncode != 0:
