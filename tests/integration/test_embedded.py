@@ -215,6 +215,10 @@ async def test_a_killed_postmaster_is_restarted_and_the_pool_recovers(tmp_path: 
         recovery = await _write_until_success(mem, ctx, "喜欢狗", seconds=10)
         new_pid = server.postmaster_pid()
         assert new_pid is not None and new_pid != old_pid
+        for _ in range(50):  # its supervisor may still be confirming the start
+            if server.restarts:
+                break
+            await asyncio.sleep(0.1)
         assert server.restarts == 1  # this process restarted it, once
         assert _postmasters(pgdata) == [new_pid]
         listed = json.loads(await mem.call_tool("list_memory", {"scope": "user"}, ctx))

@@ -232,8 +232,8 @@ class _Share:
     def check(self) -> bool:
         """Restart the server if it is down. True if this call restarted it."""
         problem = self.problem()
-        if problem is None:
-            self._suspect = None
+        if problem is None or not (self.pgdata / "PG_VERSION").exists():
+            self._suspect = None  # healthy, or the cluster itself was deleted: nothing to start
             return False
         if problem.startswith("its socket") and self._suspect != problem:
             self._suspect = problem  # a live postmaster without socket: be sure first
