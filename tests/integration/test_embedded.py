@@ -16,7 +16,7 @@ import asyncpg
 import psutil
 import pytest
 
-from amrita_memory_pg.service import open_memory
+from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.storage.pg.database import Database
 from amrita_memory_pg.storage.pg.embedded import CHECK_INTERVAL, pid_alive, start_embedded
