@@ -93,6 +93,41 @@ async def db_downgrade(state: CliState, revision: str, yes: bool) -> None:
     click.echo(f"schema now at {after or '(empty)'}")
 
 
+@db.command("stop")
+@click.pass_obj
+def db_stop(state: CliState) -> None:
+    """Stop the embedded server if no running process uses it.
+
+    The last process that uses the embedded server stops it when it exits, so this is
+    only needed after every user was killed (kill -9). A server that a live process
+    still uses is left alone: that process supervises it and would start it again at
+    once. Stop the bot first; this exits with status 1 and names it.
+    """
+    from amrita_memory_pg.storage.pg.embedded import stop_cluster
+
+    settings = state.settings
+    if settings.database.url:
+        raise click.ClickException(
+            "DATABASE_URL points to an external server: stop it where it runs "
+            "(this command stops only the embedded one)"
+        )
+    pgdata = settings.resolved_data_dir() / "pg"
+    result = stop_cluster(settings.resolved_data_dir())
+    if result.users:
+        pids = ", ".join(str(pid) for pid in result.users)
+        click.echo(
+            f"the embedded PostgreSQL in {pgdata} is in use by process {pids}: stop it first "
+            "(the last process to exit stops the server)"
+        )
+        sys.exit(1)
+    if result.pid is None:
+        click.echo(f"the embedded PostgreSQL in {pgdata} is not running")
+    elif result.stopped:
+        click.echo(f"stopped the embedded PostgreSQL in {pgdata} (pid {result.pid})")
+    else:
+        raise click.ClickException(f"the embedded PostgreSQL in {pgdata} did not stop")
+
+
 @db.command("current")
 @click.pass_obj
 @run_async
@@ -314,7 +349,11 @@ def psql(state: CliState, psql_args: tuple[str, ...]) -> None:
             if found is None:
                 raise
             program = found
-        code = subprocess.call([program, *psql_args, target.dsn])
+        from amrita_memory_pg.storage.pg.libpq import child_process_args
+
+        # The password goes to psql as PGPASSWORD, not on its (public) command line.
+        argv, env = child_process_args([program, *psql_args, target.dsn])
+        code = subprocess.call(argv, env=env)
     finally:
         target.release()
     sys.exit(code)

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import os
 import re
 import secrets
 import shutil
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -149,8 +151,12 @@ def pg_tool(name: str) -> str:
 
 
 async def run_tool(*argv: str) -> None:
+    from amrita_memory_pg.storage.pg.libpq import child_process_args
+
+    # The password travels in the child's environment, not on its public command line.
+    args, env = child_process_args(argv)
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
     )
     _out, err = await proc.communicate()
     if proc.returncode != 0:
@@ -171,8 +177,9 @@ async def create_backup(
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
     stem = _new_stem(now)
-    tmp_jsonl = directory / f".{stem}.jsonl.part"
-    tmp_dump = directory / f".{stem}.dump.part"
+    clean_stale_parts(directory)
+    tmp_jsonl = directory / f".{stem}.{os.getpid()}.jsonl.part"
+    tmp_dump = directory / f".{stem}.{os.getpid()}.dump.part"
     dsn = store.dsn
     try:
         async with (
@@ -225,6 +232,30 @@ async def create_backup(
     return info
 
 
+def clean_stale_parts(directory: Path, legacy_age: float = 3600) -> list[str]:
+    """Delete the ``.part`` files of writers that died (kill -9 during ``backup create``).
+
+    A part is named ``.<stem>.<pid>.<jsonl|dump>.part``; one whose pid no longer runs is
+    debris, one whose pid runs is being written and stays. Parts named before the pid was
+    added (``.<stem>.<kind>.part``) go once they are ``legacy_age`` seconds old.
+    """
+    from amrita_memory_pg.storage.pg.embedded import pid_alive
+
+    removed = []
+    for path in directory.glob(f".{PREFIX}*.part") if directory.is_dir() else ():
+        fields = path.name[1:].split(".")
+        stale = False
+        if len(fields) == 4 and fields[1].isascii() and fields[1].isdigit():
+            stale = not pid_alive(int(fields[1]))
+        else:
+            with contextlib.suppress(OSError):
+                stale = time.time() - path.stat().st_mtime > legacy_age
+        if stale:
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return removed
+
+
 def rotate(directory: Path, keep: int, protect: set[str] | None = None) -> list[str]:
     """Delete all but the newest ``keep`` backups (never one named in ``protect``)."""
     stems = sorted(
@@ -258,6 +289,7 @@ def list_backups(directory: Path) -> list[BackupInfo]:
     out: list[BackupInfo] = []
     if not directory.is_dir():
         return out
+    clean_stale_parts(directory)
     for path in sorted(directory.glob(f"{PREFIX}*.jsonl")):
         stem = path.name.split(".")[0]
         if not _STEM.match(stem):
