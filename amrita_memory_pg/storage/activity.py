@@ -8,27 +8,13 @@ statements are the named queries of ``sql/queries/activity.sql``, one wrapper ea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from typing import Literal
 
 import asyncpg
 
 from amrita_memory_pg.domain.activity import DAYS, SLOTS_PER_DAY, heat_cell
+from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.storage.queries import query
-
-Role = Literal["user", "bot"]
-
-
-@dataclass(frozen=True, slots=True)
-class ChatLine:
-    id: int
-    session_key: str
-    user_id: str
-    group_id: str | None
-    role: Role
-    text: str
-    created_at: datetime
 
 
 class ActivityStore:

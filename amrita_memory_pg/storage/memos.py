@@ -11,50 +11,14 @@ primary-key lookup.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 
-from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import MemoTooLong
+from amrita_memory_pg.domain.records import Memo, MemoWrite
 from amrita_memory_pg.storage.queries import query
-
-
-class MemoTooLong(AmritaMemoryError):
-    """A memo write was refused because the result would exceed ``memo_max_chars``.
-
-    ``str(exc)`` is the reference's message («备忘录长度 {len} 超过上限 {max}，请压缩后重试»),
-    which the tools hand to the LLM so it can compress and retry; the old memo is intact.
-    """
-
-    def __init__(self, length: int, limit: int, current_chars: int) -> None:
-        super().__init__(f"备忘录长度 {length} 超过上限 {limit}，请压缩后重试")
-        self.length = length
-        self.limit = limit
-        self.current_chars = current_chars
-
-
-@dataclass(frozen=True, slots=True)
-class Memo:
-    partition_key: str
-    #: "" when the partition has no memo (an empty memo is never injected)
-    content: str
-    #: 0 when no row exists; +1 on every write
-    version: int
-    updated_at: datetime | None
-
-    @property
-    def chars(self) -> int:
-        return len(self.content)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoWrite:
-    """An accepted write: the memo's new length and version."""
-
-    chars: int
-    version: int
 
 
 class MemoStore:

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from amrita_memory_pg.domain.errors import ToolError
+from amrita_memory_pg.domain.errors import MemoTooLong, ToolError
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memos import MemoStore, MemoTooLong
+from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.args import Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
