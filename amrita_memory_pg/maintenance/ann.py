@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
+
 
 @dataclass(frozen=True, slots=True)
 class AnnReport:
@@ -32,6 +34,8 @@ async def maintain_ann_indexes(
     ``search_memories_v1`` consults.
     """
     async with pool.acquire() as conn:
+        # An index build takes minutes on a big partition; RESET ALL on release undoes this.
+        await lift_statement_timeout(conn, local=False)
         sizes = await conn.fetch(
             """
             SELECT partition_key, vector_dims(embedding) AS dim, count(*)::integer AS n

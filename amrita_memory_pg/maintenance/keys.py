@@ -16,6 +16,7 @@ import asyncpg
 
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION, to_current
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ async def migrate_keys(
     """Convert legacy partition keys; with ``dry_run`` only count what would change."""
     report = KeyMigrationReport(dry_run=dry_run)
     async with pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)  # one transaction over every legacy row
         # Serialise with other migrations of keys (bot start-up and CLI at once).
         await conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.keys', 0))"

@@ -42,6 +42,7 @@ from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.reembed import change_model
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,7 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
                 yield _record(item, columns)
 
     async with store.pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)  # one transaction over the whole backup
         await _replace_all(conn)
         for kind, table, columns in (
             ("memory", "memory", MEMORY_COLUMNS),
@@ -307,6 +309,7 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
     report = RestoreReport(source=path, kind="reference-json")
     report.safety_backup = await _safety_backup(store, path)
     async with store.pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)  # one transaction over the whole backup
         await _replace_all(conn)
         await conn.copy_records_to_table(
             "memory",

@@ -2,7 +2,8 @@
 
 It takes vectors, never texts to embed: the service embeds first, outside any
 transaction, so no lock is ever held during an HTTP call. The partition cap is checked
-in the same transaction as the insert (``amrita_memory.insert_memory_v1``); retrieval is
+in the same transaction as the insert (``amrita_memory.write_memory_v1``, which also makes a
+retried identical write return the first one); retrieval is
 one SQL statement through the configured :class:`~amrita_memory_pg.domain.ports.VectorBackend`;
 the sweep is set-based SQL in batches with a persisted cursor. Time is an argument.
 """
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, PartitionFull
@@ -29,6 +31,7 @@ from amrita_memory_pg.domain.records import (
     Source,
     SweepReport,
 )
+from amrita_memory_pg.storage.pg.outcome import write_connection
 
 
 def record_from_row(row: Any) -> MemoryRecord:
@@ -69,6 +72,15 @@ def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextMa
 
 
 @dataclass(frozen=True, slots=True)
+class AddResult:
+    """What an insert did: the memory, and whether it already existed (a retried write)."""
+
+    record: MemoryRecord
+    #: True when an identical write within the dedup window was found and returned
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SweepParams:
     """The ``[decay]`` numbers of one sweep run."""
 
@@ -81,11 +93,25 @@ class SweepParams:
 class MemoryRepository:
     """L2 memories on one pool, with one vector backend kept in step."""
 
-    def __init__(self, pool: asyncpg.Pool, backend: VectorBackend, *, cap: int) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        backend: VectorBackend,
+        *,
+        cap: int,
+        acquire_timeout: float | None = None,
+    ) -> None:
         self.pool = pool
         self.backend = backend
         #: ``per_session_memory_limit``: checked by the insert itself
         self.cap = cap
+        #: longest wait for a pooled connection before a write is refused (None = no limit)
+        self.acquire_timeout = acquire_timeout
+
+    def _writing(self) -> contextlib.AbstractAsyncContextManager[PoolConnectionProxy]:
+        """A connection for one write whose driver failures come out as
+        :class:`DatabaseRefused` (certainly no effect) or :class:`OutcomeUnknown`."""
+        return write_connection(self.pool, acquire_timeout=self.acquire_timeout)
 
     # ------------------------------------------------------------------ writes
 
@@ -107,15 +133,56 @@ class MemoryRepository:
     ) -> MemoryRecord:
         """Insert under the partition cap; raises :class:`PartitionFull` or
         :class:`FingerprintMismatch` (the store holds another model's vectors)."""
+        result = await self.write(
+            partition_key=partition_key,
+            scope=scope,
+            content=content,
+            tags=tags,
+            importance=importance,
+            category=category,
+            source=source,
+            author=author,
+            vector=vector,
+            fingerprint=fingerprint,
+            provider=provider,
+            now=now,
+        )
+        return result.record
+
+    async def write(
+        self,
+        *,
+        partition_key: str,
+        scope: Scope,
+        content: str,
+        tags: Sequence[str] = (),
+        importance: int = 5,
+        category: Category | None = None,
+        source: Source = "auto",
+        author: str | None = None,
+        vector: Vector,
+        fingerprint: str,
+        provider: ProviderInfo,
+        now: datetime,
+        dedup_seconds: float = 0.0,
+    ) -> AddResult:
+        """Insert under the partition cap, or return an identical memory written less than
+        ``dedup_seconds`` before ``now`` (``amrita_memory.write_memory_v1``: same partition,
+        scope, content, author, source and model; checked under the cap's lock, so two
+        concurrent identical writes leave one row).
+
+        Raises :class:`PartitionFull`, :class:`FingerprintMismatch`, and for a driver
+        failure :class:`DatabaseRefused` (nothing was written) or :class:`OutcomeUnknown`.
+        """
         cap = self.cap
-        # insert_memory_v1 is one statement, hence its own transaction: the cap's advisory
+        # write_memory_v1 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
-        async with self.pool.acquire() as conn, _transaction(conn, self.backend.write_hooks):
+        async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
             try:
                 row = await conn.fetchrow(
-                    "SELECT * FROM amrita_memory.insert_memory_v1("
-                    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                    "SELECT * FROM amrita_memory.write_memory_v1("
+                    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
                     partition_key,
                     scope,
                     content,
@@ -128,6 +195,7 @@ class MemoryRepository:
                     fingerprint,
                     now,
                     cap,
+                    float(dedup_seconds),
                     provider.protocol,
                     provider.model,
                     provider.base_url,
@@ -139,23 +207,13 @@ class MemoryRepository:
             assert row is not None
             if row["id"] is None:
                 raise PartitionFull(partition_key, cap)
-            record = MemoryRecord(
-                id=row["id"],
-                partition_key=partition_key,
-                scope=scope,
-                content=content,
-                tags=tuple(tags),
-                importance=importance,
-                category=category,
-                source=source,
-                author=author,
-                created_at=now,
-                updated_at=now,
-            )
+            record = record_from_row(row)
+            if row["duplicate"]:
+                return AddResult(record, duplicate=True)
             # Inside the transaction: if a secondary index refuses it, the insert rolls back.
             if self.backend.write_hooks:
                 await self.backend.added(record, vector)
-        return record
+        return AddResult(record)
 
     async def update(
         self,
@@ -175,7 +233,7 @@ class MemoryRepository:
         ``created_at`` is kept (the memory's age); a change of importance *tier* restarts
         the sweep's clock (``tier_since``). None when the id is not in the partition.
         """
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._writing() as conn, conn.transaction():
             row = await conn.fetchrow(
                 f"""
                 UPDATE amrita_memory.memory m
@@ -212,7 +270,7 @@ class MemoryRepository:
 
     async def delete(self, partition_key: str, memory_id: str) -> bool:
         """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._writing() as conn, conn.transaction():
             deleted = await conn.fetchval(
                 "DELETE FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2 RETURNING id",
                 partition_key,

@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from amrita_memory_pg.domain.errors import ToolError
+from amrita_memory_pg.domain.errors import DatabaseError, ToolError
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.failures import failure_message
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,12 @@ class ToolRegistry:
         except ToolError as exc:
             return error_reply(exc.message, **exc.extra)
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
-            log.exception("tool %s failed", name)
             prefix = spec.failure_prefix or f"{name} 失败"
-            return error_reply(f"{prefix}: {exc}")
+            # issue 11 F7: never an empty message; say whether anything changed, what to do.
+            message = failure_message(name, prefix, exc)
+            if isinstance(exc, DatabaseError):
+                log.warning("tool %s failed: %s", name, exc)
+            else:
+                log.exception("tool %s failed", name)
+            return error_reply(message)
         return dumps(result)
