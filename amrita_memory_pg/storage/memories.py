@@ -31,7 +31,7 @@ from amrita_memory_pg.domain.records import (
     Source,
     SweepReport,
 )
-from amrita_memory_pg.storage.pg.outcome import write_connection
+from amrita_memory_pg.storage.pg.outcome import classify, write_connection
 
 
 def record_from_row(row: Any) -> MemoryRecord:
@@ -284,11 +284,19 @@ class MemoryRepository:
     # ------------------------------------------------------------------ reads
 
     async def get(self, partition_key: str, memory_id: str) -> MemoryRecord | None:
-        row = await self.pool.fetchrow(
-            f"SELECT {_COLUMNS} FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2",
-            partition_key,
-            memory_id,
-        )
+        """One memory of the partition, or None. The lookup before an update or a delete:
+        a driver failure here comes out as :class:`DatabaseRefused` (a read changed nothing)."""
+        try:
+            row = await self.pool.fetchrow(
+                f"SELECT {_COLUMNS} FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2",
+                partition_key,
+                memory_id,
+            )
+        except Exception as exc:
+            mapped = classify(exc, sent=False)
+            if mapped is None:
+                raise
+            raise mapped from exc
         return None if row is None else record_from_row(row)
 
     async def count(self, partition_key: str) -> int:

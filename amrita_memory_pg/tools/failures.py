@@ -9,7 +9,8 @@ what happened, whether anything changed, and what to do next —
   never left this process; an embedding failure, which happens before any write): the
   reason and «请稍后重试»;
 * unknown (:class:`OutcomeUnknown`: the connection broke or the client stopped waiting
-  after the statement was sent): «结果未知» and how to check before retrying, per tool.
+  after the statement was sent): «…结果未知» (not «失败») and how to check before
+  retrying, per tool.
 
 Driver exceptions that reach the registry's edge unclassified (a read path) are
 classified here by exception class and SQLSTATE, never by message text.
@@ -71,14 +72,20 @@ def refused_text(exc: DatabaseRefused) -> str:
 
 
 def unknown_text(tool: str) -> str:
-    """The reply for a write whose outcome cannot be known (no prefix)."""
+    """What happened and how to check, for a write whose outcome cannot be known (no prefix)."""
     hint = CHECK_HINTS.get(tool)
     if hint is None:  # a read: nothing to check, just try again
         return "与数据库的连接中断或等待超时，查询没有完成。请稍后重试"
     return (
-        "结果未知：请求发出后与数据库的连接中断或等待超时，这次操作可能已经生效，也可能没有。"
-        + hint
+        "请求已发出，但与数据库的连接随后中断或等待超时，这次操作可能已经生效，也可能没有。" + hint
     )
+
+
+def unknown_prefix(prefix: str) -> str:
+    """«写入记忆失败» → «写入记忆结果未知»: the reply must not claim a failure it cannot know."""
+    if prefix.endswith("失败"):
+        return prefix.removesuffix("失败") + "结果未知"
+    return f"{prefix}（结果未知）"
 
 
 def embedding_failure(prefix: str, exc: EmbeddingError) -> ToolError:
@@ -98,6 +105,8 @@ def failure_message(tool: str, prefix: str, exc: BaseException) -> str:
         # tool that makes the honest answer «unknown», never a wrong «nothing happened».
         mapped = classify(exc, sent=True) or exc
     if isinstance(mapped, OutcomeUnknown):
+        if tool in CHECK_HINTS:
+            return f"{unknown_prefix(prefix)}：{unknown_text(tool)}"
         return f"{prefix}：{unknown_text(tool)}"
     if isinstance(mapped, DatabaseRefused):
         return f"{prefix}：{refused_text(mapped)}"
@@ -108,5 +117,8 @@ def failure_message(tool: str, prefix: str, exc: BaseException) -> str:
         return embedding_failure(prefix, mapped).message
     kind = type(exc).__name__
     if tool in CHECK_HINTS:
-        return f"{prefix}：出现意外错误（{kind}），无法确认操作是否已生效。{CHECK_HINTS[tool]}"
+        return (
+            f"{unknown_prefix(prefix)}：出现意外错误（{kind}），无法确认操作是否已生效。"
+            + CHECK_HINTS[tool]
+        )
     return f"{prefix}：出现意外错误（{kind}）。请稍后重试；若持续出现请告知管理员"

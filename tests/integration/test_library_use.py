@@ -31,7 +31,9 @@ async def test_open_memory_on_a_throwaway_data_dir(
             )
         )
         assert reply["status"] == "success", reply
-        found = json.loads(await mem.call_tool("read_memory", {"query": "猫", "scope": "user"}, ctx))
+        found = json.loads(
+            await mem.call_tool("read_memory", {"query": "猫", "scope": "user"}, ctx)
+        )
         assert found["documents"] == [["我喜欢猫"]]
     assert (tmp_path / "mem" / "pg" / "PG_VERSION").is_file()
 

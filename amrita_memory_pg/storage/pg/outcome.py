@@ -33,6 +33,7 @@ import logging
 from collections.abc import AsyncIterator
 
 import asyncpg
+from asyncpg.exceptions._base import DataError as ArgumentDataError
 from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.domain.errors import DatabaseError, DatabaseRefused, OutcomeUnknown
@@ -54,8 +55,10 @@ REFUSED_CLASSES: dict[str, str] = {"53": "resources"}
 LOST_SQLSTATES = frozenset({"57P01", "57P02", "57P04", "57P05"})
 #: SQLSTATE classes of the same kind (08: connection exception).
 LOST_CLASSES = frozenset({"08"})
-#: asyncpg's client-side refusals raised before anything is written to the socket.
-_PRE_SEND = (asyncpg.exceptions.DataError,)
+#: asyncpg's client-side refusal of an argument it cannot encode, raised before anything
+#: is written to the socket. (``asyncpg.exceptions.DataError`` is another class: the
+#: server's SQLSTATE class 22; this one is the interface error of the same name.)
+_PRE_SEND = (ArgumentDataError,)
 
 _REASON_TEXT = {
     "timeout": "the server cancelled the statement after statement_timeout",
@@ -86,10 +89,27 @@ def _unknown(exc: BaseException, sqlstate: str | None) -> OutcomeUnknown:
 def classify(exc: BaseException, *, sent: bool) -> DatabaseError | None:
     """The domain error for a driver failure, or None when ``exc`` is not one.
 
-    ``sent`` says whether a statement may have reached the server: False while a
-    connection is being acquired, True from the first statement on. Unsure → True: an
-    unknown outcome is the honest answer, a wrong «nothing happened» is the bug.
+    ``sent`` says whether a write may have reached the server: False while a connection
+    is being acquired (and for a read, which changes nothing either way), True from a
+    write's first statement on. Unsure → True: an unknown outcome is the honest answer,
+    a wrong «nothing happened» is the bug.
+
+    After sending, the exceptions this one was raised from count too: a transaction
+    block whose connection broke mid-statement tries to ROLLBACK on exit, and asyncpg's
+    «connection is closed» from that attempt hides the real failure behind it.
     """
+    if sent:
+        seen: set[int] = set()
+        inner = exc.__cause__ or exc.__context__
+        while inner is not None and id(inner) not in seen:
+            seen.add(id(inner))
+            if isinstance(_classify_one(inner, sent=True), OutcomeUnknown):
+                return _unknown(inner, getattr(inner, "sqlstate", None) or None)
+            inner = inner.__cause__ or inner.__context__
+    return _classify_one(exc, sent=sent)
+
+
+def _classify_one(exc: BaseException, *, sent: bool) -> DatabaseError | None:
     if isinstance(exc, asyncpg.PostgresError):
         sqlstate = exc.sqlstate or None
         code = sqlstate or ""
@@ -110,7 +130,9 @@ def classify(exc: BaseException, *, sent: bool) -> DatabaseError | None:
         # The plain class is asyncpg's own precondition check (connection closed, another
         # operation in progress): raised before anything is written to the socket.
         return _refused(exc, "unavailable", None)
-    if isinstance(exc, TimeoutError | OSError | asyncpg.InterfaceError):
+    if isinstance(
+        exc, TimeoutError | OSError | asyncpg.InterfaceError | asyncpg.InternalClientError
+    ):
         return _unknown(exc, None) if sent else _refused(exc, "unavailable", None)
     return None
 
