@@ -94,6 +94,13 @@ def embedding_failure(prefix: str, exc: EmbeddingError) -> ToolError:
     return ToolError(f"{prefix}: {detail}。向量服务暂时不可用，没有写入或修改任何内容，请稍后重试")
 
 
+def failure_cause(exc: BaseException) -> str:
+    """One log line's worth of why: the classified error, else the exception's type and text."""
+    mapped = exc if isinstance(exc, DatabaseError) else classify(exc, sent=True)
+    text = str(mapped if mapped is not None else exc).strip()
+    return text or type(exc).__name__
+
+
 def failure_message(tool: str, prefix: str, exc: BaseException) -> str:
     """The message of an error reply for an exception that is not a :class:`ToolError`.
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from amrita_memory_pg.domain.errors import DatabaseError, ToolError
+from amrita_memory_pg.storage.pg.outcome import classify
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.failures import failure_message
+from amrita_memory_pg.tools.failures import failure_cause, failure_message
 
 log = logging.getLogger(__name__)
 
@@ -210,8 +211,9 @@ class ToolRegistry:
             prefix = spec.failure_prefix or f"{name} 失败"
             # issue 11 F7: never an empty message; say whether anything changed, what to do.
             message = failure_message(name, prefix, exc)
-            if isinstance(exc, DatabaseError):
-                log.warning("tool %s failed: %s", name, exc)
+            if isinstance(exc, DatabaseError) or classify(exc, sent=True) is not None:
+                # An outage, not a bug: one line per call, no traceback.
+                log.warning("tool %s failed: %s", name, failure_cause(exc))
             else:
                 log.exception("tool %s failed", name)
             return error_reply(message)
