@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import asyncpg
 import psutil
 
 from amrita_memory_pg.bootstrap import open_memory
@@ -128,7 +129,7 @@ class LoadConfig:
     groups: int = 12
     #: probability that a call comes from a group chat (else a private chat)
     group_share: float = 0.4
-    think: tuple[float, float] = (0.6, 2.4)
+    think: tuple[float, float] = (2.0, 6.0)
     cap: int = 40
     pool_max_size: int = 10
     faults: tuple[str, ...] = FAULTS
@@ -400,6 +401,75 @@ def stop_server(pgdata: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+# ------------------------------------------------------------------------------ stub
+
+
+class StubProcess:
+    """The embedding stub (``amrita_memory_pg.testing.StubEmbeddingServer``, Ollama
+    protocol, hashing vectors) in a process of its own: in the harness's process its
+    threads would compete with 200+ simulated users for one GIL and time out for that
+    reason alone. Controlled through its stdin (``delay <seconds>``, ``quit``)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+    @classmethod
+    async def start(cls, dim: int) -> StubProcess:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--serve-stub",
+            str(dim),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        except BaseException:
+            proc.kill()
+            await proc.wait()
+            raise
+        url = line.decode().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            proc.kill()
+            await proc.wait()
+            raise RuntimeError(f"the embedding stub did not start: {url!r}")
+        return cls(proc, url)
+
+    async def set_delay(self, seconds: float) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"delay {seconds}\n".encode())
+        await self.proc.stdin.drain()
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(Exception):
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b"quit\n")
+                await self.proc.stdin.drain()
+                self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+def serve_stub(dim: int) -> int:
+    """``--serve-stub``: run the stub, print its URL, obey stdin until ``quit`` or EOF."""
+    with StubEmbeddingServer(dim=dim, models=[MODEL]) as stub:
+        print(stub.url, flush=True)
+        for line in sys.stdin:
+            command, _, value = line.strip().partition(" ")
+            if command == "delay":
+                stub.delay_seconds = float(value)
+            elif command == "quit":
+                break
+    return 0
+
+
 # ------------------------------------------------------------------------------ users
 
 
@@ -433,7 +503,7 @@ class SimUser:
 class LoadRun:
     """One run: the store, the stub, the users, the fault script and the records."""
 
-    def __init__(self, config: LoadConfig, mem: Memory, stub: StubEmbeddingServer, workdir: Path):
+    def __init__(self, config: LoadConfig, mem: Memory, stub: StubProcess, workdir: Path):
         self.config = config
         self.mem = mem
         self.stub = stub
@@ -683,11 +753,11 @@ class LoadRun:
 
     async def fault_embed(self) -> FaultWindow:
         at = self.now()
-        self.stub.delay_seconds = self.config.embed_timeout + 1.5
+        await self.stub.set_delay(self.config.embed_timeout + 1.5)
         try:
             await asyncio.sleep(self.config.embed_outage)
         finally:
-            self.stub.delay_seconds = 0.0
+            await self.stub.set_delay(0.0)
         end = self.now()
         return FaultWindow(
             f"embedding stub times out ({self.config.embed_outage:g} s)", at, end, note=""
@@ -727,35 +797,37 @@ class LoadRun:
 
     async def fault_reindex(self) -> FaultWindow:
         """SIGKILL a re-embed once it has staged some rows; run it again to the end."""
+        # Its own connection: the pool is busy with the users, and a late count would let
+        # the re-embed run to its end before the kill.
+        monitor = await asyncpg.connect(self.mem.database.target.dsn)
+        count = "SELECT count(*) FROM amrita_memory.reembed_staging"
         proc = await self.reindex_process()
         staged = 0
         killed_at: float | None = None
         deadline = time.monotonic() + 90
         try:
             while time.monotonic() < deadline and proc.returncode is None:
-                with contextlib.suppress(Exception):
-                    staged = int(
-                        await self.mem.pool.fetchval(
-                            "SELECT count(*) FROM amrita_memory.reembed_staging"
-                        )
-                    )
+                staged = int(await monitor.fetchval(count))
                 if staged >= 3 * self.config.reindex_batch:
                     proc.kill()
                     killed_at = self.now()
                     break
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.02)
         finally:
             if proc.returncode is None:
                 proc.kill()
             first_out, _ = await proc.communicate()
         at = killed_at if killed_at is not None else self.now()
-        kept = int(
-            await self.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.reembed_staging")
-        )
+        try:
+            kept = int(await monitor.fetchval(count))
+            total = int(await monitor.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+        finally:
+            await monitor.close()
         self.reindex_result.update(
             killed=killed_at is not None,
             staged_at_kill=staged,
             staged_after_kill=kept,
+            rows_at_kill=total,
             first_exit=proc.returncode,
             first_output=first_out.decode(errors="replace")[-400:],
         )
@@ -774,7 +846,7 @@ class LoadRun:
             job_left=int(job),
         )
         self.notes.append(
-            f"reindex: killed after {staged} staged rows ({kept} kept); rerun exit "
+            f"reindex: killed after {staged} staged rows ({kept} of {total} kept); rerun exit "
             f"{rerun.returncode}: {self.reindex_result['rerun_tail']}"
         )
         return FaultWindow("re-embed SIGKILLed mid-way", at, at, note=f"{staged} rows staged")
@@ -1032,7 +1104,7 @@ class LoadRun:
 # ------------------------------------------------------------------------------ entry
 
 
-def settings_for(config: LoadConfig, data_dir: Path, stub: StubEmbeddingServer) -> Settings:
+def settings_for(config: LoadConfig, data_dir: Path, stub: StubProcess) -> Settings:
     """Defaults everywhere except the store location, the stub and the cap (no config
     file, no environment: the run is reproducible wherever it starts)."""
     return load_settings(
@@ -1067,7 +1139,8 @@ async def run_load(config: LoadConfig) -> LoadReport:
     pgdata = workdir / "data" / "pg"
     started = time.monotonic()
     try:
-        with StubEmbeddingServer(dim=128, models=[MODEL]) as stub:
+        stub = await StubProcess.start(dim=128)
+        try:
             settings = settings_for(config, workdir / "data", stub)
             async with open_memory(settings) as mem:
                 run = LoadRun(config, mem, stub, workdir)
@@ -1080,20 +1153,22 @@ async def run_load(config: LoadConfig) -> LoadReport:
                 checks = await run.verify()
                 if config.record is not None:
                     run.record(config.record)
-            return LoadReport(
-                config=config,
-                seconds=time.monotonic() - started,
-                calls=run.calls,
-                phases=run.phases,
-                faults=run.faults,
-                checks=checks,
-                notes=run.notes,
-                timeouts=(
-                    settings.database.statement_timeout,
-                    settings.database.lock_timeout,
-                    settings.database.command_timeout,
-                ),
-            )
+        finally:
+            await stub.stop()
+        return LoadReport(
+            config=config,
+            seconds=time.monotonic() - started,
+            calls=run.calls,
+            phases=run.phases,
+            faults=run.faults,
+            checks=checks,
+            notes=run.notes,
+            timeouts=(
+                settings.database.statement_timeout,
+                settings.database.lock_timeout,
+                settings.database.command_timeout,
+            ),
+        )
     finally:
         for proc in server_processes(pgdata):
             with contextlib.suppress(psutil.Error):
@@ -1215,7 +1290,10 @@ def parse_args(argv: Sequence[str] | None) -> LoadConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--serve-stub"]:  # the stub's own process (see StubProcess)
+        return serve_stub(int(args[1]))
+    config = parse_args(args)
     # Each failed call logs one warning: thousands during the faults. The report counts them.
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     report = asyncio.run(run_load(config))
