@@ -273,6 +273,10 @@ def _route(method: str, path: str, *, old_ollama: bool) -> str | None:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's default listen backlog is 5: under a few hundred concurrent clients
+    # (bench/load.py) connections beyond it are dropped and retried after a 1 s SYN
+    # timeout, so the stub, not the code under test, became the bottleneck.
+    request_queue_size = 1024
     stub: StubEmbeddingServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -439,9 +439,14 @@ class StubProcess:
         return cls(proc, url)
 
     async def set_delay(self, seconds: float) -> None:
+        """Every embedding request from now on waits ``seconds`` before it is answered."""
         assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         self.proc.stdin.write(f"delay {seconds}\n".encode())
         await self.proc.stdin.drain()
+        ack = await asyncio.wait_for(self.proc.stdout.readline(), 10)  # applied from now on
+        if ack.strip() != b"ok":
+            raise RuntimeError(f"the embedding stub did not take the delay: {ack!r}")
 
     async def stop(self) -> None:
         if self.proc.returncode is None:
@@ -465,6 +470,7 @@ def serve_stub(dim: int) -> int:
             command, _, value = line.strip().partition(" ")
             if command == "delay":
                 stub.delay_seconds = float(value)
+                print("ok", flush=True)
             elif command == "quit":
                 break
     return 0
