@@ -288,6 +288,10 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    # Keep-alive, as Ollama and OpenAI servers do (every reply has a Content-Length): a
+    # new TCP connection per request made the stub the bottleneck under load.
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed ACK
 
     def do_GET(self) -> None:
         self._serve("GET")

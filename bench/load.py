@@ -129,7 +129,7 @@ class LoadConfig:
     groups: int = 12
     #: probability that a call comes from a group chat (else a private chat)
     group_share: float = 0.4
-    think: tuple[float, float] = (2.0, 6.0)
+    think: tuple[float, float] = (3.0, 9.0)
     cap: int = 40
     pool_max_size: int = 10
     faults: tuple[str, ...] = FAULTS
@@ -379,6 +379,38 @@ def restart_server(pgdata: Path, deadline: float, killed: int | None = None) -> 
             problem = f"AssertionError: {exc}"
             time.sleep(0.3)
     return f"could not restart: {problem}"
+
+
+def kill_when_staged(dsn: str, pid: int, threshold: int, deadline: float) -> tuple[int, bool]:
+    """SIGKILL the re-embed ``pid`` once ``threshold`` rows are staged: (staged, killed).
+
+    Runs in a thread with its own event loop and connection: with a few hundred users
+    on the harness's loop a coroutine here would see the count seconds late, and the
+    re-embed would have finished before the kill.
+    """
+
+    async def watch() -> tuple[int, bool]:
+        conn = await asyncpg.connect(dsn)
+        staged = 0
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                        return staged, False  # it ended by itself
+                except psutil.NoSuchProcess:
+                    return staged, False
+                staged = int(
+                    await conn.fetchval("SELECT count(*) FROM amrita_memory.reembed_staging")
+                )
+                if staged >= threshold:
+                    os.kill(pid, signal.SIGKILL)
+                    return staged, True
+                await asyncio.sleep(0.02)
+            return staged, False
+        finally:
+            await conn.close()
+
+    return asyncio.run(watch())
 
 
 def stop_server(pgdata: Path) -> None:
@@ -803,32 +835,26 @@ class LoadRun:
 
     async def fault_reindex(self) -> FaultWindow:
         """SIGKILL a re-embed once it has staged some rows; run it again to the end."""
-        # Its own connection: the pool is busy with the users, and a late count would let
-        # the re-embed run to its end before the kill.
-        monitor = await asyncpg.connect(self.mem.database.target.dsn)
-        count = "SELECT count(*) FROM amrita_memory.reembed_staging"
         proc = await self.reindex_process()
-        staged = 0
-        killed_at: float | None = None
-        deadline = time.monotonic() + 90
+        staged, killed = 0, False
         try:
-            while time.monotonic() < deadline and proc.returncode is None:
-                staged = int(await monitor.fetchval(count))
-                if staged >= 3 * self.config.reindex_batch:
-                    proc.kill()
-                    killed_at = self.now()
-                    break
-                await asyncio.sleep(0.02)
+            staged, killed = await asyncio.to_thread(
+                kill_when_staged,
+                self.mem.database.target.dsn,
+                proc.pid,
+                3 * self.config.reindex_batch,
+                time.monotonic() + 90,
+            )
         finally:
-            if proc.returncode is None:
+            if proc.returncode is None and not killed:
                 proc.kill()
             first_out, _ = await proc.communicate()
+        killed_at = self.now() if killed else None
         at = killed_at if killed_at is not None else self.now()
-        try:
-            kept = int(await monitor.fetchval(count))
-            total = int(await monitor.fetchval("SELECT count(*) FROM amrita_memory.memory"))
-        finally:
-            await monitor.close()
+        kept = int(
+            await self.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.reembed_staging")
+        )
+        total = int(await self.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
         self.reindex_result.update(
             killed=killed_at is not None,
             staged_at_kill=staged,
