@@ -41,6 +41,16 @@ class EmbeddingHTTPError(EmbeddingError):
         self.body = body
 
 
+#: issue 11 (feat/load): no cap on connections. With httpx's default cap (100) requests
+#: queue for a connection under a burst; when one's pool wait times out just as the pool
+#: creates a connection for it, httpcore (1.0.9) leaves that connection in the pool for
+#: good, in state CONNECTING, holding a slot. During a 15 s embedding outage under 400
+#: simulated users (bench/load.py) every slot became such a ghost and every later request
+#: failed with PoolTimeout until the process restarted. Without a cap no request waits
+#: for a slot; concurrency is bounded by the callers (one request per tool call).
+UNCAPPED = httpx.Limits(max_connections=None, max_keepalive_connections=20)
+
+
 def _retryable_status(status: int) -> bool:
     return status == 429 or status >= 500
 
@@ -83,7 +93,9 @@ class JsonHttpClient:
         self.backoff_seconds = max(0.0, backoff_seconds)
         self._secrets = [s for s in secrets if s]
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_seconds), headers=dict(headers or {})
+            timeout=httpx.Timeout(timeout_seconds),
+            headers=dict(headers or {}),
+            limits=UNCAPPED,
         )
 
     def scrub(self, text: str) -> str:
