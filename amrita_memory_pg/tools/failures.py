@@ -19,6 +19,8 @@ classified here by exception class and SQLSTATE, never by message text.
 from __future__ import annotations
 
 from amrita_memory_pg.domain.errors import (
+    AmritaMemoryError,
+    BackendError,
     DatabaseError,
     DatabaseRefused,
     EmbeddingError,
@@ -122,6 +124,12 @@ def failure_message(tool: str, prefix: str, exc: BaseException) -> str:
         return f"{prefix}：数据库不可用（{detail}），没有做任何修改。请稍后重试"
     if isinstance(mapped, EmbeddingError):
         return embedding_failure(prefix, mapped).message
+    if isinstance(mapped, BackendError):
+        # The vector index refused inside the write's transaction, which rolled back.
+        detail = str(mapped).strip() or type(mapped).__name__
+        return f"{prefix}: {detail}。没有做任何修改，请稍后重试"
+    if isinstance(mapped, AmritaMemoryError) and str(mapped).strip():
+        return f"{prefix}: {str(mapped).strip()}"  # our own errors name the fix
     kind = type(exc).__name__
     if tool in CHECK_HINTS:
         return (

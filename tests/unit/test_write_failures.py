@@ -14,6 +14,7 @@ import pytest
 from asyncpg.exceptions._base import DataError as ArgumentDataError
 
 from amrita_memory_pg.domain.errors import (
+    BackendError,
     ConfigError,
     DatabaseRefused,
     EmbeddingError,
@@ -99,6 +100,12 @@ def test_a_failed_rollback_does_not_hide_a_lost_connection() -> None:
 def test_what_is_not_a_driver_failure_is_not_classified() -> None:
     assert classify(ValueError("x"), sent=True) is None
     assert classify(KeyError("x"), sent=False) is None
+    # A vector backend's error raised from a refused socket stays the backend's error.
+    backend = BackendError("chroma at http://127.0.0.1:8000 is unreachable")
+    backend.__cause__ = ConnectionRefusedError()
+    assert classify(backend, sent=True) is None
+    message = failure_message("write_memory", "写入记忆失败", backend)
+    assert message.startswith("写入记忆失败: chroma at") and "没有做任何修改" in message
 
 
 WRITE_TOOLS = sorted(CHECK_HINTS)

@@ -94,19 +94,23 @@ def classify(exc: BaseException, *, sent: bool) -> DatabaseError | None:
     write's first statement on. Unsure → True: an unknown outcome is the honest answer,
     a wrong «nothing happened» is the bug.
 
-    After sending, the exceptions this one was raised from count too: a transaction
-    block whose connection broke mid-statement tries to ROLLBACK on exit, and asyncpg's
-    «connection is closed» from that attempt hides the real failure behind it.
+    After sending, the driver failures a driver failure was raised from count too: a
+    transaction block whose connection broke mid-statement tries to ROLLBACK on exit, and
+    asyncpg's «connection is closed» from that attempt hides the real failure behind it.
+    A domain error (a vector backend's, say) is never a driver failure, whatever it was
+    raised from: its own layer decided what it means.
     """
-    if sent:
-        seen: set[int] = set()
-        inner = exc.__cause__ or exc.__context__
-        while inner is not None and id(inner) not in seen:
-            seen.add(id(inner))
-            if isinstance(_classify_one(inner, sent=True), OutcomeUnknown):
-                return _unknown(inner, getattr(inner, "sqlstate", None) or None)
-            inner = inner.__cause__ or inner.__context__
-    return _classify_one(exc, sent=sent)
+    direct = _classify_one(exc, sent=sent)
+    if direct is None or not sent or isinstance(direct, OutcomeUnknown):
+        return direct  # not a driver failure (a domain error passes through), or final
+    seen: set[int] = set()
+    inner = exc.__cause__ or exc.__context__
+    while inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        if isinstance(_classify_one(inner, sent=True), OutcomeUnknown):
+            return _unknown(inner, getattr(inner, "sqlstate", None) or None)
+        inner = inner.__cause__ or inner.__context__
+    return direct
 
 
 def _classify_one(exc: BaseException, *, sent: bool) -> DatabaseError | None:
