@@ -9,6 +9,10 @@ defaults: PostgreSQL in ``data/amrita_memory_pg``, the default embedder, no LLM.
 ``LLM_API_KEY``) set, the built-in responder chats with memory. A ``.env`` in the working
 directory is read as NoneBot always does. The console's user (id ``user``) is made a
 superuser unless ``SUPERUSERS`` is configured, so every command can be tried.
+
+It exits within seconds on SIGTERM, SIGHUP or when its terminal goes away, and stops
+the embedded server it started when no other process uses it
+(:mod:`amrita_memory_pg.integrations.exit_guard`).
 """
 
 from __future__ import annotations
@@ -24,9 +28,14 @@ def main() -> int:
     import nonebot
     from nonebot.adapters.console import Adapter as ConsoleAdapter
 
+    from amrita_memory_pg.integrations.exit_guard import ExitGuard
+
     # No web server is needed for a console bot; a DRIVER in the environment wins.
     nonebot.init(driver=os.environ.get("DRIVER", "~none"))
     driver = nonebot.get_driver()
+    # First start-up hook, so it is in place before the database opens: exit within
+    # seconds on SIGTERM, SIGHUP or a closed terminal, leaving the embedded server.
+    driver.on_startup(ExitGuard().install)
     if not driver.config.superusers:
         driver.config.superusers = {CONSOLE_USER}
     driver.register_adapter(ConsoleAdapter)

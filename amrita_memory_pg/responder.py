@@ -13,9 +13,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from amrita_memory_pg.llm.chat import ChatClient, Message
+from amrita_memory_pg.domain.ports import ChatModel, Message, TokenUsage
+from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.service import Memory
-from amrita_memory_pg.storage.activity import ChatLine
 from amrita_memory_pg.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def history_messages(lines: Sequence[ChatLine], ctx: ToolContext, text: str) -> 
 
 async def respond(
     mem: Memory,
-    client: ChatClient,
+    client: ChatModel,
     ctx: ToolContext,
     text: str,
     *,
@@ -64,11 +64,15 @@ async def respond(
     speaker = f"[{ctx.user_id}] " if ctx.in_group else ""
     messages.append({"role": "user", "content": speaker + text})
     tools = mem.tool_schemas()
+    usage = TokenUsage()
 
     for _ in range(max_rounds):
-        reply = await client.complete(messages, tools)
+        completion = await client.complete(messages, tools)
+        usage += completion.usage
+        reply = completion.message
         calls: list[dict[str, Any]] = list(reply.get("tool_calls") or [])
         if not calls:
+            _log_usage(usage)
             return str(reply.get("content") or "").strip()
         messages.append(
             {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
@@ -84,4 +88,14 @@ async def respond(
             messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": result})
 
     final = await client.complete(messages, None)
-    return str(final.get("content") or "").strip() or EXHAUSTED
+    _log_usage(usage + final.usage)
+    return str(final.message.get("content") or "").strip() or EXHAUSTED
+
+
+def _log_usage(usage: TokenUsage) -> None:
+    log.debug(
+        "chat turn used %d tokens (%d prompt, %d completion)",
+        usage.total_tokens,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+    )

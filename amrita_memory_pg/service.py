@@ -22,10 +22,9 @@ from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.activity import ActivityStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.memo import register_memo_tools
-from amrita_memory_pg.tools.memory import register_memory_tools
-from amrita_memory_pg.tools.registry import ToolRegistry
+from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 
 
 class Memory:
@@ -49,8 +48,6 @@ class Memory:
             store.embedder,
             settings,
         )
-        self.tools = ToolRegistry()
-        register_memory_tools(self.tools, self.memories, settings)
         #: L1 memos; the cap is enforced by the database write
         self.memos = MemoStore(
             store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
@@ -61,7 +58,13 @@ class Memory:
             keep=settings.chat_log_keep,
             tz=resolve_timezone(settings.subconscious.idle_timezone),
         )
-        register_memo_tools(self.tools, self.memos, settings)
+        #: one tool registry per audience the settings call for (chat; L3 when enabled)
+        self.registries: dict[Audience, ToolRegistry] = compose_registries(
+            ToolDeps(memories=self.memories, memos=self.memos, settings=settings),
+            audiences_for(settings),
+        )
+        #: the chat LLM's tools, served by :meth:`call_tool` and :meth:`tool_schemas`
+        self.tools = self.registries["chat"]
 
     @property
     def pool(self) -> Any:

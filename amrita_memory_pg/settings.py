@@ -6,30 +6,49 @@ The reference plugin's keys keep their names (``per_session_memory_limit``, ``[d
 work unchanged. Our own options sit beside them. Any key can also be set through
 ``AMRITA_MEMORY_<SECTION>__<KEY>`` (or ``AMRITA_MEMORY_<KEY>`` at the top level).
 
-Precedence, lowest first: defaults < TOML file < environment < explicit overrides.
-An unknown key or a value that is not allowed raises :class:`ConfigError` with one
-sentence naming the key, the value, where it came from and what is allowed.
+:class:`Settings` is a pydantic-settings ``BaseSettings``. Its sources, highest first:
+init kwargs (explicit overrides, the NoneBot plugin's config), the ``AMRITA_MEMORY_*``
+environment (pydantic-settings' env source), the reference's environment names (a small
+source: they carry no common prefix), the TOML file (``TomlConfigSettingsSource``), the
+defaults. An unknown key or a value that is not allowed raises :class:`ConfigError` with
+one sentence naming the key, the value, where it came from and what is allowed.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     ValidationInfo,
     field_validator,
 )
+from pydantic.config import JsonDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from amrita_memory_pg.domain.errors import ConfigError
+from amrita_memory_pg.domain.redact import MASK, redact
 
 ENV_PREFIX = "AMRITA_MEMORY_"
 #: Environment variables with the prefix that are not settings keys.
@@ -39,10 +58,21 @@ DEFAULT_CONFIG_PATHS = (
     # The reference plugin's file: same keys, so a migrating user keeps their config.
     Path("config/amrita_plugin_memory/config.toml"),
 )
+#: Marks a key that is read nowhere yet: the reference's config files carry it, so it must
+#: load, but the reference page must not present it as working.
+ACCEPTED_ONLY = "accepted_only"
+_L3_NOT_BUILT: JsonDict = {
+    ACCEPTED_ONLY: "accepted for compatibility; not used yet "
+    "(the L3 consolidation loop is not built)"
+}
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
+    # Numbers are accepted for text keys: NoneBot JSON-decodes `.env` values (a QQ number
+    # arrives as an int) and TOML users write `target_user_id = 10001` unquoted.
+    model_config = ConfigDict(
+        extra="forbid", validate_default=True, frozen=True, coerce_numbers_to_str=True
+    )
 
 
 class DecaySettings(_Section):
@@ -85,85 +115,187 @@ class DecaySettings(_Section):
 
 
 class SubconsciousSettings(_Section):
-    """The L3 consolidation loop and its idle-window planner (reference §8, §9)."""
+    """The L3 consolidation loop and its idle-window planner (reference §8, §9).
+
+    The loop is not built yet: most keys are accepted only so that the reference's config
+    files load, and say so below.
+    """
 
     enabled: bool = Field(False, description="Run the background consolidation loop.")
     target_user_id: str = Field("", description="The one user the loop works for (QQ number).")
     allowed_tools: list[str] = Field(
-        default_factory=list, description="Extra host tools the loop may call."
+        default_factory=list,
+        description="Extra host tools the loop may call.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
-    max_iterations: int = Field(10, ge=1, le=50, description="Maximum ReAct rounds per run.")
+    max_iterations: int = Field(
+        10,
+        ge=1,
+        le=50,
+        description="Maximum ReAct rounds per run.",
+        json_schema_extra=_L3_NOT_BUILT,
+    )
     loop_detect_threshold: int = Field(
-        3, ge=2, le=10, description="Identical consecutive tool calls that count as a stall."
+        3,
+        ge=2,
+        le=10,
+        description="Identical consecutive tool calls that count as a stall.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     rethink_base_delay_minutes: int = Field(
-        30, ge=1, description="Legacy fixed-delay scheduler: first delay (minutes)."
+        30,
+        ge=1,
+        description="Legacy fixed-delay scheduler: first delay (minutes).",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     rethink_penalty_multiplier: float = Field(
-        1.5, ge=1, le=10, description="Legacy scheduler: growth per penalty."
+        1.5,
+        ge=1,
+        le=10,
+        description="Legacy scheduler: growth per penalty.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     rethink_max_delay_minutes: int = Field(
-        1440, ge=60, le=10080, description="Legacy scheduler: cap (minutes)."
+        1440,
+        ge=60,
+        le=10080,
+        description="Legacy scheduler: cap (minutes).",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     use_idle_window_planner: bool = Field(
-        True, description="Pick the run window from the 7×12 activity heatmap."
+        True,
+        description="Pick the run window from the 7×12 activity heatmap.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_timezone: str = Field("Asia/Shanghai", description="Time zone of the heatmap and windows.")
-    idle_fine_tau_days: float = Field(28.0, ge=1, description="Half-life of the per-weekday layer.")
-    idle_coarse_tau_days: float = Field(14.0, ge=1, description="Half-life of the global layer.")
+    idle_fine_tau_days: float = Field(
+        28.0,
+        ge=1,
+        description="Half-life of the per-weekday layer.",
+        json_schema_extra=_L3_NOT_BUILT,
+    )
+    idle_coarse_tau_days: float = Field(
+        14.0, ge=1, description="Half-life of the global layer.", json_schema_extra=_L3_NOT_BUILT
+    )
     idle_shrink_k: float = Field(
-        4.0, ge=0, description="Shrinkage strength toward the global layer."
+        4.0,
+        ge=0,
+        description="Shrinkage strength toward the global layer.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_min_sample_days_fine: int = Field(
-        6, ge=1, description="Active days of a weekday needed for the fine tier."
+        6,
+        ge=1,
+        description="Active days of a weekday needed for the fine tier.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_min_sample_days_mid: int = Field(
-        3, ge=1, description="Active days in the weekday/weekend group needed for the mid tier."
+        3,
+        ge=1,
+        description="Active days in the weekday/weekend group needed for the mid tier.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_cold_pct_max: float = Field(
-        0.05, ge=0, le=1, description="A slot is cold when its share is at most this…"
+        0.05,
+        ge=0,
+        le=1,
+        description="A slot is cold when its share is at most this…",
+        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_cold_abs_max: float = Field(1.0, ge=0, description="…and its raw count at most this.")
-    idle_target_hour: int = Field(3, ge=0, le=23, description="Preferred local start hour.")
-    idle_base_slots: int = Field(3, ge=1, description="Cold 2-hour slots required at penalty 1.")
-    idle_max_slots: int = Field(6, ge=1, description="Cap on required slots.")
+    idle_cold_abs_max: float = Field(
+        1.0, ge=0, description="…and its raw count at most this.", json_schema_extra=_L3_NOT_BUILT
+    )
+    idle_target_hour: int = Field(
+        3, ge=0, le=23, description="Preferred local start hour.", json_schema_extra=_L3_NOT_BUILT
+    )
+    idle_base_slots: int = Field(
+        3,
+        ge=1,
+        description="Cold 2-hour slots required at penalty 1.",
+        json_schema_extra=_L3_NOT_BUILT,
+    )
+    idle_max_slots: int = Field(
+        6, ge=1, description="Cap on required slots.", json_schema_extra=_L3_NOT_BUILT
+    )
     idle_penalty_multiplier: float = Field(
-        1.5, ge=1, le=10, description="Growth of the required slots per extra penalty."
+        1.5,
+        ge=1,
+        le=10,
+        description="Growth of the required slots per extra penalty.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_max_relax_steps: int = Field(
-        3, ge=0, le=6, description="Halvings allowed when no run fits."
+        3,
+        ge=0,
+        le=6,
+        description="Halvings allowed when no run fits.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_buffer_minutes: int = Field(15, ge=0, description="Safety buffer at the window end.")
-    idle_run_estimate_minutes: int = Field(10, ge=0, description="Expected run length (minutes).")
-    idle_fallback_minutes: int = Field(120, ge=10, description="Length of the fallback window.")
+    idle_buffer_minutes: int = Field(
+        15, ge=0, description="Safety buffer at the window end.", json_schema_extra=_L3_NOT_BUILT
+    )
+    idle_run_estimate_minutes: int = Field(
+        10, ge=0, description="Expected run length (minutes).", json_schema_extra=_L3_NOT_BUILT
+    )
+    idle_fallback_minutes: int = Field(
+        120, ge=10, description="Length of the fallback window.", json_schema_extra=_L3_NOT_BUILT
+    )
     idle_noise_gap_minutes: int = Field(
-        15, ge=0, description="Messages closer than this count as one burst."
+        15,
+        ge=0,
+        description="Messages closer than this count as one burst.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_file: str = Field(
-        "prompt/subconscious_main.md.jinja2", description="Main system prompt template."
+        "prompt/subconscious_main.md.jinja2",
+        description="Main system prompt template.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_send_file: str = Field(
-        "prompt/subconscious_send.md.jinja2", description="Proactive message template."
+        "prompt/subconscious_send.md.jinja2",
+        description="Proactive message template.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_knowledge_file: str = Field(
-        "prompt/knowledge_guide.md.jinja2", description="Knowledge base guide template."
+        "prompt/knowledge_guide.md.jinja2",
+        description="Knowledge base guide template.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_profile_file: str = Field(
-        "prompt/profile_guide.md.jinja2", description="Profile guide template."
+        "prompt/profile_guide.md.jinja2",
+        description="Profile guide template.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
-    enable_memory_compress: bool = Field(True, description="Compact the loop's context when long.")
-    allow_send_to_user: bool = Field(False, description="Let the loop send proactive messages.")
+    enable_memory_compress: bool = Field(
+        True, description="Compact the loop's context when long.", json_schema_extra=_L3_NOT_BUILT
+    )
+    allow_send_to_user: bool = Field(
+        False, description="Let the loop send proactive messages.", json_schema_extra=_L3_NOT_BUILT
+    )
     memory_warn_threshold: int = Field(
-        100, ge=10, description="Memory count that triggers a warning."
+        100,
+        ge=10,
+        description="Memory count that triggers a warning.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
-    max_abstracts: int = Field(5, ge=1, le=20, description="Run abstracts kept.")
+    max_abstracts: int = Field(
+        5, ge=1, le=20, description="Run abstracts kept.", json_schema_extra=_L3_NOT_BUILT
+    )
     knowledge_max_chars: int = Field(
-        10000, ge=100, le=100000, description="Maximum body length of a knowledge entry."
+        10000,
+        ge=100,
+        le=100000,
+        description="Maximum body length of a knowledge entry.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
     knowledge_collection_name: str = Field(
-        "amrita_global_knowledge", description="Chroma collection of the knowledge base."
+        "amrita_global_knowledge",
+        description="Chroma collection of the knowledge base.",
+        json_schema_extra=_L3_NOT_BUILT,
     )
-    enable_knowledge: bool = Field(True, description="Maintain the global knowledge base.")
+    enable_knowledge: bool = Field(
+        True, description="Maintain the global knowledge base.", json_schema_extra=_L3_NOT_BUILT
+    )
 
     @field_validator("allowed_tools", mode="before")
     @classmethod
@@ -190,7 +322,7 @@ class EmbeddingSettings(_Section):
     model_name: str = Field(
         "auto", description="Model name; `auto` picks the provider's default model."
     )
-    api_key: str = Field("", description="Bearer token (openai protocol only).")
+    api_key: SecretStr = Field(SecretStr(""), description="Bearer token (openai protocol only).")
     check_on_startup: bool = Field(
         True, description="Compare the stored fingerprint with the configuration at start-up."
     )
@@ -251,7 +383,8 @@ class DatabaseSettings(_Section):
 
     url: str = Field(
         "",
-        description="postgresql:// DSN; empty = embedded PostgreSQL in <data_dir>/pg.",
+        description="postgresql:// DSN (`config show` prints it without credentials); "
+        "empty = embedded PostgreSQL in <data_dir>/pg.",
     )
     pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
     pool_max_size: int = Field(10, ge=1, le=1000, description="Connections at most.")
@@ -328,12 +461,26 @@ class LlmSettings(_Section):
 
     base_url: str = Field("", description="Chat-completions base URL; empty = no LLM.")
     model: str = Field("", description="Model name.")
-    api_key: str = Field("", description="Bearer token.")
+    api_key: SecretStr = Field(SecretStr(""), description="Bearer token.")
     timeout_seconds: float = Field(60.0, gt=0, le=600, description="HTTP timeout per request.")
 
 
-class Settings(_Section):
-    """Everything the package reads. Build it with :func:`load_settings`."""
+class Settings(BaseSettings):
+    """Everything the package reads: ``Settings()`` reads the process environment and the
+    default TOML file; :func:`load_settings` picks the file and the environment explicitly.
+
+    Raises :class:`ConfigError` (one sentence) instead of pydantic's ``ValidationError``.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        case_sensitive=False,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        coerce_numbers_to_str=True,
+    )
 
     per_session_memory_limit: int = Field(
         100, description="L2 memories per partition; a write beyond it is refused (≤0 refuses all)."
@@ -376,6 +523,43 @@ class Settings(_Section):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)  # type: ignore[arg-type]
     llm: LlmSettings = Field(default_factory=LlmSettings)  # type: ignore[arg-type]
 
+    def __init__(self, **values: Any) -> None:
+        # The sources are built inside super().__init__; they find the environment and the
+        # file in _INPUTS, and leave themselves there for _explain.
+        inputs = _INPUTS.get()
+        if inputs is None:
+            inputs = _Inputs(os.environ, find_config_file(None, os.environ))
+        token = _INPUTS.set(inputs)
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc, inputs.layers())) from None
+        finally:
+            _INPUTS.reset(token)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Init kwargs > ``AMRITA_MEMORY_*`` > reference names > TOML file.
+
+        No ``.env`` and no secrets directory: NoneBot reads ``.env`` itself and hands the
+        values over as init kwargs, and the CLI has never read one.
+        """
+        inputs = _INPUTS.get() or _Inputs(os.environ, None)
+        inputs.sources = (
+            init_settings,
+            _Environment(settings_cls, inputs.environ),
+            _ReferenceEnvironment(settings_cls, inputs.environ),
+            _TomlFile(settings_cls, inputs.toml_file),
+        )
+        return inputs.sources
+
     def resolved_data_dir(self) -> Path:
         """The data directory as an absolute path (relative paths are from the working dir)."""
         return self.data_dir.expanduser().resolve()
@@ -415,8 +599,12 @@ _SECTIONS: dict[str, type[_Section]] = {
 }
 
 
+_LEGACY_BY_PATH = {path: name for name, path in LEGACY_ENV.items()}
+
+
 def _maybe_json(value: Any, empty: Any) -> Any:
-    """Environment values arrive as strings; lists and objects are written as JSON."""
+    """A reference-name variable arrives as a string (the generic env source decodes JSON
+    itself); lists and objects are written as JSON, and an empty one means empty."""
     if isinstance(value, str) and value.strip() == "":
         return empty
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
@@ -434,9 +622,9 @@ def env_name(path: tuple[str, ...]) -> str:
     return ENV_PREFIX + path[0].upper() + "__" + path[1].upper()
 
 
-def _env_path(name: str) -> tuple[str, ...] | None:
+def env_path(name: str) -> tuple[str, ...] | None:
     """Map an ``AMRITA_MEMORY_*`` variable name to a settings path, or None if unknown."""
-    rest = name[len(ENV_PREFIX) :].lower()
+    rest = name.upper()[len(ENV_PREFIX) :].lower()
     if "__" in rest:
         section, _, key = rest.partition("__")
         model = _SECTIONS.get(section)
@@ -446,6 +634,15 @@ def _env_path(name: str) -> tuple[str, ...] | None:
     if rest in Settings.model_fields and rest not in _SECTIONS:
         return (rest,)
     return None
+
+
+def unknown_env_variable(name: str) -> ConfigError:
+    """The error for an ``AMRITA_MEMORY_*`` name that is no setting (a typo, usually)."""
+    return ConfigError(
+        f"unknown environment variable {name.upper()}: no such setting "
+        f"(settings are {ENV_PREFIX}<KEY> or {ENV_PREFIX}<SECTION>__<KEY>; "
+        f"see docs/configuration.md)"
+    )
 
 
 def _set_path(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
@@ -458,12 +655,150 @@ def _set_path(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
-def _flatten(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for key, value in tree.items():
-        if isinstance(value, Mapping) and ((*prefix, key))[0] in _SECTIONS and not prefix:
-            yield from _flatten(value, (key,))
-        else:
-            yield (*prefix, key)
+def _lookup(tree: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
+    """(found, value) of a settings path in a nested mapping."""
+    node: Any = tree
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+# ---------------------------------------------------------------------------- sources
+
+
+class _Environment(EnvSettingsSource):
+    """``AMRITA_MEMORY_<KEY>`` / ``AMRITA_MEMORY_<SECTION>__<KEY>`` from a given mapping.
+
+    pydantic-settings' env source does the parsing; on top of it: the mapping is an
+    argument (``load_settings(env=…)``), an unknown prefixed name is refused (the env
+    source would ignore a typo silently), and a list/object value that is not valid JSON
+    reaches validation as it is, so the error names the key instead of the source class.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+        for name in self.env_vars:
+            upper = name.upper()
+            known = not upper.startswith(ENV_PREFIX) or upper in ENV_RESERVED or env_path(upper)
+            if not known:
+                raise unknown_env_variable(upper)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {str(k).lower(): v for k, v in self._environ.items()}
+
+    def supplied(self) -> dict[str, Any]:
+        return self()
+
+    def where(self, path: tuple[str, ...]) -> str:
+        return f"environment {env_name(path)}"
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        try:
+            return super().decode_complex_value(field_name, field, value)
+        except ValueError:
+            return value
+
+
+class _ReferenceEnvironment(PydanticBaseSettingsSource):
+    """The reference plugin's variable names (:data:`LEGACY_ENV`).
+
+    They share no prefix and point into sections (``EMBEDDING_PROCTOL`` →
+    ``embedding.protocol``), which neither ``env_prefix`` nor a field alias can express.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        upper = {str(k).upper(): v for k, v in environ.items()}
+        self.tree: dict[str, Any] = {}
+        for name, path in LEGACY_ENV.items():
+            if upper.get(name) is not None:
+                _set_path(self.tree, path, upper[name])
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self.tree.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.tree)
+
+    def supplied(self) -> dict[str, Any]:
+        return self()
+
+    def where(self, path: tuple[str, ...]) -> str:
+        return f"environment {_LEGACY_BY_PATH[path]}"
+
+
+class _TomlFile(TomlConfigSettingsSource):
+    """The TOML file, or nothing; a broken file is a one-sentence :class:`ConfigError`."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls, toml_file=path)
+        # The init-kwargs base class matches top-level names case-insensitively; a TOML
+        # key is spelled exactly (`Decay` is a typo, as it always was).
+        self.init_kwargs = dict(self.toml_data)
+        self.path = path
+
+    def supplied(self) -> dict[str, Any]:
+        return self.init_kwargs
+
+    def where(self, path: tuple[str, ...]) -> str:
+        return str(self.path)
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        try:
+            return super()._read_file(file_path)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file_path} is not valid TOML: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot read {file_path}: {exc}") from exc
+
+
+@dataclass
+class _Layer:
+    """What one source supplied, and how to name where a key of it came from."""
+
+    data: Mapping[str, Any]
+    where: Callable[[tuple[str, ...]], str]
+
+
+@dataclass
+class _Inputs:
+    """What one :class:`Settings` construction reads besides its init kwargs.
+
+    ``settings_customise_sources`` is a classmethod with no per-call arguments, so the
+    environment mapping and the TOML path reach it through :data:`_INPUTS`.
+    """
+
+    environ: Mapping[str, str]
+    toml_file: Path | None
+    #: where each init kwarg came from ("override", or the NoneBot name), by settings path
+    init_labels: Mapping[tuple[str, ...], str] = field(default_factory=dict)
+    sources: tuple[PydanticBaseSettingsSource, ...] = ()
+
+    def init_label(self, path: tuple[str, ...]) -> str:
+        """Where an init kwarg came from; an error on a section names a key inside it."""
+        if path in self.init_labels:
+            return self.init_labels[path]
+        inside = [label for key, label in self.init_labels.items() if key[: len(path)] == path]
+        return inside[0] if inside else "argument"
+
+    def layers(self) -> list[_Layer]:
+        """Each source's data, highest precedence first (only built to explain an error)."""
+        layers: list[_Layer] = []
+        for source in self.sources:
+            if isinstance(source, _Environment | _ReferenceEnvironment | _TomlFile):
+                layers.append(_Layer(source.supplied(), source.where))
+            elif isinstance(source, InitSettingsSource):
+                layers.append(_Layer(source.init_kwargs, self.init_label))
+        return layers
+
+
+_INPUTS: ContextVar[_Inputs | None] = ContextVar("amrita_memory_settings_inputs", default=None)
+
+
+# ---------------------------------------------------------------------------- loading
 
 
 def find_config_file(
@@ -487,6 +822,28 @@ def find_config_file(
     return None
 
 
+def build_settings(
+    values: Mapping[str, Any] | None = None,
+    *,
+    labels: Mapping[tuple[str, ...], str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    read_default_files: bool = True,
+) -> Settings:
+    """:class:`Settings` from nested ``values`` (init kwargs) over ``env`` and a TOML file.
+
+    ``labels`` name where each value came from, for the error sentence. ``env`` defaults
+    to ``os.environ``.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    path = find_config_file(config_file, environ) if (config_file or read_default_files) else None
+    token = _INPUTS.set(_Inputs(environ, path, dict(labels or {})))
+    try:
+        return Settings(**dict(values or {}))
+    finally:
+        _INPUTS.reset(token)
+
+
 def load_settings(
     config_file: str | os.PathLike[str] | None = None,
     *,
@@ -496,66 +853,39 @@ def load_settings(
 ) -> Settings:
     """Build :class:`Settings` from defaults, a TOML file, the environment and overrides.
 
-    ``env`` defaults to ``os.environ``; the NoneBot plugin passes its own config here with
-    the same variable names. ``overrides`` maps dotted paths (``"decay.enabled"``) to values.
+    ``env`` defaults to ``os.environ``. ``overrides`` maps dotted paths
+    (``"decay.enabled"``) to values; they win over everything else.
     """
-    environ: Mapping[str, str] = os.environ if env is None else env
-    raw: dict[str, Any] = {}
-    sources: dict[tuple[str, ...], str] = {}
-
-    path = find_config_file(config_file, environ) if (config_file or read_default_files) else None
-    if path is not None:
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from exc
-        raw.update(data)
-        for key_path in _flatten(data):
-            sources[key_path] = str(path)
-
-    upper = {str(k).upper(): v for k, v in environ.items()}
-    for name, key_path in LEGACY_ENV.items():
-        if name in upper and upper[name] is not None:
-            _set_path(raw, key_path, upper[name])
-            sources[key_path] = f"environment {name}"
-    for name in sorted(upper):
-        if not name.startswith(ENV_PREFIX) or name in ENV_RESERVED:
-            continue
-        env_path = _env_path(name)
-        if env_path is None:
-            raise ConfigError(
-                f"unknown environment variable {name}: no such setting "
-                f"(settings are {ENV_PREFIX}<KEY> or {ENV_PREFIX}<SECTION>__<KEY>; "
-                f"see docs/configuration.md)"
-            )
-        _set_path(raw, env_path, upper[name])
-        sources[env_path] = f"environment {name}"
-
+    values: dict[str, Any] = {}
+    labels: dict[tuple[str, ...], str] = {}
     for dotted, value in (overrides or {}).items():
         key_path = tuple(dotted.split("."))
-        _set_path(raw, key_path, value)
-        sources[key_path] = "override"
+        _set_path(values, key_path, value)
+        labels[key_path] = "override"
+    return build_settings(
+        values,
+        labels=labels,
+        config_file=config_file,
+        env=env,
+        read_default_files=read_default_files,
+    )
 
-    try:
-        return Settings.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(_explain(exc, raw, sources)) from None
 
-
-def _explain(
-    exc: ValidationError, raw: Mapping[str, Any], sources: Mapping[tuple[str, ...], str]
-) -> str:
-    """Turn the first validation error into one sentence: key, value, source, what is allowed."""
+def _explain(exc: ValidationError, layers: Sequence[_Layer]) -> str:
+    """Turn the validation errors into one sentence: key, value, source, what is allowed."""
     messages = []
     for error in exc.errors():
         loc = tuple(str(part) for part in error["loc"])
         # Errors inside a list/dict value point below the key; report the key itself.
         key_path = loc[:2] if loc and loc[0] in _SECTIONS else loc[:1]
         dotted = ".".join(key_path)
-        source = sources.get(key_path, "default")
-        where = f" (from {source})" if source != "default" else ""
+        value: Any = None
+        where = ""
+        for layer in layers:
+            found, value = _lookup(layer.data, key_path)
+            if found:
+                where = f" (from {layer.where(key_path)})"
+                break
         if error["type"] == "extra_forbidden":
             if len(key_path) == 2:
                 allowed = ", ".join(_SECTIONS[key_path[0]].model_fields)
@@ -570,21 +900,57 @@ def _explain(
                 f"unknown config key `{dotted}`{where}; allowed keys in {scope}: {allowed}"
             )
         else:
-            value = _lookup(raw, key_path)
-            messages.append(f"invalid value for `{dotted}` = {value!r}{where}: {error['msg']}")
+            shown = MASK if _is_secret(key_path) else redact(repr(value))
+            messages.append(f"invalid value for `{dotted}` = {shown}{where}: {error['msg']}")
     return "; ".join(messages)
 
 
-def _lookup(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    node: Any = tree
-    for part in path:
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
+def _is_secret(path: tuple[str, ...]) -> bool:
+    info = _field_at(path)
+    return info is not None and info.annotation is SecretStr
 
 
-def iter_fields() -> Iterator[tuple[tuple[str, ...], Any]]:
+def _field_at(path: tuple[str, ...]) -> FieldInfo | None:
+    if len(path) == 2 and path[0] in _SECTIONS:
+        return _SECTIONS[path[0]].model_fields.get(path[1])
+    if len(path) == 1:
+        return Settings.model_fields.get(path[0])
+    return None
+
+
+def redacted_dump(settings: Settings) -> dict[str, Any]:
+    """The effective settings as JSON-ready data without a secret in it (``config show``).
+
+    Secret fields show ``***``; every text goes through the shared redaction (a DSN's
+    ``user:pw@`` and ``?password=``); Chroma's extra headers show only their names, since
+    they usually carry a token. Known secret values are scrubbed wherever they recur.
+    """
+    secrets = [
+        settings.embedding.api_key.get_secret_value(),
+        settings.llm.api_key.get_secret_value(),
+        urlsplit(settings.database.url).password if settings.database.url else None,
+        *settings.vector_db.remote_headers.values(),
+    ]
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, SecretStr):
+            return MASK if value.get_secret_value() else ""
+        if isinstance(value, str):
+            return redact(value, secrets)
+        if isinstance(value, Path):
+            return redact(str(value), secrets)
+        if isinstance(value, Mapping):
+            return {key: scrub(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [scrub(item) for item in value]
+        return value
+
+    data: dict[str, Any] = scrub(settings.model_dump())
+    data["vector_db"]["remote_headers"] = dict.fromkeys(settings.vector_db.remote_headers, MASK)
+    return data
+
+
+def iter_fields() -> Iterator[tuple[tuple[str, ...], FieldInfo]]:
     """Every settings key with its pydantic field info, sections flattened, in model order."""
     for name, info in Settings.model_fields.items():
         if name in _SECTIONS:
@@ -594,13 +960,19 @@ def iter_fields() -> Iterator[tuple[tuple[str, ...], Any]]:
             yield (name,), info
 
 
-def _default_of(info: Any) -> Any:
-    if info.default_factory is not None:
-        return info.default_factory()
-    return info.default
+def _default_of(info: FieldInfo) -> Any:
+    default = info.get_default(call_default_factory=True)
+    return default.get_secret_value() if isinstance(default, SecretStr) else default
 
 
-def _allowed_of(info: Any) -> str:
+def accepted_only(info: FieldInfo) -> str | None:
+    """Why a key is accepted but read nowhere, or None for a key that works."""
+    extra = info.json_schema_extra
+    note = extra.get(ACCEPTED_ONLY) if isinstance(extra, dict) else None
+    return note if isinstance(note, str) else None
+
+
+def _allowed_of(info: FieldInfo) -> str:
     parts: list[str] = []
     annotation = info.annotation
     args = getattr(annotation, "__args__", None)
@@ -611,13 +983,17 @@ def _allowed_of(info: Any) -> str:
             bound = getattr(meta, attr, None)
             if bound is not None:
                 parts.append(f"{sym} {bound}")
-    kind = getattr(annotation, "__name__", str(annotation))
+    kind = (
+        "str (secret)"
+        if annotation is SecretStr
+        else getattr(annotation, "__name__", str(annotation))
+    )
     return (kind + (" " + ", ".join(parts) if parts else "")).replace("|", "\\|")
 
 
 def render_reference() -> str:
     """The configuration reference (docs/configuration.md), generated from the model."""
-    legacy_by_path = {path: name for name, path in LEGACY_ENV.items()}
+    legacy_by_path = _LEGACY_BY_PATH
     lines = [
         "# Configuration reference",
         "",
@@ -626,7 +1002,9 @@ def render_reference() -> str:
         "(`--config`, `AMRITA_MEMORY_CONFIG`, `config/amrita_memory_pg/config.toml`, or the",
         "reference plugin's `config/amrita_plugin_memory/config.toml`), the environment.",
         "Every key also has a generic variable `AMRITA_MEMORY_<KEY>` (top level) or",
-        "`AMRITA_MEMORY_<SECTION>__<KEY>`; in NoneBot's `.env` write the same names.",
+        "`AMRITA_MEMORY_<SECTION>__<KEY>`, which wins over the reference's name for the same",
+        "key; in NoneBot's `.env` write the same names.",
+        "Keys of type `str (secret)` never appear in `amrita-memory config show` (`***`).",
         "",
     ]
     current: str | None = None
@@ -638,7 +1016,7 @@ def render_reference() -> str:
             doc = (_SECTIONS[section].__doc__ or "") if section else ""
             lines += ["", f"## {title}", ""]
             if doc:
-                lines += [doc.strip(), ""]
+                lines += [inspect.cleandoc(doc), ""]
             lines += [
                 "| key | default | allowed | environment | meaning |",
                 "|---|---|---|---|---|",
@@ -651,7 +1029,9 @@ def render_reference() -> str:
         )
         env = env_name(path)
         env = f"`{legacy_by_path[path]}`, `{env}`" if path in legacy_by_path else f"`{env}`"
-        lines.append(
-            f"| `{path[-1]}` | `{shown}` | {_allowed_of(info)} | {env} | {info.description or ''} |"
-        )
+        meaning = info.description or ""
+        note = accepted_only(info)
+        if note:
+            meaning = f"{note[:1].upper()}{note[1:]}. Reference meaning: {meaning}"
+        lines.append(f"| `{path[-1]}` | `{shown}` | {_allowed_of(info)} | {env} | {meaning} |")
     return "\n".join(lines) + "\n"

@@ -75,6 +75,7 @@ class StubEmbeddingServer:
       HTTP status and a JSON body ``{"error": "..."}``. With ``max_retries=0`` on the
       client, request k is batch k.
     * ``fail_always``: answer every embedding request with this status.
+    * ``retry_after``: a ``Retry-After`` header value sent with every 429 and 5xx answer.
     * ``delay_seconds``: sleep before answering an embedding request (for timeouts).
     * ``old_ollama``: behave like Ollama < 0.2: ``/api/embed`` answers a plain-text 404.
     * ``require_api_key``: refuse requests without ``Authorization: Bearer <key>`` (401).
@@ -90,6 +91,7 @@ class StubEmbeddingServer:
         models: Sequence[str] = DEFAULT_MODELS,
         fail_on_batch: Mapping[int, int] | None = None,
         fail_always: int | None = None,
+        retry_after: str | None = None,
         delay_seconds: float = 0.0,
         old_ollama: bool = False,
         require_api_key: str | None = None,
@@ -101,6 +103,7 @@ class StubEmbeddingServer:
         self.models = list(models)
         self.fail_on_batch = dict(fail_on_batch or {})
         self.fail_always = fail_always
+        self.retry_after = retry_after
         self.delay_seconds = delay_seconds
         self.old_ollama = old_ollama
         self.require_api_key = require_api_key
@@ -319,6 +322,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
+            retry_after = self.server.stub.retry_after
+            if retry_after is not None and (status == 429 or status >= 500):
+                self.send_header("Retry-After", retry_after)
             self.end_headers()
             self.wfile.write(data)
         except ConnectionError:

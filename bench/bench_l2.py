@@ -1,7 +1,9 @@
 """L2 benchmark: our SQL functions against the reference plugin's approach, side by side.
 
 Not a test: it loads N synthetic memories and prints, in one run, our numbers (PostgreSQL
-+ pgvector, ``amrita_memory.*_v1`` functions) next to the reference's approach on real
++ pgvector, the product's own named queries ``search_memories`` and ``insert_memory`` from
+``sql/queries/memories.sql``, i.e. ``search_memories_v3`` and ``insert_memory_v2`` with
+their model checks) next to the reference's approach on real
 ChromaDB (``where`` filter + 3x overfetch + Python re-rank for reads; count-then-add for
 writes; read-all-metadata-then-update for the sweep, reference §3.2/§5.2).
 
@@ -48,6 +50,7 @@ from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import create_pool
 from amrita_memory_pg.storage.pg.embedded import start_embedded
 from amrita_memory_pg.storage.pgvector import PgvectorBackend
+from amrita_memory_pg.storage.queries import query
 
 FINGERPRINT = "bench"
 MAX_AGE_DAYS = 33.1
@@ -234,26 +237,30 @@ async def load_postgres(conn: Conn, ds: Dataset) -> float:
     return time.perf_counter() - t
 
 
-async def pg_search(conn: Conn, partition: str, query: Vectors, now: datetime) -> Any:
+async def pg_search(
+    conn: Conn,
+    partition: str,
+    vector: Vectors,
+    now: datetime,
+    *,
+    decay: bool = True,
+    k: int = TOP_K,
+) -> Any:
+    """The product's search statement (PgvectorBackend.search): decay on with the default
+    half-life 30 d, boost 1, floor 0.05, no filters, 200 HNSW candidates."""
     return await conn.fetch(
-        "SELECT * FROM amrita_memory.search_memories_v2($1, $2, $3, $4, true, 30, 1, 0.05)",
-        partition,
-        query,
-        TOP_K,
-        now,
-    )
+        query("search_memories"),
+        partition, vector, k, now, decay, 30.0, 1.0, 0.05, None, None, None, None, 200,
+    )  # fmt: skip
 
 
 async def pg_write(conn: Conn, partition: str, vector: Vectors, now: datetime, cap: int) -> None:
+    """The product's insert statement (MemoryRepository.add), model checks included."""
     row = await conn.fetchrow(
-        "SELECT * FROM amrita_memory.insert_memory_v1("
-        "$1, 'user', 'benchmark write', '{}', 5, NULL, 'auto', NULL, $2, $3, $4, $5)",
-        partition,
-        vector,
-        FINGERPRINT,
-        now,
-        cap,
-    )
+        query("insert_memory"),
+        partition, "user", "benchmark write", [], 5, None, "auto", None,
+        vector, FINGERPRINT, now, cap, None, None, None,
+    )  # fmt: skip
     if row is None or row["id"] is None:
         raise RuntimeError(f"write refused in {partition}: partition full")
 
@@ -617,13 +624,7 @@ async def ann_recall(
     """
     hits = 0
     for q in queries:
-        rows = await conn.fetch(
-            "SELECT id FROM amrita_memory.search_memories_v2($1, $2, $3, $4, false, 30, 1, 0.05)",
-            partition,
-            q,
-            k,
-            now,
-        )
+        rows = await pg_search(conn, partition, q, now, decay=False, k=k)
         exact = await conn.fetch(
             "SELECT id FROM amrita_memory.memory WHERE partition_key = $1 "
             "ORDER BY vector_l2_squared_distance(embedding, $2), id LIMIT $3",

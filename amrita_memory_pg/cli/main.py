@@ -17,7 +17,7 @@ import click
 
 from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.domain.errors import AmritaMemoryError
-from amrita_memory_pg.settings import render_reference
+from amrita_memory_pg.settings import redacted_dump, render_reference
 
 if TYPE_CHECKING:
     from amrita_memory_pg.settings import Settings
@@ -91,6 +91,41 @@ async def db_downgrade(state: CliState, revision: str, yes: bool) -> None:
     finally:
         target.release()
     click.echo(f"schema now at {after or '(empty)'}")
+
+
+@db.command("stop")
+@click.pass_obj
+def db_stop(state: CliState) -> None:
+    """Stop the embedded server if no running process uses it.
+
+    The last process that uses the embedded server stops it when it exits, so this is
+    only needed after every user was killed (kill -9). A server that a live process
+    still uses is left alone: that process supervises it and would start it again at
+    once. Stop the bot first; this exits with status 1 and names it.
+    """
+    from amrita_memory_pg.storage.pg.embedded import stop_cluster
+
+    settings = state.settings
+    if settings.database.url:
+        raise click.ClickException(
+            "DATABASE_URL points to an external server: stop it where it runs "
+            "(this command stops only the embedded one)"
+        )
+    pgdata = settings.resolved_data_dir() / "pg"
+    result = stop_cluster(settings.resolved_data_dir())
+    if result.users:
+        pids = ", ".join(str(pid) for pid in result.users)
+        click.echo(
+            f"the embedded PostgreSQL in {pgdata} is in use by process {pids}: stop it first "
+            "(the last process to exit stops the server)"
+        )
+        sys.exit(1)
+    if result.pid is None:
+        click.echo(f"the embedded PostgreSQL in {pgdata} is not running")
+    elif result.stopped:
+        click.echo(f"stopped the embedded PostgreSQL in {pgdata} (pid {result.pid})")
+    else:
+        raise click.ClickException(f"the embedded PostgreSQL in {pgdata} did not stop")
 
 
 @db.command("current")
@@ -314,7 +349,11 @@ def psql(state: CliState, psql_args: tuple[str, ...]) -> None:
             if found is None:
                 raise
             program = found
-        code = subprocess.call([program, *psql_args, target.dsn])
+        from amrita_memory_pg.storage.pg.libpq import child_process_args
+
+        # The password goes to psql as PGPASSWORD, not on its (public) command line.
+        argv, env = child_process_args([program, *psql_args, target.dsn])
+        code = subprocess.call(argv, env=env)
     finally:
         target.release()
     sys.exit(code)
@@ -337,18 +376,10 @@ def config_docs() -> None:
 @config.command("show")
 @click.pass_obj
 def config_show(state: CliState) -> None:
-    """Print the effective configuration as JSON (API keys masked)."""
+    """Print the effective configuration as JSON (secrets masked, DSNs redacted)."""
     import json
 
-    data = state.settings.model_dump(mode="json")
-    for section in ("embedding", "llm"):
-        if data[section].get("api_key"):
-            data[section]["api_key"] = "***"
-    if data["database"]["url"]:
-        from amrita_memory_pg.storage.pg.database import redact
-
-        data["database"]["url"] = redact(data["database"]["url"])
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    click.echo(json.dumps(redacted_dump(state.settings), indent=2, ensure_ascii=False))
 
 
 # ---------------------------------------------------------------------------- entry point

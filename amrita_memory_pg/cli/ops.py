@@ -189,22 +189,27 @@ def backup_list(state: CliState) -> None:
 @click.pass_obj
 @run_async
 async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) -> None:
-    """Replace the store with FILE (.jsonl, .dump, or the reference plugin's .json)."""
+    """Restore FILE: our .jsonl/.dump replace the store; the reference plugin's .json is merged."""
     from amrita_memory_pg.maintenance.restore import restore_backup
 
     path = file.expanduser()
     if not path.is_file():
         raise click.ClickException(f"备份文件不存在: {path}")
     if not yes:
-        click.confirm(
-            f"用 {path.name} 替换当前全部记忆？（会先自动备份当前数据）", default=False, abort=True
+        question = (
+            f"把旧插件的备份 {path.name} 合并进当前记忆？（已有的记忆与备忘录保持不变，会先自动备份）"
+            if path.suffix == ".json"
+            else f"用 {path.name} 替换当前全部记忆？（会先自动备份当前数据）"
         )
+        click.confirm(question, default=False, abort=True)
     async with opened(state) as store:
         report = await restore_backup(store, path, force=force)
     if report.safety_backup is not None:
         click.echo(f"恢复前已备份到 {report.safety_backup.jsonl_path}")
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
     click.echo(f"完成，已从 {path.name} 恢复: {counts}")
+    if report.kind == "reference-json":
+        click.echo(f"  合并: 新增 {report.merged} 条，已存在而保留 {report.kept_existing} 条")
     if report.reembedded:
         click.echo(f"  已用当前模型重新嵌入 {report.reembedded} 条")
     if report.keys_migrated:

@@ -13,6 +13,12 @@ where the platform has one. All texts are the reference's; the differences are f
   automatic extraction), importance medium, the speaker as author. Any group member may
   add to the group scope, as anyone can through the LLM's ``write_memory``; only
   deleting group memories is restricted.
+
+Input is checked like the tools' (:mod:`amrita_memory_pg.domain.validation`): ``add``
+is capped at the same 4000 characters (F10), a page number is ASCII digits only (F9),
+and text the database cannot store (NUL, lone surrogates) is refused with a plain
+sentence instead of a driver error. :func:`parse_command` and :func:`refusal` are pure,
+so the parser is tested (and fuzzed) without a bot or a database.
 """
 
 from __future__ import annotations
@@ -21,11 +27,20 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from amrita_memory_pg.domain.errors import PartitionFull
 from amrita_memory_pg.domain.importance import MEDIUM
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.text import pack_chunks
+from amrita_memory_pg.domain.validation import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_QUERY_CHARS,
+    InvalidInput,
+    check_text,
+    parse_count,
+)
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
@@ -105,6 +120,75 @@ def format_line(record: MemoryRecord) -> str:
     return line + (" | 手动" if record.source == "user" else "")
 
 
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What one ``/memory …`` asks for, before anything is looked up.
+
+    ``kind``: ``memo``, ``dmn`` (the hidden L3 trigger; ``sub`` is the word used),
+    ``usage`` (anything unrecognised), or ``action`` on ``scope`` with ``args``.
+    """
+
+    kind: Literal["memo", "dmn", "usage", "action"]
+    sub: str = ""
+    scope: Literal["user", "group"] = "user"
+    action: str = ""
+    args: str = ""
+
+
+def parse_command(text: str, *, in_group: bool) -> Parsed:
+    """Split ``/memory`` arguments the reference's way (§12.3); pure, never raises.
+
+    ``sub`` is the first word, lower-cased; a scope (``user``, and ``group`` in a group
+    chat) is followed by an action and its arguments; ``list``/``search``/``delete`` alone
+    are the legacy form for the user scope. Actions are case-sensitive.
+    """
+    parts = text.strip().split(maxsplit=1)
+    sub = parts[0].lower() if parts else ""
+    rest = parts[1].strip() if len(parts) > 1 else ""
+    if sub in MEMO_SUBS:
+        return Parsed("memo", sub=sub)
+    if sub in DMN_SUBS:
+        return Parsed("dmn", sub=sub)
+    if sub == "user" or (sub == "group" and in_group):
+        action_parts = rest.split(maxsplit=1)
+        action = action_parts[0] if action_parts else ""
+        args = action_parts[1].strip() if len(action_parts) > 1 else ""
+        scope: Literal["user", "group"] = "group" if sub == "group" else "user"
+        return Parsed("action", sub=sub, scope=scope, action=action, args=args)
+    if sub in LEGACY_ACTIONS:
+        return Parsed("action", sub=sub, scope="user", action=sub, args=rest)
+    return Parsed("usage", sub=sub)
+
+
+#: what each action's argument is called in a refusal, and its cap (the tools' caps)
+_ARGUMENTS: dict[str, tuple[str, int]] = {
+    "add": ("记忆内容", MAX_CONTENT_CHARS),
+    "search": ("搜索关键词", MAX_QUERY_CHARS),
+    "delete": ("记忆 ID", MAX_ID_CHARS),
+}
+
+
+def refusal(action: str, args: str) -> str | None:
+    """Why ``args`` cannot be used for ``action`` (too long, NUL, lone surrogate), or None.
+
+    The same checks as the tools' arguments, so the command stores nothing a tool would
+    refuse — ``/memory user add`` with 100,000 characters (F10) included.
+    """
+    if action not in _ARGUMENTS or not args:
+        return None
+    name, cap = _ARGUMENTS[action]
+    try:
+        check_text(args, max_chars=cap)
+    except InvalidInput as exc:
+        return f"{name}{exc.reason}"
+    return None
+
+
+def page_number(args: str, pages: int) -> int:
+    """``/memory … list <page>``: ASCII digits in 1..pages; anything else is page 1 (F9)."""
+    return parse_count(args, lo=1, hi=max(1, pages)) or 1
+
+
 class MemoryCommand:
     """``/memory`` over the memo and memory repositories; :meth:`run` never raises."""
 
@@ -123,31 +207,23 @@ class MemoryCommand:
 
     async def run(self, ctx: ToolContext, text: str) -> Reply:
         """Parse and execute one ``/memory …`` (``text`` is everything after the command)."""
-        parts = text.strip().split(maxsplit=1)
-        sub = parts[0].lower() if parts else ""
-        rest = parts[1].strip() if len(parts) > 1 else ""
-
-        if sub in MEMO_SUBS:
+        parsed = parse_command(text, in_group=ctx.in_group)
+        if parsed.kind == "memo":
             return await self._memo(ctx)
-        if sub in DMN_SUBS:
+        if parsed.kind == "dmn":
             if not ctx.roles & DMN_ADMIN_ROLES:
-                return TextReply(f"未知选项：{sub}")
+                return TextReply(f"未知选项：{parsed.sub}")
             return TextReply(await self._dmn())
-
-        scopes: dict[str, str] = {"user": ctx.personal_key}
-        if ctx.group_key:
-            scopes["group"] = ctx.group_key
-        if sub in scopes:
-            scope = sub
-            action_parts = rest.split(maxsplit=1)
-            action = action_parts[0] if action_parts else ""
-            args = action_parts[1].strip() if len(action_parts) > 1 else ""
-        elif sub in LEGACY_ACTIONS:
-            scope, action, args = "user", sub, rest
-        else:
+        if parsed.kind == "usage":
             return TextReply(usage(ctx))
 
-        key = scopes[scope]
+        scope, action, args = parsed.scope, parsed.action, parsed.args
+        key = ctx.group_key if scope == "group" else ctx.personal_key
+        if key is None:  # parse_command offers the group scope only in a group
+            return TextReply(usage(ctx))
+        refused = refusal(action, args)
+        if refused is not None:
+            return TextReply(refused)
         if action in ("", "list"):
             return TextReply(await self._list(scope, key, args))
         if action == "search":
@@ -192,8 +268,7 @@ class MemoryCommand:
             if total == 0:
                 return f"{label} 暂无记忆"
             pages = math.ceil(total / PAGE_SIZE)
-            page = int(args) if args.isdigit() else 1
-            page = max(1, min(page, pages))
+            page = page_number(args, pages)
             records, total = await self.memories.list_page(
                 key, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
             )

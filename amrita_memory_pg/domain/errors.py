@@ -108,7 +108,16 @@ class BackupError(AmritaMemoryError):
 
 
 class LlmError(AmritaMemoryError):
-    """The chat-completions endpoint failed or answered something unusable."""
+    """The chat-completions endpoint failed or answered something unusable.
+
+    ``status`` is the HTTP status (None for transport and protocol errors), ``attempts``
+    how many requests were made (0 when the failure was not an HTTP one).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
 
 
 class NotReady(AmritaMemoryError):

@@ -20,6 +20,7 @@ from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.records import MemoryRecord, SearchFilter, SearchHit
 
 Vector = npt.NDArray[np.float32]
+#: One OpenAI chat message (``role``, ``content``, ``tool_calls``, ``tool_call_id``…).
 Message = dict[str, Any]
 
 
@@ -71,14 +72,15 @@ class VectorBackend(Protocol):
         self,
         pool: Any,
         partition_key: str,
-        query: Vector,
+        vector: Vector,
         *,
         top_k: int,
         where: SearchFilter,
         now: datetime,
         decay: DecayPolicy,
     ) -> list[SearchHit]:
-        """The top_k of the partition by decay score (distance when decay is off)."""
+        """The top_k of the partition for the query ``vector`` by decay score (distance
+        when decay is off)."""
         ...
 
     async def added(self, record: MemoryRecord, vector: Vector) -> None:
@@ -98,19 +100,24 @@ class VectorBackend(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
-    """Tokens one chat call cost, as the endpoint reported them (0 when it did not)."""
+    """Tokens one or more chat calls cost, as the endpoint reported them (0 when it did not)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    total_tokens: int = 0
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        """The usage of two calls together (a tool loop sums its rounds)."""
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class ChatResult:
-    """The assistant message of one completion and what it cost."""
+    """The assistant message of one completion (``content`` and/or ``tool_calls``) and its cost."""
 
     message: Message
     usage: TokenUsage
@@ -121,6 +128,8 @@ class ChatModel(Protocol):
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None = None
-    ) -> ChatResult: ...
+    ) -> ChatResult:
+        """One completion; raises the implementation's error (``LlmError``) on failure."""
+        ...
 
     async def aclose(self) -> None: ...

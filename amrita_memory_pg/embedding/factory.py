@@ -32,7 +32,7 @@ def create_provider(settings: EmbeddingSettings) -> EmbeddingProvider:
         return OpenAIProvider(
             settings.model_url,
             settings.model_name,
-            settings.api_key,
+            settings.api_key.get_secret_value(),
             timeout_seconds=settings.timeout_seconds,
             max_retries=settings.max_retries,
         )

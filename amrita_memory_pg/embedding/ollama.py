@@ -25,7 +25,6 @@ from amrita_memory_pg.embedding.http import (
     EmbeddingHTTPError,
     JsonHttpClient,
     json_error_message,
-    redact_url,
 )
 
 EMBED_PATH = "/api/embed"
@@ -89,6 +88,7 @@ class OllamaProvider(EmbeddingProvider):
         self._legacy = False
         self._resolve_lock = asyncio.Lock()
         self._http = JsonHttpClient(
+            service=f"{self.protocol} / {model_name}",
             timeout_seconds=timeout_seconds,
             max_retries=max_retries,
             backoff_seconds=backoff_seconds,
@@ -134,8 +134,8 @@ class OllamaProvider(EmbeddingProvider):
         if not isinstance(vectors, list) or len(vectors) != count:
             got = len(vectors) if isinstance(vectors, list) else "no"
             raise EmbeddingError(
-                f"{self._label()}: POST {redact_url(self._embed_url)} returned {got} embeddings "
-                f"for {count} texts"
+                f"{self._http.where('POST', self._embed_url, label=self._label())} returned "
+                f"{got} embeddings for {count} texts"
             )
         return vectors
 
@@ -147,14 +147,15 @@ class OllamaProvider(EmbeddingProvider):
         self._raise_on_error_key(body, url)
         vector = body.get("embedding") if isinstance(body, dict) else None
         if not isinstance(vector, list):
-            raise EmbeddingError(f"{self._label()}: POST {redact_url(url)} returned no 'embedding'")
+            raise EmbeddingError(
+                f"{self._http.where('POST', url, label=self._label())} returned no 'embedding'"
+            )
         return vector
 
     def _raise_on_error_key(self, body: Any, url: str) -> None:
         if isinstance(body, dict) and body.get("error"):
-            raise EmbeddingError(
-                f"{self._label()}: POST {redact_url(url)}: Ollama error: {body['error']}"
-            )
+            where = self._http.where("POST", url, label=self._label())
+            raise EmbeddingError(self._http.redact(f"{where}: Ollama error: {body['error']}"))
 
     async def _model_name(self) -> str:
         """The configured name, or for ``auto`` the model picked from ``/api/tags`` once."""
@@ -178,9 +179,11 @@ class OllamaProvider(EmbeddingProvider):
         if picked is None:
             listed = ", ".join(names) if names else "none"
             raise EmbeddingError(
-                f"{self._label()}: EMBEDDING_MODEL_NAME is 'auto' but the server at "
-                f"{redact_url(self._root)} lists no embedding model (models: {listed}). Pull one "
-                "(e.g. `ollama pull bge-m3`) or set EMBEDDING_MODEL_NAME."
+                self._http.redact(
+                    f"{self._label()}: EMBEDDING_MODEL_NAME is 'auto' but the server at "
+                    f"{self._root} lists no embedding model (models: {listed}). Pull one "
+                    "(e.g. `ollama pull bge-m3`) or set EMBEDDING_MODEL_NAME."
+                )
             )
         return picked
 

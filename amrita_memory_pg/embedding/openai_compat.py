@@ -20,7 +20,7 @@ import numpy as np
 
 from amrita_memory_pg.domain.errors import ConfigError, EmbeddingError
 from amrita_memory_pg.embedding.base import EmbeddingProvider, TextKind
-from amrita_memory_pg.embedding.http import JsonHttpClient, redact_url
+from amrita_memory_pg.embedding.http import JsonHttpClient
 
 
 def embeddings_url(base_url: str) -> str:
@@ -69,6 +69,7 @@ class OpenAIProvider(EmbeddingProvider):
         self._url = embeddings_url(model_url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = JsonHttpClient(
+            service=f"{self.protocol} / {model_name}",
             timeout_seconds=timeout_seconds,
             max_retries=max_retries,
             headers=headers,
@@ -87,14 +88,14 @@ class OpenAIProvider(EmbeddingProvider):
             label=label,
             payload={"input": list(texts), "model": self.model, "encoding_format": "float"},
         )
-        return self._parse(body, len(texts), f"{label}: POST {redact_url(self._url)}")
+        return self._parse(body, len(texts), self._http.where("POST", self._url, label=label))
 
     def _parse(self, body: Any, count: int, where: str) -> list[Sequence[float]]:
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
             error = body.get("error") if isinstance(body, dict) else None
             detail = f"error: {error}" if error else "no 'data' list"
-            raise EmbeddingError(self._http.scrub(f"{where} answered without vectors ({detail})"))
+            raise EmbeddingError(self._http.redact(f"{where} answered without vectors ({detail})"))
         by_index: dict[int, Sequence[float]] = {}
         for position, item in enumerate(data):
             if not isinstance(item, dict):

@@ -1,20 +1,39 @@
-"""A minimal OpenAI-compatible ``/chat/completions`` client with tool calls (httpx).
+"""An OpenAI-compatible ``/chat/completions`` client with tool calls and token usage.
 
-Enough for the built-in responder: one request per round, the assistant message back.
-Any OpenAI-compatible server works (OpenAI, DeepSeek, vLLM, Ollama's ``/v1``…).
-HTTP and protocol failures become :class:`LlmError` with one sentence.
+Enough for the built-in responder and L3: one request per round, the assistant message
+and the round's token usage back (:class:`~amrita_memory_pg.domain.ports.ChatResult`).
+Any OpenAI-compatible server works (OpenAI, DeepSeek, vLLM, Ollama's ``/v1``…). The
+HTTP work — timeout, retries with backoff on connection errors, timeouts, 429 and 5xx,
+redaction of the key and of URL credentials — is the shared
+:class:`~amrita_memory_pg.net.http.HttpClient`; every failure, HTTP or protocol (no
+choices, not JSON), becomes one :class:`LlmError` sentence without secrets.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-import httpx
-
 from amrita_memory_pg.domain.errors import LlmError
+from amrita_memory_pg.domain.ports import ChatResult, Message, TokenUsage
+from amrita_memory_pg.net.http import HttpClient, HttpError, excerpt
 from amrita_memory_pg.settings import LlmSettings
 
-Message = dict[str, Any]
+__all__ = [
+    "DEFAULT_BACKOFF_SECONDS",
+    "DEFAULT_MAX_RETRIES",
+    "ChatClient",
+    "LlmError",
+    "Message",
+    "completions_url",
+    "is_configured",
+    "usage_from",
+]
+
+#: Retries after the first attempt, as the OpenAI SDK does by default.
+DEFAULT_MAX_RETRIES = 2
+#: First backoff sleep; doubles per retry (capped by the HTTP layer, raised by Retry-After).
+DEFAULT_BACKOFF_SECONDS = 0.5
 
 
 def completions_url(base_url: str) -> str:
@@ -28,39 +47,83 @@ def is_configured(settings: LlmSettings) -> bool:
     return bool(settings.base_url and settings.model)
 
 
+def _count(value: Any) -> int:
+    """A token count as reported, or 0 for anything that is not a non-negative integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
+
+
+def usage_from(raw: Any) -> TokenUsage:
+    """The OpenAI ``usage`` member as :class:`TokenUsage`; zeros when absent or malformed.
+
+    ``total_tokens`` is the reported total, else prompt + completion.
+    """
+    if not isinstance(raw, dict):
+        return TokenUsage()
+    prompt = _count(raw.get("prompt_tokens"))
+    completion = _count(raw.get("completion_tokens"))
+    total = _count(raw.get("total_tokens")) or prompt + completion
+    return TokenUsage(prompt, completion, total)
+
+
 class ChatClient:
-    def __init__(self, settings: LlmSettings, *, http: httpx.AsyncClient | None = None) -> None:
+    """:class:`~amrita_memory_pg.domain.ports.ChatModel` over an OpenAI-compatible endpoint."""
+
+    def __init__(
+        self,
+        settings: LlmSettings,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+    ) -> None:
         self.settings = settings
         self._url = completions_url(settings.base_url)
-        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        self._http = http or httpx.AsyncClient(timeout=settings.timeout_seconds, headers=headers)
+        api_key = settings.api_key.get_secret_value()
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = HttpClient(
+            service=f"llm / {settings.model}",
+            timeout_seconds=settings.timeout_seconds,
+            max_retries=max_retries,
+            headers=headers,
+            secrets=[api_key],
+            backoff_seconds=backoff_seconds,
+        )
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None = None
-    ) -> Message:
-        """The assistant message of one completion (``content`` and/or ``tool_calls``)."""
+    ) -> ChatResult:
+        """The assistant message of one completion and the tokens it cost."""
         body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
         try:
-            response = await self._http.post(self._url, json=body)
-            response.raise_for_status()
-            data = response.json()
-        except httpx.HTTPStatusError as exc:
-            raise LlmError(
-                f"LLM endpoint {self._url} answered HTTP {exc.response.status_code}: "
-                f"{exc.response.text[:200]}"
-            ) from exc
-        except (httpx.HTTPError, ValueError) as exc:
-            raise LlmError(f"LLM endpoint {self._url} failed: {exc}") from exc
-        try:
-            message = data["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise LlmError(f"LLM endpoint {self._url} returned no choices: {data!r:.200}") from exc
-        if not isinstance(message, dict):
-            raise LlmError(f"LLM endpoint {self._url} returned a malformed message")
-        return message
+            data = await self._http.request_json("POST", self._url, payload=body)
+        except HttpError as exc:
+            raise LlmError(str(exc), status=exc.status, attempts=exc.attempts) from exc
+        return ChatResult(message=self._message(data), usage=usage_from(_get(data, "usage")))
+
+    def _message(self, data: Any) -> Message:
+        """``choices[0].message`` of a completion; :class:`LlmError` naming what is wrong."""
+        where = self._http.where("POST", self._url)
+        choices = _get(data, "choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        if isinstance(message, dict):
+            return message
+        error = _get(data, "error")
+        if error:
+            detail = f"an error: {excerpt(json.dumps(error, ensure_ascii=False))}"
+        elif first is not None:
+            detail = f"a malformed message: {excerpt(json.dumps(first, ensure_ascii=False))}"
+        else:
+            detail = f"no choices: {excerpt(json.dumps(data, ensure_ascii=False))}"
+        raise LlmError(self._http.redact(f"{where} returned {detail}"))
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _get(data: Any, key: str) -> Any:
+    return data.get(key) if isinstance(data, dict) else None

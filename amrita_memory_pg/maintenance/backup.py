@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import os
 import re
 import secrets
 import shutil
+import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +40,8 @@ from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import AmritaMemoryError, BackupError
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.pg import migrate
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +78,13 @@ KNOWLEDGE_COLUMNS = (
     "updated_at",
 )
 TIMESTAMP_COLUMNS = {"created_at", "updated_at", "tier_since"}
+#: kind of row → the columns a restore copies back, in order: exactly the result columns
+#: of that kind's export query (:func:`export_sql`; a test compares the two)
+EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "memory": MEMORY_COLUMNS,
+    "memo": MEMO_COLUMNS,
+    "knowledge": KNOWLEDGE_COLUMNS,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +151,12 @@ def pg_tool(name: str) -> str:
 
 
 async def run_tool(*argv: str) -> None:
+    from amrita_memory_pg.storage.pg.libpq import child_process_args
+
+    # The password travels in the child's environment, not on its public command line.
+    args, env = child_process_args(argv)
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
     )
     _out, err = await proc.communicate()
     if proc.returncode != 0:
@@ -161,18 +177,19 @@ async def create_backup(
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
     stem = _new_stem(now)
-    tmp_jsonl = directory / f".{stem}.jsonl.part"
-    tmp_dump = directory / f".{stem}.dump.part"
+    clean_stale_parts(directory)
+    tmp_jsonl = directory / f".{stem}.{os.getpid()}.jsonl.part"
+    tmp_dump = directory / f".{stem}.{os.getpid()}.dump.part"
     dsn = store.dsn
     try:
         async with (
             store.pool.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
-            snapshot = await conn.fetchval("SELECT pg_export_snapshot()")
+            snapshot = await conn.fetchval(query("export_snapshot"))
             meta = await store_meta.read(conn)
             counts = await store_counts(conn)
-            revision = await conn.fetchval("SELECT version_num FROM amrita_memory.alembic_version")
+            revision = await migrate.current_revision(conn)
             dump = asyncio.ensure_future(
                 run_tool(
                     pg_tool("pg_dump"),
@@ -199,13 +216,8 @@ async def create_backup(
                 }
                 with tmp_jsonl.open("w", encoding="utf-8") as out:
                     out.write(json.dumps(header, ensure_ascii=False) + "\n")
-                    for kind, table, columns, order in (
-                        ("memory", "memory", MEMORY_COLUMNS, "id"),
-                        ("memo", "memo", MEMO_COLUMNS, "partition_key"),
-                        ("knowledge", "knowledge", KNOWLEDGE_COLUMNS, "kid"),
-                    ):
-                        query = f"SELECT {', '.join(columns)} FROM amrita_memory.{table} ORDER BY {order}"
-                        async for row in conn.cursor(query, prefetch=500):
+                    for kind in EXPORT_COLUMNS:
+                        async for row in export_rows(conn, kind):
                             out.write(_row_to_json(kind, row) + "\n")
             finally:
                 await dump  # the snapshot must stay open until pg_dump has it
@@ -218,6 +230,30 @@ async def create_backup(
     info = BackupInfo(stem, directory, now, reason, counts, meta.fingerprint, meta.model)
     rotate(directory, keep if keep is not None else store.settings.embedding.reembed_backup_keep)
     return info
+
+
+def clean_stale_parts(directory: Path, legacy_age: float = 3600) -> list[str]:
+    """Delete the ``.part`` files of writers that died (kill -9 during ``backup create``).
+
+    A part is named ``.<stem>.<pid>.<jsonl|dump>.part``; one whose pid no longer runs is
+    debris, one whose pid runs is being written and stays. Parts named before the pid was
+    added (``.<stem>.<kind>.part``) go once they are ``legacy_age`` seconds old.
+    """
+    from amrita_memory_pg.storage.pg.embedded import pid_alive
+
+    removed = []
+    for path in directory.glob(f".{PREFIX}*.part") if directory.is_dir() else ():
+        fields = path.name[1:].split(".")
+        stale = False
+        if len(fields) == 4 and fields[1].isascii() and fields[1].isdigit():
+            stale = not pid_alive(int(fields[1]))
+        else:
+            with contextlib.suppress(OSError):
+                stale = time.time() - path.stat().st_mtime > legacy_age
+        if stale:
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return removed
 
 
 def rotate(directory: Path, keep: int, protect: set[str] | None = None) -> list[str]:
@@ -253,6 +289,7 @@ def list_backups(directory: Path) -> list[BackupInfo]:
     out: list[BackupInfo] = []
     if not directory.is_dir():
         return out
+    clean_stale_parts(directory)
     for path in sorted(directory.glob(f"{PREFIX}*.jsonl")):
         stem = path.name.split(".")[0]
         if not _STEM.match(stem):
@@ -277,8 +314,22 @@ def list_backups(directory: Path) -> list[BackupInfo]:
 
 async def store_counts(conn: Any) -> dict[str, int]:
     """Rows per kind that a backup holds."""
-    return {
-        "memory": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.memory")),
-        "memo": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.memo")),
-        "knowledge": int(await conn.fetchval("SELECT count(*) FROM amrita_memory.knowledge")),
-    }
+    row = await conn.fetchrow(query("store_counts"))
+    return {kind: int(row[kind]) for kind in EXPORT_COLUMNS}
+
+
+def export_sql(kind: str) -> str:
+    """The export statement of one kind; its result columns are ``EXPORT_COLUMNS[kind]``."""
+    if kind == "memory":
+        return query("export_memories")
+    if kind == "memo":
+        return query("export_memos")
+    if kind == "knowledge":
+        return query("export_knowledge")
+    raise ValueError(f"no export for {kind!r}")
+
+
+def export_rows(conn: Any, kind: str) -> AsyncIterator[asyncpg.Record]:
+    """Every row of one kind, streamed (500 per round trip) in the caller's transaction."""
+    rows: AsyncIterator[asyncpg.Record] = conn.cursor(export_sql(kind), prefetch=500)
+    return rows

@@ -23,6 +23,7 @@ from amrita_memory_pg.domain.errors import FingerprintRefused
 from amrita_memory_pg.maintenance.reembed import change_model, write_fingerprint
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +47,7 @@ async def inspect_fingerprint(store: Store) -> FingerprintStatus:
     """Compare the stored fingerprint with the configured embedder's (no writes)."""
     await store.embedder.prepare()  # a local model's fingerprint names the model it could load
     meta = await store_meta.read(store.pool)
-    rows = int(
-        await store.pool.fetchval(
-            "SELECT (SELECT count(*) FROM amrita_memory.memory)::integer"
-            " + (SELECT count(*) FROM amrita_memory.knowledge)::integer"
-        )
-    )
+    rows = int(await store.pool.fetchval(query("count_vector_rows")))
     stored = meta.fingerprint
     current = store.embedder.fingerprint
     if rows == 0 or stored == current:

@@ -17,6 +17,7 @@ import asyncpg
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION, to_current
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +43,9 @@ async def migrate_keys(
     async with pool.acquire() as conn, conn.transaction():
         await lift_statement_timeout(conn)  # one transaction over every legacy row
         # Serialise with other migrations of keys (bot start-up and CLI at once).
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.keys', 0))"
-        )
+        await conn.execute(query("lock_key_migration"))
         report.version_before = (await store_meta.read(conn)).key_format_version
-        pairs = await conn.fetch(
-            "SELECT partition_key, scope, count(*)::integer AS n FROM amrita_memory.memory GROUP BY 1, 2"
-        )
+        pairs = await conn.fetch(query("memory_partition_keys"))
         updates: list[tuple[str, str, str, int]] = []
         for row in pairs:
             old = row["partition_key"]
@@ -60,10 +57,7 @@ async def migrate_keys(
             if new != old:
                 report.mapping[old] = new
                 updates.append((old, row["scope"], new, row["n"]))
-        memo_keys = [
-            r["partition_key"]
-            for r in await conn.fetch("SELECT partition_key FROM amrita_memory.memo")
-        ]
+        memo_keys = [r["partition_key"] for r in await conn.fetch(query("memo_partition_keys"))]
         existing = set(memo_keys)
         memo_moves: list[tuple[str, str]] = []
         for old in memo_keys:
@@ -84,18 +78,9 @@ async def migrate_keys(
         if dry_run:
             return report
         for old, scope, new, _n in updates:
-            await conn.execute(
-                "UPDATE amrita_memory.memory SET partition_key = $3 WHERE partition_key = $1 AND scope = $2",
-                old,
-                scope,
-                new,
-            )
+            await conn.execute(query("rename_memory_partition"), old, scope, new)
         for old, new in memo_moves:
-            await conn.execute(
-                "UPDATE amrita_memory.memo SET partition_key = $2 WHERE partition_key = $1",
-                old,
-                new,
-            )
+            await conn.execute(query("rename_memo_partition"), old, new)
         await store_meta.write_key_format_version(conn, KEY_FORMAT_VERSION)
     for key in report.unrecognised:
         log.warning("partition key %r is not recognised; left as it is", key)

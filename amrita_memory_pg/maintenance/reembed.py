@@ -25,17 +25,13 @@ from amrita_memory_pg.maintenance.backup import BackupInfo, create_backup
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["memory", "knowledge"]
 #: called after each batch with (rows done in this run, rows pending at its start)
 Progress = Callable[[int, int], None]
-
-_PENDING_SQL: dict[Kind, str] = {
-    "memory": "SELECT * FROM amrita_memory.reembed_pending_v1('memory', $1, $2, $3)",
-    "knowledge": "SELECT * FROM amrita_memory.reembed_pending_knowledge_v1($1, $2, $3)",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +58,7 @@ class ReindexState:
 
 
 async def reindex_state(pool: asyncpg.Pool) -> ReindexState | None:
-    row = await pool.fetchrow(
-        """
-        SELECT j.target_fingerprint, j.model, j.started_at,
-               (SELECT count(*) FROM amrita_memory.reembed_staging s
-                 WHERE s.fingerprint = j.target_fingerprint)::integer AS staged,
-               amrita_memory.reembed_pending_count_v1(j.target_fingerprint) AS pending
-          FROM amrita_memory.reembed_job j
-        """
-    )
+    row = await pool.fetchrow(query("reembed_state"))
     if row is None:
         return None
     return ReindexState(
@@ -83,9 +71,7 @@ async def reindex_state(pool: asyncpg.Pool) -> ReindexState | None:
 
 
 async def pending_count(pool: asyncpg.Pool, fingerprint: str) -> int:
-    return int(
-        await pool.fetchval("SELECT amrita_memory.reembed_pending_count_v1($1)", fingerprint)
-    )
+    return int(await pool.fetchval(query("reembed_pending_count"), fingerprint))
 
 
 async def _begin(pool: asyncpg.Pool, embedder: Embedder, now: datetime) -> int:
@@ -93,30 +79,29 @@ async def _begin(pool: asyncpg.Pool, embedder: Embedder, now: datetime) -> int:
     provider = embedder.provider
     target = embedder.fingerprint
     async with pool.acquire() as conn, conn.transaction():
-        current = await conn.fetchval(
-            "SELECT target_fingerprint FROM amrita_memory.reembed_job WHERE id = 1 FOR UPDATE"
-        )
+        current = await conn.fetchval(query("reembed_job_target"))
         if current is not None and current != target:
             log.warning("discarding an unfinished re-embed toward another model (%s)", current)
-            await conn.execute("DELETE FROM amrita_memory.reembed_staging")
+            await conn.execute(query("reembed_discard_staging"))
         await conn.execute(
-            """
-            INSERT INTO amrita_memory.reembed_job (id, target_fingerprint, protocol, model, base_url, started_at, updated_at)
-            VALUES (1, $1, $2, $3, $4, $5, $5)
-            ON CONFLICT (id) DO UPDATE
-               SET target_fingerprint = EXCLUDED.target_fingerprint, protocol = EXCLUDED.protocol,
-                   model = EXCLUDED.model, base_url = EXCLUDED.base_url, updated_at = EXCLUDED.updated_at
-            """,
+            query("reembed_register_job"),
             target,
             provider.protocol,
             provider.model,
             provider.base_url,
             now,
         )
-        staged = await conn.fetchval(
-            "SELECT count(*) FROM amrita_memory.reembed_staging WHERE fingerprint = $1", target
-        )
+        staged = await conn.fetchval(query("reembed_staged_count"), target)
     return int(staged)
+
+
+async def _pending(
+    pool: asyncpg.Pool, kind: Kind, fingerprint: str, after: str, limit: int
+) -> list[asyncpg.Record]:
+    """Up to ``limit`` rows of ``kind`` after ``after`` still to embed (row_id, body, updated_at)."""
+    if kind == "memory":
+        return list(await pool.fetch(query("reembed_pending_memories"), fingerprint, after, limit))
+    return list(await pool.fetch(query("reembed_pending_knowledge"), fingerprint, after, limit))
 
 
 async def _stage_kind(
@@ -131,28 +116,20 @@ async def _stage_kind(
     after = ""
     done = 0
     while True:
-        rows = await pool.fetch(_PENDING_SQL[kind], target, after, batch_size)
+        rows = await _pending(pool, kind, target, after, batch_size)
         if not rows:
             return done
         # Embedding first, outside any transaction: an outage here writes nothing.
         vectors = await embedder.embed_passages([r["body"] for r in rows])
         async with pool.acquire() as conn, conn.transaction():
             await conn.executemany(
-                """
-                INSERT INTO amrita_memory.reembed_staging (kind, row_id, fingerprint, embedding, source_updated_at)
-                VALUES ($1, $2, $3, $4, $5)
-                ON CONFLICT (kind, row_id) DO UPDATE
-                   SET fingerprint = EXCLUDED.fingerprint, embedding = EXCLUDED.embedding,
-                       source_updated_at = EXCLUDED.source_updated_at
-                """,
+                query("reembed_stage_vector"),
                 [
                     (kind, r["row_id"], target, v, r["updated_at"])
                     for r, v in zip(rows, vectors, strict=True)
                 ],
             )
-            await conn.execute(
-                "UPDATE amrita_memory.reembed_job SET updated_at = now() WHERE id = 1"
-            )
+            await conn.execute(query("reembed_touch_job"))
         after = rows[-1]["row_id"]
         done += len(rows)
         on_batch(len(rows))
@@ -194,7 +171,7 @@ async def reindex(
             # One UPDATE over every row: longer than a chat statement may take.
             await lift_statement_timeout(conn)
             row = await conn.fetchrow(
-                "SELECT * FROM amrita_memory.reembed_switch_v1($1, $2, $3, $4, $5, $6)",
+                query("reembed_switch"),
                 embedder.fingerprint,
                 provider.protocol,
                 provider.model,

@@ -8,10 +8,10 @@ restored verbatim and then re-embedded through the one model-change sequence.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
-import secrets
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -42,7 +42,9 @@ from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.reembed import change_model
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.memories import count_all
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,9 @@ class RestoreReport:
     reembedded: int = 0
     safety_backup: BackupInfo | None = None
     keys_migrated: int = 0
+    #: reference-plugin backups are merged: rows added, and rows already in the store
+    merged: int = 0
+    kept_existing: int = 0
 
 
 def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -95,12 +100,9 @@ def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-async def _replace_all(conn: Any) -> None:
-    await conn.execute(
-        "DELETE FROM amrita_memory.memory; DELETE FROM amrita_memory.memo; "
-        "DELETE FROM amrita_memory.knowledge; DELETE FROM amrita_memory.reembed_staging; "
-        "DELETE FROM amrita_memory.reembed_job; UPDATE amrita_memory.sweep_state SET cursor_id = ''"
-    )
+async def _replace_all(conn: Any) -> int:
+    """Empty the store in the caller's transaction; returns the memories removed."""
+    return int(await conn.fetchval(query("clear_store")))
 
 
 async def restore_backup(store: Store, path: Path, *, force: bool = False) -> RestoreReport:
@@ -125,7 +127,7 @@ async def restore_backup(store: Store, path: Path, *, force: bool = False) -> Re
 
 
 async def _guard_empty(store: Store, incoming: int, force: bool) -> None:
-    current = int(await store.pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+    current = await count_all(store.pool)
     if incoming == 0 and current > 0 and not force:
         raise BackupError(
             f"the backup holds no memories; restoring it would wipe the {current} in the store. "
@@ -151,7 +153,7 @@ async def _after_restore(store: Store, report: RestoreReport) -> RestoreReport:
     keys = await migrate_keys(store.pool)
     report.keys_migrated = keys.changed_rows
     stored = (await store_meta.read(store.pool)).fingerprint
-    rows = int(await store.pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+    rows = await count_all(store.pool)
     if rows and stored != store.embedder.fingerprint:
         # the safety backup was taken before the restore: no second one
         result = await change_model(store, backup=False)
@@ -229,7 +231,7 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
             "-v",
             "ON_ERROR_STOP=1",
             "-c",
-            "DROP SCHEMA IF EXISTS amrita_memory CASCADE",
+            query("drop_store_schema"),
             "-f",
             str(script),
             dsn,
@@ -240,11 +242,16 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
     return await _after_restore(store, report)
 
 
+#: the header line of a table's data block in a pg_restore script
+_COPY_BLOCK = re.compile(r"^COPY (?P<table>\S+) \(.*\) FROM stdin;$")
+
+
 def _copy_rows(script: str, table: str) -> int:
     """Rows in the COPY block of ``table`` in a pg_restore script (one line per row)."""
     lines = script.splitlines()
     for start, line in enumerate(lines):
-        if line.startswith(f"COPY {table} (") and line.endswith("FROM stdin;"):
+        block = _COPY_BLOCK.match(line)
+        if block is not None and block.group("table") == table:
             for count, row in enumerate(lines[start + 1 :]):
                 if row == "\\.":
                     return count
@@ -252,7 +259,13 @@ def _copy_rows(script: str, table: str) -> int:
 
 
 async def _restore_reference(store: Store, path: Path, *, force: bool) -> RestoreReport:
-    """The reference plugin's ``embed_backup_*.json``: texts + metadata, no vectors."""
+    """The reference plugin's ``embed_backup_*.json``: texts + metadata, no vectors.
+
+    MERGED into the store, never replacing it: its users restore it into a store that
+    already holds what was written since (memos, newer memories). A memory whose id is
+    already in its partition is kept as it is; ids that are not 32 hex digits get one
+    derived from the partition and the old id, so a second run changes nothing.
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -264,7 +277,6 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
         raise BackupError(
             f"{path.name} is inconsistent: {len(ids)} ids, {len(documents)} documents, {len(metadatas)} metadatas"
         )
-    await _guard_empty(store, len(ids), force)
     now = datetime.now(UTC)
     records: list[list[Any]] = []
     skipped = 0
@@ -278,7 +290,9 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
             continue
         created = parse_created_at(meta.get("created_at")) or now
         memory_id = (
-            raw_id if isinstance(raw_id, str) and _HEX32.match(raw_id) else secrets.token_hex(16)
+            raw_id
+            if isinstance(raw_id, str) and _HEX32.match(raw_id)
+            else hashlib.md5(f"{key}|{raw_id}".encode()).hexdigest()
         )
         level = LABEL_TO_LEVEL.get(str(meta.get("importance")), MEDIUM)
         tags = list(parse_tags(meta.get("tags") if isinstance(meta.get("tags"), str) else None))
@@ -308,27 +322,29 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
     vectors = await store.embedder.embed_passages([r[3] for r in records])
     report = RestoreReport(source=path, kind="reference-json")
     report.safety_backup = await _safety_backup(store, path)
+    merge = query("merge_restored_memory")
     async with store.pool.acquire() as conn, conn.transaction():
         await lift_statement_timeout(conn)  # one transaction over the whole backup
-        await _replace_all(conn)
-        await conn.copy_records_to_table(
-            "memory",
-            schema_name="amrita_memory",
-            columns=list(MEMORY_COLUMNS),
-            records=[
-                (*r, v, store.embedder.fingerprint) for r, v in zip(records, vectors, strict=True)
-            ],
+        before = await store_counts(conn)
+        await conn.executemany(
+            merge,
+            [(*r, v, store.embedder.fingerprint) for r, v in zip(records, vectors, strict=True)],
         )
-        provider = store.embedder.provider
-        await store_meta.write_model(
-            conn,
-            fingerprint=store.embedder.fingerprint,
-            protocol=provider.protocol,
-            model=provider.model,
-            base_url=provider.base_url,
-            dim=store.embedder.dim,
-            keep_dim=False,
-            reset_key_format=True,
-        )
-    report.reembedded = len(records)
+        merged = (await store_counts(conn))["memory"] - before["memory"]
+        if before["memory"] == 0:
+            # an empty store takes the configured model; a non-empty one keeps its record and
+            # _after_restore re-embeds everything if that model is not the configured one
+            provider = store.embedder.provider
+            await store_meta.write_model(
+                conn,
+                fingerprint=store.embedder.fingerprint,
+                protocol=provider.protocol,
+                model=provider.model,
+                base_url=provider.base_url,
+                dim=store.embedder.dim,
+                keep_dim=False,
+            )
+    report.merged = merged
+    report.kept_existing = len(records) - merged
+    report.reembedded = merged
     return await _after_restore(store, report)

@@ -20,6 +20,7 @@ from amrita_memory_pg.storage.pg.database import (
     connect_once,
     server_info,
 )
+from amrita_memory_pg.storage.queries import query
 
 TOP_PARTITIONS = 10
 
@@ -66,14 +67,7 @@ async def collect_server_status(settings: Settings, target: ServerTarget) -> Sta
 async def collect_store_status(store: Store, report: StatusReport) -> None:
     """The store's facts: counts, model, re-embed in progress, distribution, backend."""
     pool = store.pool
-    row = await pool.fetchrow(
-        """
-        SELECT (SELECT count(*) FROM amrita_memory.memory)::integer                      AS memories,
-               (SELECT count(DISTINCT partition_key) FROM amrita_memory.memory)::integer AS partitions,
-               (SELECT count(*) FROM amrita_memory.memo WHERE content <> '')::integer    AS memos,
-               (SELECT count(*) FROM amrita_memory.knowledge)::integer                   AS knowledge
-        """
-    )
+    row = await pool.fetchrow(query("status_counts"))
     assert row is not None
     meta = await store_meta.read(pool)
     report.counts = {k: row[k] for k in ("memories", "partitions", "memos", "knowledge")}
@@ -81,26 +75,13 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
     report.key_format = meta.key_format_version
     report.fingerprint = await inspect_fingerprint(store)
     report.reindex = await reindex_state(pool)
-    report.by_scope = {
-        r["scope"]: r["n"]
-        for r in await pool.fetch(
-            "SELECT scope, count(*)::integer AS n FROM amrita_memory.memory GROUP BY 1 ORDER BY 1"
-        )
-    }
-    tiers = await pool.fetchrow(
-        "SELECT count(*) FILTER (WHERE importance <= 3)::integer AS low,"
-        "       count(*) FILTER (WHERE importance BETWEEN 4 AND 7)::integer AS medium,"
-        "       count(*) FILTER (WHERE importance >= 8)::integer AS high FROM amrita_memory.memory"
-    )
+    report.by_scope = {r["scope"]: r["n"] for r in await pool.fetch(query("status_by_scope"))}
+    tiers = await pool.fetchrow(query("status_by_tier"))
     assert tiers is not None
     report.by_tier = dict(tiers.items())
     report.partitions = [
         (r["partition_key"], r["memories"])
-        for r in await pool.fetch(
-            "SELECT partition_key, memories FROM amrita_memory.partition_usage "
-            "WHERE memories > 0 ORDER BY memories DESC, partition_key LIMIT $1",
-            TOP_PARTITIONS,
-        )
+        for r in await pool.fetch(query("status_top_partitions"), TOP_PARTITIONS)
     ]
     check: Any = getattr(store.backend, "check", None)
     if check is not None:

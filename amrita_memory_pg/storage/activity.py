@@ -2,50 +2,19 @@
 
 Both are written by the chat hooks on every message, so each write is one round trip:
 one statement that appends the line (trimming the session to its newest
-``chat_log_keep`` lines) and, for a user's message, bumps their heatmap cell.
+``chat_log_keep`` lines) and, for a user's message, bumps their heatmap cell. The
+statements are the named queries of ``sql/queries/activity.sql``, one wrapper each.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from typing import Literal
 
 import asyncpg
 
 from amrita_memory_pg.domain.activity import DAYS, SLOTS_PER_DAY, heat_cell
-
-Role = Literal["user", "bot"]
-
-SQL_RECORD_USER = (
-    "SELECT amrita_memory.chat_log_append_v1($1, $2, $3, 'user', $4, $5, $6), "
-    "amrita_memory.activity_touch_v1($7, $8, $9, $5)"
-)
-SQL_RECORD_BOT = "SELECT amrita_memory.chat_log_append_v1($1, $2, $3, 'bot', $4, $5, $6)"
-SQL_TOUCH = "SELECT amrita_memory.activity_touch_v1($1, $2, $3, $4)"
-SQL_RECENT = (
-    "SELECT id, session_key, user_id, group_id, role, text, created_at "
-    "FROM amrita_memory.chat_log WHERE session_key = $1 ORDER BY id DESC LIMIT $2"
-)
-SQL_HEATMAP = "SELECT weekday, slot, hits FROM amrita_memory.activity_heatmap WHERE user_key = $1"
-STATEMENTS = {
-    "record_user": SQL_RECORD_USER,
-    "record_bot": SQL_RECORD_BOT,
-    "touch": SQL_TOUCH,
-    "recent": SQL_RECENT,
-    "heatmap": SQL_HEATMAP,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class ChatLine:
-    id: int
-    session_key: str
-    user_id: str
-    group_id: str | None
-    role: Role
-    text: str
-    created_at: datetime
+from amrita_memory_pg.domain.records import ChatLine
+from amrita_memory_pg.storage.queries import query
 
 
 class ActivityStore:
@@ -74,10 +43,10 @@ class ActivityStore:
         moment = now or datetime.now(UTC)
         weekday, slot = heat_cell(moment, self.tz)
         if self.keep <= 0:
-            await self._pool.execute(SQL_TOUCH, user_key, weekday, slot, moment)
+            await self._pool.execute(query("touch_activity"), user_key, weekday, slot, moment)
             return
         await self._pool.execute(
-            SQL_RECORD_USER,
+            query("record_user_message"),
             session_key,
             user_id,
             group_id,
@@ -102,12 +71,18 @@ class ActivityStore:
         if self.keep <= 0:
             return
         await self._pool.execute(
-            SQL_RECORD_BOT, session_key, bot_id, group_id, text, now or datetime.now(UTC), self.keep
+            query("record_bot_message"),
+            session_key,
+            bot_id,
+            group_id,
+            text,
+            now or datetime.now(UTC),
+            self.keep,
         )
 
     async def recent(self, session_key: str, limit: int = 50) -> list[ChatLine]:
         """The newest ``limit`` lines of a session, oldest first."""
-        rows = await self._pool.fetch(SQL_RECENT, session_key, limit)
+        rows = await self._pool.fetch(query("get_recent_chat"), session_key, limit)
         return [
             ChatLine(
                 id=r["id"],
@@ -124,6 +99,6 @@ class ActivityStore:
     async def heatmap(self, user_key: str) -> list[list[int]]:
         """The user's 7 × 12 hit counts, ``grid[weekday][slot]`` (0 = Monday, 00:00–02:00)."""
         grid = [[0] * SLOTS_PER_DAY for _ in range(DAYS)]
-        for row in await self._pool.fetch(SQL_HEATMAP, user_key):
+        for row in await self._pool.fetch(query("get_heatmap"), user_key):
             grid[row["weekday"]][row["slot"]] = row["hits"]
         return grid

@@ -2,10 +2,14 @@
 
 It takes vectors, never texts to embed: the service embeds first, outside any
 transaction, so no lock is ever held during an HTTP call. The partition cap is checked
-in the same transaction as the insert (``amrita_memory.write_memory_v1``, which also makes a
-retried identical write return the first one); retrieval is
-one SQL statement through the configured :class:`~amrita_memory_pg.domain.ports.VectorBackend`;
-the sweep is set-based SQL in batches with a persisted cursor. Time is an argument.
+in the same transaction as the insert (``amrita_memory.insert_memory_v2``; the chat tool
+writes through ``write_memory_v1``, which first returns an identical write made moments
+before, so a retry after a lost reply never makes a duplicate), and every
+write of a vector is checked against the store's model (fingerprint and dimension) by
+the database itself; retrieval is one SQL statement through the configured
+:class:`~amrita_memory_pg.domain.ports.VectorBackend`; the sweep is set-based SQL in
+batches with a persisted cursor. Time is an argument. The statements are the named
+queries of ``sql/queries/memories.sql``, one method each.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from amrita_memory_pg.domain.records import (
     SweepReport,
 )
 from amrita_memory_pg.storage.pg.outcome import classify, write_connection
+from amrita_memory_pg.storage.queries import query
 
 
 def record_from_row(row: Any) -> MemoryRecord:
@@ -60,11 +65,29 @@ def hit_from_row(row: Any) -> SearchHit:
     )
 
 
-#: SQLSTATEs mapped here (never by message text): ours from insert_memory_v1, pgvector's
+#: SQLSTATEs of the model checks (sql/functions/memory_v3.sql), mapped by code, never by
+#: message text: another embedding model's fingerprint, another dimension.
 FINGERPRINT_MISMATCH = "AMF01"
-DIMENSION_MISMATCH = "22000"
+DIMENSION_MISMATCH = "AMF03"
+MODEL_MISMATCH = frozenset({FINGERPRINT_MISMATCH, DIMENSION_MISMATCH})
 
-_COLUMNS = "id, partition_key, scope, content, tags, importance, category, source, author, created_at, updated_at"
+
+def raise_if_model_mismatch(exc: asyncpg.PostgresError) -> None:
+    """Raise :class:`FingerprintMismatch` from a refused model check; return otherwise.
+
+    Its text is the database's message and hint: which fingerprint or dimension the store
+    holds, which the writer has, and the command that fixes it.
+    """
+    if exc.sqlstate not in MODEL_MISMATCH:
+        return
+    message = str(exc).strip()
+    hint = getattr(exc, "hint", None)
+    raise FingerprintMismatch(f"{message} ({hint})" if hint else message) from exc
+
+
+async def count_all(conn: Any) -> int:
+    """Memories in the whole store (``conn`` is a connection or a pool)."""
+    return int(await conn.fetchval(query("count_all_memories")))
 
 
 def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -110,7 +133,8 @@ class MemoryRepository:
 
     def _writing(self) -> contextlib.AbstractAsyncContextManager[PoolConnectionProxy]:
         """A connection for one write whose driver failures come out as
-        :class:`DatabaseRefused` (certainly no effect) or :class:`OutcomeUnknown`."""
+        :class:`DatabaseRefused` (certainly no effect) or :class:`OutcomeUnknown`
+        (issue 11, F7)."""
         return write_connection(self.pool, acquire_timeout=self.acquire_timeout)
 
     # ------------------------------------------------------------------ writes
@@ -133,21 +157,53 @@ class MemoryRepository:
     ) -> MemoryRecord:
         """Insert under the partition cap; raises :class:`PartitionFull` or
         :class:`FingerprintMismatch` (the store holds another model's vectors)."""
-        result = await self.write(
-            partition_key=partition_key,
-            scope=scope,
-            content=content,
-            tags=tags,
-            importance=importance,
-            category=category,
-            source=source,
-            author=author,
-            vector=vector,
-            fingerprint=fingerprint,
-            provider=provider,
-            now=now,
-        )
-        return result.record
+        cap = self.cap
+        # insert_memory_v2 is one statement, hence its own transaction: the cap's advisory
+        # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
+        # explicit transaction around insert + hook — three round trips instead of one.
+        async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
+            try:
+                row = await conn.fetchrow(
+                    query("insert_memory"),
+                    partition_key,
+                    scope,
+                    content,
+                    list(tags),
+                    importance,
+                    category,
+                    source,
+                    author,
+                    vector,
+                    fingerprint,
+                    now,
+                    cap,
+                    provider.protocol,
+                    provider.model,
+                    provider.base_url,
+                )
+            except asyncpg.PostgresError as exc:
+                raise_if_model_mismatch(exc)
+                raise
+            assert row is not None
+            if row["id"] is None:
+                raise PartitionFull(partition_key, cap)
+            record = MemoryRecord(
+                id=row["id"],
+                partition_key=partition_key,
+                scope=scope,
+                content=content,
+                tags=tuple(tags),
+                importance=importance,
+                category=category,
+                source=source,
+                author=author,
+                created_at=now,
+                updated_at=now,
+            )
+            # Inside the transaction: if a secondary index refuses it, the insert rolls back.
+            if self.backend.write_hooks:
+                await self.backend.added(record, vector)
+        return record
 
     async def write(
         self,
@@ -167,8 +223,8 @@ class MemoryRepository:
         dedup_seconds: float = 0.0,
     ) -> AddResult:
         """Insert under the partition cap, or return an identical memory written less than
-        ``dedup_seconds`` before ``now`` (``amrita_memory.write_memory_v1``: same partition,
-        scope, content, author, source and model; checked under the cap's lock, so two
+        ``dedup_seconds`` before ``now`` (``write_memory_v1``: same partition, scope,
+        content, author, source and model; checked under the cap's lock, so two
         concurrent identical writes leave one row).
 
         Raises :class:`PartitionFull`, :class:`FingerprintMismatch`, and for a driver
@@ -181,8 +237,7 @@ class MemoryRepository:
         async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
             try:
                 row = await conn.fetchrow(
-                    "SELECT * FROM amrita_memory.write_memory_v1("
-                    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                    query("write_memory"),
                     partition_key,
                     scope,
                     content,
@@ -201,8 +256,7 @@ class MemoryRepository:
                     provider.base_url,
                 )
             except asyncpg.PostgresError as exc:
-                if exc.sqlstate == FINGERPRINT_MISMATCH:
-                    raise FingerprintMismatch(str(exc)) from exc
+                raise_if_model_mismatch(exc)
                 raise
             assert row is not None
             if row["id"] is None:
@@ -232,36 +286,27 @@ class MemoryRepository:
 
         ``created_at`` is kept (the memory's age); a change of importance *tier* restarts
         the sweep's clock (``tier_since``). None when the id is not in the partition.
+        A new vector of another model than the store's raises :class:`FingerprintMismatch`
+        and changes nothing.
         """
         async with self._writing() as conn, conn.transaction():
-            row = await conn.fetchrow(
-                f"""
-                UPDATE amrita_memory.memory m
-                   SET content = coalesce($3, m.content),
-                       tags = coalesce($4, m.tags),
-                       importance = coalesce($5, m.importance),
-                       category = CASE WHEN $6::boolean THEN $7 ELSE m.category END,
-                       embedding = coalesce($8, m.embedding),
-                       embed_fingerprint = CASE WHEN $8 IS NULL THEN m.embed_fingerprint ELSE $9 END,
-                       tier_since = CASE
-                           WHEN $5 IS NOT NULL AND amrita_memory.importance_rank_v1($5)
-                                <> amrita_memory.importance_rank_v1(m.importance) THEN $10
-                           ELSE m.tier_since END,
-                       updated_at = $10
-                 WHERE m.partition_key = $1 AND m.id = $2
-                RETURNING {_COLUMNS}
-                """,
-                partition_key,
-                memory_id,
-                content if vector is not None else None,
-                list(tags) if tags is not None else None,
-                importance,
-                category is not None,
-                category,
-                vector,
-                fingerprint,
-                now,
-            )
+            try:
+                row = await conn.fetchrow(
+                    query("update_memory"),
+                    partition_key,
+                    memory_id,
+                    content if vector is not None else None,
+                    list(tags) if tags is not None else None,
+                    importance,
+                    category is not None,
+                    category,
+                    vector,
+                    fingerprint,
+                    now,
+                )
+            except asyncpg.PostgresError as exc:
+                raise_if_model_mismatch(exc)
+                raise
             if row is None:
                 return None
             record = record_from_row(row)
@@ -271,11 +316,7 @@ class MemoryRepository:
     async def delete(self, partition_key: str, memory_id: str) -> bool:
         """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
         async with self._writing() as conn, conn.transaction():
-            deleted = await conn.fetchval(
-                "DELETE FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2 RETURNING id",
-                partition_key,
-                memory_id,
-            )
+            deleted = await conn.fetchval(query("delete_memory"), partition_key, memory_id)
             if deleted is None:
                 return False
             await self.backend.removed([deleted])
@@ -287,11 +328,7 @@ class MemoryRepository:
         """One memory of the partition, or None. The lookup before an update or a delete:
         a driver failure here comes out as :class:`DatabaseRefused` (a read changed nothing)."""
         try:
-            row = await self.pool.fetchrow(
-                f"SELECT {_COLUMNS} FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2",
-                partition_key,
-                memory_id,
-            )
+            row = await self.pool.fetchrow(query("get_memory"), partition_key, memory_id)
         except Exception as exc:
             mapped = classify(exc, sent=False)
             if mapped is None:
@@ -300,27 +337,14 @@ class MemoryRepository:
         return None if row is None else record_from_row(row)
 
     async def count(self, partition_key: str) -> int:
-        value = await self.pool.fetchval(
-            "SELECT count(*) FROM amrita_memory.memory WHERE partition_key = $1", partition_key
-        )
+        value = await self.pool.fetchval(query("count_memories"), partition_key)
         return int(value)
 
     async def list_page(
         self, partition_key: str, *, limit: int, offset: int = 0
     ) -> tuple[list[MemoryRecord], int]:
         """One page in (created_at, id) order — deterministic (reference W6) — and the total."""
-        rows = await self.pool.fetch(
-            f"""
-            SELECT {_COLUMNS}, count(*) OVER () AS total
-              FROM amrita_memory.memory
-             WHERE partition_key = $1
-             ORDER BY created_at, id
-             LIMIT $2 OFFSET $3
-            """,
-            partition_key,
-            limit,
-            offset,
-        )
+        rows = await self.pool.fetch(query("list_memories_page"), partition_key, limit, offset)
         if rows:
             return [record_from_row(r) for r in rows], int(rows[0]["total"])
         return [], await self.count(partition_key) if offset else 0
@@ -332,15 +356,7 @@ class MemoryRepository:
             return [exact]
         if not prefix:
             return []
-        rows = await self.pool.fetch(
-            f"""
-            SELECT {_COLUMNS} FROM amrita_memory.memory
-             WHERE partition_key = $1 AND left(id, length($2)) = $2
-             ORDER BY created_at, id
-            """,
-            partition_key,
-            prefix,
-        )
+        rows = await self.pool.fetch(query("find_memories_by_prefix"), partition_key, prefix)
         return [record_from_row(r) for r in rows]
 
     async def search(
@@ -359,13 +375,10 @@ class MemoryRepository:
                 self.pool, partition_key, vector, top_k=top_k, where=where, now=now, decay=decay
             )
         except asyncpg.PostgresError as exc:
-            # pgvector raises data_exception (22000) for vectors of different dimensions;
-            # nothing else in a search with a well-formed query vector does.
-            if exc.sqlstate != DIMENSION_MISMATCH:
-                raise
-            raise FingerprintMismatch(
-                f"the stored vectors have another dimension than the query's ({len(vector)})"
-            ) from exc
+            # search_memories_v3 refuses a query of another dimension than the store's
+            # (AMF03) before pgvector would fail on the first stored vector.
+            raise_if_model_mismatch(exc)
+            raise
 
     # ------------------------------------------------------------------ sweep
 
@@ -399,13 +412,11 @@ class MemoryRepository:
         cursor: str | None = "" if dry_run else None
         start = None
         if not dry_run:
-            start = await self.pool.fetchval(
-                "SELECT cursor_id FROM amrita_memory.sweep_state WHERE id = 1"
-            )
+            start = await self.pool.fetchval(query("sweep_cursor"))
         until: str | None = None
         while max_batches is None or batches < max_batches:
             row = await self.pool.fetchrow(
-                "SELECT * FROM amrita_memory.sweep_batch_v1($1, $2, $3, $4, $5, $6, $7, $8)",
+                query("sweep_batch"),
                 *args,
                 dry_run,
                 cursor,

@@ -1,6 +1,7 @@
 """L1 memos: one declarative note per partition, read every turn, written whole or appended.
 
-Writes go through the SQL functions of ``sql/functions/memo_v1.sql``: the cap
+The statements are the named queries of ``sql/queries/memos.sql`` (one typed wrapper
+each); writes go through the SQL functions of ``sql/functions/memo_v1.sql``: the cap
 (``memo_max_chars``, in characters) is checked by the write statement itself, under the
 row lock, so concurrent appends never lose one and never overshoot the cap. There is no
 per-process cache (the reference's cache went stale across processes): a read is one
@@ -10,65 +11,15 @@ primary-key lookup.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 
-from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import MemoTooLong
+from amrita_memory_pg.domain.records import Memo, MemoWrite
 from amrita_memory_pg.storage.pg.outcome import write_connection
-
-#: The named statements, each with one typed wrapper below (a test PREPAREs every one).
-SQL_GET = "SELECT content, version, updated_at FROM amrita_memory.memo WHERE partition_key = $1"
-SQL_GET_MANY = (
-    "SELECT partition_key, content FROM amrita_memory.memo "
-    "WHERE partition_key = ANY($1::text[]) AND content <> ''"
-)
-SQL_APPEND = (
-    "SELECT applied, chars, current_chars, version "
-    "FROM amrita_memory.memo_append_v1($1, $2, $3, $4)"
-)
-SQL_WRITE = (
-    "SELECT applied, chars, current_chars, version FROM amrita_memory.memo_write_v1($1, $2, $3, $4)"
-)
-STATEMENTS = {"get": SQL_GET, "get_many": SQL_GET_MANY, "append": SQL_APPEND, "write": SQL_WRITE}
-
-
-class MemoTooLong(AmritaMemoryError):
-    """A memo write was refused because the result would exceed ``memo_max_chars``.
-
-    ``str(exc)`` is the reference's message («备忘录长度 {len} 超过上限 {max}，请压缩后重试»),
-    which the tools hand to the LLM so it can compress and retry; the old memo is intact.
-    """
-
-    def __init__(self, length: int, limit: int, current_chars: int) -> None:
-        super().__init__(f"备忘录长度 {length} 超过上限 {limit}，请压缩后重试")
-        self.length = length
-        self.limit = limit
-        self.current_chars = current_chars
-
-
-@dataclass(frozen=True, slots=True)
-class Memo:
-    partition_key: str
-    #: "" when the partition has no memo (an empty memo is never injected)
-    content: str
-    #: 0 when no row exists; +1 on every write
-    version: int
-    updated_at: datetime | None
-
-    @property
-    def chars(self) -> int:
-        return len(self.content)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoWrite:
-    """An accepted write: the memo's new length and version."""
-
-    chars: int
-    version: int
+from amrita_memory_pg.storage.queries import query
 
 
 class MemoStore:
@@ -90,7 +41,7 @@ class MemoStore:
 
     async def get(self, partition_key: str) -> Memo:
         """The memo of a partition ("" with version 0 when there is none)."""
-        row = await self._pool.fetchrow(SQL_GET, partition_key)
+        row = await self._pool.fetchrow(query("get_memo"), partition_key)
         if row is None:
             return Memo(partition_key, "", 0, None)
         return Memo(partition_key, row["content"], row["version"], row["updated_at"])
@@ -100,7 +51,7 @@ class MemoStore:
         keys = list(dict.fromkeys(partition_keys))
         if not keys:
             return {}
-        rows = await self._pool.fetch(SQL_GET_MANY, keys)
+        rows = await self._pool.fetch(query("get_memos"), keys)
         return {row["partition_key"]: row["content"] for row in rows}
 
     async def append(
@@ -108,7 +59,7 @@ class MemoStore:
     ) -> MemoWrite:
         """Append ``addition`` on a new line; raises :class:`MemoTooLong` past the cap."""
         row = await self._write(
-            SQL_APPEND, partition_key, addition, self.max_chars, now or datetime.now(UTC)
+            query("append_memo"), partition_key, addition, self.max_chars, now or datetime.now(UTC)
         )
         return self._result(row)
 
@@ -117,7 +68,7 @@ class MemoStore:
     ) -> MemoWrite:
         """Replace the whole memo ("" clears it); raises :class:`MemoTooLong` past the cap."""
         row = await self._write(
-            SQL_WRITE, partition_key, content, self.max_chars, now or datetime.now(UTC)
+            query("write_memo"), partition_key, content, self.max_chars, now or datetime.now(UTC)
         )
         return self._result(row)
 

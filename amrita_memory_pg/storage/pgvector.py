@@ -3,8 +3,9 @@
 PostgreSQL always holds every memory *with* its vector — the record of truth for
 backups, re-embedding and the sweep. With pgvector the vectors are the
 ``memory.embedding`` column, so the backend needs no upkeep and a search is one SQL
-statement (``amrita_memory.search_memories_v2``) that filters, scores with decay and
-ranks. The alternative, ``ChromaBackend`` (``amrita_memory_pg.storage.chroma``), keeps a
+statement (the named query ``search_memories``: ``amrita_memory.search_memories_v3``)
+that filters, scores with decay and ranks, and refuses a query vector of another
+dimension than the store's (SQLSTATE AMF03, mapped by the repository). The alternative, ``ChromaBackend`` (``amrita_memory_pg.storage.chroma``), keeps a
 Chroma collection in step and applies the pure twin of the SQL decay in Python.
 """
 
@@ -19,10 +20,11 @@ from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.ports import Vector
 from amrita_memory_pg.domain.records import MemoryRecord, SearchFilter, SearchHit
 from amrita_memory_pg.storage.memories import hit_from_row
+from amrita_memory_pg.storage.queries import query
 
 
 class PgvectorBackend:
-    """Search in PostgreSQL itself: one call of ``search_memories_v2``."""
+    """Search in PostgreSQL itself: one call of ``search_memories_v3``."""
 
     name = "pgvector"
     write_hooks = False
@@ -34,7 +36,7 @@ class PgvectorBackend:
         self,
         pool: asyncpg.Pool,
         partition_key: str,
-        query: Vector,
+        vector: Vector,
         *,
         top_k: int,
         where: SearchFilter,
@@ -42,10 +44,9 @@ class PgvectorBackend:
         decay: DecayPolicy,
     ) -> list[SearchHit]:
         rows = await pool.fetch(
-            "SELECT * FROM amrita_memory.search_memories_v2("
-            "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            query("search_memories"),
             partition_key,
-            query,
+            vector,
             top_k,
             now,
             decay.enabled,

@@ -1,5 +1,6 @@
 """``store_meta``: the one row that says which model made the vectors and which key format
-the partition keys are in. Every read and write of it goes through this module.
+the partition keys are in. Every read and write of it goes through this module (the
+named queries of ``sql/queries/store_meta.sql``, one function each).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 
 from amrita_memory_pg.domain.fingerprint import describe
 from amrita_memory_pg.domain.ports import Embedder
+from amrita_memory_pg.storage.queries import query
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +29,7 @@ class StoreMeta:
 
 async def read(conn: Any) -> StoreMeta:
     """The row (``conn`` is a connection or a pool)."""
-    row = await conn.fetchrow(
-        "SELECT embed_fingerprint, embed_protocol, embed_model, embed_base_url, embed_dim, "
-        "key_format_version FROM amrita_memory.store_meta WHERE id = 1"
-    )
+    row = await conn.fetchrow(query("read_store_meta"))
     assert row is not None, "migration 0001 inserts the store_meta row"
     return StoreMeta(
         fingerprint=row["embed_fingerprint"],
@@ -60,14 +59,7 @@ async def write_model(
     migration (after a restore, whose rows may carry legacy keys).
     """
     await conn.execute(
-        """
-        UPDATE amrita_memory.store_meta
-           SET embed_fingerprint = $1, embed_protocol = $2, embed_model = $3, embed_base_url = $4,
-               embed_dim = CASE WHEN $6::boolean THEN coalesce($5, embed_dim) ELSE $5 END,
-               key_format_version = CASE WHEN $7::boolean THEN NULL ELSE key_format_version END,
-               updated_at = now()
-         WHERE id = 1
-        """,
+        query("write_store_model"),
         fingerprint,
         protocol,
         model,
@@ -92,7 +84,4 @@ async def write_embedder(conn: Any, embedder: Embedder, *, dim: int | None = Non
 
 
 async def write_key_format_version(conn: Any, version: int) -> None:
-    await conn.execute(
-        "UPDATE amrita_memory.store_meta SET key_format_version = $1, updated_at = now() WHERE id = 1",
-        version,
-    )
+    await conn.execute(query("write_key_format_version"), version)

@@ -8,13 +8,16 @@ reference's message plus the current length, and leaves the old memo intact.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from amrita_memory_pg.domain.errors import ToolError
+from pydantic import Field
+
+from amrita_memory_pg.domain.errors import MemoTooLong, ToolError
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memos import MemoStore, MemoTooLong
+from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.tools.args import Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.registry import Args, Param, ToolRegistry, ToolSpec
+from amrita_memory_pg.tools.registry import Tool, ToolRegistry
 
 
 def too_long_error(exc: MemoTooLong) -> ToolError:
@@ -26,11 +29,33 @@ def too_long_error(exc: MemoTooLong) -> ToolError:
     )
 
 
+class ReadMemoArgs(ToolArgs):
+    pass
+
+
+class AppendMemoArgs(ToolArgs):
+    content: Annotated[Text, Field(description="要追加的文本，与原有内容以换行分隔")]
+
+
+class UpdateMemoArgs(ToolArgs):
+    content: Annotated[Text, Field(description="备忘录的新全文（替换旧内容）")]
+
+
 def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Settings) -> None:
     """Declare the three memo tools on ``registry``."""
     limit = settings.memo_max_chars
 
-    async def read_memo(args: Args, ctx: ToolContext) -> dict[str, Any]:
+    async def refuse_oversize(ctx: ToolContext, text: str, *, appending: bool) -> None:
+        """A text longer than the cap can never fit: refuse it without sending it to the
+        database, in the same words and with the same numbers the database's check gives
+        (for an append, the length of the joined memo)."""
+        if len(text) <= limit:
+            return
+        current = await memos.get(ctx.session_key)
+        length = len(text) + (current.chars + 1 if appending and current.chars else 0)
+        raise too_long_error(MemoTooLong(length, limit, current.chars))
+
+    async def read_memo(args: ReadMemoArgs, ctx: ToolContext) -> dict[str, Any]:
         memo = await memos.get(ctx.session_key)
         return {
             "status": "success",
@@ -39,10 +64,11 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
             "empty": memo.content == "",
         }
 
-    async def append_memo(args: Args, ctx: ToolContext) -> dict[str, Any]:
-        addition = str(args["content"]).strip()
+    async def append_memo(args: AppendMemoArgs, ctx: ToolContext) -> dict[str, Any]:
+        addition = args.content.strip()
         if not addition:
             raise ToolError("追加内容为空")
+        await refuse_oversize(ctx, addition, appending=True)
         try:
             written = await memos.append(ctx.session_key, addition)
         except MemoTooLong as exc:
@@ -54,8 +80,9 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
             "appended": len(addition),
         }
 
-    async def update_memo(args: Args, ctx: ToolContext) -> dict[str, Any]:
-        content = str(args["content"])  # not stripped: "" clears the memo
+    async def update_memo(args: UpdateMemoArgs, ctx: ToolContext) -> dict[str, Any]:
+        content = args.content  # not stripped: "" clears the memo
+        await refuse_oversize(ctx, content, appending=False)
         try:
             written = await memos.replace(ctx.session_key, content)
         except MemoTooLong as exc:
@@ -63,38 +90,31 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
         return {"status": "success", "message": "备忘录已更新", "chars": written.chars}
 
     registry.register(
-        ToolSpec(
+        Tool(
             name="read_memo",
             description=(
                 "读取当前作用域备忘录（L1）的全文与字数。备忘录已自动注入系统提示词，"
                 "仅在需要核对或回滚全文时调用。群聊中是群备忘录，私聊中是个人备忘录。"
             ),
-            params=(),
+            args=ReadMemoArgs,
             handler=read_memo,
             failure_prefix="读取备忘录失败",
         )
     )
     registry.register(
-        ToolSpec(
+        Tool(
             name="append_memo",
             description=(
                 "在当前作用域备忘录（L1）末尾追加一段文本。适合补充一条新的稳定事实；"
                 f"追加后总长度不能超过 {limit} 字，超长会被拒绝，此时请用 update_memo 压缩全文后重试。"
             ),
-            params=(
-                Param(
-                    "content",
-                    "string",
-                    "要追加的文本，与原有内容以换行分隔",
-                    required=True,
-                ),
-            ),
+            args=AppendMemoArgs,
             handler=append_memo,
             failure_prefix="追加备忘录失败",
         )
     )
     registry.register(
-        ToolSpec(
+        Tool(
             name="update_memo",
             description=(
                 f"整篇替换当前作用域备忘录（L1）。备忘录是常驻的简短用户档案（≤ {limit} 字），"
@@ -103,14 +123,7 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
                 "write_memory 写入长期记忆，备忘录里只留指针。超长会被拒绝，请压缩后重试。"
                 "传入空字符串会清空备忘录。"
             ),
-            params=(
-                Param(
-                    "content",
-                    "string",
-                    "备忘录的新全文（替换旧内容）",
-                    required=True,
-                ),
-            ),
+            args=UpdateMemoArgs,
             handler=update_memo,
             failure_prefix="更新备忘录失败",
         )

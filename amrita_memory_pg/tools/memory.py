@@ -11,7 +11,9 @@ owner, superusers or their author (W2, configurable).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.errors import (
     EmbeddingError,
@@ -19,38 +21,102 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
     ToolError,
 )
-from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, LABELS, label_to_level
-from amrita_memory_pg.domain.records import MemoryRecord, Scope, parse_tags
+from amrita_memory_pg.domain.importance import LABELS, ImportanceLabel, label_to_level
+from amrita_memory_pg.domain.records import Category, MemoryRecord, Scope, parse_tags
+from amrita_memory_pg.domain.validation import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TAGS_CHARS,
+)
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.failures import embedding_failure
-from amrita_memory_pg.tools.registry import Args, Param, ToolRegistry, ToolSpec
+from amrita_memory_pg.tools.registry import Tool, ToolRegistry
 
-MAX_CONTENT_CHARS = 4000
-MAX_TAGS_CHARS = 200
-MAX_QUERY_CHARS = 1000
 PREVIEW_CHARS = 50
-CATEGORIES = ("preference", "rule", "event", "knowledge")
-TOOL_SCOPES = ("group", "user")
 
 #: importance label → the stored 1–10 range of its tier, for the read filter
 TIER_RANGE = {"low": (1, 3), "medium": (4, 7), "high": (8, 10)}
 
-_SCOPE = Param(
-    "scope",
-    "string",
-    "记忆范围：group=群共享（群内所有人可见），user=个人专属（群聊私聊互通）。私聊中不可用 group。",
-    required=True,
-    enum=TOOL_SCOPES,
-)
-_ID = Param(
-    "id",
-    "string",
-    "记忆 ID（write_memory / list_memory 返回的 memory_id）",
-    required=True,
-    max_length=64,
-)
+# Choices: numbers arrive as text (``5`` → ``"5"``, then refused as not one of them),
+# as the reference's string arguments did.
+ToolScope = Annotated[Literal["group", "user"], BeforeValidator(numbers_as_text)]
+Importance = Annotated[ImportanceLabel, BeforeValidator(numbers_as_text)]
+CategoryChoice = Annotated[Category, BeforeValidator(numbers_as_text)]
+
+ScopeArg = Annotated[
+    ToolScope,
+    Field(
+        description="记忆范围：group=群共享（群内所有人可见），user=个人专属（群聊私聊互通）。私聊中不可用 group。"
+    ),
+]
+IdArg = Annotated[
+    Text,
+    Field(
+        description="记忆 ID（write_memory / list_memory 返回的 memory_id）",
+        max_length=MAX_ID_CHARS,
+    ),
+]
+
+
+class WriteMemoryArgs(ToolArgs):
+    content: Annotated[
+        Text, Field(description="要记住的内容，一条记忆一个事实", max_length=MAX_CONTENT_CHARS)
+    ]
+    tags: Annotated[
+        Text,
+        Field(
+            description="分类标签，多个用逗号分隔，例如 preference、project",
+            max_length=MAX_TAGS_CHARS,
+        ),
+    ]
+    importance: Annotated[Importance, Field(description="重要程度，决定遗忘速度")]
+    scope: ScopeArg
+    category: Annotated[
+        CategoryChoice | None, Field(description="可选的类别：偏好/规则/事件/知识")
+    ] = None
+
+
+class ReadMemoryArgs(ToolArgs):
+    query: Annotated[Text, Field(description="检索关键词，用空格分隔", max_length=MAX_QUERY_CHARS)]
+    top_k: Annotated[Integer, Clamp(1, 50), Field(description="返回条数（1–50）")] = 5
+    importance: Annotated[
+        Importance | None, Field(description="只返回该重要程度的记忆（可选）")
+    ] = None
+    scope: ScopeArg
+    tags: Annotated[
+        Text | None,
+        Field(
+            description="只返回带有其中任一标签的记忆，逗号分隔（可选）", max_length=MAX_TAGS_CHARS
+        ),
+    ] = None
+
+
+class UpdateMemoryArgs(ToolArgs):
+    id: IdArg
+    content: Annotated[
+        Text | None, Field(description="新的内容（不变则省略）", max_length=MAX_CONTENT_CHARS)
+    ] = None
+    tags: Annotated[
+        Text | None, Field(description="新的标签（不变则省略）", max_length=MAX_TAGS_CHARS)
+    ] = None
+    importance: Annotated[Importance | None, Field(description="新的重要程度（不变则省略）")] = None
+    scope: ScopeArg
+    category: Annotated[CategoryChoice | None, Field(description="新的类别（不变则省略）")] = None
+
+
+class DeleteMemoryArgs(ToolArgs):
+    id: IdArg
+    scope: ScopeArg
+
+
+class ListMemoryArgs(ToolArgs):
+    limit: Annotated[Integer, Clamp(1, 50), Field(description="每页条数（1–50）")] = 10
+    offset: Annotated[Integer, Clamp(0, None), Field(description="跳过的条数")] = 0
+    scope: ScopeArg
 
 
 def iso(value: datetime) -> str:
@@ -95,18 +161,18 @@ class MemoryTools:
         self.store = store
         self.settings = settings
 
-    async def write_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
-        scope, partition = resolve_scope(args["scope"], ctx)
-        content = _clean_content(args["content"])
-        tags = parse_tags(args["tags"])
+    async def write_memory(self, args: WriteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
+        scope, partition = resolve_scope(args.scope, ctx)
+        content = _clean_content(args.content)
+        tags = parse_tags(args.tags)
         try:
             written = await self.store.write(
                 partition_key=partition,
                 scope=scope,
                 content=content,
                 tags=tags,
-                importance=label_to_level(args["importance"]),
-                category=args.get("category"),
+                importance=label_to_level(args.importance),
+                category=args.category,
                 source="auto",
                 author=ctx.user_id,
             )
@@ -124,7 +190,7 @@ class MemoryTools:
         reply: dict[str, Any] = {
             "memory_id": record.id,
             "tags": record.tags_text,
-            "importance": record.importance_label if written.duplicate else args["importance"],
+            "importance": record.importance_label if written.duplicate else args.importance,
             "scope": record.scope,
             "created_at": iso(record.created_at),
         }
@@ -137,19 +203,19 @@ class MemoryTools:
         reply["status"] = "success"
         return reply
 
-    async def read_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
-        _scope, partition = resolve_scope(args["scope"], ctx)
-        query = args["query"].strip()
+    async def read_memory(self, args: ReadMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args.scope, ctx)
+        query = args.query.strip()
         if not query:
             raise ToolError("query 不能为空：请给出检索关键词")
-        label = args.get("importance")
+        label = args.importance
         try:
             hits = await self.store.search(
                 partition,
                 query,
-                top_k=args["top_k"],
+                top_k=args.top_k,
                 importance=TIER_RANGE[label] if label else None,
-                tags=parse_tags(args.get("tags")) or None,
+                tags=parse_tags(args.tags) or None,
             )
         except EmbeddingError as exc:
             raise embedding_failure("检索记忆失败", exc) from exc
@@ -187,39 +253,39 @@ class MemoryTools:
             "included": ["documents", "metadatas", "distances"],
         }
 
-    async def update_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
-        _scope, partition = resolve_scope(args["scope"], ctx)
-        fields = [
-            k for k in ("content", "tags", "importance", "category") if args.get(k) is not None
-        ]
-        if not fields:
+    async def update_memory(self, args: UpdateMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args.scope, ctx)
+        changes = (args.content, args.tags, args.importance, args.category)
+        if all(value is None for value in changes):
             raise ToolError(
                 "update_memory 至少需要 content、tags、importance、category 之一；未修改任何内容"
             )
-        record = await self.store.get(partition, args["id"])
+        record = await self.store.get(partition, args.id)
         if record is None:
             raise ToolError("未找到指定ID的记忆")
         if not can_edit(record, ctx, self.settings):
             raise ToolError("无权修改👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以修改")
-        content = _clean_content(args["content"]) if args.get("content") is not None else None
+        content = _clean_content(args.content) if args.content is not None else None
         try:
             updated = await self.store.update(
                 partition,
                 record.id,
                 content=content,
-                tags=parse_tags(args["tags"]) if args.get("tags") is not None else None,
-                importance=label_to_level(args["importance"]) if args.get("importance") else None,
-                category=args.get("category"),
+                tags=parse_tags(args.tags) if args.tags is not None else None,
+                importance=label_to_level(args.importance) if args.importance else None,
+                category=args.category,
             )
         except EmbeddingError as exc:
             raise embedding_failure("更新记忆失败", exc) from exc
+        except FingerprintMismatch as exc:
+            raise ToolError(f"更新记忆失败: {exc}") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
-    async def delete_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
-        _scope, partition = resolve_scope(args["scope"], ctx)
-        record = await self.store.get(partition, args["id"])
+    async def delete_memory(self, args: DeleteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args.scope, ctx)
+        record = await self.store.get(partition, args.id)
         if record is None:
             raise ToolError("未找到指定ID的记忆")
         if not can_edit(record, ctx, self.settings):
@@ -228,9 +294,9 @@ class MemoryTools:
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆删除成功", "id": record.id}
 
-    async def list_memory(self, args: Args, ctx: ToolContext) -> dict[str, Any]:
-        _scope, partition = resolve_scope(args["scope"], ctx)
-        limit, offset = args["limit"], args["offset"]
+    async def list_memory(self, args: ListMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
+        _scope, partition = resolve_scope(args.scope, ctx)
+        limit, offset = args.limit, args.offset
         page, total = await self.store.list_page(partition, limit=limit, offset=offset)
         if total == 0:
             # The reference's exact shape for an empty partition (no has_more/next_offset).
@@ -269,156 +335,54 @@ def register_memory_tools(
 ) -> MemoryTools:
     """Declare the five L2 tools on ``registry``."""
     tools = MemoryTools(store, settings)
-    importance_enum = tuple(LABELS)
-    assert set(importance_enum) == set(LABEL_TO_LEVEL)
+    assert LABELS == ("low", "medium", "high")  # the enum order the LLM is shown
     registry.register(
-        ToolSpec(
+        Tool(
             name="write_memory",
             description=(
                 "写入一条长期记忆（L2 向量记忆库），用于保存之后可能用到的具体事实、事件、项目细节。"
                 "身份与稳定偏好等每轮都需要的信息请写进备忘录（update_memo）。"
                 "每个会话的记忆条数有上限，满了会被拒绝：先合并或删除旧记忆。"
             ),
-            params=(
-                Param(
-                    "content",
-                    "string",
-                    "要记住的内容，一条记忆一个事实",
-                    required=True,
-                    max_length=MAX_CONTENT_CHARS,
-                ),
-                Param(
-                    "tags",
-                    "string",
-                    "分类标签，多个用逗号分隔，例如 preference、project",
-                    required=True,
-                    max_length=MAX_TAGS_CHARS,
-                ),
-                Param(
-                    "importance",
-                    "string",
-                    "重要程度，决定遗忘速度",
-                    required=True,
-                    enum=importance_enum,
-                ),
-                _SCOPE,
-                Param(
-                    "category",
-                    "string",
-                    "可选的类别：偏好/规则/事件/知识",
-                    enum=CATEGORIES,
-                    nullable=True,
-                ),
-            ),
+            args=WriteMemoryArgs,
             handler=tools.write_memory,
             failure_prefix="写入记忆失败",
         )
     )
     registry.register(
-        ToolSpec(
+        Tool(
             name="read_memory",
             description=(
                 "按语义检索长期记忆，结果按 相似度×时间衰减 排序（距离越小越相似，decay_score 越大越相关）。"
             ),
-            params=(
-                Param(
-                    "query",
-                    "string",
-                    "检索关键词，用空格分隔",
-                    required=True,
-                    max_length=MAX_QUERY_CHARS,
-                ),
-                Param(
-                    "top_k",
-                    "integer",
-                    "返回条数（1–50）",
-                    default=5,
-                    minimum=1,
-                    maximum=50,
-                    clamp=True,
-                ),
-                Param(
-                    "importance",
-                    "string",
-                    "只返回该重要程度的记忆（可选）",
-                    enum=importance_enum,
-                    nullable=True,
-                ),
-                _SCOPE,
-                Param(
-                    "tags",
-                    "string",
-                    "只返回带有其中任一标签的记忆，逗号分隔（可选）",
-                    nullable=True,
-                    max_length=MAX_TAGS_CHARS,
-                ),
-            ),
+            args=ReadMemoryArgs,
             handler=tools.read_memory,
             failure_prefix="检索记忆失败",
         )
     )
     registry.register(
-        ToolSpec(
+        Tool(
             name="update_memory",
             description="修改一条已有记忆；未变化的字段请省略。",
-            params=(
-                _ID,
-                Param(
-                    "content",
-                    "string",
-                    "新的内容（不变则省略）",
-                    nullable=True,
-                    max_length=MAX_CONTENT_CHARS,
-                ),
-                Param(
-                    "tags",
-                    "string",
-                    "新的标签（不变则省略）",
-                    nullable=True,
-                    max_length=MAX_TAGS_CHARS,
-                ),
-                Param(
-                    "importance",
-                    "string",
-                    "新的重要程度（不变则省略）",
-                    enum=importance_enum,
-                    nullable=True,
-                ),
-                _SCOPE,
-                Param(
-                    "category", "string", "新的类别（不变则省略）", enum=CATEGORIES, nullable=True
-                ),
-            ),
+            args=UpdateMemoryArgs,
             handler=tools.update_memory,
             failure_prefix="更新记忆失败",
         )
     )
     registry.register(
-        ToolSpec(
+        Tool(
             name="delete_memory",
             description="删除一条记忆。",
-            params=(_ID, _SCOPE),
+            args=DeleteMemoryArgs,
             handler=tools.delete_memory,
             failure_prefix="删除记忆失败",
         )
     )
     registry.register(
-        ToolSpec(
+        Tool(
             name="list_memory",
             description="分页列出记忆（标签 + ID + 内容预览），每页最多 50 条。",
-            params=(
-                Param(
-                    "limit",
-                    "integer",
-                    "每页条数（1–50）",
-                    default=10,
-                    minimum=1,
-                    maximum=50,
-                    clamp=True,
-                ),
-                Param("offset", "integer", "跳过的条数", default=0, minimum=0, clamp=True),
-                _SCOPE,
-            ),
+            args=ListMemoryArgs,
             handler=tools.list_memory,
             failure_prefix="列出记忆失败",
         )

@@ -3,18 +3,19 @@
 -- Why: a write whose reply was lost (a connection cut after the statement was sent, a
 -- client-side timeout) has an unknown outcome, and the LLM is told to check and maybe
 -- retry. A retry of the very same write must not make a second row. So, under the same
--- transaction-level advisory lock on the partition that insert_memory_v1 takes for the
+-- transaction-level advisory lock on the partition that insert_memory_v2 takes for the
 -- cap, this first looks for a memory of the same partition, scope, content, author and
 -- source, written with the same embedding model no more than p_dedup_seconds before
 -- p_now; if there is one it is returned (duplicate = true) and nothing is written.
--- Otherwise insert_memory_v1 runs (model check, cap, insert) in the same transaction —
+-- Otherwise insert_memory_v2 runs (model check, cap, insert) in the same transaction —
 -- advisory locks are re-entrant, so the lock is held from the lookup to the commit and
 -- two concurrent identical writes leave exactly one row. p_dedup_seconds <= 0 turns the
--- lookup off (a plain insert_memory_v1).
+-- lookup off (a plain insert_memory_v2).
 --
 -- The lookup walks the (partition_key, created_at, id) index over at most the window's
 -- rows of one partition. The row of another model never matches (its fingerprint
--- differs), so a writer on the wrong model still gets insert_memory_v1's refusal.
+-- differs), so a writer on the wrong model still gets insert_memory_v2's refusal
+-- (SQLSTATE AMF01 for another fingerprint, AMF03 for another dimension).
 --
 -- Returns one row: the memory's columns (id NULL when the partition is full), the
 -- partition's count before the call, and whether the memory already existed.
@@ -55,7 +56,7 @@ DECLARE
     v_id text;
     v_before integer;
 BEGIN
-    -- The same key as insert_memory_v1's cap lock: one lock covers lookup, cap and insert.
+    -- The same key as insert_memory_v2's cap lock: one lock covers lookup, cap and insert.
     PERFORM pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || p_partition, 0));
     IF p_dedup_seconds > 0 THEN
         SELECT m.id INTO v_id
@@ -83,7 +84,7 @@ BEGIN
     END IF;
 
     SELECT i.id, i.rows_before INTO v_id, v_before
-      FROM amrita_memory.insert_memory_v1(
+      FROM amrita_memory.insert_memory_v2(
                p_partition, p_scope, p_content, p_tags, p_importance, p_category, p_source,
                p_author, p_embedding, p_fingerprint, p_now, p_cap, p_protocol, p_model,
                p_base_url) i;
@@ -100,3 +101,6 @@ BEGIN
      WHERE m.partition_key = p_partition AND m.id = v_id;
 END
 $$;
+
+COMMENT ON FUNCTION amrita_memory.write_memory_v1(text, text, text, text[], integer, text, text, text, vector, text, timestamptz, integer, float8, text, text, text) IS
+'The write of the chat tool write_memory: returns an identical memory (same partition, scope, content, author, source, model) written less than p_dedup_seconds before p_now (duplicate = true), else insert_memory_v2 (model check AMF01/AMF03, cap; id NULL when full), all under the partition''s cap lock, so a retried write never makes a second row.';

@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import asyncpg
 import numpy as np
 import pytest
 
 from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.embedding.hashing import HashingProvider
-from amrita_memory_pg.maintenance.backup import create_backup, list_backups, rotate
+from amrita_memory_pg.maintenance.backup import (
+    EXPORT_COLUMNS,
+    KNOWLEDGE_COLUMNS,
+    MEMO_COLUMNS,
+    MEMORY_COLUMNS,
+    create_backup,
+    export_sql,
+    list_backups,
+    rotate,
+)
 from amrita_memory_pg.maintenance.restore import restore_backup
 from tests.support.cli import run_cli
 from tests.support.memory import add_knowledge, checksum, memory_on
@@ -254,3 +264,58 @@ async def test_backup_cli_create_list_restore(db_dsn: str, tmp_path: Path) -> No
     assert "恢复前已备份到" in restored.stdout and "memory 26" in restored.stdout
     missing = run_cli("backup", "restore", str(tmp_path / "nope.jsonl"), "--yes", env=env)
     assert missing.returncode == 1 and "备份文件不存在" in missing.stderr
+
+
+async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_back(
+    conn: asyncpg.Connection,
+) -> None:
+    """A backup writes what the export query returns; a restore copies EXPORT_COLUMNS back
+    (COPY … (columns)). A column added to one and not the other would be lost or fail to
+    restore, so the prepared statement's result columns must be the tuple, in order, and
+    the tuple every column of its table (nothing the schema stores is left out)."""
+    assert EXPORT_COLUMNS == {
+        "memory": MEMORY_COLUMNS,
+        "memo": MEMO_COLUMNS,
+        "knowledge": KNOWLEDGE_COLUMNS,
+    }
+    for kind, columns in EXPORT_COLUMNS.items():  # each kind is its table's name
+        statement = await conn.prepare(export_sql(kind))
+        assert tuple(a.name for a in statement.get_attributes()) == columns, kind
+        in_table = await conn.fetch(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'amrita_memory' AND table_name = $1",
+            kind,
+        )
+        assert {r["column_name"] for r in in_table} == set(columns), kind
+
+
+async def test_a_reference_backup_is_merged_into_a_live_store_and_twice_changes_nothing(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 11: restoring the old plugin's JSON used to replace the whole store."""
+    legacy = {
+        "ids": ["a" * 32, "b" * 32],
+        "documents": ["旧插件的记忆一", "旧插件的记忆二"],
+        "metadatas": [
+            {"scope": "user", "user_id": "user_10001", "tags": "", "importance": "high"},
+            {"scope": "group", "user_id": "group_555", "tags": "", "importance": "low"},
+        ],
+    }
+    path = tmp_path / "embed_backup_20260101_000000.json"
+    path.write_text(json.dumps(legacy, ensure_ascii=False), encoding="utf-8")
+    async with memory_on(db_dsn, tmp_path) as mem:
+        live = await mem.memories.add(
+            partition_key="QQPlatform_Private_10001", scope="user", content="迁移之后写的新记忆"
+        )
+        await mem.memos.replace("QQPlatform_Private_10001", "迁移之后的备忘录")
+        first = await restore_backup(mem.store, path)
+        assert (first.merged, first.kept_existing) == (2, 0)
+        assert first.safety_backup is not None
+        kept = await mem.memories.get("QQPlatform_Private_10001", live.id)
+        assert kept is not None and kept.content == "迁移之后写的新记忆"
+        assert (await mem.memos.get("QQPlatform_Private_10001")).content == "迁移之后的备忘录"
+        before = await checksum(mem)
+        second = await restore_backup(mem.store, path)
+        assert (second.merged, second.kept_existing) == (0, 2)
+        assert await checksum(mem) == before
+        assert before["memories"] == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -48,6 +49,26 @@ def test_config_docs_is_the_committed_reference() -> None:
     result = run_cli("config", "docs")
     assert result.returncode == 0
     assert result.stdout == (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+
+
+def test_config_show_prints_no_password_and_no_api_key(tmp_path: Path) -> None:
+    """F6: a DSN's ``?password=`` and the API keys never reach the terminal."""
+    toml = tmp_path / "config.toml"
+    toml.write_text('[llm]\napi_key = "llm-file-key-31337"\n', encoding="utf-8")
+    env = {
+        "DATABASE_URL": "postgresql://amrita@db.example:5432/mem?password=hunter22secret",
+        "EMBEDDING_MODEL_API_KEY": "emb-key-7f3a9c",
+        "EMBEDDING_PROCTOL": "openai",
+    }
+    result = run_cli("--config", str(toml), "config", "show", env=env)
+    assert result.returncode == 0, result.stderr
+    for secret in ("hunter22secret", "emb-key-7f3a9c", "llm-file-key-31337"):
+        assert secret not in result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["database"]["url"] == "postgresql://***@db.example:5432/mem?password=***"
+    assert data["embedding"]["api_key"] == "***"
+    assert data["llm"]["api_key"] == "***"
+    assert data["embedding"]["protocol"] == "openai"  # the rest is the effective configuration
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -218,6 +219,40 @@ async def test_a_transient_failure_is_retried_and_then_succeeds(
 
     assert_vectors(server, ["x", "y"], vectors)
     assert len(server.embedding_requests) == 2
+
+
+async def test_retry_after_of_a_429_is_waited_for_before_the_retry(
+    server: StubEmbeddingServer, ollama: Callable[..., OllamaProvider]
+) -> None:
+    server.fail_on_batch = {1: 429}
+    server.retry_after = "0.4"
+    started = time.monotonic()
+
+    vectors = await ollama(max_retries=1, backoff_seconds=0.01).embed(["x"], "passage")
+
+    assert time.monotonic() - started >= 0.4  # the server's wait, not the 0.01 s backoff
+    assert_vectors(server, ["x"], vectors)
+    assert len(server.embedding_requests) == 2
+
+
+async def test_each_retry_is_logged_without_the_api_key(
+    server: StubEmbeddingServer,
+    openai: Callable[..., OpenAIProvider],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.fail_always = 503
+    provider = openai(api_key=KEY, max_retries=2)
+    provider.model = f"bad-model-{KEY}"  # echoed in the stub's error body and in the label
+
+    with pytest.raises(EmbeddingHTTPError) as info:
+        await provider.embed(["x"], "passage")
+
+    retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(retries) == 2
+    assert "HTTP 503 on attempt 1 of 3" in retries[0]
+    assert info.value.attempts == 3
+    assert all(KEY not in r.getMessage() for r in caplog.records)
 
 
 async def test_fail_on_batch_counts_requests_so_the_kth_batch_fails_without_retries(

@@ -9,15 +9,12 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.domain.errors import MemoTooLong
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings, load_settings
-from amrita_memory_pg.storage import activity as activity_sql
-from amrita_memory_pg.storage import memos as memo_sql
-from amrita_memory_pg.storage.memos import MemoTooLong
 from amrita_memory_pg.tools.context import ToolContext
 
 ALICE = ToolContext(platform="qq", user_id="10001")
@@ -46,15 +43,6 @@ async def mem(settings: Settings) -> AsyncIterator[Memory]:
 
 async def call(mem: Memory, tool: str, args: dict[str, object], ctx: ToolContext) -> object:
     return json.loads(await mem.call_tool(tool, args, ctx))
-
-
-async def test_every_named_statement_prepares_against_the_migrated_schema(db_dsn: str) -> None:
-    conn = await asyncpg.connect(db_dsn)
-    try:
-        for sql in [*memo_sql.STATEMENTS.values(), *activity_sql.STATEMENTS.values()]:
-            await conn.prepare(sql)
-    finally:
-        await conn.close()
 
 
 async def test_read_memo_of_an_empty_partition(mem: Memory) -> None:

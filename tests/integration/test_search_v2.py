@@ -83,7 +83,9 @@ SIGNATURE = (
 )
 
 
-async def test_the_store_calls_v2_and_small_partitions_never_reach_v1(memory: Memory) -> None:
+async def test_the_store_calls_v3_and_small_partitions_never_reach_v1_or_v2(
+    memory: Memory,
+) -> None:
     await _fill(memory, SMALL, 10, random.Random(1))
     before = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
     assert len(before) == 3
@@ -91,7 +93,11 @@ async def test_the_store_calls_v2_and_small_partitions_never_reach_v1(memory: Me
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v1{SIGNATURE}")
     after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
     assert after == before
-    # ...and without v2 the store cannot search: v2 is what it calls.
+    # ...and without v2 as well (the named query search_memories calls v3 since 0006)...
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v2{SIGNATURE}")
-    with pytest.raises(Exception, match="search_memories_v2"):
+    after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
+    assert after == before
+    # ...and without v3 the store cannot search: v3 is what it calls.
+    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v3{SIGNATURE}")
+    with pytest.raises(Exception, match="search_memories_v3"):
         await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)

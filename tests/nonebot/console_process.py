@@ -84,6 +84,12 @@ class ConsoleBotProcess:
             self.pump(0.01)
         os.write(self.master, b"\r")
 
+    def close_terminal(self) -> None:
+        """Close the terminal's master side, as tmux does when its session is killed."""
+        if self.master >= 0:
+            os.close(self.master)
+            self.master = -1
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGINT)
@@ -92,4 +98,4 @@ class ConsoleBotProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
-        os.close(self.master)
+        self.close_terminal()

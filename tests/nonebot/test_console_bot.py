@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import time
 from pathlib import Path
 
+import psutil
+import pytest
+
+from amrita_memory_pg.storage.pg.embedded import pid_alive, postmaster_pid
 from tests.nonebot.console_process import ConsoleBotProcess
 
 
@@ -25,3 +34,77 @@ async def test_console_bot_starts_and_answers_memo_and_usage(db_dsn: str, tmp_pa
     finally:
         bot.stop()
     assert (tmp_path / "data").exists() is False  # the external test database was used
+
+
+# ------------------------------------------------- exit on SIGTERM, SIGHUP, closed terminal
+
+
+@pytest.fixture(scope="module")
+def bot_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One working directory (embedded data in data/) shared by the exit tests: one initdb."""
+    return tmp_path_factory.mktemp("console_home")
+
+
+def _handles(pgdata: Path) -> list[int]:
+    try:
+        return list(json.loads((pgdata / ".handle_pids.json").read_text()))
+    except (OSError, ValueError):
+        return []
+
+
+def _start_on_embedded(home: Path) -> tuple[ConsoleBotProcess, int]:
+    """The README's bot on the embedded default, up; returns it and the postmaster pid."""
+    bot = ConsoleBotProcess(cwd=home, env={"EMBEDDING_PROCTOL": "hash"})
+    pgdata = home / "data" / "amrita_memory_pg" / "pg"
+    try:
+        bot.wait_for("Send Message", timeout=90)
+        deadline = time.monotonic() + 90
+        while bot.proc.pid not in _handles(pgdata):  # the bot holds the embedded server
+            assert time.monotonic() < deadline, "the bot never joined the embedded server"
+            assert bot.proc.poll() is None, bot.text()
+            bot.pump(0.3)
+        bot.wait_for("(schema migrated", timeout=60)  # the plugin is up
+    except BaseException:
+        bot.stop()
+        raise
+    pid = postmaster_pid(pgdata)
+    assert pid is not None
+    return bot, pid
+
+
+def _assert_exits_and_server_stops(bot: ConsoleBotProcess, postmaster: int, since: float) -> None:
+    """The bot is gone within 5 s of ``since``, without spinning, and so is the postmaster."""
+    process = psutil.Process(bot.proc.pid)
+    cpu: list[float] = []
+    while bot.proc.poll() is None and time.monotonic() - since < 5:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            cpu.append(times.user + times.system)
+        time.sleep(0.1)
+    elapsed = time.monotonic() - since
+    assert bot.proc.poll() is not None, f"still running {elapsed:.1f} s later; cpu {cpu[-5:]}"
+    assert elapsed <= 5
+    while pid_alive(postmaster) and time.monotonic() - since < 5:
+        time.sleep(0.1)
+    assert not pid_alive(postmaster), "the embedded server the bot started is still running"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_console_bot_exits_on_a_signal_and_stops_its_server(
+    bot_home: Path, sig: signal.Signals
+) -> None:
+    bot, postmaster = _start_on_embedded(bot_home)
+    try:
+        os.kill(bot.proc.pid, sig)
+        _assert_exits_and_server_stops(bot, postmaster, time.monotonic())
+    finally:
+        bot.stop()
+
+
+def test_console_bot_exits_when_its_terminal_is_closed(bot_home: Path) -> None:
+    bot, postmaster = _start_on_embedded(bot_home)
+    try:
+        bot.close_terminal()  # tmux kill-session: no signal reaches the bot, its tty hangs up
+        _assert_exits_and_server_stops(bot, postmaster, time.monotonic())
+    finally:
+        bot.stop()

@@ -87,8 +87,8 @@ async def test_a_failing_sweep_is_logged_not_raised(app: App) -> None:
 
 def test_driver_config_maps_to_settings_names() -> None:
     from amrita_memory_pg.integrations.nonebot.config import (
-        env_from_driver_config,
         settings_from_driver_config,
+        values_from_driver_config,
     )
 
     values = {
@@ -100,20 +100,51 @@ def test_driver_config_maps_to_settings_names() -> None:
         "database_url": "postgresql://u@h/db",
         "unrelated": "x",
     }
-    assert env_from_driver_config(values) == {
-        "AMRITA_MEMORY_DECAY__ENABLED": "false",
-        "AMRITA_MEMORY_DECAY__HALF_LIFE_DAYS": "10.5",
-        "AMRITA_MEMORY_MEMO_MAX_CHARS": "2000",
-        "AMRITA_MEMORY_SUBCONSCIOUS__TARGET_USER_ID": "10001",
-        "AMRITA_MEMORY_SUBCONSCIOUS__ALLOWED_TOOLS": '["a"]',
-        "EMBEDDING_MODEL_URL": "http://127.0.0.1:9/x",
-        "DATABASE_URL": "postgresql://u@h/db",
+    # the decoded values go to Settings as they are (no detour through environment strings)
+    assert values_from_driver_config(values) == {
+        "decay": {"enabled": False, "half_life_days": 10.5},
+        "memo_max_chars": 2000,
+        "subconscious": {"target_user_id": 10001, "allowed_tools": ["a"]},
+        "embedding": {"model_url": "http://127.0.0.1:9/x"},
+        "database": {"url": "postgresql://u@h/db"},
     }
     s = settings_from_driver_config(values, environ={})
     assert s.decay.enabled is False
     assert s.memo_max_chars == 2000
     assert s.subconscious.target_user_id == "10001"
     assert s.database.url == "postgresql://u@h/db"
+
+
+def test_driver_config_wins_over_the_environment_and_the_toml_file(tmp_path: Path) -> None:
+    from amrita_memory_pg.integrations.nonebot.config import settings_from_driver_config
+
+    toml = tmp_path / "config.toml"
+    toml.write_text("[decay]\noverfetch = 2\nhalf_life_days = 12.0\n", encoding="utf-8")
+    values = {
+        "amrita_memory_config": str(toml),
+        "embedding_proctol": "hash",
+        "amrita_memory_embedding": {"hash_dim": 64},
+        "amrita_memory_decay": {"overfetch": 5},
+        "llm_api_key": 123456,  # NoneBot decoded a numeric key as a number
+    }
+    environ = {"EMBEDDING_PROCTOL": "openai", "AMRITA_MEMORY_DECAY__OVERFETCH": "4"}
+    s = settings_from_driver_config(values, environ=environ)
+    assert s.embedding.protocol == "hash"
+    assert s.embedding.hash_dim == 64
+    assert s.decay.overfetch == 5
+    assert s.decay.half_life_days == 12.0  # from the file named in the driver config
+    assert s.llm.api_key.get_secret_value() == "123456"
+
+
+def test_a_bad_driver_config_value_names_the_env_key_and_the_bound() -> None:
+    from amrita_memory_pg.integrations.nonebot.config import settings_from_driver_config
+
+    with pytest.raises(ConfigError) as err:
+        settings_from_driver_config({"amrita_memory_decay": {"half_life_days": 0.5}}, environ={})
+    message = str(err.value)
+    assert "`decay.half_life_days` = 0.5" in message
+    assert "environment AMRITA_MEMORY_DECAY__HALF_LIFE_DAYS" in message
+    assert "greater than or equal to 1" in message
 
 
 def test_an_unknown_amrita_memory_key_fails_with_the_settings_message() -> None:

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from amrita_memory_pg.domain.errors import ConfigError
+from amrita_memory_pg.domain.redact import redact_url
 from amrita_memory_pg.embedding.factory import create_embedder, create_provider
 from amrita_memory_pg.embedding.hashing import HashingProvider
-from amrita_memory_pg.embedding.http import JsonHttpClient, json_error_message, redact_url
+from amrita_memory_pg.embedding.http import JsonHttpClient, json_error_message
 from amrita_memory_pg.embedding.local import LocalProvider
 from amrita_memory_pg.embedding.ollama import (
     OllamaProvider,
@@ -86,8 +87,8 @@ def test_credentials_in_urls_are_redacted() -> None:
 async def test_secrets_are_scrubbed_from_text() -> None:
     client = JsonHttpClient(timeout_seconds=1, max_retries=0, secrets=["sk-1", ""])
     try:
-        assert client.scrub("bad key sk-1 (sk-1)") == "bad key *** (***)"
-        assert client.scrub("nothing here") == "nothing here"
+        assert client.redact("bad key sk-1 (sk-1)") == "bad key *** (***)"
+        assert client.redact("nothing here") == "nothing here"
     finally:
         await client.aclose()
 

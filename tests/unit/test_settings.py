@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import ast
+import json
 from pathlib import Path
 
 import pytest
 
 from amrita_memory_pg.domain.errors import ConfigError
-from amrita_memory_pg.settings import load_settings, render_reference
+from amrita_memory_pg.settings import (
+    Settings,
+    accepted_only,
+    iter_fields,
+    load_settings,
+    redacted_dump,
+    render_reference,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -147,3 +156,140 @@ def test_reference_documents_every_reference_key() -> None:
         "DATABASE_URL",
     ):
         assert key in doc
+
+
+def test_sources_rank_overrides_then_generic_env_then_reference_names_then_the_file(
+    tmp_path: Path,
+) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        '[embedding]\nprotocol = "ollama-embed"\nmodel_name = "from-file"\nbatch_size = 8\n'
+        "[decay]\noverfetch = 2\n",
+        encoding="utf-8",
+    )
+    env = {
+        "EMBEDDING_PROCTOL": "openai",
+        "EMBEDDING_MODEL_NAME": "from-reference-name",
+        "AMRITA_MEMORY_EMBEDDING__MODEL_NAME": "from-generic-name",
+        "AMRITA_MEMORY_DECAY__OVERFETCH": "4",
+    }
+    s = load_settings(toml, env=env, overrides={"decay.overfetch": 9})
+    assert s.embedding.batch_size == 8  # only the file sets it
+    assert s.embedding.protocol == "openai"  # reference name over the file
+    assert s.embedding.model_name == "from-generic-name"  # generic name over the reference one
+    assert s.decay.overfetch == 9  # an override over everything
+
+
+def test_settings_built_directly_read_the_process_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Settings()` is a pydantic-settings model: no loader needed for the plain case."""
+    monkeypatch.chdir(tmp_path)  # no default config file here
+    monkeypatch.setenv("AMRITA_MEMORY_DECAY__OVERFETCH", "6")
+    monkeypatch.setenv("LLM_MODEL", "m1")
+    assert Settings().decay.overfetch == 6
+    assert Settings().llm.model == "m1"
+    assert Settings(decay={"overfetch": 8}).decay.overfetch == 8
+    with pytest.raises(ConfigError, match=r"`decay.overfetch` = 99 \(from argument\)"):
+        Settings(decay={"overfetch": 99})
+    monkeypatch.setenv("AMRITA_MEMORY_DECAY__OVERFECH", "6")
+    with pytest.raises(
+        ConfigError, match="unknown environment variable AMRITA_MEMORY_DECAY__OVERFECH"
+    ):
+        Settings()
+
+
+def test_api_keys_are_secret_values() -> None:
+    s = load_settings(
+        env={"EMBEDDING_MODEL_API_KEY": "emb-key-7f3a9c", "AMRITA_MEMORY_LLM__API_KEY": "llm-42x"},
+        read_default_files=False,
+    )
+    assert s.embedding.api_key.get_secret_value() == "emb-key-7f3a9c"
+    assert s.llm.api_key.get_secret_value() == "llm-42x"
+    assert "emb-key-7f3a9c" not in repr(s)
+    assert "llm-42x" not in str(s)
+
+
+def test_an_invalid_dsn_is_reported_without_its_password() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_settings(
+            env={"DATABASE_URL": "mysql://u:hunter22secret@h/x"}, read_default_files=False
+        )
+    message = str(err.value)
+    assert "`database.url`" in message
+    assert "environment DATABASE_URL" in message
+    assert "hunter22secret" not in message
+
+
+def test_numbers_are_accepted_for_text_keys(tmp_path: Path) -> None:
+    """A QQ number written unquoted (TOML) or JSON-decoded by NoneBot is still the id."""
+    toml = tmp_path / "c.toml"
+    toml.write_text("[subconscious]\ntarget_user_id = 10001\n", encoding="utf-8")
+    assert load_settings(toml, env={}).subconscious.target_user_id == "10001"
+
+
+def test_toml_keys_are_spelled_exactly(tmp_path: Path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text("Memo_Max_Chars = 2000\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown config key `Memo_Max_Chars`"):
+        load_settings(toml, env={})
+
+
+def test_redacted_dump_shows_no_secret() -> None:
+    s = load_settings(
+        env={
+            "DATABASE_URL": "postgresql://amrita:pw-in-userinfo@db.example/mem?password=hunter22secret",
+            "EMBEDDING_MODEL_API_KEY": "emb-key-7f3a9c",
+            "EMBEDDING_MODEL_URL": "https://u:pw-in-userinfo@emb.example/v1",
+            "LLM_API_KEY": "llm-42x",
+            "VECTOR_DB_REMOTE_HEADERS": '{"X-Chroma-Token": "tok-555"}',
+        },
+        read_default_files=False,
+    )
+    data = redacted_dump(s)
+    text = json.dumps(data)
+    for secret in ("pw-in-userinfo", "hunter22secret", "emb-key-7f3a9c", "llm-42x", "tok-555"):
+        assert secret not in text
+    assert data["embedding"]["api_key"] == "***"
+    assert data["llm"]["api_key"] == "***"
+    assert data["vector_db"]["remote_headers"] == {"X-Chroma-Token": "***"}
+    assert data["database"]["url"].startswith("postgresql://***@db.example/mem?password=***")
+    assert data["decay"] == s.decay.model_dump()  # nothing else is touched
+    empty = redacted_dump(load_settings(env={}, read_default_files=False))
+    assert empty["llm"]["api_key"] == ""  # an unset key is shown as unset
+
+
+def _attributes_read_in_the_package() -> set[str]:
+    names: set[str] = set()
+    for path in (REPO / "amrita_memory_pg").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute):
+                names.add(node.attr)
+    return names
+
+
+def test_keys_marked_accepted_only_are_read_nowhere_and_the_others_somewhere() -> None:
+    """The marker must stay honest: reading a marked key means dropping its marker."""
+    read = _attributes_read_in_the_package()
+    marked = [path for path, info in iter_fields() if accepted_only(info)]
+    assert len(marked) == 34
+    assert all(path[0] == "subconscious" for path in marked)
+    assert [path for path in marked if path[-1] in read] == []
+    unmarked = [path for path, info in iter_fields() if not accepted_only(info)]
+    assert [path for path in unmarked if path[-1] not in read] == []
+
+
+def test_reference_says_accepted_only_keys_do_nothing_yet() -> None:
+    rows = {
+        line.split("|")[1].strip(" `"): line
+        for line in render_reference().splitlines()
+        if line.startswith("| `")
+    }
+    note = "Accepted for compatibility; not used yet (the L3 consolidation loop is not built)"
+    assert note in rows["max_iterations"]
+    assert (
+        "Maximum ReAct rounds per run" in rows["max_iterations"]
+    )  # what it means in the reference
+    assert note in rows["idle_target_hour"]
+    assert note not in rows["idle_timezone"]
+    assert note not in rows["target_user_id"]

@@ -1,7 +1,9 @@
 """Chat hooks: every incoming message → chat log + activity heatmap; bot replies → chat log.
 
 Both feed the future L3 loop. They never raise into the chat: a failed write is logged
-and the message goes on to the other plugins untouched.
+and the message goes on to the other plugins untouched. Characters PostgreSQL cannot
+store (NUL, lone surrogates) are replaced by U+FFFD first, so such a line is still
+logged and counted instead of failing with a driver error.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from nonebot.adapters import Bot, Event
 
 from amrita_memory_pg.domain.keys import group_key, personal_key
+from amrita_memory_pg.domain.validation import scrub
 from amrita_memory_pg.integrations.nonebot.context import group_of, platform_of
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime
 from amrita_memory_pg.tools.context import ToolContext
@@ -27,7 +30,7 @@ async def record_incoming(runtime: Runtime, bot: Bot, event: Event) -> None:
     if memory is None:
         return
     try:
-        text = event.get_plaintext()
+        text = scrub(event.get_plaintext())
         ctx = ToolContext(
             platform=platform_of(bot), user_id=str(event.get_user_id()), group_id=group_of(event)
         )
@@ -58,7 +61,7 @@ async def record_outgoing(
     try:
         message = data.get("message")
         extract = getattr(message, "extract_plain_text", None)
-        text = str(extract() if callable(extract) else message or "")
+        text = scrub(str(extract() if callable(extract) else message or ""))
         group_id = data.get("group_id")
         is_group = api == "send_group_msg" or (
             api == "send_msg" and (data.get("message_type") == "group" or group_id is not None)

@@ -45,11 +45,13 @@ from amrita_memory_pg.domain.decay import (
     decay_score,
     similarity_from_distance,
 )
-from amrita_memory_pg.domain.errors import BackendError
+from amrita_memory_pg.domain.errors import BackendError, FingerprintMismatch
 from amrita_memory_pg.domain.ports import Vector
 from amrita_memory_pg.domain.records import MemoryRecord, SearchFilter, SearchHit
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memories import record_from_row
+from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.memories import count_all, record_from_row
+from amrita_memory_pg.storage.queries import query
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -64,18 +66,6 @@ T = TypeVar("T")
 #: reference plugin's collection, which has the same default name.
 OWNER_KEY = "amrita_memory_pg"
 OWNER_VALUE = "vector-index-v1"
-
-_COLUMNS = (
-    "m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.category, "
-    "m.source, m.author, m.created_at, m.updated_at"
-)
-#: The exact filters of search_memories_v1 ($2–$5), applied in PostgreSQL on every path.
-_FILTERS = """
-   AND ($2::integer IS NULL OR m.importance >= $2)
-   AND ($3::integer IS NULL OR m.importance <= $3)
-   AND ($4::text IS NULL OR m.scope = $4)
-   AND ($5::text[] IS NULL OR m.tags && $5)
-"""
 
 
 def vector_metadata(
@@ -139,6 +129,21 @@ def rank(
     return hits[:top_k]
 
 
+async def _refuse_another_dimension(pool: asyncpg.Pool, dim: int, exc: BackendError) -> None:
+    """After a failed search: raise :class:`FingerprintMismatch` when the query's
+    dimension is not the store's (the embedding model changed: re-embed), as
+    ``search_memories_v3`` does with SQLSTATE AMF03; return when it is (then the
+    collection is what is wrong, and ``exc`` says to rebuild it). Read only on this
+    failure path, so a search costs no extra round trip."""
+    stored = (await store_meta.read(pool)).dim
+    if stored is not None and stored != dim:
+        raise FingerprintMismatch(
+            f"embedding dimension mismatch: the store holds {stored}-dimensional vectors, "
+            f"this query has {dim} dimensions (run `amrita-memory reindex`, or configure the "
+            "model the store was built with)"
+        ) from exc
+
+
 def _chunks(items: Sequence[T], size: int) -> Iterator[list[T]]:
     for start in range(0, len(items), size):
         yield list(items[start : start + size])
@@ -199,7 +204,7 @@ class ChromaBackend:
         self,
         pool: asyncpg.Pool,
         partition_key: str,
-        query: Vector,
+        vector: Vector,
         *,
         top_k: int,
         where: SearchFilter,
@@ -213,19 +218,17 @@ class ChromaBackend:
             where.scope,
             list(where.tags) if where.tags else None,
         )
-        rows = await pool.fetch(
-            f"SELECT {_COLUMNS} FROM amrita_memory.memory m "
-            f"WHERE m.partition_key = $1 {_FILTERS} LIMIT $6",
-            partition_key,
-            *filters,
-            n + 1,
-        )
+        rows = await pool.fetch(query("chroma_candidate_rows"), partition_key, *filters, n + 1)
         if not rows:
             return []
-        if len(rows) <= n:
-            candidates = await self._every_row(partition_key, rows, query)
-        else:
-            candidates = await self._nearest(pool, partition_key, query, n, where, filters)
+        try:
+            if len(rows) <= n:
+                candidates = await self._every_row(partition_key, rows, vector)
+            else:
+                candidates = await self._nearest(pool, partition_key, vector, n, where, filters)
+        except BackendError as exc:
+            await _refuse_another_dimension(pool, len(vector), exc)
+            raise
         return rank(candidates, top_k=top_k, now=now, decay=decay)
 
     async def added(self, record: MemoryRecord, vector: Vector) -> None:
@@ -277,7 +280,7 @@ class ChromaBackend:
 
     async def check(self, pool: asyncpg.Pool) -> tuple[int, int]:
         """(memories in PostgreSQL, vectors in the collection): equal when in step."""
-        in_pg = int(await pool.fetchval("SELECT count(*) FROM amrita_memory.memory"))
+        in_pg = await count_all(pool)
         in_chroma = await self._run("count the vectors", lambda c: c.count())
         return in_pg, int(in_chroma)
 
@@ -294,12 +297,7 @@ class ChromaBackend:
         await self._run("recreate the collection", self._recreate)
         cursor = ""
         while True:
-            rows = await pool.fetch(
-                "SELECT id, partition_key, scope, importance, created_at, embedding "
-                "FROM amrita_memory.memory WHERE id > $1 ORDER BY id LIMIT $2",
-                cursor,
-                batch_size,
-            )
+            rows = await pool.fetch(query("chroma_rebuild_page"), cursor, batch_size)
             if not rows:
                 break
             await self._upsert_rows(rows)
@@ -348,22 +346,16 @@ class ChromaBackend:
 
     async def _reconcile(self, pool: asyncpg.Pool, batch_size: int) -> None:
         in_chroma = await self.vector_ids()
-        in_pg = {r["id"] for r in await pool.fetch("SELECT id FROM amrita_memory.memory")}
+        in_pg = {r["id"] for r in await pool.fetch(query("chroma_all_ids"))}
         await self.removed(sorted(in_chroma - in_pg))
         missing = sorted(in_pg - in_chroma)
         for chunk in _chunks(missing, batch_size):
-            await self._upsert_rows(
-                await pool.fetch(
-                    "SELECT id, partition_key, scope, importance, created_at, embedding "
-                    "FROM amrita_memory.memory WHERE id = ANY($1::text[])",
-                    chunk,
-                )
-            )
+            await self._upsert_rows(await pool.fetch(query("chroma_rows_by_id"), chunk))
 
     # ------------------------------------------------------------------ search paths
 
     async def _every_row(
-        self, partition_key: str, rows: Sequence[asyncpg.Record], query: Vector
+        self, partition_key: str, rows: Sequence[asyncpg.Record], vector: Vector
     ) -> list[tuple[MemoryRecord, float]]:
         """Every matching row is a candidate; distances from the vectors Chroma holds."""
         by_id = {row["id"]: row for row in rows}
@@ -384,19 +376,19 @@ class ChromaBackend:
         if not ids:
             return []
         matrix = np.asarray(got["embeddings"], dtype=np.float64)
-        if matrix.ndim != 2 or matrix.shape[1] != len(query):
+        if matrix.ndim != 2 or matrix.shape[1] != len(vector):
             raise BackendError(
                 f"chroma at {self.location} holds vectors of shape {matrix.shape[1:]} but the "
-                f"query has {len(query)} dimensions; run `amrita-memory index rebuild`"
+                f"query has {len(vector)} dimensions; run `amrita-memory index rebuild`"
             )
-        distances = squared_l2(matrix, query)
+        distances = squared_l2(matrix, vector)
         return [(record_from_row(by_id[i]), float(d)) for i, d in zip(ids, distances, strict=True)]
 
     async def _nearest(
         self,
         pool: asyncpg.Pool,
         partition_key: str,
-        query: Vector,
+        vector: Vector,
         n: int,
         where: SearchFilter,
         filters: tuple[Any, ...],
@@ -405,7 +397,7 @@ class ChromaBackend:
         found = await self._run(
             f"search {partition_key}",
             lambda c: c.query(
-                query_embeddings=_matrix([query]),
+                query_embeddings=_matrix([vector]),
                 n_results=n,
                 where=chroma_where(partition_key, where),
                 include=["distances"],
@@ -415,13 +407,7 @@ class ChromaBackend:
         distances = list((found["distances"] or [[]])[0])
         if not ids:
             return []
-        rows = await pool.fetch(
-            f"SELECT {_COLUMNS} FROM amrita_memory.memory m "
-            f"WHERE m.partition_key = $1 {_FILTERS} AND m.id = ANY($6::text[])",
-            partition_key,
-            *filters,
-            ids,
-        )
+        rows = await pool.fetch(query("chroma_matching_rows"), partition_key, *filters, ids)
         by_id = {row["id"]: row for row in rows}
         return [
             (record_from_row(by_id[i]), float(d))

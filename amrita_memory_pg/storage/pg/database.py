@@ -16,6 +16,7 @@ from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing,
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
 from amrita_memory_pg.storage.pg.timeouts import server_timeouts
+from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,15 @@ async def connect_once(dsn: str, connect_timeout: float) -> asyncpg.Connection:
         ) from exc
 
 
+async def installed_pgvector(conn: asyncpg.Connection) -> str | None:
+    """The pgvector version created in this database (None when it is not)."""
+    version = await conn.fetchval(query("pgvector_installed_version"))
+    return None if version is None else str(version)
+
+
 async def check_pgvector(conn: asyncpg.Connection) -> str:
     """Installed (or installable) pgvector version; raises :class:`PgvectorMissing` if unusable."""
-    installed = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    installed = await installed_pgvector(conn)
     where = "this server"
     if installed is not None:
         if _version_tuple(installed) < MIN_PGVECTOR:
@@ -68,11 +75,7 @@ async def check_pgvector(conn: asyncpg.Connection) -> str:
             )
         return str(installed)
     available = [
-        str(v)
-        for v in await conn.fetch(
-            "SELECT version FROM pg_available_extension_versions WHERE name = 'vector'"
-        )
-        for v in v.values()
+        str(v) for v in await conn.fetch(query("pgvector_available_versions")) for v in v.values()
     ]
     if not available:
         raise PgvectorMissing(
@@ -93,11 +96,12 @@ async def check_pgvector(conn: asyncpg.Connection) -> str:
 async def _ensure_database(admin_dsn: str, name: str, connect_timeout: float) -> None:
     conn = await connect_once(admin_dsn, connect_timeout)
     try:
-        exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
-        if not exists:
+        if not await conn.fetchval(query("database_exists"), name):
+            # CREATE DATABASE takes no parameters: the server quotes the name (format %I).
+            ddl = await conn.fetchval(query("create_database_ddl"), name)
             # Another process may create it first; that is fine.
             with contextlib.suppress(asyncpg.DuplicateDatabaseError):
-                await conn.execute(f'CREATE DATABASE "{name}"')
+                await conn.execute(ddl)
     finally:
         await conn.close()
 
@@ -132,10 +136,7 @@ async def resolve_target(settings: Settings) -> ServerTarget:
 
 
 async def _vector_schema(conn: asyncpg.Connection) -> str:
-    schema = await conn.fetchval(
-        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-        "WHERE e.extname = 'vector'"
-    )
+    schema = await conn.fetchval(query("vector_schema"))
     if schema is None:
         raise SchemaNotReady(
             "the pgvector extension is not created in this database: run `amrita-memory db upgrade`"
@@ -200,8 +201,8 @@ class ServerInfo:
 
 
 async def server_info(conn: asyncpg.Connection, kind: ServerKind, dsn: str) -> ServerInfo:
-    version = await conn.fetchval("SHOW server_version")
-    pgv = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    version = await conn.fetchval(query("server_version"))
+    pgv = await installed_pgvector(conn)
     return ServerInfo(
         kind=kind, target=describe_target(dsn), server_version=str(version), pgvector=pgv
     )

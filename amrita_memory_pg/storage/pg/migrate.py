@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
-import asyncpg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from amrita_memory_pg.resources import migrations_dir
-from amrita_memory_pg.storage.pg.schema import SCHEMA
+from amrita_memory_pg.storage.queries import query
 
 
 def alembic_config(dsn: str | None = None) -> Config:
@@ -47,12 +47,12 @@ async def downgrade(dsn: str, revision: str) -> None:
     await asyncio.to_thread(command.downgrade, alembic_config(dsn), revision)
 
 
-async def current_revision(conn: asyncpg.Connection) -> str | None:
-    """The revision stamped in the database, or None before the first upgrade."""
-    exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{SCHEMA}.alembic_version")
-    if not exists:
+async def current_revision(conn: Any) -> str | None:
+    """The revision stamped in the database, or None before the first upgrade
+    (``conn`` is a connection, a pooled one, or a pool)."""
+    if not await conn.fetchval(query("revision_table_exists")):
         return None
-    value = await conn.fetchval(f"SELECT version_num FROM {SCHEMA}.alembic_version LIMIT 1")
+    value = await conn.fetchval(query("schema_revision"))
     return None if value is None else str(value)
 
 

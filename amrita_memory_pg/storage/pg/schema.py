@@ -17,6 +17,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     SmallInteger,
     Table,
     Text,
@@ -45,7 +46,7 @@ memory = Table(
     Column(
         "id",
         Text,
-        primary_key=True,
+        nullable=False,
         server_default=text("replace((gen_random_uuid())::text, '-'::text, ''::text)"),
         comment="32 lowercase hex characters, like the reference's uuid4().hex",
     ),
@@ -96,6 +97,9 @@ memory = Table(
     CheckConstraint("source IN ('user', 'auto', 'system')", name="source"),
     CheckConstraint("content <> ''", name="content_nonempty"),
     CheckConstraint("partition_key <> ''", name="partition_nonempty"),
+    # The partition key first: it is Citus's distribution column (docs/scaling.md), and a
+    # unique constraint there must include it. An id is 128 random bits, unique in practice.
+    PrimaryKeyConstraint("partition_key", "id"),
     comment="L2 memories: one row per long-tail fact, with its vector",
 )
 # Partition scans, listing pages and the cap all walk this index in (created_at, id) order.
@@ -105,6 +109,8 @@ Index(
     memory.c.created_at,
     memory.c.id,
 )
+# The id-ordered keyset walks over the whole table (sweep, re-embed, chroma rebuild).
+Index("ix_memory_id", memory.c.id)
 
 memo = Table(
     "memo",
@@ -219,7 +225,7 @@ reembed_staging = Table(
 chat_log = Table(
     "chat_log",
     metadata,
-    Column("id", BigInteger, Identity(always=False), primary_key=True),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
     Column(
         "session_key",
         Text,
@@ -232,10 +238,11 @@ chat_log = Table(
     Column("text", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     CheckConstraint("role IN ('user', 'bot')", name="role"),
+    # Session first (the distribution column); appends trim and readers page by walking
+    # this key backwards from the newest line.
+    PrimaryKeyConstraint("session_key", "id"),
     comment="Recent chat lines per session (bounded: chat_log_keep newest), read by L3",
 )
-# Appends trim and readers page by walking this index backwards from the newest line.
-Index("ix_chat_log_session_key_id", chat_log.c.session_key, chat_log.c.id)
 
 activity_heatmap = Table(
     "activity_heatmap",

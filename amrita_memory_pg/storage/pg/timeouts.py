@@ -15,6 +15,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.settings import DatabaseSettings
+from amrita_memory_pg.storage.queries import query
 
 
 def server_timeouts(db: DatabaseSettings) -> dict[str, str]:
@@ -35,5 +36,4 @@ async def lift_statement_timeout(
     otherwise for the session, which the pool's ``RESET ALL`` undoes on release.
     ``lock_timeout`` stays: a maintenance statement queued behind a lock would stall
     every chat write queued behind it."""
-    scope = "LOCAL " if local else ""
-    await conn.execute(f"SET {scope}statement_timeout = 0")
+    await conn.fetchval(query("lift_statement_timeout"), local)

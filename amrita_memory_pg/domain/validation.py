@@ -1,0 +1,163 @@
+"""Input checks shared by every surface: the chat tools, ``/memory``, the CLI, the web page.
+
+Text that PostgreSQL cannot store (a NUL character) or that is not Unicode text at all
+(a lone UTF-16 surrogate, which JSON can spell as ``"\\ud800"``) and integers outside
+the 64-bit range used to reach asyncpg, whose errors (``invalid byte sequence for
+encoding "UTF8": 0x00``, ``value out of int64 range``) went to the LLM with a traceback
+in the log. These functions refuse such input first, with a fragment of one plain
+sentence — what is wrong and what is allowed — that each surface puts after the name
+of the argument (``write_memory 的参数 content`` + reason). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+#: The caps of the tool surface (the reference's ``write_memory`` content cap is 4000);
+#: ``/memory … add`` and any later surface apply the same ones.
+MAX_CONTENT_CHARS = 4000
+MAX_TAGS_CHARS = 200
+MAX_QUERY_CHARS = 1000
+#: ids are 32 hex characters; imported ones may be longer, never past this
+MAX_ID_CHARS = 64
+
+#: PostgreSQL ``bigint``, the widest integer a runtime statement takes.
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+#: How much of a refused value an error message echoes back.
+ECHO_CHARS = 40
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A signed decimal integer in ASCII digits only: ``str.isdigit`` and ``int`` also take
+#: ``²``, ``①`` or ``٣``, which is how ``/memory user list ²`` crashed (issue 11, F9).
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+#: More significant digits than int64 can have (19). Checked before ``int()``, which
+#: refuses strings over 4300 digits with a ValueError of its own.
+_INT64_DIGITS = 19
+
+
+class InvalidInput(ValueError):
+    """Refused input. ``reason`` reads after the argument's name: «过长（…），请精简后重试»."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def echo(value: object, limit: int = ECHO_CHARS) -> str:
+    """``repr`` of a refused value, safe to put in a reply: short and valid UTF-8.
+
+    ``repr`` escapes NUL, lone surrogates and other unprintable characters (Chinese text
+    stays readable), so an error message never carries what it refuses; long values
+    are cut with ``…``. Some values have no ``repr`` (an int of over 4300 digits, a
+    list nested thousands deep): they are described instead.
+    """
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        if isinstance(value, int):
+            return f"<{value.bit_length()} 位二进制的整数>"
+        return f"<无法显示的 {type(value).__name__}>"
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def plain(text: str, limit: int = ECHO_CHARS) -> str:
+    """A name to show as is when it is clean and short (``mood``), else its escaped ``echo``."""
+    if len(text) <= limit and text.isprintable():
+        return text
+    return echo(text, limit)
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored as PostgreSQL text, or None when it can."""
+    if "\x00" in text:
+        return "含有 NUL 字符（\\x00），数据库无法保存，请删除该字符后重试"
+    match = _SURROGATE.search(text)
+    if match is not None:
+        code = ord(match.group())
+        return f"含有孤立的代理字符 U+{code:04X}（不是有效的 Unicode 文本），请删除该字符后重试"
+    return None
+
+
+def scrub(text: str) -> str:
+    """``text`` with NUL and lone surrogates replaced by U+FFFD, for what is recorded
+    rather than refused: a chat line is kept (and counted) with a visible mark where
+    the unstorable character was, instead of failing the whole write."""
+    if "\x00" not in text and _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+
+
+def too_long(length: int, max_chars: int) -> str:
+    """The length refusal, with both numbers so the caller knows how much to cut."""
+    return f"过长（{length} 字符，上限 {max_chars}），请精简后重试"
+
+
+def check_text(text: str, *, max_chars: int | None = None) -> str:
+    """``text`` unchanged, or :class:`InvalidInput` if too long, with NUL or lone surrogates.
+
+    The length is checked first: it is O(1) and the answer for a huge paste.
+    """
+    if max_chars is not None and len(text) > max_chars:
+        raise InvalidInput(too_long(len(text), max_chars))
+    problem = text_problem(text)
+    if problem is not None:
+        raise InvalidInput(problem)
+    return text
+
+
+def parse_int(value: object) -> int:
+    """An integer argument as an LLM or a JSON client sends it, within int64.
+
+    Accepted: an ``int``; a finite float with no fractional part (``5.0``); a string of
+    ASCII digits with an optional sign and surrounding spaces (``" 5"``, ``"-3"``).
+    Refused: booleans (``True`` is not a count), other strings, fractions, NaN, inf,
+    and anything outside ``INT64_MIN..INT64_MAX`` — before it can reach the driver.
+    """
+    number: int
+    if isinstance(value, bool):
+        raise InvalidInput("应为整数，收到布尔值")
+    if isinstance(value, int):
+        number = int(value)  # a plain int, also for int subclasses such as IntEnum
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and _ASCII_INT.fullmatch(value.strip()):
+        digits = value.strip().lstrip("+-").lstrip("0")
+        if len(digits) > _INT64_DIGITS:
+            raise InvalidInput(_out_of_range(value))
+        number = int(value.strip())
+    else:
+        raise InvalidInput(f"应为整数，收到 {echo(value)}")
+    if not INT64_MIN <= number <= INT64_MAX:
+        raise InvalidInput(_out_of_range(value))
+    return number
+
+
+def _out_of_range(value: object) -> str:
+    return f"超出 64 位整数范围（{INT64_MIN} 到 {INT64_MAX}），收到 {echo(value)}"
+
+
+def clamp(number: int, lo: int | None, hi: int | None) -> int:
+    """``number`` moved into ``lo..hi`` (either bound may be open): the reference clamps
+    list limits instead of refusing them."""
+    if lo is not None:
+        number = max(lo, number)
+    if hi is not None:
+        number = min(hi, number)
+    return number
+
+
+def parse_count(text: str, *, lo: int, hi: int) -> int | None:
+    """A page number or count typed by a person, clamped into ``lo..hi``; None if not one.
+
+    Only ASCII digits count (``²``, ``①``, ``٣`` are not numbers here, F9); a number
+    too long to matter is ``hi`` without being converted.
+    """
+    stripped = text.strip()
+    if not stripped or not stripped.isascii() or not stripped.isdigit():
+        return None
+    if len(stripped.lstrip("0")) > _INT64_DIGITS:
+        return hi
+    return clamp(int(stripped), lo, hi)

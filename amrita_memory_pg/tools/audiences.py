@@ -1,0 +1,74 @@
+"""Which tools each audience is offered, and how the service builds their registries.
+
+The chat LLM and the background consolidation (L3) loop see different tools with
+different rights: the chat may write a memory for the speaker, the loop merges,
+calibrates and distils across a partition. Each audience gets its own
+:class:`~amrita_memory_pg.tools.registry.ToolRegistry`, filled from the toolsets listed
+for it in :data:`TOOLSETS`; :class:`~amrita_memory_pg.service.Memory` composes the ones
+its settings call for (:func:`audiences_for`) instead of hard-wiring a tool list. A new
+tool family is one toolset function and one line in the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.tools.memo import register_memo_tools
+from amrita_memory_pg.tools.memory import register_memory_tools
+from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDeps:
+    """What the toolsets are built on: the repositories and the settings."""
+
+    memories: MemoryService
+    memos: MemoStore
+    settings: Settings
+
+
+#: Declares a family of tools on a registry.
+Toolset = Callable[[ToolRegistry, ToolDeps], object]
+
+
+def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """write/read/update/delete/list_memory (L2)."""
+    register_memory_tools(registry, deps.memories, deps.settings)
+
+
+def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """read/append/update_memo (L1)."""
+    register_memo_tools(registry, deps.memos, deps.settings)
+
+
+TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
+    # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
+    "chat": (memory_toolset, memo_toolset),
+    # The L3 loop's own tools (merge, calibrate, tag cleanup, distil, memo compression)
+    # are declared here when the loop lands; the registry already exists for them.
+    "consolidation": (),
+}
+
+
+def audiences_for(settings: Settings) -> tuple[Audience, ...]:
+    """The chat always; the consolidation loop only where it is enabled."""
+    return ("chat", "consolidation") if settings.subconscious.enabled else ("chat",)
+
+
+def build_registry(audience: Audience, deps: ToolDeps) -> ToolRegistry:
+    """One audience's registry with every toolset listed for it."""
+    registry = ToolRegistry(audience)
+    for toolset in TOOLSETS[audience]:
+        toolset(registry, deps)
+    return registry
+
+
+def compose_registries(
+    deps: ToolDeps, audiences: Iterable[Audience]
+) -> dict[Audience, ToolRegistry]:
+    """A registry for each audience asked for."""
+    return {audience: build_registry(audience, deps) for audience in audiences}

@@ -1,0 +1,24 @@
+-- Remove the comments that comments_v1.sql added (objects released before 0006).
+COMMENT ON FUNCTION amrita_memory.importance_rank_v1(integer) IS NULL;
+COMMENT ON FUNCTION amrita_memory.age_days_v1(timestamptz, timestamptz) IS NULL;
+COMMENT ON FUNCTION amrita_memory.half_life_days_v1(float8, integer, float8) IS NULL;
+COMMENT ON FUNCTION amrita_memory.decay_factor_v1(float8, float8, float8) IS NULL;
+COMMENT ON FUNCTION amrita_memory.similarity_v1(float8) IS NULL;
+COMMENT ON FUNCTION amrita_memory.decay_score_v1(float8, float8, integer, float8, float8, float8) IS NULL;
+COMMENT ON FUNCTION amrita_memory.tier_days_v1(integer, float8, float8) IS NULL;
+COMMENT ON FUNCTION amrita_memory.demoted_importance_v1(integer) IS NULL;
+COMMENT ON FUNCTION amrita_memory.sweep_action_v1(integer, float8, float8, float8) IS NULL;
+COMMENT ON FUNCTION amrita_memory.insert_memory_v1(text, text, text, text[], integer, text, text, text, vector, text, timestamptz, integer, text, text, text) IS NULL;
+COMMENT ON FUNCTION amrita_memory.search_memories_v1(text, vector, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], integer) IS NULL;
+COMMENT ON FUNCTION amrita_memory.sweep_batch_v1(timestamptz, float8, float8, integer, boolean, boolean, text, text) IS NULL;
+COMMENT ON FUNCTION amrita_memory.search_memories_exact_v2(text, vector, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[]) IS NULL;
+COMMENT ON FUNCTION amrita_memory.search_memories_v2(text, vector, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], integer) IS NULL;
+COMMENT ON FUNCTION amrita_memory.memo_append_v1(text, text, integer, timestamptz) IS NULL;
+COMMENT ON FUNCTION amrita_memory.memo_write_v1(text, text, integer, timestamptz) IS NULL;
+COMMENT ON FUNCTION amrita_memory.chat_log_append_v1(text, text, text, text, text, timestamptz, integer) IS NULL;
+COMMENT ON FUNCTION amrita_memory.activity_touch_v1(text, integer, integer, timestamptz) IS NULL;
+COMMENT ON FUNCTION amrita_memory.reembed_pending_v1(text, text, text, integer) IS NULL;
+COMMENT ON FUNCTION amrita_memory.reembed_pending_knowledge_v1(text, text, integer) IS NULL;
+COMMENT ON FUNCTION amrita_memory.reembed_pending_count_v1(text) IS NULL;
+COMMENT ON FUNCTION amrita_memory.reembed_switch_v1(text, text, text, text, integer, timestamptz) IS NULL;
+COMMENT ON VIEW amrita_memory.partition_usage IS NULL;

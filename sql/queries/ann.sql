@@ -1,0 +1,44 @@
+-- Per-partition HNSW indexes (amrita_memory_pg/maintenance/ann.py). DDL takes no
+-- parameters, so the statements that build or drop an index are SELECTs that return the
+-- DDL text, every identifier and literal quoted by format() (%I, %L, %s of an integer);
+-- the caller executes that text outside any transaction (CONCURRENTLY requires it).
+
+-- name: ann_partition_sizes
+-- Rows per (partition, vector dimension): which partitions are large enough for an index
+-- of their own (a dimension of its own per model, during a re-embed).
+SELECT partition_key, vector_dims(embedding) AS dim, count(*)::integer AS n
+  FROM amrita_memory.memory
+ GROUP BY partition_key, vector_dims(embedding);
+
+-- name: ann_indexes
+-- The per-partition indexes that exist (search_memories_v3 consults this table).
+SELECT partition_key, dim, index_name
+  FROM amrita_memory.ann_index;
+
+-- name: ann_drop_index_ddl
+-- DROP INDEX CONCURRENTLY of index $1 in our schema (also clears an INVALID index that a
+-- failed concurrent build left behind).
+SELECT format('DROP INDEX CONCURRENTLY IF EXISTS amrita_memory.%I', $1::text) AS ddl;
+
+-- name: ann_create_index_ddl
+-- CREATE INDEX CONCURRENTLY $1: HNSW (m = $3, ef_construction = $4) over the vectors of
+-- partition $5 with dimension $2 only. The predicate names the partition and the
+-- dimension so that search_memories_ann_v3's query (same literals) can use it, and the
+-- ::vector($2) cast never meets a vector of another model.
+SELECT format(
+           'CREATE INDEX CONCURRENTLY %I ON amrita_memory.memory USING hnsw '
+           '((embedding::vector(%s)) vector_l2_ops) WITH (m = %s, ef_construction = %s) '
+           'WHERE partition_key = %L AND vector_dims(embedding) = %s',
+           $1::text, $2::integer, $3::integer, $4::integer, $5::text, $2::integer) AS ddl;
+
+-- name: ann_forget_index
+-- Remove the record of the index of partition $1, dimension $2 (after dropping it).
+DELETE FROM amrita_memory.ann_index
+ WHERE partition_key = $1 AND dim = $2;
+
+-- name: ann_record_index
+-- Record index $3 of partition $1, dimension $2, built over $4 rows (a concurrent run
+-- that recorded it first wins).
+INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (partition_key, dim) DO NOTHING;

@@ -1,0 +1,65 @@
+-- Backups and restores (amrita_memory_pg/maintenance/backup.py, restore.py). A backup
+-- reads everything in ONE repeatable-read snapshot that pg_dump shares; the export
+-- queries name their columns, and tests/integration/test_backups.py checks that they
+-- are exactly the column tuples a restore copies back (MEMORY_COLUMNS, MEMO_COLUMNS,
+-- KNOWLEDGE_COLUMNS), so the two cannot drift apart.
+
+-- name: export_snapshot
+-- Export the calling transaction's snapshot (must be REPEATABLE READ) so that pg_dump
+-- --snapshot reads exactly what the JSONL export reads.
+SELECT pg_export_snapshot() AS snapshot;
+
+-- name: store_counts
+-- Rows per kind that a backup holds (memory, memo, knowledge), in one round trip.
+SELECT (SELECT count(*) FROM amrita_memory.memory)::integer    AS memory,
+       (SELECT count(*) FROM amrita_memory.memo)::integer      AS memo,
+       (SELECT count(*) FROM amrita_memory.knowledge)::integer AS knowledge;
+
+-- name: export_memories
+-- Every memory with its vector, in id order (= MEMORY_COLUMNS).
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, tier_since, embedding, embed_fingerprint
+  FROM amrita_memory.memory
+ ORDER BY id;
+
+-- name: export_memos
+-- Every memo, in partition order (= MEMO_COLUMNS).
+SELECT partition_key, content, version, updated_at
+  FROM amrita_memory.memo
+ ORDER BY partition_key;
+
+-- name: export_knowledge
+-- Every knowledge entry with its vector, in kid order (= KNOWLEDGE_COLUMNS).
+SELECT kid, title, summary, body, embedding, embed_fingerprint, created_at, updated_at
+  FROM amrita_memory.knowledge
+ ORDER BY kid;
+
+-- name: clear_store
+-- Empty the store before a restore copies the backup in, in the restore's transaction:
+-- memories, memos, knowledge, any re-embed in progress (its staged vectors belong to
+-- the rows being replaced), and the sweep cursor. One statement: data-modifying CTEs
+-- all run, on the same snapshot (no foreign keys link these tables, so no row is
+-- deleted twice). Returns how many memories were removed.
+WITH memories AS (DELETE FROM amrita_memory.memory RETURNING 1),
+     memos AS (DELETE FROM amrita_memory.memo),
+     knowledge AS (DELETE FROM amrita_memory.knowledge),
+     staging AS (DELETE FROM amrita_memory.reembed_staging),
+     job AS (DELETE FROM amrita_memory.reembed_job),
+     sweep AS (UPDATE amrita_memory.sweep_state SET cursor_id = '')
+SELECT count(*)::integer AS memories
+  FROM memories;
+
+-- name: drop_store_schema
+-- Drop our whole schema before psql replays a pg_restore script of it, in the same
+-- single transaction (psql --single-transaction: a failed replay keeps the old schema).
+DROP SCHEMA IF EXISTS amrita_memory CASCADE;
+
+-- name: merge_restored_memory
+-- One memory of a reference-plugin backup merged into a live store: a row whose
+-- (partition_key, id) already exists is kept as it is, so a restore of an old plugin's
+-- backup never overwrites or deletes anything and running it twice changes nothing.
+INSERT INTO amrita_memory.memory (id, partition_key, scope, content, tags, importance, category,
+                                  source, author, created_at, updated_at, tier_since, embedding,
+                                  embed_fingerprint)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+ON CONFLICT (partition_key, id) DO NOTHING;

@@ -1,0 +1,107 @@
+-- L2 memory statements. Vectors are computed by the caller before any of these runs (no
+-- lock is ever held across an embedding request); every statement names the partition,
+-- the distribution column under Citus (docs/scaling.md), so each stays single-shard.
+
+-- name: insert_memory
+-- Insert under the per-partition cap: $1 partition, $2 scope, $3 content, $4 tags,
+-- $5 importance (1-10), $6 category, $7 source, $8 author, $9 embedding, $10 the
+-- writer's fingerprint, $11 now, $12 cap, $13-$15 protocol/model/base_url (recorded only
+-- by the store's first write). id is NULL when the partition is full (rows_before = the
+-- count). SQLSTATE AMF01: another embedding model; AMF03: another dimension.
+SELECT id, rows_before
+  FROM amrita_memory.insert_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15);
+
+-- name: write_memory
+-- The chat tool's write: insert_memory's arguments ($1-$12 as there), then $13 the dedup
+-- window in seconds (0 = off), $14-$16 protocol/model/base_url. An identical memory (same
+-- partition, scope, content, author, source, model) written less than $13 seconds before
+-- $11 is returned instead of a new row (duplicate = true): a retry after a lost reply
+-- never makes a duplicate. id is NULL when the partition is full. SQLSTATE AMF01 / AMF03
+-- as for insert_memory.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, rows_before, duplicate
+  FROM amrita_memory.write_memory_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                     $14, $15, $16);
+
+-- name: update_memory
+-- Change some fields of one memory of partition $1, id $2: $3 content (only together with
+-- its new embedding $8), $4 tags, $5 importance, $6 whether $7 replaces the category,
+-- $9 the writer's fingerprint, $10 now; NULL keeps a field. No row when the id is not in
+-- the partition. SQLSTATE AMF01 / AMF03 as for insert_memory, 22023 for content without
+-- its embedding.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at
+  FROM amrita_memory.update_memory_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+
+-- name: search_memories
+-- The top $3 of partition $1 for query vector $2 by decay score at $4 ($5 decay on,
+-- $6 half-life base days, $7 importance boost, $8 score floor; filters $9-$12:
+-- importance min/max, scope, any of tags; $13 HNSW candidates for a large partition).
+-- distance = squared L2; decay_score = 1/(1+distance) x max(0.5^(age/half_life), floor).
+-- SQLSTATE AMF03 when the query's dimension is not the store's.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, distance, decay_score, age_days
+  FROM amrita_memory.search_memories_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: get_memory
+-- One memory of partition $1 by its full id $2: a primary-key lookup (partition_key, id).
+-- No row when the id is unknown or belongs to another partition.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at
+  FROM amrita_memory.memory
+ WHERE partition_key = $1 AND id = $2;
+
+-- name: count_memories
+-- How many memories partition $1 holds (a count over its range of the partition btree).
+SELECT count(*)::integer AS n
+  FROM amrita_memory.memory
+ WHERE partition_key = $1;
+
+-- name: list_memories_page
+-- One page of partition $1 in (created_at, id) order, deterministic (reference W6):
+-- $2 rows from offset $3, each with the partition's total (count(*) OVER () is computed
+-- before LIMIT, in the same scan: one round trip instead of two). No rows past the end.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, count(*) OVER ()::integer AS total
+  FROM amrita_memory.memory
+ WHERE partition_key = $1
+ ORDER BY created_at, id
+ LIMIT $2 OFFSET $3;
+
+-- name: find_memories_by_prefix
+-- Every memory of partition $1 whose id starts with $2 (the short ids users type), in
+-- (created_at, id) order. left(id, length($2)) = $2 rather than LIKE: a prefix holding
+-- '%' or '_' is matched literally.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at
+  FROM amrita_memory.memory
+ WHERE partition_key = $1 AND left(id, length($2)) = $2
+ ORDER BY created_at, id;
+
+-- name: delete_memory
+-- Delete memory $2 of partition $1; returns its id, no row when it is not there (a
+-- foreign partition's id deletes nothing).
+DELETE FROM amrita_memory.memory
+ WHERE partition_key = $1 AND id = $2
+RETURNING id;
+
+-- name: count_all_memories
+-- Memories in the whole store (every partition): the guard against restoring an empty
+-- backup over a full store, and the PostgreSQL side of the chroma index check.
+SELECT count(*)::integer AS n
+  FROM amrita_memory.memory;
+
+-- name: sweep_cursor
+-- Where the last sweep stopped (the persisted keyset cursor; '' = the start). A run
+-- remembers it to know where its second leg, from the start of the table, ends.
+SELECT cursor_id
+  FROM amrita_memory.sweep_state
+ WHERE id = 1;
+
+-- name: sweep_batch
+-- One batch of the sweep (reference §5.2): $1 now, $2 short-term and $3 long-term tier
+-- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
+-- $6 dry run, $7 cursor (NULL = the persisted one), $8 stop before this id (NULL = end
+-- of the table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED).
+SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
+  FROM amrita_memory.sweep_batch_v1($1, $2, $3, $4, $5, $6, $7, $8);
