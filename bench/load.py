@@ -326,9 +326,9 @@ def server_processes(pgdata: Path) -> list[psutil.Process]:
 def has_supervisor() -> bool:
     """Whether this build supervises its embedded server (restarts it when it dies).
 
-    Issue 11 item 3 is built on another branch; its ``storage.pg.embedded`` has a
-    supervisor thread checking every ``CHECK_INTERVAL`` seconds. Until it is merged the
-    harness restarts the server itself, and says so in the report.
+    Issue 11 item 3 (F8): ``storage.pg.embedded`` runs a supervisor thread checking every
+    ``CHECK_INTERVAL`` seconds. On a build without it the harness restarts the server
+    itself, and says so in the report.
     """
     from amrita_memory_pg.storage.pg import embedded
 
