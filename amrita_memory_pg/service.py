@@ -39,12 +39,19 @@ class Memory:
         self.backend = store.backend
         #: L2 memories: the service embeds, the repository writes and searches
         self.memories = MemoryService(
-            MemoryRepository(store.pool, store.backend, cap=settings.per_session_memory_limit),
+            MemoryRepository(
+                store.pool,
+                store.backend,
+                cap=settings.per_session_memory_limit,
+                acquire_timeout=settings.database.connect_timeout,
+            ),
             store.embedder,
             settings,
         )
         #: L1 memos; the cap is enforced by the database write
-        self.memos = MemoStore(store.pool, settings.memo_max_chars)
+        self.memos = MemoStore(
+            store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
+        )
         #: chat log + activity heatmap, written by the chat hooks, read by L3
         self.activity = ActivityStore(
             store.pool,

@@ -27,7 +27,15 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -366,6 +374,10 @@ class VectorDbSettings(_Section):
         return _maybe_json(value, {})
 
 
+#: command_timeout − statement_timeout at least (seconds): the server's answer has to arrive.
+MIN_TIMEOUT_MARGIN = 1.0
+
+
 class DatabaseSettings(_Section):
     """PostgreSQL: an external server, or the embedded one when ``url`` is empty."""
 
@@ -379,7 +391,29 @@ class DatabaseSettings(_Section):
     connect_timeout: float = Field(
         10.0, gt=0, le=300, description="Seconds to wait for a connection."
     )
-    command_timeout: float = Field(60.0, gt=0, le=3600, description="Seconds per statement.")
+    command_timeout: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="Seconds the client waits for one statement; must exceed statement_timeout, "
+        "so that the server decides first (a client-side timeout is an unknown outcome).",
+    )
+    # issue 11 F7 (feat/load): server-side timeouts, so a timed-out write never commits later.
+    statement_timeout: float = Field(
+        10.0,
+        ge=0,
+        le=3600,
+        description="Server-side limit of one statement (seconds; 0 = none): PostgreSQL aborts "
+        "and rolls back a slower one, so a write reported as timed out was not committed. "
+        "Maintenance (re-embed switch, index builds, restore) lifts it.",
+    )
+    lock_timeout: float = Field(
+        5.0,
+        ge=0,
+        le=3600,
+        description="Server-side limit of one wait for a lock (seconds; 0 = none); the "
+        "statement is aborted and rolled back.",
+    )
     statement_cache_size: int = Field(
         100,
         ge=0,
@@ -392,6 +426,17 @@ class DatabaseSettings(_Section):
     def _dsn_scheme(cls, value: str) -> str:
         if value and not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("must start with postgresql:// (or be empty for the embedded server)")
+        return value
+
+    @field_validator("statement_timeout")
+    @classmethod
+    def _server_decides_first(cls, value: float, info: ValidationInfo) -> float:
+        client = info.data.get("command_timeout")
+        if value > 0 and client is not None and client < value + MIN_TIMEOUT_MARGIN:
+            raise ValueError(
+                f"must be at least {MIN_TIMEOUT_MARGIN:g} s below command_timeout ({client:g} s), "
+                "so that PostgreSQL aborts a slow statement before the client stops waiting"
+            )
         return value
 
 
@@ -441,6 +486,15 @@ class Settings(BaseSettings):
         100, description="L2 memories per partition; a write beyond it is refused (≤0 refuses all)."
     )
     memo_max_chars: int = Field(1000, ge=100, le=10000, description="Hard cap of one L1 memo.")
+    # issue 11 F7 (feat/load)
+    write_dedup_seconds: float = Field(
+        120.0,
+        ge=0,
+        le=86400,
+        description="A write_memory identical to one made this many seconds before (same "
+        "partition, scope, content, author) returns that memory instead of a duplicate, so "
+        "retrying a write whose outcome was unknown is safe; 0 = off.",
+    )
     data_dir: Path = Field(
         Path("data/amrita_memory_pg"),
         description="Embedded database, backups and chroma files (relative to the working dir).",

@@ -276,6 +276,10 @@ def _route(method: str, path: str, *, old_ollama: bool) -> str | None:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's default listen backlog is 5: under a few hundred concurrent clients
+    # (bench/load.py) connections beyond it are dropped and retried after a 1 s SYN
+    # timeout, so the stub, not the code under test, became the bottleneck.
+    request_queue_size = 1024
     stub: StubEmbeddingServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -287,6 +291,10 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    # Keep-alive, as Ollama and OpenAI servers do (every reply has a Content-Length): a
+    # new TCP connection per request made the stub the bottleneck under load.
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed ACK
 
     def do_GET(self) -> None:
         self._serve("GET")

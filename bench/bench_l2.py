@@ -184,6 +184,7 @@ def bench_settings(data_dir: Path) -> Settings:
             "data_dir": str(data_dir),
             "embedding.protocol": "hash",
             "database.command_timeout": 3600,
+            "database.statement_timeout": 0,
         },
     )
 

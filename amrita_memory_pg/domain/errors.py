@@ -24,6 +24,34 @@ class DatabaseUnavailable(DatabaseError):
     """No connection could be made to the configured PostgreSQL server."""
 
 
+class DatabaseRefused(DatabaseError):
+    """The database aborted or refused an operation: it had no effect, whatever it was.
+
+    Raised only where that is certain — the statement never reached the server (no
+    connection could be had), or the server answered it with an error, which rolls the
+    transaction back (``statement_timeout``, ``lock_timeout``, a conflict, …). A caller
+    may retry. ``reason`` is one of ``timeout`` (statement_timeout), ``lock``
+    (lock_timeout), ``unavailable`` (no connection), ``conflict`` (serialization failure
+    or deadlock), ``resources`` (out of connections, memory or disk), ``read_only`` (a
+    standby) or ``refused`` (any other error of the statement); ``sqlstate`` is the
+    server's code when it sent one.
+    """
+
+    def __init__(self, message: str, *, reason: str, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.sqlstate = sqlstate
+
+
+class OutcomeUnknown(DatabaseError):
+    """A write was sent but no answer came back: it may or may not have been committed.
+
+    The connection broke after the statement went out, or the client stopped waiting
+    (its timeout is longer than the server's ``statement_timeout``, so this means the
+    server itself stalled). Whoever retries must first look whether it took effect.
+    """
+
+
 class PgvectorMissing(DatabaseError):
     """The server lacks the pgvector extension, or has a version that is too old."""
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import asyncpg
 
+from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
 
 
@@ -35,6 +36,8 @@ async def maintain_ann_indexes(
     ``search_memories_v3`` consults.
     """
     async with pool.acquire() as conn:
+        # An index build takes minutes on a big partition; RESET ALL on release undoes this.
+        await lift_statement_timeout(conn, local=False)
         sizes = await conn.fetch(query("ann_partition_sizes"))
         existing = {
             (r["partition_key"], r["dim"]): r["index_name"]

@@ -16,6 +16,7 @@ import asyncpg
 
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION, to_current
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ async def migrate_keys(
     """Convert legacy partition keys; with ``dry_run`` only count what would change."""
     report = KeyMigrationReport(dry_run=dry_run)
     async with pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)  # one transaction over every legacy row
         # Serialise with other migrations of keys (bot start-up and CLI at once).
         await conn.execute(query("lock_key_migration"))
         report.version_before = (await store_meta.read(conn)).key_format_version

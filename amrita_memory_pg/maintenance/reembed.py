@@ -24,6 +24,7 @@ from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.maintenance.backup import BackupInfo, create_backup
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
@@ -166,15 +167,18 @@ async def reindex(
     for _attempt in range(max_switch_attempts):
         for kind in ("memory", "knowledge"):
             await _stage_kind(pool, embedder, kind, batch_size, advance)
-        row = await pool.fetchrow(
-            query("reembed_switch"),
-            embedder.fingerprint,
-            provider.protocol,
-            provider.model,
-            provider.base_url,
-            embedder.dim,
-            datetime.now(UTC),
-        )
+        async with pool.acquire() as conn, conn.transaction():
+            # One UPDATE over every row: longer than a chat statement may take.
+            await lift_statement_timeout(conn)
+            row = await conn.fetchrow(
+                query("reembed_switch"),
+                embedder.fingerprint,
+                provider.protocol,
+                provider.model,
+                provider.base_url,
+                embedder.dim,
+                datetime.now(UTC),
+            )
         assert row is not None
         if row["switched"]:
             log.info(

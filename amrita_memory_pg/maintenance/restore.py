@@ -43,6 +43,7 @@ from amrita_memory_pg.maintenance.reembed import change_model
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.memories import count_all
+from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
@@ -181,6 +182,7 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
                 yield _record(item, columns)
 
     async with store.pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)  # one transaction over the whole backup
         await _replace_all(conn)
         for kind, table, columns in (
             ("memory", "memory", MEMORY_COLUMNS),
@@ -322,6 +324,7 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
     report.safety_backup = await _safety_backup(store, path)
     merge = query("merge_restored_memory")
     async with store.pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)  # one transaction over the whole backup
         before = await store_counts(conn)
         await conn.executemany(
             merge,

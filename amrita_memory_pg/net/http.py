@@ -57,6 +57,15 @@ log = logging.getLogger(__name__)
 BODY_EXCERPT_CHARS = 300
 #: Default upper bound of one backoff sleep, whatever Retry-After says.
 MAX_BACKOFF_SECONDS = 5.0
+#: issue 11 (feat/load): no cap on connections. With httpx's default cap (100) requests
+#: queue for a connection under a burst; when one's pool wait times out just as the pool
+#: creates a connection for it, httpcore (1.0.9) leaves that connection in the pool for
+#: good, in state CONNECTING, holding a slot. During a 15 s embedding outage under 400
+#: simulated users (bench/load.py) every slot became such a ghost and every later request
+#: failed with PoolTimeout until the process restarted
+#: (tests/integration/test_embedding_outage_recovery.py). Without a cap no request waits
+#: for a slot; concurrency is bounded by the callers (one request per tool call).
+UNCAPPED = httpx.Limits(max_connections=None, max_keepalive_connections=20)
 #: Header names whose values are credentials (their values join the client's secrets).
 _AUTH_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
 
@@ -229,7 +238,9 @@ class HttpClient:
         self._backoff = wait_exponential(
             multiplier=self.backoff_seconds, max=self.max_backoff_seconds
         )
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_seconds), headers=header_map)
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_seconds), headers=header_map, limits=UNCAPPED
+        )
 
     @property
     def attempts(self) -> int:

@@ -18,7 +18,7 @@ from amrita_memory_pg.domain.records import (
     SweepReport,
 )
 from amrita_memory_pg.settings import DecaySettings, Settings
-from amrita_memory_pg.storage.memories import MemoryRepository, SweepParams
+from amrita_memory_pg.storage.memories import AddResult, MemoryRepository, SweepParams
 
 
 def _utcnow() -> datetime:
@@ -83,6 +83,42 @@ class MemoryService:
             fingerprint=self.embedder.fingerprint,
             provider=self.embedder.provider,
             now=now or _utcnow(),
+        )
+
+    async def write(
+        self,
+        *,
+        partition_key: str,
+        scope: Scope,
+        content: str,
+        tags: Sequence[str] = (),
+        importance: int = 5,
+        category: Category | None = None,
+        source: Source = "auto",
+        author: str | None = None,
+        now: datetime | None = None,
+    ) -> AddResult:
+        """:meth:`add` for the chat tool: idempotent within ``write_dedup_seconds``.
+
+        A write whose reply was lost may be retried by the LLM; an identical one (same
+        partition, scope, content, author, source) made within the window returns that
+        memory (``duplicate``) instead of a second row. Embedding first, as in :meth:`add`.
+        """
+        (vector,) = await self.embedder.embed_passages([content])
+        return await self.repo.write(
+            partition_key=partition_key,
+            scope=scope,
+            content=content,
+            tags=tags,
+            importance=importance,
+            category=category,
+            source=source,
+            author=author,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            provider=self.embedder.provider,
+            now=now or _utcnow(),
+            dedup_seconds=self.settings.write_dedup_seconds,
         )
 
     async def update(

@@ -2,7 +2,9 @@
 
 It takes vectors, never texts to embed: the service embeds first, outside any
 transaction, so no lock is ever held during an HTTP call. The partition cap is checked
-in the same transaction as the insert (``amrita_memory.insert_memory_v2``), and every
+in the same transaction as the insert (``amrita_memory.insert_memory_v2``; the chat tool
+writes through ``write_memory_v1``, which first returns an identical write made moments
+before, so a retry after a lost reply never makes a duplicate), and every
 write of a vector is checked against the store's model (fingerprint and dimension) by
 the database itself; retrieval is one SQL statement through the configured
 :class:`~amrita_memory_pg.domain.ports.VectorBackend`; the sweep is set-based SQL in
@@ -19,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, PartitionFull
@@ -32,6 +35,7 @@ from amrita_memory_pg.domain.records import (
     Source,
     SweepReport,
 )
+from amrita_memory_pg.storage.pg.outcome import classify, write_connection
 from amrita_memory_pg.storage.queries import query
 
 
@@ -91,6 +95,15 @@ def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextMa
 
 
 @dataclass(frozen=True, slots=True)
+class AddResult:
+    """What an insert did: the memory, and whether it already existed (a retried write)."""
+
+    record: MemoryRecord
+    #: True when an identical write within the dedup window was found and returned
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SweepParams:
     """The ``[decay]`` numbers of one sweep run."""
 
@@ -103,11 +116,26 @@ class SweepParams:
 class MemoryRepository:
     """L2 memories on one pool, with one vector backend kept in step."""
 
-    def __init__(self, pool: asyncpg.Pool, backend: VectorBackend, *, cap: int) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        backend: VectorBackend,
+        *,
+        cap: int,
+        acquire_timeout: float | None = None,
+    ) -> None:
         self.pool = pool
         self.backend = backend
         #: ``per_session_memory_limit``: checked by the insert itself
         self.cap = cap
+        #: longest wait for a pooled connection before a write is refused (None = no limit)
+        self.acquire_timeout = acquire_timeout
+
+    def _writing(self) -> contextlib.AbstractAsyncContextManager[PoolConnectionProxy]:
+        """A connection for one write whose driver failures come out as
+        :class:`DatabaseRefused` (certainly no effect) or :class:`OutcomeUnknown`
+        (issue 11, F7)."""
+        return write_connection(self.pool, acquire_timeout=self.acquire_timeout)
 
     # ------------------------------------------------------------------ writes
 
@@ -133,7 +161,7 @@ class MemoryRepository:
         # insert_memory_v2 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
-        async with self.pool.acquire() as conn, _transaction(conn, self.backend.write_hooks):
+        async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
             try:
                 row = await conn.fetchrow(
                     query("insert_memory"),
@@ -177,6 +205,70 @@ class MemoryRepository:
                 await self.backend.added(record, vector)
         return record
 
+    async def write(
+        self,
+        *,
+        partition_key: str,
+        scope: Scope,
+        content: str,
+        tags: Sequence[str] = (),
+        importance: int = 5,
+        category: Category | None = None,
+        source: Source = "auto",
+        author: str | None = None,
+        vector: Vector,
+        fingerprint: str,
+        provider: ProviderInfo,
+        now: datetime,
+        dedup_seconds: float = 0.0,
+    ) -> AddResult:
+        """Insert under the partition cap, or return an identical memory written less than
+        ``dedup_seconds`` before ``now`` (``write_memory_v1``: same partition, scope,
+        content, author, source and model; checked under the cap's lock, so two
+        concurrent identical writes leave one row).
+
+        Raises :class:`PartitionFull`, :class:`FingerprintMismatch`, and for a driver
+        failure :class:`DatabaseRefused` (nothing was written) or :class:`OutcomeUnknown`.
+        """
+        cap = self.cap
+        # write_memory_v1 is one statement, hence its own transaction: the cap's advisory
+        # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
+        # explicit transaction around insert + hook — three round trips instead of one.
+        async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
+            try:
+                row = await conn.fetchrow(
+                    query("write_memory"),
+                    partition_key,
+                    scope,
+                    content,
+                    list(tags),
+                    importance,
+                    category,
+                    source,
+                    author,
+                    vector,
+                    fingerprint,
+                    now,
+                    cap,
+                    float(dedup_seconds),
+                    provider.protocol,
+                    provider.model,
+                    provider.base_url,
+                )
+            except asyncpg.PostgresError as exc:
+                raise_if_model_mismatch(exc)
+                raise
+            assert row is not None
+            if row["id"] is None:
+                raise PartitionFull(partition_key, cap)
+            record = record_from_row(row)
+            if row["duplicate"]:
+                return AddResult(record, duplicate=True)
+            # Inside the transaction: if a secondary index refuses it, the insert rolls back.
+            if self.backend.write_hooks:
+                await self.backend.added(record, vector)
+        return AddResult(record)
+
     async def update(
         self,
         partition_key: str,
@@ -197,7 +289,7 @@ class MemoryRepository:
         A new vector of another model than the store's raises :class:`FingerprintMismatch`
         and changes nothing.
         """
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._writing() as conn, conn.transaction():
             try:
                 row = await conn.fetchrow(
                     query("update_memory"),
@@ -223,7 +315,7 @@ class MemoryRepository:
 
     async def delete(self, partition_key: str, memory_id: str) -> bool:
         """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._writing() as conn, conn.transaction():
             deleted = await conn.fetchval(query("delete_memory"), partition_key, memory_id)
             if deleted is None:
                 return False
@@ -233,7 +325,15 @@ class MemoryRepository:
     # ------------------------------------------------------------------ reads
 
     async def get(self, partition_key: str, memory_id: str) -> MemoryRecord | None:
-        row = await self.pool.fetchrow(query("get_memory"), partition_key, memory_id)
+        """One memory of the partition, or None. The lookup before an update or a delete:
+        a driver failure here comes out as :class:`DatabaseRefused` (a read changed nothing)."""
+        try:
+            row = await self.pool.fetchrow(query("get_memory"), partition_key, memory_id)
+        except Exception as exc:
+            mapped = classify(exc, sent=False)
+            if mapped is None:
+                raise
+            raise mapped from exc
         return None if row is None else record_from_row(row)
 
     async def count(self, partition_key: str) -> int:

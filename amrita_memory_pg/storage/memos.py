@@ -18,15 +18,26 @@ import asyncpg
 
 from amrita_memory_pg.domain.errors import MemoTooLong
 from amrita_memory_pg.domain.records import Memo, MemoWrite
+from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
 
 
 class MemoStore:
     """Repository of L1 memos on an asyncpg pool; ``max_chars`` comes from the settings."""
 
-    def __init__(self, pool: asyncpg.Pool, max_chars: int) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, max_chars: int, *, acquire_timeout: float | None = None
+    ) -> None:
         self._pool = pool
         self.max_chars = max_chars
+        #: longest wait for a pooled connection before a write is refused (None = no limit)
+        self.acquire_timeout = acquire_timeout
+
+    async def _write(self, sql: str, *args: Any) -> Any:
+        """One write statement; a driver failure comes out as ``DatabaseRefused`` (no effect)
+        or ``OutcomeUnknown`` (issue 11 F7: an append retried blindly would repeat itself)."""
+        async with write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn:
+            return await conn.fetchrow(sql, *args)
 
     async def get(self, partition_key: str) -> Memo:
         """The memo of a partition ("" with version 0 when there is none)."""
@@ -47,7 +58,7 @@ class MemoStore:
         self, partition_key: str, addition: str, *, now: datetime | None = None
     ) -> MemoWrite:
         """Append ``addition`` on a new line; raises :class:`MemoTooLong` past the cap."""
-        row = await self._pool.fetchrow(
+        row = await self._write(
             query("append_memo"), partition_key, addition, self.max_chars, now or datetime.now(UTC)
         )
         return self._result(row)
@@ -56,7 +67,7 @@ class MemoStore:
         self, partition_key: str, content: str, *, now: datetime | None = None
     ) -> MemoWrite:
         """Replace the whole memo ("" clears it); raises :class:`MemoTooLong` past the cap."""
-        row = await self._pool.fetchrow(
+        row = await self._write(
             query("write_memo"), partition_key, content, self.max_chars, now or datetime.now(UTC)
         )
         return self._result(row)

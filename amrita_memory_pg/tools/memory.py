@@ -33,6 +33,7 @@ from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.failures import embedding_failure
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
 
 PREVIEW_CHARS = 50
@@ -165,7 +166,7 @@ class MemoryTools:
         content = _clean_content(args.content)
         tags = parse_tags(args.tags)
         try:
-            record = await self.store.add(
+            written = await self.store.write(
                 partition_key=partition,
                 scope=scope,
                 content=content,
@@ -181,17 +182,24 @@ class MemoryTools:
                 "请先用 list_memory 查看，再用 update_memory 合并相近的记忆或用 delete_memory 删除过时的记忆后重试",
                 limit=exc.limit,
             ) from exc
-        except (EmbeddingError, FingerprintMismatch) as exc:
+        except EmbeddingError as exc:
+            raise embedding_failure("写入记忆失败", exc) from exc
+        except FingerprintMismatch as exc:
             raise ToolError(f"写入记忆失败: {exc}") from exc
+        record = written.record
         reply: dict[str, Any] = {
             "memory_id": record.id,
             "tags": record.tags_text,
-            "importance": args.importance,
+            "importance": record.importance_label if written.duplicate else args.importance,
             "scope": record.scope,
             "created_at": iso(record.created_at),
         }
         if record.category:
             reply["category"] = record.category
+        if written.duplicate:
+            # issue 11 F7: a retried write (its first reply was lost) returns the first one.
+            reply["duplicate_of"] = record.id
+            reply["message"] = "相同内容刚刚已写入过，返回已有的这条记忆，没有重复写入"
         reply["status"] = "success"
         return reply
 
@@ -209,7 +217,9 @@ class MemoryTools:
                 importance=TIER_RANGE[label] if label else None,
                 tags=parse_tags(args.tags) or None,
             )
-        except (EmbeddingError, FingerprintMismatch) as exc:
+        except EmbeddingError as exc:
+            raise embedding_failure("检索记忆失败", exc) from exc
+        except FingerprintMismatch as exc:
             raise ToolError(f"检索记忆失败: {exc}") from exc
         decay_on = self.settings.decay.enabled
         metadatas = []
@@ -265,7 +275,9 @@ class MemoryTools:
                 importance=label_to_level(args.importance) if args.importance else None,
                 category=args.category,
             )
-        except (EmbeddingError, FingerprintMismatch) as exc:
+        except EmbeddingError as exc:
+            raise embedding_failure("更新记忆失败", exc) from exc
+        except FingerprintMismatch as exc:
             raise ToolError(f"更新记忆失败: {exc}") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")

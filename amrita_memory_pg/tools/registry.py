@@ -20,10 +20,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from amrita_memory_pg.domain.errors import ToolError
+from amrita_memory_pg.domain.errors import DatabaseError, ToolError
 from amrita_memory_pg.domain.validation import plain
+from amrita_memory_pg.storage.pg.outcome import classify
 from amrita_memory_pg.tools.args import ArgumentError, ToolArgs, openai_parameters, parse_args
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.failures import failure_cause, failure_message
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +140,13 @@ class ToolRegistry:
         except ToolError as exc:
             return error_reply(exc.message, **exc.extra)
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
-            log.exception("tool %s failed", name)
             prefix = tool.failure_prefix or f"{name} 失败"
-            return error_reply(f"{prefix}: {exc}")
+            # issue 11 F7: never an empty message; say whether anything changed, what to do.
+            message = failure_message(name, prefix, exc)
+            if isinstance(exc, DatabaseError) or classify(exc, sent=True) is not None:
+                # An outage, not a bug: one line per call, no traceback.
+                log.warning("tool %s failed: %s", name, failure_cause(exc))
+            else:
+                log.exception("tool %s failed", name)
+            return error_reply(message)
         return dumps(result)

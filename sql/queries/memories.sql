@@ -11,6 +11,18 @@
 SELECT id, rows_before
   FROM amrita_memory.insert_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15);
 
+-- name: write_memory
+-- The chat tool's write: insert_memory's arguments ($1-$12 as there), then $13 the dedup
+-- window in seconds (0 = off), $14-$16 protocol/model/base_url. An identical memory (same
+-- partition, scope, content, author, source, model) written less than $13 seconds before
+-- $11 is returned instead of a new row (duplicate = true): a retry after a lost reply
+-- never makes a duplicate. id is NULL when the partition is full. SQLSTATE AMF01 / AMF03
+-- as for insert_memory.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, rows_before, duplicate
+  FROM amrita_memory.write_memory_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                     $14, $15, $16);
+
 -- name: update_memory
 -- Change some fields of one memory of partition $1, id $2: $3 content (only together with
 -- its new embedding $8), $4 tags, $5 importance, $6 whether $7 replaces the category,

@@ -47,3 +47,10 @@ SELECT to_regclass('amrita_memory.alembic_version') IS NOT NULL AS present;
 SELECT version_num
   FROM amrita_memory.alembic_version
  LIMIT 1;
+
+-- name: lift_statement_timeout
+-- No statement_timeout for one long maintenance statement (re-embed switch, index build,
+-- restore, key migration): the pool's connections carry a short one (issue 11, F7).
+-- $1 true: for the current transaction only (SET LOCAL); false: for the session, which
+-- the pool's RESET ALL undoes on release. lock_timeout stays.
+SELECT set_config('statement_timeout', '0', $1::boolean) AS statement_timeout;
