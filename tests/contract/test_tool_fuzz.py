@@ -148,6 +148,11 @@ def harness(pg_server: PgServer, template_db: str, tmp_path: Path) -> Iterator[H
         loop.close()
 
 
+def _live(live_ids: list[str], index: int) -> str:
+    """The live id at ``index`` (wrapping), or one that matches nothing when there is none."""
+    return live_ids[index % len(live_ids)] if live_ids else "0" * 32
+
+
 @st.composite
 def calls(draw: st.DrawFn, live_ids: list[str]) -> tuple[str, Any, ToolContext]:
     """(tool name, arguments in some shape, speaker).
@@ -163,9 +168,17 @@ def calls(draw: st.DrawFn, live_ids: list[str]) -> tuple[str, Any, ToolContext]:
     args: dict[str, Any] = {}
     for param, schema in params.items():
         good = plausible(param, schema)
-        if param == "id" and live_ids:
+        if param == "id":
+            # What hypothesis records must not depend on the database's state: it checks a
+            # recorded prefix against a new run of it and reports FlakyStrategyDefinition
+            # when the range of a choice changed (sampled_from(live_ids) grew between
+            # examples: ~3 runs in 10 failed in generation). So: fixed-range choices, and
+            # the live id looked up from them (feat/load; a live id, its 6-char prefix, or
+            # a plausible one).
             good = st.one_of(
-                st.sampled_from(live_ids), st.sampled_from(live_ids).map(lambda i: i[:6])
+                st.integers(0, 1023).map(lambda i: _live(live_ids, i)),
+                st.integers(0, 1023).map(lambda i: _live(live_ids, i)[:6]),
+                good,
             )
         if mode == "chaos":
             if draw(st.integers(0, 5)):  # leave out about one in six
