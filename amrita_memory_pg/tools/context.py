@@ -1,4 +1,4 @@
-"""Who is calling a tool: platform, user, group and roles."""
+"""Who is calling a tool: platform, user, group and roles; for the L3 loop, its cycle."""
 
 from __future__ import annotations
 
@@ -8,6 +8,24 @@ from amrita_memory_pg.domain.keys import group_key, personal_key
 
 #: Roles that may manage a group's shared memories (W2) and run admin commands.
 GROUP_ADMIN_ROLES = frozenset({"owner", "admin", "superuser"})
+
+
+@dataclass(slots=True)
+class CycleContext:
+    """The L3 consolidation cycle a loop tool runs in.
+
+    The loop's tools act on ``target_key`` (a partition key, personal or group), not on
+    a speaker; ``cycle_id`` ties what they do (claimed knowledge suggestions, token
+    usage, pending messages) to the cycle, so it is committed only if the cycle
+    succeeds. Mutable: tools record the cycle's progress (context fetched, stopped).
+    """
+
+    cycle_id: int
+    target_key: str
+    dry_run: bool = False
+    context_fetched: bool = False
+    stopped: bool = False
+    summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +40,8 @@ class ToolContext:
     user_id: str
     group_id: str | None = None
     roles: frozenset[str] = field(default_factory=frozenset)
+    #: set only for the consolidation audience: the cycle the tool runs in
+    cycle: CycleContext | None = None
 
     @property
     def in_group(self) -> bool:
