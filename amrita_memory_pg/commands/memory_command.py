@@ -8,7 +8,8 @@ where the platform has one. All texts are the reference's; the differences are f
 - group delete is checked *before* the id is resolved (no existence leak), superusers
   may delete, and a speaker without a group role is refused (only owner/admin/superuser
   pass);
-- ``search`` shows the decay score beside the raw distance (results are in decay order);
+- ``search`` shows the decay score beside the raw distance (results are in decay order),
+  and takes an optional leading ``mode=vector|keyword|hybrid`` (issue 16);
 - ``add`` is new: a manual entry stored with ``source=user`` (never replaced by
   automatic extraction), importance medium, the speaker as author. Any group member may
   add to the group scope, as anyone can through the LLM's ``write_memory``; only
@@ -31,7 +32,7 @@ from typing import Literal
 
 from amrita_memory_pg.domain.errors import PartitionFull
 from amrita_memory_pg.domain.importance import MEDIUM
-from amrita_memory_pg.domain.records import MemoryRecord
+from amrita_memory_pg.domain.records import SEARCH_MODES, MemoryRecord, SearchMode
 from amrita_memory_pg.domain.text import pack_chunks
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
@@ -60,13 +61,13 @@ DMN_ADMIN_ROLES = frozenset({"superuser", "lp.admin"})
 
 USAGE_USER = (
     "/memory user list           — 列出个人记忆",
-    "/memory user search <关键词> — 搜索个人记忆",
+    "/memory user search [mode=hybrid|vector|keyword] <关键词> — 搜索个人记忆",
     "/memory user delete <ID>    — 删除个人记忆",
     "/memory user add <内容>      — 添加个人记忆（手动条目）",
 )
 USAGE_GROUP = (
     "/memory group list          — 列出群共享记忆",
-    "/memory group search <关键词> — 搜索群共享记忆",
+    "/memory group search [mode=hybrid|vector|keyword] <关键词> — 搜索群共享记忆",
     "/memory group delete <ID>   — 删除群共享记忆 (仅管理/群主)",
     "/memory group add <内容>     — 添加群共享记忆（群成员均可）",
 )
@@ -184,6 +185,26 @@ def refusal(action: str, args: str) -> str | None:
     return None
 
 
+def search_mode(args: str) -> tuple[SearchMode | None, str, str | None]:
+    """Split ``/memory … search [mode=X] <关键词>``: (mode, query, refusal). Pure.
+
+    No ``mode=`` prefix: (None, args, None), the configured default mode. An unknown
+    mode is refused with a sentence listing the three.
+    """
+    head, _, rest = args.partition(" ")
+    if not head.lower().startswith("mode="):
+        return None, args, None
+    value = head[len("mode=") :].lower()
+    for mode in SEARCH_MODES:
+        if value == mode:
+            return mode, rest.strip(), None
+    return (
+        None,
+        rest.strip(),
+        f"未知的检索方式 {value!r}：可用 mode=hybrid、mode=vector、mode=keyword",
+    )
+
+
 def page_number(args: str, pages: int) -> int:
     """``/memory … list <page>``: ASCII digits in 1..pages; anything else is page 1 (F9)."""
     return parse_count(args, lo=1, hi=max(1, pages)) or 1
@@ -284,12 +305,15 @@ class MemoryCommand:
             lines.append(f"下一页: /memory {scope} list {page + 1}")
         return "\n".join(lines)
 
-    async def _search(self, scope: str, key: str, query: str) -> str:
+    async def _search(self, scope: str, key: str, args: str) -> str:
         label = LABELS[scope]
+        mode, query, refused = search_mode(args)
+        if refused is not None:
+            return refused
         if not query:
             return "请提供搜索关键词，例如: /memory user search 喜欢什么"
         try:
-            hits = await self.memories.search(key, query, top_k=SEARCH_TOP_K)
+            hits = await self.memories.search(key, query, top_k=SEARCH_TOP_K, mode=mode)
         except Exception as exc:
             log.exception("searching %s failed", key)
             return f"搜索记忆失败: {_reason(exc)}"
@@ -297,7 +321,9 @@ class MemoryCommand:
             return f"{label} 未找到与「{query}」相关的记忆"
         lines = [f"🔍 {label} 搜索「{query}」结果（距离越小越相似）:"]
         lines.extend(
-            f"{format_line(hit.record)} | 距离: {hit.distance:.4f} | 衰减分: {hit.decay_score:.4f}"
+            f"{format_line(hit.record)} | 距离: "
+            + ("-" if hit.distance is None else f"{hit.distance:.4f}")
+            + f" | 衰减分: {hit.decay_score:.4f}"
             for hit in hits
         )
         return "\n".join(lines)

@@ -11,12 +11,15 @@ from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
     MemoryRecord,
+    Ranking,
     Scope,
     SearchFilter,
     SearchHit,
+    SearchMode,
     Source,
     SweepReport,
 )
+from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.settings import DecaySettings, Settings
 from amrita_memory_pg.storage.memories import AddResult, MemoryRepository, SweepParams
 
@@ -71,6 +74,7 @@ class MemoryService:
         """
         (vector,) = await self.embedder.embed_passages([content])
         return await self.repo.add(
+            tokens=search_tokens(content),
             partition_key=partition_key,
             scope=scope,
             content=content,
@@ -106,6 +110,7 @@ class MemoryService:
         """
         (vector,) = await self.embedder.embed_passages([content])
         return await self.repo.write(
+            tokens=search_tokens(content),
             partition_key=partition_key,
             scope=scope,
             content=content,
@@ -152,6 +157,7 @@ class MemoryService:
             vector=vector,
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
+            tokens=search_tokens(content) if vector is not None and content is not None else None,
         )
 
     async def delete(self, partition_key: str, memory_id: str) -> bool:
@@ -174,6 +180,18 @@ class MemoryService:
         """Exact id first; otherwise every id of the partition starting with ``prefix``."""
         return await self.repo.find_by_prefix(partition_key, prefix)
 
+    def ranking(self, mode: SearchMode | None, query: str) -> Ranking:
+        """How a search for ``query`` ranks: ``mode`` or the configured default, the
+        query's search tokens (the same function as the stored ones), the fusion."""
+        retrieval = self.settings.retrieval
+        return Ranking(
+            mode=mode or retrieval.default_mode,
+            tokens=tuple(search_tokens(query)),
+            fusion=retrieval.fusion,
+            rrf_k=retrieval.rrf_k,
+            keyword_weight=retrieval.keyword_weight,
+        )
+
     async def search(
         self,
         partition_key: str,
@@ -183,15 +201,21 @@ class MemoryService:
         importance: tuple[int, int] | None = None,
         scope: Scope | None = None,
         tags: Sequence[str] | None = None,
+        category: Category | None = None,
+        mode: SearchMode | None = None,
         now: datetime | None = None,
     ) -> list[SearchHit]:
-        """The true top_k by decay score (by distance when decay is disabled)."""
-        vector = await self.embedder.embed_query(query)
+        """The true top_k by decay score; relevance by ``mode`` (default: the configured
+        ``retrieval.default_mode``). Keyword mode embeds nothing, so it also works while
+        the embedding service is down."""
+        ranking = self.ranking(mode, query)
+        vector = None if ranking.mode == "keyword" else await self.embedder.embed_query(query)
         where = SearchFilter(
             importance_min=importance[0] if importance else None,
             importance_max=importance[1] if importance else None,
             scope=scope,
             tags=tuple(tags) if tags else None,
+            category=category,
         )
         try:
             return await self.repo.search(
@@ -201,11 +225,13 @@ class MemoryService:
                 where=where,
                 now=now or _utcnow(),
                 decay=self.policy,
+                ranking=ranking,
             )
         except FingerprintMismatch as exc:
+            dim = "?" if vector is None else str(len(vector))
             raise FingerprintMismatch(
                 f"the stored vectors and the configured model ({self.embedder.describe()}, "
-                f"dimension {len(vector)}) differ: the embedding model changed — run "
+                f"dimension {dim}) differ: the embedding model changed — run "
                 "`amrita-memory reindex`, or configure the model the store was built with"
             ) from exc
 

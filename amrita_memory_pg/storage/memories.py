@@ -2,8 +2,8 @@
 
 It takes vectors, never texts to embed: the service embeds first, outside any
 transaction, so no lock is ever held during an HTTP call. The partition cap is checked
-in the same transaction as the insert (``amrita_memory.insert_memory_v2``; the chat tool
-writes through ``write_memory_v1``, which first returns an identical write made moments
+in the same transaction as the insert (``amrita_memory.insert_memory_v3``; the chat tool
+writes through ``write_memory_v2``, which first returns an identical write made moments
 before, so a retry after a lost reply never makes a duplicate), and every
 write of a vector is checked against the store's model (fingerprint and dimension) by
 the database itself; retrieval is one SQL statement through the configured
@@ -29,6 +29,7 @@ from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
 from amrita_memory_pg.domain.records import (
     Category,
     MemoryRecord,
+    Ranking,
     Scope,
     SearchFilter,
     SearchHit,
@@ -57,11 +58,13 @@ def record_from_row(row: Any) -> MemoryRecord:
 
 
 def hit_from_row(row: Any) -> SearchHit:
+    distance = row["distance"]
     return SearchHit(
         record=record_from_row(row),
-        distance=float(row["distance"]),
+        distance=None if distance is None else float(distance),
         decay_score=float(row["decay_score"]),
         age_days=float(row["age_days"]),
+        keyword_score=float(row["keyword_score"]) if "keyword_score" in row else 0.0,
     )
 
 
@@ -154,11 +157,12 @@ class MemoryRepository:
         fingerprint: str,
         provider: ProviderInfo,
         now: datetime,
+        tokens: Sequence[str] | None = None,
     ) -> MemoryRecord:
         """Insert under the partition cap; raises :class:`PartitionFull` or
         :class:`FingerprintMismatch` (the store holds another model's vectors)."""
         cap = self.cap
-        # insert_memory_v2 is one statement, hence its own transaction: the cap's advisory
+        # insert_memory_v3 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
         async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
@@ -177,6 +181,7 @@ class MemoryRepository:
                     fingerprint,
                     now,
                     cap,
+                    None if tokens is None else list(tokens),
                     provider.protocol,
                     provider.model,
                     provider.base_url,
@@ -221,9 +226,10 @@ class MemoryRepository:
         provider: ProviderInfo,
         now: datetime,
         dedup_seconds: float = 0.0,
+        tokens: Sequence[str] | None = None,
     ) -> AddResult:
         """Insert under the partition cap, or return an identical memory written less than
-        ``dedup_seconds`` before ``now`` (``write_memory_v1``: same partition, scope,
+        ``dedup_seconds`` before ``now`` (``write_memory_v2``: same partition, scope,
         content, author, source and model; checked under the cap's lock, so two
         concurrent identical writes leave one row).
 
@@ -231,7 +237,7 @@ class MemoryRepository:
         failure :class:`DatabaseRefused` (nothing was written) or :class:`OutcomeUnknown`.
         """
         cap = self.cap
-        # write_memory_v1 is one statement, hence its own transaction: the cap's advisory
+        # write_memory_v2 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
         async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
@@ -251,6 +257,7 @@ class MemoryRepository:
                     now,
                     cap,
                     float(dedup_seconds),
+                    None if tokens is None else list(tokens),
                     provider.protocol,
                     provider.model,
                     provider.base_url,
@@ -281,6 +288,7 @@ class MemoryRepository:
         vector: Vector | None = None,
         fingerprint: str,
         now: datetime,
+        tokens: Sequence[str] | None = None,
     ) -> MemoryRecord | None:
         """Change some fields; ``vector`` is given exactly when the content changed.
 
@@ -303,6 +311,7 @@ class MemoryRepository:
                     vector,
                     fingerprint,
                     now,
+                    None if tokens is None else list(tokens),
                 )
             except asyncpg.PostgresError as exc:
                 raise_if_model_mismatch(exc)
@@ -362,20 +371,32 @@ class MemoryRepository:
     async def search(
         self,
         partition_key: str,
-        vector: Vector,
+        vector: Vector | None,
         *,
         top_k: int,
         where: SearchFilter,
         now: datetime,
         decay: DecayPolicy,
+        ranking: Ranking | None = None,
     ) -> list[SearchHit]:
-        """The true top_k by decay score (by distance when decay is disabled)."""
+        """The true top_k by decay score (relevance alone when decay is disabled).
+
+        ``ranking`` says how relevance is scored (default: vector similarity, reference
+        §5.1); ``vector`` may be None in keyword mode only.
+        """
         try:
             return await self.backend.search(
-                self.pool, partition_key, vector, top_k=top_k, where=where, now=now, decay=decay
+                self.pool,
+                partition_key,
+                vector,
+                top_k=top_k,
+                where=where,
+                now=now,
+                decay=decay,
+                ranking=ranking or Ranking(),
             )
         except asyncpg.PostgresError as exc:
-            # search_memories_v3 refuses a query of another dimension than the store's
+            # search_memories_v4 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
             raise_if_model_mismatch(exc)
             raise
