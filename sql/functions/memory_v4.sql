@@ -20,6 +20,7 @@
 --   p_fusion = 'rrf':      1/(p_rrf_k + vector rank) + 1/(p_rrf_k + keyword rank)
 --                          (a row without a keyword match gets the vector term only)
 --   p_fusion = 'weighted': (1 - p_weight) × similarity min-max-normalised over the rows
+--                          (1 when their spread is under 1e-6: float noise is no signal)
 --                          + p_weight × bm25 / max bm25
 --   decay_score = fused × max(0.5^(age/half_life(importance)), floor)
 -- p_mode = 'vector' is release 3's score, bit for bit (similarity × decay factor; the
@@ -176,9 +177,10 @@ AS $$
                        WHEN 'rrf' THEN 1.0 / (p_rrf_k + r.vrank)
                                        + coalesce(1.0 / (p_rrf_k + r.krank), 0)
                        ELSE (1 - p_weight)
-                                * coalesce((r.similarity - min(r.similarity) OVER ())
-                                           / nullif(max(r.similarity) OVER ()
-                                                    - min(r.similarity) OVER (), 0), 1)
+                                * CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-6
+                                       THEN (r.similarity - min(r.similarity) OVER ())
+                                            / (max(r.similarity) OVER () - min(r.similarity) OVER ())
+                                       ELSE 1 END
                             + p_weight * coalesce(r.bm25 / nullif(max(r.bm25) OVER (), 0), 0)
                    END
                END AS relevance
