@@ -29,7 +29,6 @@ from amrita_memory_pg.domain.decay import (
 )
 from amrita_memory_pg.domain.records import MemoryRecord, Ranking, SearchHit
 
-
 #: the weighted fusion's smallest similarity spread worth normalising (as in the SQL)
 SPREAD = 1e-6
 
