@@ -37,12 +37,12 @@ async def backfill_tokens(
     """Give every memory without search tokens its tokens; ``retokenize`` recomputes all
     (after the token rules changed: ``TOKENIZER_VERSION``). ``max_batches`` stops early;
     a later run continues (the rows done no longer match)."""
-    page = "memories_page_for_tokens" if retokenize else "untokenized_memories"
+    page = query("memories_page_for_tokens") if retokenize else query("untokenized_memories")
     cursor = ""
     done = 0
     batches = 0
     while max_batches is None or batches < max_batches:
-        rows = await pool.fetch(query(page), cursor, batch_size)
+        rows = await pool.fetch(page, cursor, batch_size)
         if not rows:
             break
         batches += 1
