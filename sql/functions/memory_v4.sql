@@ -131,16 +131,14 @@ AS $$
                    m.importance, m.scope, m.tags, m.category,
                    p_importance_min, p_importance_max, p_scope, p_tags, p_category)
     ),
-    q AS (
-        SELECT amrita_memory.tokens_tsquery_v1(p_tokens) AS query
-         WHERE p_mode <> 'vector'
-    ),
+    -- (row, query token) pairs. The rows are already in hand (c), so no index and no
+    -- tsquery: unnesting a memory's few dozen tokens is cheaper than building a tsquery
+    -- in a function call per search (measured: 2x the whole search at 100 rows).
     hit AS MATERIALIZED (
         SELECT c.id, length(c.search_tokens) AS len, u.lexeme
           FROM c
-          CROSS JOIN q
           CROSS JOIN LATERAL unnest(c.search_tokens) u
-         WHERE c.search_tokens @@ q.query
+         WHERE p_mode <> 'vector'
            AND u.lexeme = ANY (p_tokens)
     ),
     stats AS (
