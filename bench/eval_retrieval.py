@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -174,6 +174,42 @@ async def ask(
             table.setdefault(group, Score()).add(ranked, set(q.wanted))
 
 
+async def ask_variants(
+    mem: Memory,
+    loaded: list[tuple[Partition, dict[str, str]]],
+    variants: list[tuple[str, float]],
+    out: dict[str, dict[str, Score]],
+) -> None:
+    """Hybrid fusion variants on the same query vectors (each query embedded once): the
+    repository's search (search_memories_v4), not the tool, so one run compares many."""
+    repo = mem.memories.repo
+    for part, ids in loaded:
+        key = ToolContext(platform="qq", user_id=part.user).personal_key
+        for q in part.queries:
+            vector = await mem.embedder.embed_query(q.text)
+            base = mem.memories.ranking("hybrid", q.text)
+            for fusion, value in variants:
+                ranking = replace(
+                    base,
+                    fusion="rrf" if fusion == "rrf" else "weighted",
+                    rrf_k=value if fusion == "rrf" else base.rrf_k,
+                    keyword_weight=value if fusion == "weighted" else base.keyword_weight,
+                )
+                hits = await repo.search(
+                    key,
+                    vector,
+                    top_k=10,
+                    where=SearchFilter(),
+                    now=datetime.now(UTC),
+                    decay=mem.memories.policy,
+                    ranking=ranking,
+                )
+                ranked = [ids.get(h.record.id, "?") for h in hits]
+                table = out.setdefault(f"hybrid {fusion}={value:g}", {})
+                for group in {"all", q.group}:
+                    table.setdefault(group, Score()).add(ranked, set(q.wanted))
+
+
 async def latency(
     mem: Memory, part: Partition, rows: int, n: int
 ) -> dict[str, tuple[float, float]]:
@@ -263,6 +299,20 @@ async def run_model(
                                 *table[group].row(),
                             ]
                         )
+                if args.variants:
+                    started = time.perf_counter()
+                    found: dict[str, dict[str, Score]] = {}
+                    await ask_variants(mem, loaded, args.variants, found)
+                    print(
+                        f"  {model}: {set_name} variants in {time.perf_counter() - started:.0f} s",
+                        file=sys.stderr,
+                    )
+                    for name, by_group in found.items():
+                        for group in sorted(by_group, key=lambda g: (g != "all", g)):
+                            label = set_name if group == "all" else f"{set_name}/{group}"
+                            rows.append(
+                                [label, described, f"{name} (repo)", *by_group[group].row()]
+                            )
             if args.latency_rows and sets:
                 first = next(iter(sets.values()))[0]
                 for mode, (p50, p95) in (
@@ -296,10 +346,18 @@ def main() -> None:
     parser.add_argument("--keyword-weight", type=float, default=0.5)
     parser.add_argument("--rrf-k", type=float, default=60.0)
     parser.add_argument("--local-threads", type=int, default=None)
+    parser.add_argument(
+        "--variants",
+        default="",
+        help="hybrid fusions to compare on the same query vectors, e.g. rrf:60,weighted:0.3",
+    )
     parser.add_argument("--latency-rows", type=int, default=100)
     parser.add_argument("--latency-queries", type=int, default=100)
     args = parser.parse_args()
     args.modes = [m for m in args.modes.split(",") if m]
+    args.variants = [
+        (v.split(":")[0], float(v.split(":")[1])) for v in args.variants.split(",") if v
+    ]
     sets: dict[str, list[Partition]] = {}
     if not args.skip_locomo:
         sets["locomo"] = locomo_partitions(args.locomo)
