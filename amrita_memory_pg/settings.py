@@ -462,9 +462,10 @@ class RetrievalSettings(_Section):
         "decay; no query embedding) or hybrid (both fused, × decay).",
     )
     fusion: Literal["rrf", "weighted"] = Field(
-        "rrf",
-        description="How hybrid mode fuses the two rankings: rrf = 1/(k+vector rank) + "
-        "1/(k+keyword rank); weighted = (1-w) × normalised similarity + w × normalised BM25.",
+        "weighted",
+        description="How hybrid mode fuses the two rankings: weighted = (1-w) × min-max "
+        "normalised similarity + w × BM25/max BM25 (measured best, README); rrf = "
+        "1/(k+vector rank) + 1/(k+keyword rank).",
     )
     rrf_k: float = Field(60.0, gt=0, le=1000, description="The k of reciprocal-rank fusion.")
     keyword_weight: float = Field(

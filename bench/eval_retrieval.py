@@ -342,7 +342,7 @@ def main() -> None:
         "--models", default="local,hash", help="embedding protocols, comma-separated"
     )
     parser.add_argument("--modes", default=",".join(SEARCH_MODES))
-    parser.add_argument("--fusion", default="rrf", choices=["rrf", "weighted"])
+    parser.add_argument("--fusion", default="weighted", choices=["rrf", "weighted"])
     parser.add_argument("--keyword-weight", type=float, default=0.5)
     parser.add_argument("--rrf-k", type=float, default=60.0)
     parser.add_argument("--local-threads", type=int, default=None)
