@@ -8,7 +8,7 @@ batches over the partial index of untokenized rows: each batch is its own short
 statement, a row edited meanwhile keeps the tokens its edit stored (the update is
 guarded by the content it was computed from), and an interrupted run resumes where it
 stopped simply by running again. It runs at startup (``bootstrap.run_startup_checks``),
-after a restore, and as ``amrita-memory tokens backfill``. Re-embedding never touches
+after a restore, and as ``amrita-memory tokens backfill [--all]``. Re-embedding never touches
 tokens: they belong to the text, not to the model.
 """
 

@@ -23,6 +23,7 @@ from amrita_memory_pg.maintenance.tokens import backfill_tokens
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.storage.memories import record_from_row
 from amrita_memory_pg.storage.queries import query
+from tests.support.cli import run_cli
 from tests.support.memory import memory_on
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -300,3 +301,15 @@ async def test_tokens_are_written_updated_and_backfilled(memory: Memory) -> None
     assert wrong == 0
     again = await backfill_tokens(memory.pool)
     assert (again.tokenized, again.remaining) == (0, 0)
+
+
+async def test_the_cli_backfills_and_retokenizes(memory: Memory, db_dsn: str) -> None:
+    for i in range(3):
+        await memory.memories.add(partition_key=KEY, scope="user", content=f"记忆 {i}", now=NOW)
+    await memory.pool.execute("UPDATE amrita_memory.memory SET search_tokens = NULL")
+    env = {"DATABASE_URL": db_dsn, "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash"}
+    done = run_cli("tokens", "backfill", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "tokenized 3 memories; 0 still without tokens" in done.stdout
+    again = run_cli("tokens", "backfill", "--all", env=env)
+    assert "tokenized 3 memories; 0 still without tokens" in again.stdout
