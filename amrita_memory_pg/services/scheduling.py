@@ -145,12 +145,14 @@ class SchedulingService:
     async def _heat(self, state: TargetState, moment: datetime) -> HeatState:
         """The target's layers; on its first message, seeded from the raw
         ``activity_heatmap`` counts the chat hooks kept before L3 was on. Those counts
-        already include this message, so it is marked as counted (a burst anchor)."""
+        already include this message, so it is marked as counted (a burst anchor); a
+        grid holding only this message is no history (the first message of a new
+        target plans the fallback window, as in the reference)."""
         heat = state.heat
         if heat.last_update > 0:
             return heat
         grid = await self.activity.heatmap(state.target_key)
-        if not any(any(row) for row in grid):
+        if sum(map(sum, grid)) <= 1:  # nothing but (at most) this message: no history yet
             return HeatState(tz_name=self.rules.tz_name)
         seeded = HeatState.from_counts(grid, self.rules.tz_name)
         ts = moment.timestamp()

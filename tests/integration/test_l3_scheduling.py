@@ -253,3 +253,16 @@ async def test_disabled_l3_has_no_targets(db_dsn: str, tmp_path: Path) -> None:
 def test_tool_context_keys_are_the_target_keys() -> None:
     ctx = ToolContext(platform="qq", user_id="10001", group_id="20002")
     assert (ctx.personal_key, ctx.group_key) == (ALICE, GROUP)
+
+
+async def test_the_hooks_own_count_of_the_first_message_is_not_history(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """The chat hook counts a message in activity_heatmap before the scheduler sees it;
+    a target's very first message still plans the no-history fallback."""
+    async with memory_on(db_dsn, tmp_path, **L3) as mem:
+        await mem.activity.record_user_message(
+            session_key=ALICE, user_key=ALICE, user_id="10001", group_id=None, text="hi", now=T0
+        )
+        [run] = await message(mem, ALICE, None, T0)
+        assert run.decision.plan is not None and run.decision.plan.note == "no_history"
