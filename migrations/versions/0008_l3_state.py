@@ -1,6 +1,6 @@
 """L3 scheduler state per target: penalty, run counters, next planned run, heatmap layers.
 
-Revision ID: 0010_l3_state
+Revision ID: 0008_l3_state
 Revises: 0007_idempotent_write
 Create Date: 2026-12-03
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0010_l3_state"
+revision: str = "0008_l3_state"
 down_revision: str | None = "0007_idempotent_write"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
