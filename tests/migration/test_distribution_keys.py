@@ -14,6 +14,9 @@ DISTRIBUTED = {
     "ann_index": "partition_key",
     "chat_log": "session_key",
     "activity_heatmap": "user_key",
+    "consolidation_cycle": "target_key",
+    "token_usage": "target_key",
+    "pending_message": "target_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {"store_meta", "sweep_state", "knowledge", "reembed_job", "reembed_staging"}
