@@ -22,6 +22,7 @@ token per CJK character plus one per 4 other characters (printed as such).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import random
@@ -145,7 +146,7 @@ def library() -> tuple[list[tuple[str, int, int]], list[int], list[int]]:
         items.append((items[i][0] + "。", 5, 10))
         copies.append(len(items) - 1)
     stale: list[int] = []
-    for i in range(10):
+    for _ in range(10):
         words = "".join(rng.sample(WORDS, 4))
         items.append((f"临时提醒：{words}（已过期）", 2, 200))
         stale.append(len(items) - 1)
@@ -184,13 +185,20 @@ def edits(ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def cycle(
-    mem: Memory, llm: ScriptedLLM, key: str, reads: list[tuple[str, dict[str, Any]]], ids: list[str]
+    per_turn: int,
+    mem: Memory,
+    llm: ScriptedLLM,
+    key: str,
+    reads: list[tuple[str, dict[str, Any]]],
+    ids: list[str],
 ) -> tuple[CycleSummary, int]:
     llm.reset()
     for name, args in reads:
         llm.call(name, args)
-    first, *rest = edits(ids)
-    llm.call(first[0], first[1], *rest)
+    calls = edits(ids)
+    for start in range(0, len(calls), per_turn):
+        first, *rest = calls[start : start + per_turn]
+        llm.call(first[0], first[1], *rest)
     llm.call("subconscious_iter_stop", {"summary": "合并 10 组重复，删除 10 条过期记忆"})
     summary = await mem.run_cycle(key)
     left = await mem.memories.count(key)
@@ -198,6 +206,14 @@ async def cycle(
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser(description="L3 prompt tokens: reference vs ours")
+    parser.add_argument(
+        "--per-turn",
+        type=int,
+        default=2,
+        help="edits the scripted model makes per model turn (2 = one merge per turn; 30 = all at once)",
+    )
+    per_turn = max(1, parser.parse_args().per_turn)
     count, how = counter()
     with tempfile.TemporaryDirectory(prefix="bench-l3-") as tmp, ScriptedLLM() as llm:
         seen: list[tuple[int, int, int]] = []
@@ -219,7 +235,7 @@ async def main() -> None:
                 "embedding.protocol": "hash",
                 "subconscious.enabled": True,
                 "subconscious.prompt_dir": str(Path(tmp) / "config"),
-                "subconscious.max_iterations": 10,
+                "subconscious.max_iterations": 50,
                 "llm.base_url": llm.base_url,
                 "llm.model": "stub",
             },
@@ -234,11 +250,12 @@ async def main() -> None:
             )
             seen.clear()
             ref, ref_left = await cycle(
-                mem, llm, ref_key, [("subconscious_list_memory", {"limit": 100})], ref_ids
+                per_turn, mem, llm, ref_key, [("subconscious_list_memory", {"limit": 100})], ref_ids
             )
             ref_calls = list(seen)
             seen.clear()
             ours, our_left = await cycle(
+                per_turn,
                 mem,
                 llm,
                 our_key,
@@ -251,7 +268,7 @@ async def main() -> None:
     print(
         f"library: 100 memories (10 planted duplicate pairs, 10 stale); pre-pass pairs found: {len(groups)}"
     )
-    print(f"tokens counted with: {how}")
+    print(f"tokens counted with: {how}; edits per model turn: {per_turn}")
     print(
         f"{'approach':<34}{'ok':>4}{'model calls':>13}{'tool calls':>12}{'changed':>9}{'left':>6}{'prompt tok':>12}{'compl tok':>11}"
     )
@@ -263,7 +280,7 @@ async def main() -> None:
             f"{name:<34}{s.ok!s:>4}{s.iterations:>13}{s.tool_calls:>12}{s.memories_changed:>9}{left:>6}{s.prompt_tokens:>12}{s.completion_tokens:>11}"
         )
     for name, calls in (("reference", ref_calls), ("ours", seen)):
-        print(f"  {name} per call (system, tool schemas, conversation): {calls}")
+        print(f"  {name} first 3 calls (system, tool schemas, conversation): {calls[:3]}")
     ratio = ref.prompt_tokens / ours.prompt_tokens if ours.prompt_tokens else float("inf")
     print(f"prompt tokens per cycle, reference / ours: {ratio:.2f}x")
 
