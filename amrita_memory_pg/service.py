@@ -186,6 +186,15 @@ class Memory:
         """
         return await self.consolidation.take_messages(target_key, now=utcnow())
 
+    async def pending_for(self, ctx: ToolContext) -> list[PendingMessage]:
+        """What the loop queued for the speaker, to deliver now: only in their private chat
+        (never in a group: reference W14), only while ``allow_send_to_user`` is on. Each
+        message is returned once, ever (marked delivered in the same statement)."""
+        sub = self.settings.subconscious
+        if ctx.in_group or not (sub.enabled and sub.allow_send_to_user):
+            return []
+        return await self.take_pending_messages(ctx.personal_key)
+
     async def close(self) -> None:
         if self._loop_model is not None:
             await self._loop_model.aclose()

@@ -193,3 +193,66 @@ async def test_duplicate_helper_pages_with_a_cursor_that_survives_deletions(
             await registry.call("subconscious_duplicate_helper", {"limit": 2, "cursor": "%%"}, ctx)
         )
         assert bad["passed"] == 0
+
+
+async def test_pending_messages_reach_only_the_targets_private_chat_while_allowed(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__allow_send_to_user=True) as mem:
+        await mem.consolidation.queue_message(TARGET, None, "早安", now=_now())
+        in_group = ToolContext(platform="qq", user_id="10001", group_id="777")
+        someone_else = ToolContext(platform="qq", user_id="10002")
+        private = ToolContext(platform="qq", user_id="10001")
+        assert await mem.pending_for(in_group) == []  # W14: never in a group
+        assert await mem.pending_for(someone_else) == []
+        assert [m.content for m in await mem.pending_for(private)] == ["早安"]
+        assert await mem.pending_for(private) == []  # once
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:  # allow_send_to_user off
+        await mem.consolidation.queue_message(TARGET, None, "晚安", now=_now())
+        assert await mem.pending_for(ToolContext(platform="qq", user_id="10001")) == []
+        assert await mem.consolidation.count_messages(TARGET) == 1
+
+
+def _now():  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+async def test_read_sessions_splits_the_chat_log_and_summarises_each_session_once(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        start = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+        for minutes, text in ((0, "早"), (5, "今天去爬山"), (120, "晚上好"), (125, "吃了火锅")):
+            await mem.activity.record_user_message(
+                session_key=TARGET,
+                user_key=TARGET,
+                user_id="10001",
+                group_id=None,
+                text=text,
+                now=start + timedelta(minutes=minutes),
+            )
+        llm.call("subconscious_read_sessions", {"n": 5})
+        llm.say("晚上聊了火锅")  # newest session first
+        llm.say("上午说去爬山")
+        llm.call(
+            "subconscious_read_sessions", {"n": 5}, ("subconscious_read_chat_context", {"limit": 2})
+        )
+        llm.call("subconscious_iter_stop", {"summary": "读了近况"})
+        summary = await mem.run_cycle(TARGET)
+        assert summary.ok, summary.error
+        sessions = tool_replies(llm.requests[3])[1]
+        assert [s["message_count"] for s in sessions["sessions"]] == [2, 2]
+        assert sessions["sessions"][0]["summary"] == "[2026-12-01 12:00] 晚上聊了火锅"
+        again, chat = tool_replies(llm.requests[4])[2:4]
+        assert again["sessions"] == sessions["sessions"]  # cached: no further summary calls
+        assert [m["content"] for m in chat["recent"]] == ["晚上好", "吃了火锅"]
+        assert "status" not in chat  # the reference's shape
+        purposes = await mem.pool.fetch(
+            "SELECT purpose FROM amrita_memory.token_usage WHERE cycle_id = $1 ORDER BY id",
+            summary.cycle_id,
+        )
+        assert [p["purpose"] for p in purposes] == ["step", "summary", "summary", "step", "step"]
