@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
+from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 
 
@@ -29,6 +31,7 @@ class ToolDeps:
     memories: MemoryService
     memos: MemoStore
     settings: Settings
+    profiles: ProfileService
 
 
 #: Declares a family of tools on a registry.
@@ -45,12 +48,22 @@ def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     register_memo_tools(registry, deps.memos, deps.settings)
 
 
+def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """read_profile: the speaker's own profile (§4.11)."""
+    register_profile_tools(registry, deps.profiles)
+
+
+def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_get_profile / subconscious_update_profile (§8.8 items 20–21)."""
+    register_profile_loop_tools(registry, deps.profiles)
+
+
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset),
+    "chat": (memory_toolset, memo_toolset, profile_toolset),
     # The L3 loop's own tools (merge, calibrate, tag cleanup, distil, memo compression)
     # are declared here when the loop lands; the registry already exists for them.
-    "consolidation": (),
+    "consolidation": (profile_loop_toolset,),
 }
 
 
