@@ -86,3 +86,17 @@ def is_personal_key(key: str) -> bool:
     User profiles exist only for personal partitions.
     """
     return bool(_PERSONAL.match(key))
+
+
+def user_key(text: str, platform: str = "qq") -> str | None:
+    """The personal partition named by an operator or a superuser: a personal key as it
+    is (legacy ``user_{id}`` converted), or a bare user id on ``platform``; None for a
+    group key, ``global`` or an empty text."""
+    name = text.strip()
+    if not name or any(ch.isspace() for ch in name):
+        return None
+    if is_personal_key(name):
+        return to_current(name, "user") or name
+    if _KEY.match(name) or name == GLOBAL_KEY or "_Group_" in name:
+        return None
+    return personal_key(platform, name)

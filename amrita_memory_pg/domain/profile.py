@@ -61,6 +61,15 @@ class ProfileChange:
     old_lines: tuple[str, ...] | None = None
     new_lines: tuple[str, ...] | None = None
 
+    def line(self) -> str:
+        """One line of a history listing: version, when, who, what."""
+        when = self.changed_at.strftime("%Y-%m-%d %H:%M:%S %Z")
+        summary = "" if self.old_summary == self.new_summary else "  (summary changed)"
+        return (
+            f"v{self.version}  {when}  {self.who()}  {self.operation}  "
+            f"lines {self.old_count} -> {self.new_count}{summary}"
+        )
+
     def who(self) -> str:
         """``loop (cycle 42)``, ``cli (alice)``, ``chat (10001)``."""
         if self.actor_kind == "loop":

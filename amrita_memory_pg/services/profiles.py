@@ -2,8 +2,9 @@
 
 One profile per personal partition. Every write is an edit computed by the pure
 :func:`~amrita_memory_pg.domain.profile.apply_edit` from the stored content and saved
-by a compare-and-set on the version; when another save came first the edit is applied
-again to the new content, so concurrent edits never lose lines. Whatever the edit, the
+under a per-profile lock, by a compare-and-set on the version (a writer that bypassed
+the lock makes the edit apply again to the new content), so concurrent edits never lose
+lines. Whatever the edit, the
 caps of ``[profile]`` are checked before anything is written, and every change leaves
 a history row (who, what, old and new content) so a bad rewrite can be reverted.
 """
@@ -92,22 +93,38 @@ class ProfileService:
         outside the profile or a result over a cap. ``dry_run`` checks without saving."""
         require_personal(partition_key)
         check_edit(edit, self.limits)
-        for _ in range(MAX_ATTEMPTS):
+        if dry_run:
             before = await self.store.get(partition_key)
-            after = apply_edit(before, edit)
-            if after.total_lines > self.limits.max_lines:
-                raise ProfileRefused(
-                    f"画像将有 {after.total_lines} 行，超过上限 {self.limits.max_lines} 行"
-                    f"（当前 {before.total_lines} 行）：请先合并或删除旧行（new_lines 为空的范围替换即删除）"
+            self._apply(before, edit)
+            return ProfileUpdate(before, False, describe(edit, before))
+        for _ in range(MAX_ATTEMPTS):
+            async with self.store.locked(partition_key) as locked:
+                before = locked.profile
+                after = self._apply(before, edit)
+                operation = describe(edit, before)
+                if (after.summary, after.lines) == (before.summary, before.lines):
+                    return ProfileUpdate(after, False, operation)
+                version = await locked.save(
+                    after,
+                    operation=operation,
+                    actor=actor,
+                    keep=self.settings.history_keep,
+                    now=now or datetime.now(UTC),
                 )
-            check_profile(after, self.limits)
-            operation = describe(edit, before)
-            if dry_run or (after.summary, after.lines) == (before.summary, before.lines):
-                return ProfileUpdate(before if dry_run else after, False, operation)
-            saved = await self._save(partition_key, before, after, operation, actor, now)
-            if saved is not None:
-                return ProfileUpdate(saved, True, operation)
+            if version is not None:
+                return ProfileUpdate(Profile(after.summary, after.lines, version), True, operation)
         raise _busy()
+
+    def _apply(self, before: Profile, edit: ProfileEdit) -> Profile:
+        """``edit`` applied to ``before`` and checked against the caps (raises, writes nothing)."""
+        after = apply_edit(before, edit)
+        if after.total_lines > self.limits.max_lines:
+            raise ProfileRefused(
+                f"画像将有 {after.total_lines} 行，超过上限 {self.limits.max_lines} 行"
+                f"（当前 {before.total_lines} 行）：请先合并或删除旧行（new_lines 为空的范围替换即删除）"
+            )
+        check_profile(after, self.limits)
+        return after
 
     async def revert(
         self,
@@ -125,16 +142,23 @@ class ProfileService:
         target = await self._content_at(partition_key, version)
         operation = f"revert to v{version}"
         for _ in range(MAX_ATTEMPTS):
-            before = await self.store.get(partition_key)
-            if version > before.version:
-                raise ProfileRefused(
-                    f"{partition_key} 的画像当前是 v{before.version}，没有 v{version}"
+            async with self.store.locked(partition_key) as locked:
+                before = locked.profile
+                if version > before.version:
+                    raise ProfileRefused(
+                        f"{partition_key} 的画像当前是 v{before.version}，没有 v{version}"
+                    )
+                if (target.summary, target.lines) == (before.summary, before.lines):
+                    return ProfileUpdate(before, False, operation)
+                saved = await locked.save(
+                    target,
+                    operation=operation,
+                    actor=actor,
+                    keep=self.settings.history_keep,
+                    now=now or datetime.now(UTC),
                 )
-            if (target.summary, target.lines) == (before.summary, before.lines):
-                return ProfileUpdate(before, False, operation)
-            saved = await self._save(partition_key, before, target, operation, actor, now)
             if saved is not None:
-                return ProfileUpdate(saved, True, operation)
+                return ProfileUpdate(Profile(target.summary, target.lines, saved), True, operation)
         raise _busy()
 
     async def history(self, partition_key: str, limit: int | None = None) -> list[ProfileChange]:
@@ -162,28 +186,6 @@ class ProfileService:
             f"{partition_key} 的画像历史里已没有 v{version}（只保留最近 "
             f"{self.settings.history_keep} 次修改）；用 history 查看可恢复的版本"
         )
-
-    async def _save(
-        self,
-        partition_key: str,
-        before: Profile,
-        after: Profile,
-        operation: str,
-        actor: ProfileActor,
-        now: datetime | None,
-    ) -> Profile | None:
-        version = await self.store.save(
-            partition_key,
-            before.version,
-            after,
-            operation=operation,
-            actor=actor,
-            keep=self.settings.history_keep,
-            now=now or datetime.now(UTC),
-        )
-        if version is None:
-            return None
-        return Profile(after.summary, after.lines, version)
 
 
 def _busy() -> DatabaseRefused:

@@ -5,12 +5,15 @@ The statements are the named queries of ``sql/queries/profiles.sql``; the one wr
 the profile is still at the version it was computed from, records the history row and
 trims the history, in one statement. The edit itself is pure
 (:mod:`amrita_memory_pg.domain.profile`); the service re-reads and re-applies it when a
-concurrent save got there first, so no line is ever lost.
+concurrent save got there first, so no line is ever lost. Edits through
+:meth:`ProfileStore.locked` also hold a per-profile advisory lock from the read to the
+save, so under contention they queue instead of retrying.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +22,31 @@ import asyncpg
 from amrita_memory_pg.domain.profile import Profile, ProfileActor, ProfileChange
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
+
+
+class LockedProfile:
+    """A profile read under its edit lock, saved on the same connection and transaction."""
+
+    def __init__(self, conn: Any, partition_key: str, profile: Profile) -> None:
+        self._conn = conn
+        self.partition_key = partition_key
+        self.profile = profile
+
+    async def save(
+        self, profile: Profile, *, operation: str, actor: ProfileActor, keep: int, now: datetime
+    ) -> int | None:
+        """Store ``profile`` over the one read; the new version (None: changed meanwhile
+        by a writer that did not take the lock)."""
+        return await _save(
+            self._conn,
+            self.partition_key,
+            self.profile.version,
+            profile,
+            operation=operation,
+            actor=actor,
+            keep=keep,
+            now=now,
+        )
 
 
 class ProfileStore:
@@ -31,43 +59,18 @@ class ProfileStore:
 
     async def get(self, partition_key: str) -> Profile:
         """The profile of a partition (empty, version 0, when there is none)."""
-        row = await self._pool.fetchrow(query("get_profile"), partition_key)
-        if row is None:
-            return Profile()
-        return Profile(row["summary"], tuple(row["lines"]), row["version"])
+        return await _fetch(self._pool, partition_key)
 
-    async def save(
-        self,
-        partition_key: str,
-        expected_version: int,
-        profile: Profile,
-        *,
-        operation: str,
-        actor: ProfileActor,
-        keep: int,
-        now: datetime,
-    ) -> int | None:
-        """Store ``profile`` if the stored version is still ``expected_version``.
-
-        Returns the new version, or None when another save came first (nothing written).
-        A driver failure comes out as ``DatabaseRefused`` or ``OutcomeUnknown``.
-        """
-        async with write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn:
-            row = await conn.fetchrow(
-                query("save_profile"),
-                partition_key,
-                expected_version,
-                profile.summary,
-                list(profile.lines),
-                operation,
-                actor.kind,
-                actor.who,
-                actor.cycle_id,
-                keep,
-                now,
-            )
-        assert row is not None, "profile_save_v1 always returns one row"
-        return int(row["new_version"]) if row["saved"] else None
+    @contextlib.asynccontextmanager
+    async def locked(self, partition_key: str) -> AsyncIterator[LockedProfile]:
+        """The profile read under its edit lock, in a transaction that commits when the
+        block ends (and rolls back, writing nothing, when it raises)."""
+        async with (
+            write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn,
+            conn.transaction(),
+        ):
+            await conn.execute(query("lock_profile_key"), partition_key)
+            yield LockedProfile(conn, partition_key, await _fetch(conn, partition_key))
 
     async def history(self, partition_key: str, limit: int) -> list[ProfileChange]:
         """The newest ``limit`` changes, newest first (line counts, not lines)."""
@@ -92,6 +95,42 @@ class ProfileStore:
         memos = {r["partition_key"]: r["text"] for r in rows if r["kind"] == "memo"}
         summary = next((r["text"] for r in rows if r["kind"] == "profile"), "")
         return memos, summary
+
+
+async def _fetch(executor: Any, partition_key: str) -> Profile:
+    """The profile through a pool or a connection (empty, version 0, when there is none)."""
+    row = await executor.fetchrow(query("get_profile"), partition_key)
+    if row is None:
+        return Profile()
+    return Profile(row["summary"], tuple(row["lines"]), row["version"])
+
+
+async def _save(
+    conn: Any,
+    partition_key: str,
+    expected_version: int,
+    profile: Profile,
+    *,
+    operation: str,
+    actor: ProfileActor,
+    keep: int,
+    now: datetime,
+) -> int | None:
+    row = await conn.fetchrow(
+        query("save_profile"),
+        partition_key,
+        expected_version,
+        profile.summary,
+        list(profile.lines),
+        operation,
+        actor.kind,
+        actor.who,
+        actor.cycle_id,
+        keep,
+        now,
+    )
+    assert row is not None, "profile_save_v1 always returns one row"
+    return int(row["new_version"]) if row["saved"] else None
 
 
 def _change(row: Any, **override: Any) -> ProfileChange:

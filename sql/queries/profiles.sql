@@ -9,6 +9,13 @@ SELECT summary, lines, version, updated_at
   FROM amrita_memory.profile
  WHERE partition_key = $1;
 
+-- name: lock_profile_key
+-- Serialise the edits of one profile until the transaction ends (a transaction-level
+-- advisory lock on a hash of the key): an edit reads, applies and saves under it, so
+-- the compare-and-set of profile_save_v1 succeeds the first time. Its own statement:
+-- the read that follows takes its snapshot after the lock is held.
+SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.profile:' || $1::text, 0));
+
 -- name: save_profile
 -- Store new content if the version is still $2; see profile_save_v1 for the arguments:
 -- key, expected version, summary, lines, operation, actor kind, actor, cycle id, keep, now.
