@@ -1,5 +1,6 @@
-"""``amrita-memory profile show|history|revert``: look at a user's profile and undo a bad
-rewrite (the L3 loop edits profiles; every change is kept in ``profile_history``).
+"""``amrita-memory profile show|history|revert|import``: look at a user's profile, undo a
+bad rewrite (the L3 loop edits profiles; every change is kept in ``profile_history``), and
+bring over the reference plugin's ``user_profile.md``.
 
 A user is named by their personal partition key (``QQPlatform_Private_10001``) or by a
 bare QQ number (``10001``). A revert is itself a change (``revert to vN``, by ``cli``),
@@ -9,13 +10,14 @@ so it can be reverted too.
 from __future__ import annotations
 
 import getpass
+from pathlib import Path
 
 import click
 
 from amrita_memory_pg.bootstrap import open_store
 from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.domain.keys import user_key
-from amrita_memory_pg.domain.profile import ProfileActor, render_numbered
+from amrita_memory_pg.domain.profile import ProfileActor, parse_profile_file, render_numbered
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.profiles import ProfileStore
@@ -123,4 +125,40 @@ async def profile_revert(state: CliState, user: str, version: int, yes: bool) ->
     click.echo(
         f"已恢复 {key} 的画像到 v{version} 的内容（新版本 v{result.profile.version}，"
         f"{result.profile.total_lines} 行）"
+    )
+
+
+@profile.command("import")
+@click.argument("user")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--yes", is_flag=True, help="Do not ask before replacing an existing profile.")
+@click.pass_obj
+@run_async
+async def profile_import(state: CliState, user: str, file: Path, yes: bool) -> None:
+    """Replace USER's profile with FILE in the reference's format (summary, a `---` line,
+    the body), e.g. its data/amrita_plugin_memory/user_profile.md."""
+    key = _key(user)
+    path = file.expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"cannot read {path}: {exc}") from exc
+    content = parse_profile_file(text)
+    async with open_store(state.settings) as store:
+        service = _service(store)
+        current = await service.get(key)
+        if not current.empty and not yes:
+            click.confirm(
+                f"{key} 已有画像（v{current.version}，{current.total_lines} 行），用 {path.name} 替换？"
+                "（作为一次新的修改记录，可回滚）",
+                abort=True,
+            )
+        result = await service.replace(
+            key, content, ProfileActor("cli", _operator()), operation=f"import {path.name}"
+        )
+    if not result.changed:
+        click.echo(f"{key} 的画像与 {path.name} 相同，未修改")
+        return
+    click.echo(
+        f"已导入 {path.name} 到 {key}（v{result.profile.version}，{result.profile.total_lines} 行）"
     )

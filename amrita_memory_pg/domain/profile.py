@@ -276,3 +276,26 @@ def render_profile_block(summary: str, speaker: str = "") -> str:
             "</PROFILE>",
         )
     )
+
+
+#: the reference file's separator between the summary and the body (§11.1)
+SEPARATOR = "---"
+
+
+def parse_profile_file(text: str) -> Profile:
+    """The reference plugin's ``user_profile.md`` (``{summary}\n---\n{body}``) as a profile.
+
+    The one parser the reference lacked: the separator is the first line that is exactly
+    ``---`` (not the first ``---`` anywhere), the summary is stripped, and the body goes
+    through :func:`split_lines` like every other new text — no phantom blank line. A file
+    without a separator line is all summary.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    cut = next((i for i, line in enumerate(lines) if line.strip() == SEPARATOR), len(lines))
+    summary = "\n".join(lines[:cut]).strip()
+    return Profile(summary, split_lines("\n".join(lines[cut + 1 :])))
+
+
+def render_profile_file(profile: Profile) -> str:
+    """A profile in the reference's file format (what :func:`parse_profile_file` reads)."""
+    return f"{profile.summary}\n{SEPARATOR}\n" + "\n".join(profile.lines)

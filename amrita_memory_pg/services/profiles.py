@@ -11,6 +11,7 @@ a history row (who, what, old and new content) so a bad rewrite can be reverted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -97,23 +98,11 @@ class ProfileService:
             before = await self.store.get(partition_key)
             self._apply(before, edit)
             return ProfileUpdate(before, False, describe(edit, before))
-        for _ in range(MAX_ATTEMPTS):
-            async with self.store.locked(partition_key) as locked:
-                before = locked.profile
-                after = self._apply(before, edit)
-                operation = describe(edit, before)
-                if (after.summary, after.lines) == (before.summary, before.lines):
-                    return ProfileUpdate(after, False, operation)
-                version = await locked.save(
-                    after,
-                    operation=operation,
-                    actor=actor,
-                    keep=self.settings.history_keep,
-                    now=now or datetime.now(UTC),
-                )
-            if version is not None:
-                return ProfileUpdate(Profile(after.summary, after.lines, version), True, operation)
-        raise _busy()
+
+        def compute(before: Profile) -> tuple[Profile, str]:
+            return self._apply(before, edit), describe(edit, before)
+
+        return await self._write(partition_key, compute, actor, now)
 
     def _apply(self, before: Profile, edit: ProfileEdit) -> Profile:
         """``edit`` applied to ``before`` and checked against the caps (raises, writes nothing)."""
@@ -141,24 +130,54 @@ class ProfileService:
             raise ProfileRefused(f"版本号不能为负数，收到 {version}")
         target = await self._content_at(partition_key, version)
         operation = f"revert to v{version}"
+
+        def compute(before: Profile) -> tuple[Profile, str]:
+            if version > before.version:
+                raise ProfileRefused(
+                    f"{partition_key} 的画像当前是 v{before.version}，没有 v{version}"
+                )
+            return target, operation
+
+        return await self._write(partition_key, compute, actor, now)
+
+    async def replace(
+        self,
+        partition_key: str,
+        content: Profile,
+        actor: ProfileActor,
+        *,
+        operation: str,
+        now: datetime | None = None,
+    ) -> ProfileUpdate:
+        """Replace the whole profile (an import), checked against the caps first."""
+        require_personal(partition_key)
+        check_profile(content, self.limits)
+        return await self._write(partition_key, lambda _before: (content, operation), actor, now)
+
+    async def _write(
+        self,
+        partition_key: str,
+        compute: Callable[[Profile], tuple[Profile, str]],
+        actor: ProfileActor,
+        now: datetime | None,
+    ) -> ProfileUpdate:
+        """Under the profile's lock: read, ``compute`` the new content (it may refuse, and
+        then nothing is written), save it with a history row unless nothing changed."""
         for _ in range(MAX_ATTEMPTS):
             async with self.store.locked(partition_key) as locked:
                 before = locked.profile
-                if version > before.version:
-                    raise ProfileRefused(
-                        f"{partition_key} 的画像当前是 v{before.version}，没有 v{version}"
-                    )
-                if (target.summary, target.lines) == (before.summary, before.lines):
+                after, operation = compute(before)
+                if (after.summary, after.lines) == (before.summary, before.lines):
                     return ProfileUpdate(before, False, operation)
-                saved = await locked.save(
-                    target,
+                version = await locked.save(
+                    after,
                     operation=operation,
                     actor=actor,
                     keep=self.settings.history_keep,
                     now=now or datetime.now(UTC),
                 )
-            if saved is not None:
-                return ProfileUpdate(Profile(target.summary, target.lines, saved), True, operation)
+            if version is not None:
+                return ProfileUpdate(Profile(after.summary, after.lines, version), True, operation)
         raise _busy()
 
     async def history(self, partition_key: str, limit: int | None = None) -> list[ProfileChange]:

@@ -83,6 +83,20 @@ async def test_cli_profile_show_history_revert_and_status(db_dsn: str, tmp_path:
     status = run_cli("status", env=env)
     assert "profiles:    1 (3 changes kept)" in status.stdout, status.stdout
 
+    # the reference plugin's file, as its B2 bug left it
+    reference = tmp_path / "user_profile.md"
+    reference.write_text("爱狗\n---\n\n养了一只柴犬\n住在上海\n", encoding="utf-8")
+    imported = run_cli("profile", "import", "20002", str(reference), env=env)
+    assert imported.returncode == 0, imported.stderr
+    assert f"已导入 user_profile.md 到 {BOB_KEY}（v1，2 行）" in imported.stdout
+    shown = run_cli("profile", "show", "20002", env=env).stdout.splitlines()
+    assert shown[1:] == ["摘要: 爱狗", "0: 养了一只柴犬", "1: 住在上海"]
+    again = run_cli("profile", "import", "10001", str(reference), env=env, input="n\n")
+    assert again.returncode == 1 and "已有画像" in again.stdout
+    reference.write_text("S\n---\n" + "\n".join(["x"] * 201), encoding="utf-8")
+    too_many = run_cli("profile", "import", "30003", str(reference), env=env)
+    assert too_many.returncode == 2 and "行数过多（201 行，上限 200）" in too_many.stderr
+
 
 @pytest.fixture
 async def command(db_dsn: str, tmp_path: Path) -> AsyncIterator[MemoryCommand]:

@@ -16,8 +16,10 @@ from amrita_memory_pg.domain.profile import (
     check_profile,
     describe,
     make_edit,
+    parse_profile_file,
     read_window,
     render_numbered,
+    render_profile_file,
     split_lines,
 )
 
@@ -182,3 +184,26 @@ def test_the_parser_never_yields_a_leading_or_trailing_blank_line(text: str) -> 
     lines = split_lines(text)
     assert not lines or (lines[0] != "" and lines[-1] != "")
     assert all("\n" not in line and "\r" not in line for line in lines)
+
+
+def test_the_reference_file_parses_with_one_numbering() -> None:
+    """The file the reference's B2 sequence left behind (a phantom blank line after the
+    separator, a ``---`` inside the summary text) imports as the intended profile."""
+    text = "喜欢猫---也喜欢狗\n---\n\nL1\nL2\nL3\n"
+    profile = parse_profile_file(text)
+    assert (profile.summary, profile.lines) == ("喜欢猫---也喜欢狗", ("L1", "L2", "L3"))
+    assert parse_profile_file("只有摘要").lines == ()
+    assert parse_profile_file("S\r\n---\r\na\r\n\r\nb").lines == ("a", "", "b")
+
+
+SUMMARIES = (
+    st.text(st.characters(blacklist_characters="\r", codec="utf-8"), max_size=12)
+    .map(str.strip)
+    .filter(lambda s: all(line.strip() != "---" for line in s.split("\n")))
+)
+
+
+@given(SUMMARIES, st.lists(LINE, max_size=8))
+def test_render_then_parse_is_the_identity(summary: str, lines: list[str]) -> None:
+    profile = Profile(summary, split_lines("\n".join(lines)))
+    assert parse_profile_file(render_profile_file(profile)) == profile
