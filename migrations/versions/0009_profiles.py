@@ -1,7 +1,7 @@
 """User profiles: a summary plus numbered lines per personal partition, and their history.
 
 Revision ID: 0009_profiles
-Revises: 0007_idempotent_write
+Revises: 0008_l3_state
 Create Date: 2026-12-03
 
 - ``profile``: one row per user (personal partition key): ``summary`` and ``lines``
@@ -27,7 +27,7 @@ from sqlalchemy.dialects import postgresql
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0009_profiles"
-down_revision: str | None = "0007_idempotent_write"
+down_revision: str | None = "0008_l3_state"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -16,6 +16,7 @@ DISTRIBUTED = {
     "activity_heatmap": "user_key",
     "profile": "partition_key",
     "profile_history": "partition_key",
+    "l3_state": "target_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {"store_meta", "sweep_state", "knowledge", "reembed_job", "reembed_staging"}
