@@ -17,9 +17,11 @@ from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.memo import render_memo_block
+from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.activity import ActivityStore
+from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
@@ -58,9 +60,24 @@ class Memory:
             keep=settings.chat_log_keep,
             tz=resolve_timezone(settings.subconscious.idle_timezone),
         )
+        #: the global knowledge base, its suggestion queue and permission grants
+        self.knowledge = KnowledgeService(
+            KnowledgeRepository(
+                store.pool,
+                max_chars=settings.subconscious.knowledge_max_chars,
+                acquire_timeout=settings.database.connect_timeout,
+            ),
+            store.embedder,
+            settings,
+        )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
-            ToolDeps(memories=self.memories, memos=self.memos, settings=settings),
+            ToolDeps(
+                memories=self.memories,
+                memos=self.memos,
+                settings=settings,
+                knowledge=self.knowledge,
+            ),
             audiences_for(settings),
         )
         #: the chat LLM's tools, served by :meth:`call_tool` and :meth:`tool_schemas`

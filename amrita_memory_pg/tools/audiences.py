@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.tools.knowledge import register_knowledge_tools
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
@@ -29,6 +31,7 @@ class ToolDeps:
     memories: MemoryService
     memos: MemoStore
     settings: Settings
+    knowledge: KnowledgeService
 
 
 #: Declares a family of tools on a registry.
@@ -45,12 +48,22 @@ def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     register_memo_tools(registry, deps.memos, deps.settings)
 
 
+def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
+    register_knowledge_tools(registry, None, deps.knowledge)
+
+
+def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_knowledge_list/read/create/update/delete/search + subconscious_read_suggestions."""
+    register_knowledge_tools(None, registry, deps.knowledge)
+
+
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset),
+    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset),
     # The L3 loop's own tools (merge, calibrate, tag cleanup, distil, memo compression)
-    # are declared here when the loop lands; the registry already exists for them.
-    "consolidation": (),
+    # are declared here as they land (§8.8: 12–18 knowledge; the rest by their owners).
+    "consolidation": (knowledge_loop_toolset,),
 }
 
 

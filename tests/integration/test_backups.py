@@ -52,7 +52,7 @@ async def _fill(dsn: str, data_dir: Path) -> None:
             GROUP,
             "这是一个技术群",
         )
-        await add_knowledge(mem, "cats", "猫的饮食", "不能吃巧克力", "正文\n第二行")
+        await add_knowledge(mem, "0a1b2c3d", "猫的饮食", "不能吃巧克力", "正文\n第二行")
 
 
 async def test_backup_then_restore_into_a_fresh_database_is_identical(
