@@ -94,7 +94,7 @@ async def knowledge_add(
     text = _body(body, body_file) or ""
     async with service(state) as kb:
         written = await kb.create(title=title, summary=summary, body=text)
-    click.echo(f"已创建 {written.kid}（{written.total_lines} 行，{written.char_count} 字）")
+    click.echo(f"已创建 {written.kid} （{written.total_lines} 行，{written.char_count} 字）")
 
 
 @knowledge.command("edit")
@@ -125,7 +125,7 @@ async def knowledge_edit(
         written = await kb.update(
             kid, title=title, summary=summary, body=text, start_line=start, end_line=end
         )
-    click.echo(f"已更新 {written.kid}（{written.total_lines} 行，{written.char_count} 字）")
+    click.echo(f"已更新 {written.kid} （{written.total_lines} 行，{written.char_count} 字）")
 
 
 @knowledge.command("rm")
