@@ -79,4 +79,5 @@ class Runtime:
             memories=memory.memories,
             settings=memory.settings,
             dmn_trigger=self.dmn_trigger,
+            knowledge=memory.knowledge,
         )
