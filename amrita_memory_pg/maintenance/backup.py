@@ -10,7 +10,7 @@ appear under their final name only when complete. Rotation keeps
 
 JSONL format: line 1 is a header (``format``, ``version``, ``fingerprint``, model,
 ``dim``, ``counts``); then one object per row with ``type`` = ``memory`` | ``memo`` |
-``knowledge``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
+``knowledge`` | ``permission_grant``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
 and compact. The reference plugin's ``embed_backup_*.json`` files restore too (their
 texts are re-embedded with the configured model), which is how its users migrate.
 """
@@ -77,6 +77,8 @@ KNOWLEDGE_COLUMNS = (
     "created_at",
     "updated_at",
 )
+#: permission grants (``amrita-memory grant``): merged back on restore, never wiped
+GRANT_COLUMNS = ("user_id", "node", "granted_by", "created_at")
 TIMESTAMP_COLUMNS = {"created_at", "updated_at", "tier_since"}
 #: kind of row → the columns a restore copies back, in order: exactly the result columns
 #: of that kind's export query (:func:`export_sql`; a test compares the two)
@@ -84,6 +86,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "memory": MEMORY_COLUMNS,
     "memo": MEMO_COLUMNS,
     "knowledge": KNOWLEDGE_COLUMNS,
+    "permission_grant": GRANT_COLUMNS,
 }
 
 
@@ -326,6 +329,8 @@ def export_sql(kind: str) -> str:
         return query("export_memos")
     if kind == "knowledge":
         return query("export_knowledge")
+    if kind == "permission_grant":
+        return query("export_permission_grants")
     raise ValueError(f"no export for {kind!r}")
 
 

@@ -25,6 +25,7 @@ from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, MEDIUM
 from amrita_memory_pg.domain.keys import is_current, to_current
 from amrita_memory_pg.domain.records import parse_tags
 from amrita_memory_pg.maintenance.backup import (
+    GRANT_COLUMNS,
     KNOWLEDGE_COLUMNS,
     MEMO_COLUMNS,
     MEMORY_COLUMNS,
@@ -78,6 +79,7 @@ def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 "memory",
                 "memo",
                 "knowledge",
+                "permission_grant",
             ):
                 raise BackupError(f"{path.name} line {number} has no valid type")
             yield item
@@ -167,7 +169,7 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
     header = read_header(path)
     counts = {k: int(v) for k, v in (header.get("counts") or {}).items()}
     # Validate every line before touching anything.
-    seen = {"memory": 0, "memo": 0, "knowledge": 0}
+    seen = {"memory": 0, "memo": 0, "knowledge": 0, "permission_grant": 0}
     for item in _iter_jsonl(path):
         seen[item["type"]] += 1
     if counts and seen != {k: counts.get(k, 0) for k in seen}:
@@ -195,6 +197,11 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
                 columns=list(columns),
                 records=rows(kind, columns),
             )
+        grants = [
+            _record(i, GRANT_COLUMNS) for i in _iter_jsonl(path) if i["type"] == "permission_grant"
+        ]
+        if grants:
+            await conn.executemany(query("merge_restored_grant"), grants)
         await store_meta.write_model(
             conn,
             fingerprint=header.get("fingerprint"),

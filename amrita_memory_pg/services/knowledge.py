@@ -196,6 +196,7 @@ class KnowledgeService:
             body=body,
             vector=vector,
             fingerprint=self.embedder.fingerprint,
+            provider=self.embedder.provider,
             now=now or _utcnow(),
         )
 
@@ -246,6 +247,7 @@ class KnowledgeService:
             end_line=end_line,
             vector=vector,
             fingerprint=self.embedder.fingerprint if vector is not None else None,
+            provider=self.embedder.provider if vector is not None else None,
             now=now or _utcnow(),
         )
 

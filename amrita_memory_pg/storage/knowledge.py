@@ -32,7 +32,7 @@ from amrita_memory_pg.domain.knowledge import (
     KnowledgeWrite,
     Suggestion,
 )
-from amrita_memory_pg.domain.ports import Vector
+from amrita_memory_pg.domain.ports import ProviderInfo, Vector
 from amrita_memory_pg.storage.memories import raise_if_model_mismatch
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
@@ -41,6 +41,13 @@ from amrita_memory_pg.storage.queries import query
 STALE_CLAIM = timedelta(hours=1)
 #: done suggestions are kept this long at least (the rate limit counts them)
 KEEP_DONE = timedelta(days=1)
+
+
+def _model(provider: ProviderInfo | None) -> tuple[str | None, str | None, str | None]:
+    """The embedder's protocol, model and base URL (recorded by a store's first write)."""
+    if provider is None:
+        return (None, None, None)
+    return (provider.protocol, provider.model, provider.base_url)
 
 
 def _suggestion(row: Any) -> Suggestion:
@@ -109,6 +116,7 @@ class KnowledgeRepository:
         body: str,
         vector: Vector,
         fingerprint: str,
+        provider: ProviderInfo | None = None,
         now: datetime,
     ) -> KnowledgeWrite:
         async with self._writing() as conn:
@@ -122,6 +130,7 @@ class KnowledgeRepository:
                 fingerprint,
                 self.max_chars,
                 now,
+                *_model(provider),
             )
         return _write_result(row, self.max_chars)
 
@@ -136,6 +145,7 @@ class KnowledgeRepository:
         end_line: int | None,
         vector: Vector | None,
         fingerprint: str | None,
+        provider: ProviderInfo | None = None,
         now: datetime,
     ) -> KnowledgeWrite:
         async with self._writing() as conn:
@@ -151,6 +161,7 @@ class KnowledgeRepository:
                 fingerprint,
                 self.max_chars,
                 now,
+                *_model(provider),
             )
         return _write_result(row, self.max_chars)
 
@@ -289,11 +300,6 @@ class KnowledgeRepository:
         rows = await self.pool.fetch(query("knowledge_pending_suggestions"), limit)
         total = rows[0]["total"] if rows else 0
         return total, [{k: v for k, v in r.items() if k != "total"} for r in rows]
-
-    async def counts(self) -> dict[str, int]:
-        row = await self.pool.fetchrow(query("knowledge_counts"))
-        assert row is not None
-        return dict(row.items())
 
     # ------------------------------------------------------------------ grants
 

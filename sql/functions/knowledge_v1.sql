@@ -14,7 +14,8 @@
 -- without a newline, summary ≤ 1000, body ≤ 100000). A refused write changes nothing
 -- and says why in its status column; callers never parse error text. Every write of a
 -- vector passes the store's model check (require_store_model_v1: SQLSTATE AMF01 /
--- AMF03), like the memories'. Time is an argument (p_now), never now().
+-- AMF03), like the memories'; the first write of a store records its model (p_protocol,
+-- p_model, p_base_url, optional). Time is an argument (p_now), never now().
 
 -- The lines of a body: split on '\n'; '' has none.
 --   psql> SELECT amrita_memory.knowledge_lines_v1(E'a\nb');   -- {a,b}
@@ -31,7 +32,8 @@ $$;
 --           (SELECT embedding FROM amrita_memory.memory LIMIT 1), '<fingerprint>', 10000, now());
 CREATE OR REPLACE FUNCTION amrita_memory.knowledge_create_v1(
     p_kid text, p_title text, p_summary text, p_body text,
-    p_embedding vector, p_fingerprint text, p_max_chars integer, p_now timestamptz)
+    p_embedding vector, p_fingerprint text, p_max_chars integer, p_now timestamptz,
+    p_protocol text DEFAULT NULL, p_model text DEFAULT NULL, p_base_url text DEFAULT NULL)
 RETURNS TABLE (status text, kid text, total_lines integer, char_count integer)
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -41,7 +43,8 @@ BEGIN
         RETURN QUERY SELECT 'too_long'::text, p_kid, 0, char_length(p_body);
         RETURN;
     END IF;
-    PERFORM amrita_memory.require_store_model_v1(p_fingerprint, vector_dims(p_embedding), p_now);
+    PERFORM amrita_memory.require_store_model_v1(
+        p_fingerprint, vector_dims(p_embedding), p_now, p_protocol, p_model, p_base_url);
     INSERT INTO amrita_memory.knowledge AS k
            (kid, title, summary, body, embedding, embed_fingerprint, created_at, updated_at)
     VALUES (p_kid, p_title, p_summary, p_body, p_embedding, p_fingerprint, p_now, p_now)
@@ -66,7 +69,8 @@ $$;
 --           1, 2, NULL, NULL, 10000, now());
 CREATE OR REPLACE FUNCTION amrita_memory.knowledge_update_v1(
     p_kid text, p_title text, p_summary text, p_body text, p_start integer, p_end integer,
-    p_embedding vector, p_fingerprint text, p_max_chars integer, p_now timestamptz)
+    p_embedding vector, p_fingerprint text, p_max_chars integer, p_now timestamptz,
+    p_protocol text DEFAULT NULL, p_model text DEFAULT NULL, p_base_url text DEFAULT NULL)
 RETURNS TABLE (status text, kid text, total_lines integer, char_count integer)
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -111,7 +115,8 @@ BEGIN
         RETURN;
     END IF;
     IF p_embedding IS NOT NULL THEN
-        PERFORM amrita_memory.require_store_model_v1(p_fingerprint, vector_dims(p_embedding), p_now);
+        PERFORM amrita_memory.require_store_model_v1(
+            p_fingerprint, vector_dims(p_embedding), p_now, p_protocol, p_model, p_base_url);
     END IF;
     UPDATE amrita_memory.knowledge k
        SET title = coalesce(p_title, k.title),
@@ -331,9 +336,9 @@ $$;
 
 COMMENT ON FUNCTION amrita_memory.knowledge_lines_v1(text) IS
 'The lines of a knowledge body: split on newline; the empty body has none. The one numbering of read, list and update.';
-COMMENT ON FUNCTION amrita_memory.knowledge_create_v1(text, text, text, text, vector, text, integer, timestamptz) IS
+COMMENT ON FUNCTION amrita_memory.knowledge_create_v1(text, text, text, text, vector, text, integer, timestamptz, text, text, text) IS
 'Create a knowledge entry (vector = the summary''s) unless its body exceeds p_max_chars; status created | too_long | exists.';
-COMMENT ON FUNCTION amrita_memory.knowledge_update_v1(text, text, text, text, integer, integer, vector, text, integer, timestamptz) IS
+COMMENT ON FUNCTION amrita_memory.knowledge_update_v1(text, text, text, text, integer, integer, vector, text, integer, timestamptz, text, text, text) IS
 'Update a knowledge entry: NULL keeps a field; with p_start the body replaces lines [p_start, p_end); status updated | not_found | too_long | range | needs_embedding.';
 COMMENT ON FUNCTION amrita_memory.knowledge_delete_v1(text) IS
 'Delete a knowledge entry; false when there was none.';

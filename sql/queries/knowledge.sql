@@ -5,16 +5,18 @@
 
 -- name: knowledge_create
 -- Create entry $1 (title $2, summary $3, body $4, summary vector $5 of fingerprint $6)
--- unless the body exceeds $7 characters; $8 = now. status created | too_long | exists.
+-- unless the body exceeds $7 characters; $8 = now; $9-$11 = the embedder's protocol,
+-- model and base URL (recorded by the store's first write). status created | too_long | exists.
 SELECT status, kid, total_lines, char_count
-  FROM amrita_memory.knowledge_create_v1($1, $2, $3, $4, $5, $6, $7, $8);
+  FROM amrita_memory.knowledge_create_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: knowledge_update
 -- Update entry $1: title $2, summary $3, body $4 (NULL = keep); $5/$6 = the line range
 -- the body replaces (NULL start = the whole body); $7/$8 = the new summary's vector and
--- fingerprint; $9 = max body characters; $10 = now.
+-- fingerprint; $9 = max body characters; $10 = now; $11-$13 = the embedder's protocol,
+-- model and base URL.
 SELECT status, kid, total_lines, char_count
-  FROM amrita_memory.knowledge_update_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+  FROM amrita_memory.knowledge_update_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
 
 -- name: knowledge_delete
 -- Delete entry $1; false when there was none.

@@ -73,6 +73,9 @@ async def test_loop_tools_create_read_update_search_delete(mem: Memory) -> None:
         {"title": "猫的饮食", "summary": "猫不能吃巧克力和洋葱", "body": BODY},
     )
     assert created["status"] == "success" and len(created["kid"]) == 8
+    # the first write of an empty store records its model, as a memory's does
+    meta = await mem.pool.fetchrow("SELECT embed_model, embed_dim FROM amrita_memory.store_meta")
+    assert tuple(meta.values()) == ("hash-384", 384)
     kid = created["kid"]
     other = (
         await loop(

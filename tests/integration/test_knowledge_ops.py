@@ -152,8 +152,14 @@ async def test_reembed_and_backup_restore_cover_knowledge(
     name = await pg_server.create_database(template=template_db)
     try:
         async with memory_on(pg_server.dsn(name), tmp_path / "r", embedding__hash_dim=128) as fresh:
+            await fresh.knowledge.grant("20002", by="fresh")
             await restore_backup(fresh.store, info.jsonl_path)
             assert await checksum(fresh) == original
+            # grants come back merged: the backup's, and the one made since
+            assert [g[:3] for g in await fresh.knowledge.grants()] == [
+                ("10001", "memory.knowledge", "test"),
+                ("20002", "memory.knowledge", "fresh"),
+            ]
             assert (await fresh.knowledge.search("猫也不能吃洋葱", 1))[0].kid == a.kid
     finally:
         await pg_server.drop_database(name)
