@@ -348,18 +348,21 @@ def register_knowledge_tools(
                 description="列出全局知识库的全部条目。",
                 args=NoArgs,
                 handler=guarded(loop_only(list_entries)),
+                failure_prefix="列出知识库失败",
             ),
             Tool(
                 name="subconscious_knowledge_read",
                 description="读取知识条目的标题、摘要与正文行 [start_line, end_line)。",
                 args=ReadArgs,
                 handler=guarded(loop_only(read_entry)),
+                failure_prefix="读取知识失败",
             ),
             Tool(
                 name="subconscious_knowledge_create",
                 description="新建知识条目（标题、摘要、正文）；摘要用于检索。",
                 args=CreateArgs,
                 handler=guarded(create),
+                failure_prefix="创建知识失败",
             ),
             Tool(
                 name="subconscious_knowledge_update",
@@ -369,18 +372,21 @@ def register_knowledge_tools(
                 ),
                 args=UpdateArgs,
                 handler=guarded(update),
+                failure_prefix="更新知识失败",
             ),
             Tool(
                 name="subconscious_knowledge_delete",
                 description="删除知识条目。",
                 args=DeleteArgs,
                 handler=guarded(delete),
+                failure_prefix="删除知识失败",
             ),
             Tool(
                 name="subconscious_knowledge_search",
                 description="按语义检索全局知识库（匹配条目摘要）。",
                 args=SearchArgs,
                 handler=guarded(loop_only(search_entries)),
+                failure_prefix="检索知识库失败",
             ),
             Tool(
                 name="subconscious_read_suggestions",
@@ -390,6 +396,7 @@ def register_knowledge_tools(
                 ),
                 args=NoArgs,
                 handler=guarded(read_suggestions),
+                failure_prefix="读取知识建议失败",
             ),
         ]
         for tool in loop_tools:
