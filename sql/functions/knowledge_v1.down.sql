@@ -7,6 +7,7 @@ DROP FUNCTION IF EXISTS amrita_memory.reembed_pending_knowledge_v2(text, text, i
 DROP FUNCTION IF EXISTS amrita_memory.knowledge_search_v1(vector, integer);
 DROP FUNCTION IF EXISTS amrita_memory.knowledge_read_v1(text, integer, integer);
 DROP FUNCTION IF EXISTS amrita_memory.knowledge_list_v1();
+DROP FUNCTION IF EXISTS amrita_memory.knowledge_line_count_v1(text);
 DROP FUNCTION IF EXISTS amrita_memory.knowledge_delete_v1(text);
 DROP FUNCTION IF EXISTS amrita_memory.knowledge_update_v1(text, text, text, text, integer, integer, vector, text, integer, timestamptz, text, text, text);
 DROP FUNCTION IF EXISTS amrita_memory.knowledge_create_v1(text, text, text, text, vector, text, integer, timestamptz, text, text, text);

@@ -34,6 +34,12 @@ async def test_lines_create_update_read_search_delete(conn: asyncpg.Connection) 
     lines = "SELECT amrita_memory.knowledge_lines_v1($1)"
     assert await conn.fetchval(lines, "") == []
     assert await conn.fetchval(lines, "a\n\nb") == ["a", "", "b"]
+    for body in ("", "a", "a\n", "\n\n", "a\nb", "一\n二\n三"):  # one numbering, two ways
+        assert await conn.fetchval(
+            "SELECT amrita_memory.knowledge_line_count_v1($1)"
+            " = cardinality(amrita_memory.knowledge_lines_v1($1))",
+            body,
+        ), body
 
     create = (
         "SELECT * FROM amrita_memory.knowledge_create_v1($1, $2, $3, $4, $5::text::vector,"
