@@ -16,10 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
-from amrita_memory_pg.domain.memo import render_memo_block
+from amrita_memory_pg.domain.ports import ChatModel
+from amrita_memory_pg.llm.chat import ChatClient, is_configured
+from amrita_memory_pg.services.bot_memories import BotMemories, Speaker
+from amrita_memory_pg.services.extraction import Extractor, endpoint
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.activity import ActivityStore
+from amrita_memory_pg.storage.bot_memories import BotMemoryStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
@@ -58,9 +62,23 @@ class Memory:
             keep=settings.chat_log_keep,
             tz=resolve_timezone(settings.subconscious.idle_timezone),
         )
+        #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
+        self.bot_memories = BotMemories(BotMemoryStore(store.pool), store.embedder, settings)
+        #: issue 14: automatic extraction; its model only when extraction is enabled
+        self.extraction_model: ChatModel | None = None
+        if settings.extraction.enabled and is_configured(endpoint(settings)):
+            self.extraction_model = ChatClient(endpoint(settings))
+        self.extractor = Extractor(
+            self.memories, self.bot_memories.store, self.extraction_model, settings
+        )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
-            ToolDeps(memories=self.memories, memos=self.memos, settings=settings),
+            ToolDeps(
+                memories=self.memories,
+                memos=self.memos,
+                settings=settings,
+                bot_memories=self.bot_memories,
+            ),
             audiences_for(settings),
         )
         #: the chat LLM's tools, served by :meth:`call_tool` and :meth:`tool_schemas`
@@ -80,24 +98,28 @@ class Memory:
         """Run one tool for the speaker in ``ctx``; returns the JSON reply, never raises."""
         return await self.tools.call(name, arguments, ctx)
 
-    async def memory_block(self, ctx: ToolContext) -> str:
+    async def memory_block(self, ctx: ToolContext, message: str | None = None) -> str:
         """The per-turn system-message text for the speaker in ``ctx`` ("" = inject nothing).
 
         Private chat: the personal memo. Group chat: the group memo, plus the speaker's
         personal memo in its own block when ``memo_inject_personal_in_group`` is on.
-        One indexed query.
+        Then "## Bot Memories" (issue 14): global + current-scope memories when
+        ``[injection] enabled``, and the scopes this chat loaded, within the token
+        budget; ``message`` (the current one) adds the relevant top-k when configured.
+        One SQL query.
         """
-        personal = ctx.in_group and self.settings.memo_inject_personal_in_group
-        keys = [ctx.session_key, ctx.personal_key] if personal else [ctx.session_key]
-        memos = await self.memos.get_many(keys)
-        return render_memo_block(
-            memos.get(ctx.session_key, ""),
-            memos.get(ctx.personal_key) if personal else None,
-            speaker=ctx.user_id,
+        speaker = Speaker(
+            session_key=ctx.session_key,
+            personal_key=ctx.personal_key,
+            group_key=ctx.group_key,
+            user_id=ctx.user_id,
         )
+        return await self.bot_memories.block(speaker, message=message)
 
     async def close(self) -> None:
         try:
+            if isinstance(self.extraction_model, ChatClient):
+                await self.extraction_model.aclose()
             await self.backend.aclose()
             await self.embedder.aclose()
         finally:

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from amrita_memory_pg.services.bot_memories import BotMemories
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+from amrita_memory_pg.tools.scopes import register_scope_tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,8 @@ class ToolDeps:
     memories: MemoryService
     memos: MemoStore
     settings: Settings
+    #: issue 14: the memory block and the scopes a chat loads
+    bot_memories: BotMemories
 
 
 #: Declares a family of tools on a registry.
@@ -40,6 +44,11 @@ def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     register_memory_tools(registry, deps.memories, deps.settings)
 
 
+def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """memory_load_context / memory_unload_context (issue 14)."""
+    register_scope_tools(registry, deps.bot_memories, deps.memories)
+
+
 def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """read/append/update_memo (L1)."""
     register_memo_tools(registry, deps.memos, deps.settings)
@@ -47,7 +56,7 @@ def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset),
+    "chat": (memory_toolset, memo_toolset, scope_toolset),
     # The L3 loop's own tools (merge, calibrate, tag cleanup, distil, memo compression)
     # are declared here when the loop lands; the registry already exists for them.
     "consolidation": (),

@@ -14,6 +14,9 @@ DISTRIBUTED = {
     "ann_index": "partition_key",
     "chat_log": "session_key",
     "activity_heatmap": "user_key",
+    # issue 14: the chat whose log a run read / the chat that loaded a scope
+    "extraction_run": "session_key",
+    "loaded_scope": "chat_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {"store_meta", "sweep_state", "knowledge", "reembed_job", "reembed_staging"}

@@ -37,7 +37,13 @@ from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
     record_incoming,
     record_outgoing,
 )
-from amrita_memory_pg.integrations.nonebot.jobs import register_sweep_job, run_sweep  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.jobs import (  # noqa: E402
+    SESSION_JOB_ID,
+    register_session_job,
+    register_sweep_job,
+    run_session_job,
+    run_sweep,
+)
 from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     amrita_present,
     register_responder,
@@ -49,7 +55,7 @@ from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
 __plugin_meta__ = PluginMetadata(
     name="Amrita长期记忆（PostgreSQL）",
     description="长期记忆、备忘录与潜意识调度，全部状态存于 PostgreSQL + pgvector",
-    usage="/memory (list|search|delete|add|memo) [参数]，别名 /记忆",
+    usage="/memory (user|group|global) (list|search|delete|add|clear) [参数]；/memory memo|extract，别名 /记忆",
     type="application",
     homepage=None,
     config=Config,
@@ -87,6 +93,13 @@ async def _startup() -> None:
                 await run_sweep(current.memories.sweep)
 
         register_sweep_job(scheduler, settings, _sweep_job)
+
+        async def _session_job() -> None:
+            current = runtime.memory
+            if current is not None:
+                await run_session_job(current.extractor.run_expired)
+
+        register_session_job(scheduler, settings, _session_job)
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
 
@@ -99,6 +112,8 @@ async def _shutdown() -> None:
         amrita_installation = None
     if scheduler.get_job("amrita_memory_decay_sweep") is not None:
         scheduler.remove_job("amrita_memory_decay_sweep")
+    if scheduler.get_job(SESSION_JOB_ID) is not None:
+        scheduler.remove_job(SESSION_JOB_ID)
     await runtime.stop()
 
 

@@ -79,4 +79,6 @@ class Runtime:
             memories=memory.memories,
             settings=memory.settings,
             dmn_trigger=self.dmn_trigger,
+            store=memory.store,
+            extractor=memory.extractor,
         )
