@@ -40,15 +40,16 @@ SELECT count(*)::integer AS n
 -- scopes chat $2 has loaded, and up to $4 memories of the partitions $3 plus the loaded
 -- ones (importance desc, then most recently updated), plus the $6 memories of those
 -- partitions nearest to query vector $5 (none when $6 = 0 or $5 is NULL). kind says which
--- part a row belongs to: memo | loaded | memory | relevant.
+-- part a row belongs to: memo | loaded | memory | relevant. The partitions are one array
+-- (partition_key = ANY(...)), so each is read through the partition btree, never a scan
+-- of the whole table.
 WITH loaded AS (
     SELECT l.scope_key, l.loaded_at
       FROM amrita_memory.loaded_scope l
      WHERE l.chat_key = $2
 ), keys AS (
-    SELECT unnest($3::text[]) AS k
-    UNION
-    SELECT scope_key FROM loaded
+    SELECT array_cat($3::text[], coalesce(array_agg(scope_key), '{}'::text[])) AS k
+      FROM loaded
 )
 SELECT 'memo' AS kind, o.partition_key, o.content, NULL::text AS id, NULL::smallint AS importance,
        NULL::text AS category, o.updated_at
@@ -60,14 +61,14 @@ SELECT 'loaded', l.scope_key, NULL, NULL, NULL, NULL, l.loaded_at
 UNION ALL
 (SELECT 'memory', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
    FROM amrita_memory.memory m
-  WHERE m.partition_key IN (SELECT k FROM keys)
+  WHERE m.partition_key = ANY((SELECT k FROM keys)::text[])
   ORDER BY m.importance DESC, m.updated_at DESC, m.id
   LIMIT $4)
 UNION ALL
 (SELECT 'relevant', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
    FROM amrita_memory.memory m
   WHERE $6::integer > 0 AND $5::vector IS NOT NULL
-    AND m.partition_key IN (SELECT k FROM keys)
+    AND m.partition_key = ANY((SELECT k FROM keys)::text[])
     AND vector_dims(m.embedding) = vector_dims($5::vector)
   ORDER BY vector_l2_squared_distance(m.embedding, $5::vector), m.id
   LIMIT $6);
