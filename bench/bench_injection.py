@@ -67,7 +67,10 @@ def text(rng: random.Random) -> str:
 
 def percentiles(samples: list[float]) -> str:
     ordered = sorted(samples)
-    p = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
+
+    def p(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
     return f"p50 {statistics.median(ordered) * 1000:.3f} ms   p90 {p(0.9):.3f} ms   p99 {p(0.99):.3f} ms"
 
 
@@ -96,7 +99,7 @@ async def main(candidates: int, budget: int, turns: int) -> None:
                     scope=scope,  # type: ignore[arg-type]
                     content=text(rng),
                     importance=rng.randint(1, 10),
-                    category=rng.choice([*CATEGORIES, None]),  # type: ignore[arg-type]
+                    category=rng.choice([*CATEGORIES, None]),
                     source="user",
                     now=now - timedelta(days=rng.uniform(0, 365)),
                 )
