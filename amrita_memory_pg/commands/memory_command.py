@@ -482,7 +482,7 @@ class MemoryCommand:
             return exc.reason
         content = options.rest
         if not content:
-            return f"请提供要添加的记忆内容，例如: /memory {scope} add -c preference -i 7 我喜欢猫"
+            return f"请提供要添加的记忆内容，例如: /memory {scope} add 我喜欢猫（可选 -c 类别 -i 重要度）"
         try:
             record = await self.memories.add(
                 partition_key=key,
