@@ -44,6 +44,7 @@ from amrita_memory_pg.integrations.nonebot.jobs import (  # noqa: E402
     run_session_job,
     run_sweep,
 )
+from amrita_memory_pg.integrations.nonebot.membership import onebot_membership  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     amrita_present,
     register_responder,
@@ -100,6 +101,10 @@ async def _startup() -> None:
                 await run_session_job(current.extractor.run_expired)
 
         register_session_job(scheduler, settings, _session_job)
+        # memory_load_context asks QQ whether the speaker is in the group (issue 14)
+        membership = memory.bot_memories.membership
+        membership.check = onebot_membership(membership.check)
+        membership.source = "onebot"
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
 
