@@ -245,8 +245,14 @@ async def test_missing_arguments_are_explained(app: App) -> None:
             ("/memory delete", "请提供要删除的记忆 ID"),
             ("/memory group search", "请提供搜索关键词，例如: /memory user search 喜欢什么"),
             ("/memory search", "请提供搜索关键词，例如: /memory user search 喜欢什么"),
-            ("/memory user add", "请提供要添加的记忆内容，例如: /memory user add 我喜欢猫（可选 -c 类别 -i 重要度）"),
-            ("/memory group add   ", "请提供要添加的记忆内容，例如: /memory group add 我喜欢猫（可选 -c 类别 -i 重要度）"),
+            (
+                "/memory user add",
+                "请提供要添加的记忆内容，例如: /memory user add 我喜欢猫（可选 -c 类别 -i 重要度）",
+            ),
+            (
+                "/memory group add   ",
+                "请提供要添加的记忆内容，例如: /memory group add 我喜欢猫（可选 -c 类别 -i 重要度）",
+            ),
         ):
             event = qq_group(text)
             ctx.receive_event(bot, event)
