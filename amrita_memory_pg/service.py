@@ -17,9 +17,9 @@ from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
-from amrita_memory_pg.domain.memo import render_memo_block
-from amrita_memory_pg.domain.profile import render_profile_block
+from amrita_memory_pg.domain.ports import ChatModel
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
+from amrita_memory_pg.services.bot_memories import BotMemories, Speaker
 from amrita_memory_pg.services.consolidation import (
     Consolidator,
     CycleLlm,
@@ -27,6 +27,7 @@ from amrita_memory_pg.services.consolidation import (
     LoopDeps,
     utcnow,
 )
+from amrita_memory_pg.services.extraction import Extractor, endpoint
 from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.memories import MemoryService
@@ -35,6 +36,7 @@ from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import loop_llm
 from amrita_memory_pg.storage.activity import ActivityStore
+from amrita_memory_pg.storage.bot_memories import BotMemoryStore
 from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMessage
 from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
@@ -139,6 +141,15 @@ class Memory:
             store.embedder,
             settings,
         )
+        #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
+        self.bot_memories = BotMemories(BotMemoryStore(store.pool), store.embedder, settings)
+        #: issue 14: automatic extraction; its model only when extraction is enabled
+        self.extraction_model: ChatModel | None = None
+        if settings.extraction.enabled and is_configured(endpoint(settings)):
+            self.extraction_model = ChatClient(endpoint(settings))
+        self.extractor = Extractor(
+            self.memories, self.bot_memories.store, self.extraction_model, settings
+        )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
             ToolDeps(
@@ -148,6 +159,7 @@ class Memory:
                 profiles=self.profiles,
                 loop=loop,
                 knowledge=self.knowledge,
+                bot_memories=self.bot_memories,
             ),
             audiences_for(settings),
         )
@@ -202,28 +214,24 @@ class Memory:
         """Run one tool for the speaker in ``ctx``; returns the JSON reply, never raises."""
         return await self.tools.call(name, arguments, ctx)
 
-    async def memory_block(self, ctx: ToolContext) -> str:
+    async def memory_block(self, ctx: ToolContext, message: str | None = None) -> str:
         """The per-turn system-message text for the speaker in ``ctx`` ("" = inject nothing).
 
         Private chat: the personal memo. Group chat: the group memo, plus the speaker's
         personal memo in its own block when ``memo_inject_personal_in_group`` is on.
-        With ``[profile] inject_summary`` the speaker's profile summary follows in a block
-        of its own. One indexed query either way (memos and summary in one statement).
+        Then "## Bot Memories" (issue 14): global + current-scope memories when
+        ``[injection] enabled``, and the scopes this chat loaded, within the token
+        budget; ``message`` (the current one) adds the relevant top-k when configured.
+        With ``[profile] inject_summary`` the speaker's profile summary follows the memos.
+        One SQL query.
         """
-        personal = ctx.in_group and self.settings.memo_inject_personal_in_group
-        keys = [ctx.session_key, ctx.personal_key] if personal else [ctx.session_key]
-        summary = ""
-        if self.settings.profile.inject_summary:
-            memos, summary = await self.profiles.store.block_texts(keys, ctx.personal_key)
-        else:
-            memos = await self.memos.get_many(keys)
-        block = render_memo_block(
-            memos.get(ctx.session_key, ""),
-            memos.get(ctx.personal_key) if personal else None,
-            speaker=ctx.user_id,
+        speaker = Speaker(
+            session_key=ctx.session_key,
+            personal_key=ctx.personal_key,
+            group_key=ctx.group_key,
+            user_id=ctx.user_id,
         )
-        profile = render_profile_block(summary, speaker=ctx.user_id)
-        return "\n\n".join(part for part in (block, profile) if part)
+        return await self.bot_memories.block(speaker, message=message)
 
     async def run_cycle(
         self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
@@ -278,6 +286,8 @@ class Memory:
         if self._loop_model is not None:
             await self._loop_model.aclose()
         try:
+            if isinstance(self.extraction_model, ChatClient):
+                await self.extraction_model.aclose()
             await self.backend.aclose()
             await self.embedder.aclose()
         finally:

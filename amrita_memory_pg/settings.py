@@ -559,6 +559,84 @@ def loop_llm(settings: Settings) -> LlmSettings:
     )
 
 
+class ExtractionSettings(_Section):
+    """Automatic extraction at session end (issue 14): the model reads a finished session
+    and the scope's memories and returns the scope's ``source=auto`` entries, which
+    replace the previous ones atomically; ``source=user`` entries are never touched.
+
+    The endpoint keys fall back to ``[llm]`` (``LLM_BASE_URL`` / ``LLM_MODEL`` /
+    ``LLM_API_KEY``) when empty.
+    """
+
+    enabled: bool = Field(
+        False, description="Extract memories when a chat session expires (needs a model)."
+    )
+    session_idle_minutes: int = Field(
+        30,
+        ge=1,
+        le=10080,
+        description="A session (one chat's log) has expired after this many minutes without a message.",
+    )
+    check_interval_minutes: int = Field(
+        5, ge=1, le=1440, description="How often the bot looks for expired sessions."
+    )
+    base_url: str = Field("", description="Chat-completions base URL; empty = [llm] base_url.")
+    model: str = Field("", description="Model name; empty = [llm] model.")
+    api_key: SecretStr = Field(SecretStr(""), description="Bearer token; empty = [llm] api_key.")
+    timeout_seconds: float = Field(120.0, gt=0, le=600, description="HTTP timeout per request.")
+    max_messages: int = Field(
+        200, ge=1, le=5000, description="Newest chat lines of the session sent to the model."
+    )
+    max_entries: int = Field(
+        20, ge=1, le=200, description="More entries than this in one answer: rejected whole."
+    )
+    max_entry_chars: int = Field(
+        500, ge=20, le=4000, description="An entry longer than this: the answer is rejected whole."
+    )
+    max_output_chars: int = Field(
+        20000, ge=100, le=200000, description="A longer answer is rejected whole without parsing."
+    )
+    template_file: str = Field(
+        "",
+        description="Jinja2 prompt template; empty = the built-in one "
+        "(amrita_memory_pg/prompts/extraction.md.jinja2).",
+    )
+
+
+class InjectionSettings(_Section):
+    """The "## Bot Memories" block (issue 14): global + current-scope memories (and
+    scopes loaded with memory_load_context) injected every turn within a token budget."""
+
+    enabled: bool = Field(
+        False,
+        description="Inject global and current-scope L2 memories into every turn "
+        "(loaded scopes are injected whenever a chat loaded one).",
+    )
+    inject_token_budget: int = Field(
+        800,
+        ge=50,
+        le=32000,
+        description="Tokens the memory lines may take (cl100k_base, counted offline; "
+        "an estimate for other models' tokenizers).",
+    )
+    max_candidates: int = Field(
+        200, ge=10, le=2000, description="Memories read per turn before the budget trims them."
+    )
+    recency_half_life_days: float = Field(
+        30.0,
+        gt=0,
+        le=36500,
+        description="Eviction score = importance × 0.5^(days since update / this).",
+    )
+    relevant_top_k: int = Field(
+        0,
+        ge=0,
+        le=20,
+        description="Also inject the k memories nearest to the current message (0 = off; "
+        "costs one query embedding per turn, still one SQL query).",
+    )
+
+
 class Settings(BaseSettings):
     """Everything the package reads: ``Settings()`` reads the process environment and the
     default TOML file; :func:`load_settings` picks the file and the environment explicitly.
@@ -603,6 +681,12 @@ class Settings(BaseSettings):
     memo_inject_personal_in_group: bool = Field(
         False, description="In group chats also inject the speaker's personal memo."
     )
+    protect_manual_memories: bool = Field(
+        True,
+        description="Memories added by a person (source=user: /memory add, the CLI) are never "
+        "changed or deleted by automatic processes (the chat LLM's tools, extraction, L3); "
+        "the database refuses it too.",
+    )
     chat_log_keep: int = Field(
         200,
         ge=0,
@@ -617,6 +701,8 @@ class Settings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)  # type: ignore[arg-type]
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)  # type: ignore[arg-type]
     llm: LlmSettings = Field(default_factory=LlmSettings)  # type: ignore[arg-type]
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)  # type: ignore[arg-type]
+    injection: InjectionSettings = Field(default_factory=InjectionSettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
         # The sources are built inside super().__init__; they find the environment and the
@@ -692,6 +778,8 @@ _SECTIONS: dict[str, type[_Section]] = {
     "database": DatabaseSettings,
     "retrieval": RetrievalSettings,
     "llm": LlmSettings,
+    "extraction": ExtractionSettings,
+    "injection": InjectionSettings,
 }
 
 
@@ -1024,6 +1112,7 @@ def redacted_dump(settings: Settings) -> dict[str, Any]:
     secrets = [
         settings.embedding.api_key.get_secret_value(),
         settings.llm.api_key.get_secret_value(),
+        settings.extraction.api_key.get_secret_value(),
         urlsplit(settings.database.url).password if settings.database.url else None,
         *settings.vector_db.remote_headers.values(),
     ]

@@ -89,6 +89,18 @@ class PartitionFull(AmritaMemoryError):
         self.limit = limit
 
 
+class ProtectedMemory(AmritaMemoryError):
+    """An automatic process tried to change or delete a memory a person added (source=user).
+
+    Raised from SQLSTATE AMP01 (``update_memory_v2`` / ``delete_memory_v1``); a person
+    changes such a memory with ``/memory`` or the ``amrita-memory`` CLI.
+    """
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"memory {memory_id} was added by a person (source=user) and is protected")
+        self.memory_id = memory_id
+
+
 class MemoTooLong(AmritaMemoryError):
     """A memo write was refused because the result would exceed ``memo_max_chars``.
 

@@ -2,7 +2,10 @@
 
 Current format (amrita ≥ 1.9): ``QQPlatform_Private_{qq}`` / ``QQPlatform_Group_{gid}``;
 legacy: ``user_{qq}`` / ``group_{gid}``; oldest: bare digits whose kind only the memory's
-scope tells. The bot-wide scope ``global`` has the single key ``global``. Unlike the
+scope tells. The bot-wide scope ``global`` has the single key ``global``: one store
+serves one bot (several bots keep one database each, or one schema each), so no bot id
+is part of it; it is injected in every chat and written only by superusers, the system
+or the CLI (issue 14). Unlike the
 reference, ids stay strings (no ``int()``: leading zeros and non-numeric ids survive) and
 an explicit platform prefix is kept (reference W20).
 """
@@ -44,6 +47,16 @@ def personal_key(platform: str, user_id: str) -> str:
 def group_key(platform: str, group_id: str) -> str:
     """The shared partition of a group."""
     return f"{platform_prefix(platform)}_Group_{group_id}"
+
+
+def scope_of_key(key: str) -> Literal["user", "group", "global"]:
+    """The scope a partition key belongs to: ``global``, a group key, else personal."""
+    if key == GLOBAL_KEY:
+        return "global"
+    match = _KEY.match(key)
+    if match and match.group("kind") in ("Group", "group", "Channel"):
+        return "group"
+    return "user"
 
 
 def is_current(key: str) -> bool:

@@ -221,3 +221,41 @@ def check_kid(kid: str) -> str:
     if not _KID.match(kid):
         raise InvalidInput(f"不是知识条目 ID（8 位十六进制，如 0a1b2c3d），收到 {echo(kid)}")
     return kid
+
+
+#: every name a person or a model may use for a category, → the stored value
+CATEGORY_ALIASES: dict[str, str] = {
+    "preference": "preference",
+    "pref": "preference",
+    "偏好": "preference",
+    "用户偏好": "preference",
+    "rule": "rule",
+    "规则": "rule",
+    "学到的规则": "rule",
+    "event": "event",
+    "事件": "event",
+    "重要事件": "event",
+    "knowledge": "knowledge",
+    "知识": "knowledge",
+    "知识库": "knowledge",
+}
+IMPORTANCE_MIN = 1
+IMPORTANCE_MAX = 10
+
+
+def parse_category(text: str) -> str:
+    """A category name (English, or the second source's Chinese) → its stored value."""
+    key = text.strip().lower()
+    if key in CATEGORY_ALIASES:
+        return CATEGORY_ALIASES[key]
+    raise InvalidInput(
+        f"不是已知的类别：{echo(text)}；可用 preference(偏好) / rule(规则) / event(事件) / knowledge(知识)"
+    )
+
+
+def parse_importance(value: object) -> int:
+    """An importance level 1–10 (a number, or its digits typed by a person)."""
+    number = parse_int(value)
+    if not IMPORTANCE_MIN <= number <= IMPORTANCE_MAX:
+        raise InvalidInput(f"应在 {IMPORTANCE_MIN}–{IMPORTANCE_MAX} 之间，收到 {echo(value)}")
+    return number

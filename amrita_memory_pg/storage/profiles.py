@@ -13,7 +13,7 @@ save, so under contention they queue instead of retrying.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -84,17 +84,6 @@ class ProfileStore:
             return None
         old, new = tuple(row["old_lines"]), tuple(row["new_lines"])
         return _change(row, old_count=len(old), new_count=len(new), old=old, new=new)
-
-    async def block_texts(
-        self, memo_keys: Iterable[str], profile_key: str
-    ) -> tuple[dict[str, str], str]:
-        """The non-empty memos of ``memo_keys`` and the profile summary of ``profile_key``,
-        in one round trip (what memory_block injects)."""
-        keys = list(dict.fromkeys(memo_keys))
-        rows = await self._pool.fetch(query("get_memos_and_profile_summary"), keys, profile_key)
-        memos = {r["partition_key"]: r["text"] for r in rows if r["kind"] == "memo"}
-        summary = next((r["text"] for r in rows if r["kind"] == "profile"), "")
-        return memos, summary
 
 
 async def _fetch(executor: Any, partition_key: str) -> Profile:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from amrita_memory_pg.services.bot_memories import BotMemories
 from amrita_memory_pg.services.consolidation import LoopDeps
 from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
@@ -26,6 +27,7 @@ from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+from amrita_memory_pg.tools.scopes import register_scope_tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,8 @@ class ToolDeps:
     settings: Settings
     profiles: ProfileService
     knowledge: KnowledgeService
+    #: issue 14: the memory block and the scopes a chat loads
+    bot_memories: BotMemories
     #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
     loop: LoopDeps | None = None
 
@@ -48,6 +52,11 @@ Toolset = Callable[[ToolRegistry, ToolDeps], object]
 def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """write/read/update/delete/list_memory (L2)."""
     register_memory_tools(registry, deps.memories, deps.settings)
+
+
+def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """memory_load_context / memory_unload_context (issue 14)."""
+    register_scope_tools(registry, deps.bot_memories, deps.memories)
 
 
 def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -83,7 +92,7 @@ def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset),
+    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset, scope_toolset),
     # The L3 loop's tools (§8.8): its own (loop), the knowledge base's (12–18), the profile's.
     "consolidation": (loop_toolset, knowledge_loop_toolset, profile_loop_toolset),
 }

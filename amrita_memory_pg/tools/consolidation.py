@@ -325,9 +325,11 @@ class LoopTools:
                 args.importance is not None and args.importance != record.importance_label
             )
             drops_tags = tags is not None and not set(record.tags) <= set(tags)
-            if rewrites or drops_tags:
+            if rewrites or drops_tags or tags is None:
                 raise ToolError(USER_PROTECTED)
-            content = None
+            flag_only = True
+        else:
+            flag_only = False
         cycle.changed += 1
         if cycle.dry_run:
             return {
@@ -337,14 +339,20 @@ class LoopTools:
                 "dry_run": True,
             }
         try:
-            updated = await self.memories.update(
-                cycle.target_key,
-                record.id,
-                content=content,
-                tags=tags,
-                importance=label_to_level(args.importance) if args.importance else None,
-                now=self.loop.clock(),
-            )
+            if flag_only:
+                assert tags is not None
+                updated = await self.memories.add_tags(
+                    cycle.target_key, record.id, tags, now=self.loop.clock()
+                )
+            else:
+                updated = await self.memories.update(
+                    cycle.target_key,
+                    record.id,
+                    content=content,
+                    tags=tags,
+                    importance=label_to_level(args.importance) if args.importance else None,
+                    now=self.loop.clock(),
+                )
         except EmbeddingError as exc:
             cycle.changed -= 1
             raise embedding_failure("更新记忆失败", exc) from exc

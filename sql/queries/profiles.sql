@@ -41,16 +41,6 @@ SELECT version, operation, actor_kind, actor, cycle_id, changed_at,
   FROM amrita_memory.profile_history
  WHERE partition_key = $1 AND version = $2;
 
--- name: get_memos_and_profile_summary
--- What memory_block injects in one round trip: the non-empty memos of the keys $1 and
--- the non-empty profile summary of the speaker's personal key $2 (kind tells which).
-SELECT 'memo' AS kind, partition_key, content AS text
-  FROM amrita_memory.memo
- WHERE partition_key = ANY($1::text[]) AND content <> ''
-UNION ALL
-SELECT 'profile', partition_key, summary
-  FROM amrita_memory.profile
- WHERE partition_key = $2 AND summary <> '';
 
 -- name: profile_partition_keys
 -- Every profile's partition key (the key migration converts them like memos' keys).

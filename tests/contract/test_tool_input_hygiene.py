@@ -175,6 +175,8 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "knowledge_search",
         "knowledge_suggest",
         "read_profile",
+        "memory_load_context",
+        "memory_unload_context",
     ]
     async with memory_on(db_dsn, tmp_path) as plain:
         assert list(plain.registries) == ["chat"]

@@ -177,8 +177,9 @@ async def fire_pre_completion(chat: ChatObject, config: AmritaConfig) -> PreComp
 def test_tools_are_registered_in_the_global_manager_with_our_schemas(
     installed: Installation, mem: Memory, config: AmritaConfig
 ) -> None:
-    assert installed.tools == [s["function"]["name"] for s in mem.tool_schemas()]
+    # the reference's tools, then ours of issue 14 (memory_load/unload_context)
     assert installed.tools[: len(REFERENCE_TOOLS)] == REFERENCE_TOOLS
+    assert installed.tools == [s["function"]["name"] for s in mem.tool_schemas()]
     for ours in mem.tool_schemas():
         name = ours["function"]["name"]
         tool = ToolsManager().get_tool(name)
@@ -308,6 +309,7 @@ async def test_installing_next_to_the_old_plugins_tools_fails_and_registers_noth
     with pytest.raises(ConfigError, match="write_memory"):
         install(mem, manager=manager, memo_hook=False)
     assert sorted(manager.get_tools()) == sorted(first.tools)
+    assert set(REFERENCE_TOOLS) <= set(first.tools)
     first.uninstall()
     assert manager.get_tools() == {}
 

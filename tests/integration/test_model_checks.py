@@ -47,7 +47,7 @@ async def insert(
 
 async def update(conn: asyncpg.Connection, memory_id: str, **changes: Any) -> list[Any]:
     return await conn.fetch(
-        query("update_memory"),
+        query("update_memory_guarded"),
         changes.get("partition", P),
         memory_id,
         changes.get("content"),
@@ -58,6 +58,7 @@ async def update(conn: asyncpg.Connection, memory_id: str, **changes: Any) -> li
         changes.get("embedding"),
         changes.get("fingerprint", "fp-a"),
         changes.get("now", NOW + timedelta(hours=1)),
+        False,  # the manual-entry guard is not what these tests are about
     )
 
 

@@ -299,7 +299,16 @@ async def test_tool_permission_matrix(stores: dict[str, Memory], case: Case) -> 
 async def test_the_matrix_covers_every_writing_tool(stores: dict[str, Memory]) -> None:
     """Every registered tool is in the matrix or known to be read-only, so a new writing
     tool (knowledge, profile…) cannot land without its rows."""
-    read_only = {"read_memory", "list_memory", "read_memo", "read_profile"}
+    # memory_load_context / memory_unload_context change neither the memory nor the
+    # memo table (only loaded_scope); their refusals are in tests/integration/test_seed_model.py.
+    read_only = {
+        "read_memory",
+        "list_memory",
+        "read_memo",
+        "memory_load_context",
+        "memory_unload_context",
+        "read_profile",
+    }
     # The knowledge tools touch no memory or memo: their own matrix (who reads, anyone
     # suggests) is tests/integration/test_knowledge.py.
     knowledge = {"knowledge_list", "knowledge_read", "knowledge_search", "knowledge_suggest"}

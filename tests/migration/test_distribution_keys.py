@@ -20,6 +20,9 @@ DISTRIBUTED = {
     "consolidation_cycle": "target_key",
     "token_usage": "target_key",
     "pending_message": "target_key",
+    # issue 14: the chat whose log a run read / the chat that loaded a scope
+    "extraction_run": "session_key",
+    "loaded_scope": "chat_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {

@@ -43,10 +43,14 @@ from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
     record_outgoing,
 )
 from amrita_memory_pg.integrations.nonebot.jobs import (  # noqa: E402
+    SESSION_JOB_ID,
     L3Jobs,
+    register_session_job,
     register_sweep_job,
+    run_session_job,
     run_sweep,
 )
+from amrita_memory_pg.integrations.nonebot.membership import onebot_membership  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     amrita_present,
     register_responder,
@@ -60,7 +64,7 @@ from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 __plugin_meta__ = PluginMetadata(
     name="Amrita长期记忆（PostgreSQL）",
     description="长期记忆、备忘录与潜意识调度，全部状态存于 PostgreSQL + pgvector",
-    usage="/memory (list|search|delete|add|memo|profile) [参数]，别名 /记忆",
+    usage="/memory (user|group|global) (list|search|delete|add|clear) [参数]；/memory memo|extract|profile|knowledge，别名 /记忆",
     type="application",
     homepage=None,
     config=Config,
@@ -98,6 +102,17 @@ async def _startup() -> None:
                 await run_sweep(current.memories.sweep)
 
         register_sweep_job(scheduler, settings, _sweep_job)
+
+        async def _session_job() -> None:
+            current = runtime.memory
+            if current is not None:
+                await run_session_job(current.extractor.run_expired)
+
+        register_session_job(scheduler, settings, _session_job)
+        # memory_load_context asks QQ whether the speaker is in the group (issue 14)
+        membership = memory.bot_memories.membership
+        membership.check = onebot_membership(membership.check)
+        membership.source = "onebot"
         await start_l3(memory)
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
@@ -133,6 +148,8 @@ async def _shutdown() -> None:
         amrita_installation = None
     if scheduler.get_job("amrita_memory_decay_sweep") is not None:
         scheduler.remove_job("amrita_memory_decay_sweep")
+    if scheduler.get_job(SESSION_JOB_ID) is not None:
+        scheduler.remove_job(SESSION_JOB_ID)
     await runtime.stop()
 
 

@@ -17,6 +17,7 @@ from amrita_memory_pg.settings import Settings
 log = logging.getLogger(__name__)
 
 SWEEP_JOB_ID = "amrita_memory_decay_sweep"
+SESSION_JOB_ID = "amrita_memory_session_expiry"
 MISFIRE_GRACE_SECONDS = 300
 
 
@@ -125,3 +126,37 @@ class L3Jobs:
         for job in list(self.scheduler.get_jobs()):
             if str(job.id).startswith(L3_JOB_PREFIX):
                 self.scheduler.remove_job(job.id)
+
+
+def register_session_job(
+    scheduler: Any, settings: Settings, job: Callable[[], Awaitable[Any]]
+) -> bool:
+    """(Re)register the session-expiry job (issue 14) every ``check_interval_minutes``:
+    it unloads the scopes of expired chats and, when ``[extraction] enabled``, extracts
+    their memories. Always registered (loaded scopes expire with their session)."""
+    if scheduler.get_job(SESSION_JOB_ID) is not None:
+        scheduler.remove_job(SESSION_JOB_ID)
+    minutes = settings.extraction.check_interval_minutes
+    scheduler.add_job(
+        job,
+        "interval",
+        minutes=minutes,
+        id=SESSION_JOB_ID,
+        misfire_grace_time=MISFIRE_GRACE_SECONDS,
+        replace_existing=True,
+        max_instances=1,
+    )
+    log.info(
+        "session expiry every %d min (extraction %s)",
+        minutes,
+        "on" if settings.extraction.enabled else "off",
+    )
+    return True
+
+
+async def run_session_job(job: Callable[[], Awaitable[Any]]) -> None:
+    """One session-expiry pass; a scheduled job's outer edge: failures are logged."""
+    try:
+        await job()
+    except Exception:
+        log.exception("session expiry / extraction job failed")

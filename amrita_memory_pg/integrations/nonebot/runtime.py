@@ -87,6 +87,8 @@ class Runtime:
             cycle_run=self._cycle_run if memory.consolidator is not None else None,
             profiles=memory.profiles,
             knowledge=memory.knowledge,
+            store=memory.store,
+            extractor=memory.extractor,
         )
 
     async def _cycle_run(

@@ -500,3 +500,59 @@ profile_history = Table(
     PrimaryKeyConstraint("partition_key", "version"),
     comment="Profile changes, newest [profile] history_keep per profile, for revert",
 )
+
+extraction_run = Table(
+    "extraction_run",
+    metadata,
+    Column(
+        "session_key",
+        Text,
+        nullable=False,
+        comment="the chat whose log was read (chat_log.session_key)",
+    ),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column(
+        "partition_key",
+        Text,
+        nullable=False,
+        comment="the partition whose source=auto memories were replaced",
+    ),
+    Column("trigger", Text, nullable=False, comment="expiry | command | cli"),
+    Column("status", Text, nullable=False, comment="ok | rejected | failed"),
+    Column("reason", Text, nullable=True, comment="why rejected or failed"),
+    Column("entries", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "chat_until_id",
+        BigInteger,
+        nullable=True,
+        comment="the newest chat_log id the run read; the next run starts after it",
+    ),
+    Column("model", Text, nullable=True),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("total_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("status IN ('ok', 'rejected', 'failed')", name="status"),
+    CheckConstraint("trigger IN ('expiry', 'command', 'cli')", name="trigger"),
+    # The session first: the distribution column, and every lookup is per session.
+    PrimaryKeyConstraint("session_key", "id"),
+    comment="Automatic extraction runs: outcome, token usage, and how far each read the chat log",
+)
+
+loaded_scope = Table(
+    "loaded_scope",
+    metadata,
+    Column(
+        "chat_key",
+        Text,
+        nullable=False,
+        comment="the chat that loaded it (ToolContext.session_key)",
+    ),
+    Column("scope_key", Text, nullable=False, comment="the loaded partition"),
+    Column("loaded_by", Text, nullable=False, comment="user id of the speaker"),
+    Column("loaded_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("chat_key <> scope_key", name="not_self"),
+    PrimaryKeyConstraint("chat_key", "scope_key"),
+    comment="Scopes loaded read-only into a chat (memory_load_context) until unloaded or the session expires",
+)
