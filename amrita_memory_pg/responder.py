@@ -57,7 +57,7 @@ async def respond(
 ) -> str:
     """The bot's answer to ``text``; tool errors go back to the model, never raise."""
     messages: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
-    block = await mem.memory_block(ctx)
+    block = await mem.memory_block(ctx, text)
     if block:
         messages.append({"role": "system", "content": block})
     messages.extend(history)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -48,6 +49,7 @@ from pydantic_settings import (
 )
 
 from amrita_memory_pg.domain.errors import ConfigError
+from amrita_memory_pg.domain.keys import personal_key
 from amrita_memory_pg.domain.redact import MASK, redact
 
 ENV_PREFIX = "AMRITA_MEMORY_"
@@ -61,9 +63,16 @@ DEFAULT_CONFIG_PATHS = (
 #: Marks a key that is read nowhere yet: the reference's config files carry it, so it must
 #: load, but the reference page must not present it as working.
 ACCEPTED_ONLY = "accepted_only"
+#: an L3 target: a current-format personal or group partition key (domain.keys)
+TARGET_KEY = re.compile(r"^[A-Za-z0-9]+Platform_(?:Private|Group)_\S+$")
 _L3_NOT_BUILT: JsonDict = {
     ACCEPTED_ONLY: "accepted for compatibility; not used yet "
     "(the L3 consolidation loop is not built)"
+}
+#: A reference key the built loop does not read (it has no host tools to borrow, no
+#: context compaction: a cycle is bounded by max_iterations instead).
+_LOOP_NOT_USED: JsonDict = {
+    ACCEPTED_ONLY: "accepted for compatibility; the L3 loop does not use it"
 }
 
 
@@ -117,176 +126,154 @@ class DecaySettings(_Section):
 class SubconsciousSettings(_Section):
     """The L3 consolidation loop and its idle-window planner (reference §8, §9).
 
-    The loop is not built yet: most keys are accepted only so that the reference's config
-    files load, and say so below.
+    The scheduler and the runner are built; keys marked below as accepted only are read
+    nowhere yet; they load so that the reference's config files keep working.
     """
 
-    enabled: bool = Field(False, description="Run the background consolidation loop.")
-    target_user_id: str = Field("", description="The one user the loop works for (QQ number).")
+    enabled: bool = Field(
+        False,
+        description="Run the background consolidation loop (needs target_user_id or targets).",
+    )
+    target_user_id: str = Field(
+        "",
+        description="The default target: a user id (QQ number), i.e. the partition "
+        "QQPlatform_Private_{id}. Listed first when targets are given too.",
+    )
+    targets: list[str] = Field(
+        default_factory=list,
+        description="More targets, each a partition key: QQPlatform_Private_{user id} (a "
+        "user, triggered by their messages in any chat) or QQPlatform_Group_{group id} (a "
+        "group, triggered by any member's message in it). Each has its own penalty, "
+        "heatmap and schedule. JSON list in the environment.",
+    )
     allowed_tools: list[str] = Field(
         default_factory=list,
         description="Extra host tools the loop may call.",
-        json_schema_extra=_L3_NOT_BUILT,
+        json_schema_extra=_LOOP_NOT_USED,
     )
     max_iterations: int = Field(
         10,
         ge=1,
         le=50,
         description="Maximum ReAct rounds per run.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     loop_detect_threshold: int = Field(
         3,
         ge=2,
         le=10,
-        description="Identical consecutive tool calls that count as a stall.",
-        json_schema_extra=_L3_NOT_BUILT,
+        description="This many identical consecutive tool calls end the cycle as failed (a stall).",
     )
     rethink_base_delay_minutes: int = Field(
         30,
         ge=1,
         description="Legacy fixed-delay scheduler: first delay (minutes).",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     rethink_penalty_multiplier: float = Field(
         1.5,
         ge=1,
         le=10,
         description="Legacy scheduler: growth per penalty.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     rethink_max_delay_minutes: int = Field(
         1440,
         ge=60,
         le=10080,
         description="Legacy scheduler: cap (minutes).",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     use_idle_window_planner: bool = Field(
         True,
         description="Pick the run window from the 7×12 activity heatmap.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_timezone: str = Field("Asia/Shanghai", description="Time zone of the heatmap and windows.")
     idle_fine_tau_days: float = Field(
         28.0,
         ge=1,
         description="Half-life of the per-weekday layer.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_coarse_tau_days: float = Field(
-        14.0, ge=1, description="Half-life of the global layer.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_coarse_tau_days: float = Field(14.0, ge=1, description="Half-life of the global layer.")
     idle_shrink_k: float = Field(
         4.0,
         ge=0,
         description="Shrinkage strength toward the global layer.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_min_sample_days_fine: int = Field(
         6,
         ge=1,
         description="Active days of a weekday needed for the fine tier.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_min_sample_days_mid: int = Field(
         3,
         ge=1,
         description="Active days in the weekday/weekend group needed for the mid tier.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_cold_pct_max: float = Field(
         0.05,
         ge=0,
         le=1,
         description="A slot is cold when its share is at most this…",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_cold_abs_max: float = Field(
-        1.0, ge=0, description="…and its raw count at most this.", json_schema_extra=_L3_NOT_BUILT
-    )
-    idle_target_hour: int = Field(
-        3, ge=0, le=23, description="Preferred local start hour.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_cold_abs_max: float = Field(1.0, ge=0, description="…and its raw count at most this.")
+    idle_target_hour: int = Field(3, ge=0, le=23, description="Preferred local start hour.")
     idle_base_slots: int = Field(
         3,
         ge=1,
         description="Cold 2-hour slots required at penalty 1.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_max_slots: int = Field(
-        6, ge=1, description="Cap on required slots.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_max_slots: int = Field(6, ge=1, description="Cap on required slots.")
     idle_penalty_multiplier: float = Field(
         1.5,
         ge=1,
         le=10,
         description="Growth of the required slots per extra penalty.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_max_relax_steps: int = Field(
         3,
         ge=0,
         le=6,
         description="Halvings allowed when no run fits.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_buffer_minutes: int = Field(
-        15, ge=0, description="Safety buffer at the window end.", json_schema_extra=_L3_NOT_BUILT
-    )
-    idle_run_estimate_minutes: int = Field(
-        10, ge=0, description="Expected run length (minutes).", json_schema_extra=_L3_NOT_BUILT
-    )
-    idle_fallback_minutes: int = Field(
-        120, ge=10, description="Length of the fallback window.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_buffer_minutes: int = Field(15, ge=0, description="Safety buffer at the window end.")
+    idle_run_estimate_minutes: int = Field(10, ge=0, description="Expected run length (minutes).")
+    idle_fallback_minutes: int = Field(120, ge=10, description="Length of the fallback window.")
     idle_noise_gap_minutes: int = Field(
         15,
         ge=0,
         description="Messages closer than this count as one burst.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_file: str = Field(
         "prompt/subconscious_main.md.jinja2",
         description="Main system prompt template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_send_file: str = Field(
         "prompt/subconscious_send.md.jinja2",
         description="Proactive message template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_knowledge_file: str = Field(
         "prompt/knowledge_guide.md.jinja2",
         description="Knowledge base guide template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_profile_file: str = Field(
         "prompt/profile_guide.md.jinja2",
         description="Profile guide template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     enable_memory_compress: bool = Field(
-        True, description="Compact the loop's context when long.", json_schema_extra=_L3_NOT_BUILT
+        True, description="Compact the loop's context when long.", json_schema_extra=_LOOP_NOT_USED
     )
-    allow_send_to_user: bool = Field(
-        False, description="Let the loop send proactive messages.", json_schema_extra=_L3_NOT_BUILT
-    )
+    allow_send_to_user: bool = Field(False, description="Let the loop send proactive messages.")
     memory_warn_threshold: int = Field(
         100,
         ge=10,
         description="Memory count that triggers a warning.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     max_abstracts: int = Field(
-        5, ge=1, le=20, description="Run abstracts kept.", json_schema_extra=_L3_NOT_BUILT
+        5, ge=1, le=20, description="Run abstracts kept.", json_schema_extra=_LOOP_NOT_USED
     )
     knowledge_max_chars: int = Field(
         10000,
         ge=100,
         le=100000,
-        description="Maximum body length of a knowledge entry.",
-        json_schema_extra=_L3_NOT_BUILT,
+        description="Maximum body length of a knowledge entry (characters), checked by the "
+        "write itself on every surface (tools, CLI, import).",
     )
     knowledge_collection_name: str = Field(
         "amrita_global_knowledge",
@@ -294,7 +281,51 @@ class SubconsciousSettings(_Section):
         json_schema_extra=_L3_NOT_BUILT,
     )
     enable_knowledge: bool = Field(
-        True, description="Maintain the global knowledge base.", json_schema_extra=_L3_NOT_BUILT
+        True,
+        description="The global knowledge base: its chat tools (knowledge_list/read/search/"
+        "suggest) and loop tools answer «全局知识库未启用» when false. Works without the L3 "
+        "loop (unlike the reference, W21); the CLI manages it either way.",
+    )
+    knowledge_read_group_admins: bool = Field(
+        False,
+        description="Also let a group's OneBot owner and admins read the knowledge base from "
+        "that group (superusers, lp.admin and users granted memory.knowledge always can).",
+    )
+    knowledge_suggest_max: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Unhandled knowledge suggestions kept at most; when full, a NEW "
+        "suggestion is refused with a message (nothing queued is dropped).",
+    )
+    knowledge_suggest_per_hour: int = Field(
+        5,
+        ge=0,
+        le=1000,
+        description="Knowledge suggestions one user may make per hour (counted in the "
+        "database, so it survives restarts); 0 = no limit.",
+    )
+
+    llm_base_url: str = Field(
+        "",
+        description="Chat-completions base URL of the loop's model; empty = [llm] base_url "
+        "(LLM_BASE_URL).",
+    )
+    llm_model: str = Field("", description="The loop's model; empty = [llm] model (LLM_MODEL).")
+    llm_api_key: SecretStr = Field(
+        SecretStr(""), description="The loop's bearer token; empty = [llm] api_key (LLM_API_KEY)."
+    )
+    prompt_dir: Path = Field(
+        Path("config/amrita_memory_pg"),
+        description="Where relative prompt_*_file paths live (relative to the working dir); "
+        "missing templates are created there from the defaults.",
+    )
+    duplicate_threshold: float = Field(
+        0.85,
+        gt=0,
+        le=1,
+        description="Cosine similarity from which the pre-pass (and "
+        "subconscious_duplicate_helper by default) calls two memories near-duplicates.",
     )
 
     @field_validator("allowed_tools", mode="before")
@@ -308,6 +339,57 @@ class SubconsciousSettings(_Section):
         if any(ch.isspace() for ch in value):
             raise ValueError("must not contain whitespace")
         return value
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _json_targets(cls, value: Any) -> Any:
+        return _maybe_json(value, [])
+
+    @field_validator("targets")
+    @classmethod
+    def _partition_keys(cls, value: list[str]) -> list[str]:
+        for key in value:
+            if not TARGET_KEY.match(key):
+                raise ValueError(
+                    f"{key!r} is not a partition key: write QQPlatform_Private_<user id> "
+                    "or QQPlatform_Group_<group id>"
+                )
+        return value
+
+    def target_keys(self) -> tuple[str, ...]:
+        """Every target partition, ``target_user_id``'s first, each once."""
+        keys = [personal_key("qq", self.target_user_id)] if self.target_user_id else []
+        keys += self.targets
+        return tuple(dict.fromkeys(keys))
+
+
+class ProfileSettings(_Section):
+    """User profiles: a summary plus numbered lines per user (reference §11), their
+    history, and whether the chat sees the summary.
+
+    Edits beyond the caps are refused with a message and write nothing; the database
+    also holds ceilings (10000 summary characters, 5000 lines).
+    """
+
+    summary_max_chars: int = Field(
+        1000, ge=50, le=10000, description="Longest profile summary (characters)."
+    )
+    line_max_chars: int = Field(
+        500, ge=20, le=10000, description="Longest profile body line (characters)."
+    )
+    max_lines: int = Field(200, ge=1, le=5000, description="Most body lines in one profile.")
+    history_keep: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Changes kept per profile (older ones are dropped); a change can be "
+        "reverted while it is kept (`amrita-memory profile revert`).",
+    )
+    inject_summary: bool = Field(
+        False,
+        description="memory_block also injects the speaker's profile summary, in the same "
+        "query as the memos (one round trip per turn).",
+    )
 
 
 class EmbeddingSettings(_Section):
@@ -482,6 +564,96 @@ class LlmSettings(_Section):
     timeout_seconds: float = Field(60.0, gt=0, le=600, description="HTTP timeout per request.")
 
 
+def loop_llm(settings: Settings) -> LlmSettings:
+    """The L3 loop's endpoint: the ``[subconscious] llm_*`` keys, each falling back to ``[llm]``."""
+    sub, base = settings.subconscious, settings.llm
+    key = sub.llm_api_key if sub.llm_api_key.get_secret_value() else base.api_key
+    return LlmSettings(
+        base_url=sub.llm_base_url or base.base_url,
+        model=sub.llm_model or base.model,
+        api_key=key,
+        timeout_seconds=base.timeout_seconds,
+    )
+
+
+class ExtractionSettings(_Section):
+    """Automatic extraction at session end (issue 14): the model reads a finished session
+    and the scope's memories and returns the scope's ``source=auto`` entries, which
+    replace the previous ones atomically; ``source=user`` entries are never touched.
+
+    The endpoint keys fall back to ``[llm]`` (``LLM_BASE_URL`` / ``LLM_MODEL`` /
+    ``LLM_API_KEY``) when empty.
+    """
+
+    enabled: bool = Field(
+        False, description="Extract memories when a chat session expires (needs a model)."
+    )
+    session_idle_minutes: int = Field(
+        30,
+        ge=1,
+        le=10080,
+        description="A session (one chat's log) has expired after this many minutes without a message.",
+    )
+    check_interval_minutes: int = Field(
+        5, ge=1, le=1440, description="How often the bot looks for expired sessions."
+    )
+    base_url: str = Field("", description="Chat-completions base URL; empty = [llm] base_url.")
+    model: str = Field("", description="Model name; empty = [llm] model.")
+    api_key: SecretStr = Field(SecretStr(""), description="Bearer token; empty = [llm] api_key.")
+    timeout_seconds: float = Field(120.0, gt=0, le=600, description="HTTP timeout per request.")
+    max_messages: int = Field(
+        200, ge=1, le=5000, description="Newest chat lines of the session sent to the model."
+    )
+    max_entries: int = Field(
+        20, ge=1, le=200, description="More entries than this in one answer: rejected whole."
+    )
+    max_entry_chars: int = Field(
+        500, ge=20, le=4000, description="An entry longer than this: the answer is rejected whole."
+    )
+    max_output_chars: int = Field(
+        20000, ge=100, le=200000, description="A longer answer is rejected whole without parsing."
+    )
+    template_file: str = Field(
+        "",
+        description="Jinja2 prompt template; empty = the built-in one "
+        "(amrita_memory_pg/prompts/extraction.md.jinja2).",
+    )
+
+
+class InjectionSettings(_Section):
+    """The "## Bot Memories" block (issue 14): global + current-scope memories (and
+    scopes loaded with memory_load_context) injected every turn within a token budget."""
+
+    enabled: bool = Field(
+        False,
+        description="Inject global and current-scope L2 memories into every turn "
+        "(loaded scopes are injected whenever a chat loaded one).",
+    )
+    inject_token_budget: int = Field(
+        800,
+        ge=50,
+        le=32000,
+        description="Tokens the memory lines may take (cl100k_base, counted offline; "
+        "an estimate for other models' tokenizers).",
+    )
+    max_candidates: int = Field(
+        200, ge=10, le=2000, description="Memories read per turn before the budget trims them."
+    )
+    recency_half_life_days: float = Field(
+        30.0,
+        gt=0,
+        le=36500,
+        description="Eviction score = importance × 0.5^(days since update / this).",
+    )
+    relevant_top_k: int = Field(
+        0,
+        ge=0,
+        le=20,
+        description="Also inject the k memories nearest to the current message (0 = off; "
+        "costs one query embedding per turn, still one SQL query).",
+    )
+
+
 class Settings(BaseSettings):
     """Everything the package reads: ``Settings()`` reads the process environment and the
     default TOML file; :func:`load_settings` picks the file and the environment explicitly.
@@ -526,6 +698,12 @@ class Settings(BaseSettings):
     memo_inject_personal_in_group: bool = Field(
         False, description="In group chats also inject the speaker's personal memo."
     )
+    protect_manual_memories: bool = Field(
+        True,
+        description="Memories added by a person (source=user: /memory add, the CLI) are never "
+        "changed or deleted by automatic processes (the chat LLM's tools, extraction, L3); "
+        "the database refuses it too.",
+    )
     chat_log_keep: int = Field(
         200,
         ge=0,
@@ -534,11 +712,14 @@ class Settings(BaseSettings):
     )
     decay: DecaySettings = Field(default_factory=DecaySettings)  # type: ignore[arg-type]
     subconscious: SubconsciousSettings = Field(default_factory=SubconsciousSettings)  # type: ignore[arg-type]
+    profile: ProfileSettings = Field(default_factory=ProfileSettings)  # type: ignore[arg-type]
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
     vector_db: VectorDbSettings = Field(default_factory=VectorDbSettings)  # type: ignore[arg-type]
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)  # type: ignore[arg-type]
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)  # type: ignore[arg-type]
     llm: LlmSettings = Field(default_factory=LlmSettings)  # type: ignore[arg-type]
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)  # type: ignore[arg-type]
+    injection: InjectionSettings = Field(default_factory=InjectionSettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
         # The sources are built inside super().__init__; they find the environment and the
@@ -608,11 +789,14 @@ LEGACY_ENV: dict[str, tuple[str, ...]] = {
 _SECTIONS: dict[str, type[_Section]] = {
     "decay": DecaySettings,
     "subconscious": SubconsciousSettings,
+    "profile": ProfileSettings,
     "embedding": EmbeddingSettings,
     "vector_db": VectorDbSettings,
     "database": DatabaseSettings,
     "retrieval": RetrievalSettings,
     "llm": LlmSettings,
+    "extraction": ExtractionSettings,
+    "injection": InjectionSettings,
 }
 
 
@@ -945,6 +1129,7 @@ def redacted_dump(settings: Settings) -> dict[str, Any]:
     secrets = [
         settings.embedding.api_key.get_secret_value(),
         settings.llm.api_key.get_secret_value(),
+        settings.extraction.api_key.get_secret_value(),
         urlsplit(settings.database.url).password if settings.database.url else None,
         *settings.vector_db.remote_headers.values(),
     ]

@@ -89,6 +89,18 @@ class PartitionFull(AmritaMemoryError):
         self.limit = limit
 
 
+class ProtectedMemory(AmritaMemoryError):
+    """An automatic process tried to change or delete a memory a person added (source=user).
+
+    Raised from SQLSTATE AMP01 (``update_memory_v3`` / ``delete_memory_v1``); a person
+    changes such a memory with ``/memory`` or the ``amrita-memory`` CLI.
+    """
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"memory {memory_id} was added by a person (source=user) and is protected")
+        self.memory_id = memory_id
+
+
 class MemoTooLong(AmritaMemoryError):
     """A memo write was refused because the result would exceed ``memo_max_chars``.
 
@@ -101,6 +113,14 @@ class MemoTooLong(AmritaMemoryError):
         self.length = length
         self.limit = limit
         self.current_chars = current_chars
+
+
+class ProfileRefused(AmritaMemoryError):
+    """A profile edit or revert was refused (a range outside the profile, a limit, text the
+    database cannot store, a version no longer in the history); nothing was written.
+
+    ``str(exc)`` says what is wrong and what is allowed, for the LLM or the operator.
+    """
 
 
 class BackupError(AmritaMemoryError):
@@ -131,3 +151,39 @@ class ToolError(AmritaMemoryError):
         super().__init__(message)
         self.message = message
         self.extra = extra
+
+
+class KnowledgeError(AmritaMemoryError):
+    """A knowledge-base operation was refused; nothing was written. ``str(exc)`` is the
+    sentence for the LLM or the operator (the reference's wording where it had one)."""
+
+
+class KnowledgeNotFound(KnowledgeError):
+    def __init__(self, kid: str) -> None:
+        super().__init__(f"Knowledge not found: {kid}")
+        self.kid = kid
+
+
+class KnowledgeTooLong(KnowledgeError):
+    """The body would exceed ``knowledge_max_chars`` (checked by the write itself, B8)."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        super().__init__(f"Body exceeds max_chars ({length} > {limit})")
+        self.length = length
+        self.limit = limit
+
+
+class KnowledgeRangeError(KnowledgeError):
+    """A line window outside the entry's lines."""
+
+    def __init__(self, message: str, total_lines: int) -> None:
+        super().__init__(message)
+        self.total_lines = total_lines
+
+
+class SuggestionRefused(KnowledgeError):
+    """A knowledge suggestion was not queued (queue full, rate limit, unknown kid)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason

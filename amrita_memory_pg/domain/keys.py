@@ -2,7 +2,10 @@
 
 Current format (amrita ≥ 1.9): ``QQPlatform_Private_{qq}`` / ``QQPlatform_Group_{gid}``;
 legacy: ``user_{qq}`` / ``group_{gid}``; oldest: bare digits whose kind only the memory's
-scope tells. The bot-wide scope ``global`` has the single key ``global``. Unlike the
+scope tells. The bot-wide scope ``global`` has the single key ``global``: one store
+serves one bot (several bots keep one database each, or one schema each), so no bot id
+is part of it; it is injected in every chat and written only by superusers, the system
+or the CLI (issue 14). Unlike the
 reference, ids stay strings (no ``int()``: leading zeros and non-numeric ids survive) and
 an explicit platform prefix is kept (reference W20).
 """
@@ -22,6 +25,8 @@ _KEY = re.compile(
     r"^(?:(?P<prefix>[A-Za-z0-9]+)_)?(?P<kind>Private|Group|Channel|user|group)_(?P<id>\d+)$"
 )
 _DIGITS = re.compile(r"^\d+$")
+#: a personal partition: ``{Platform}_Private_{id}`` (any id text) or the legacy ``user_{id}``
+_PERSONAL = re.compile(r"^(?:[A-Za-z0-9]+_Private|user)_\S+$")
 
 
 def platform_prefix(platform: str) -> str:
@@ -42,6 +47,16 @@ def personal_key(platform: str, user_id: str) -> str:
 def group_key(platform: str, group_id: str) -> str:
     """The shared partition of a group."""
     return f"{platform_prefix(platform)}_Group_{group_id}"
+
+
+def scope_of_key(key: str) -> Literal["user", "group", "global"]:
+    """The scope a partition key belongs to: ``global``, a group key, else personal."""
+    if key == GLOBAL_KEY:
+        return "global"
+    match = _KEY.match(key)
+    if match and match.group("kind") in ("Group", "group", "Channel"):
+        return "group"
+    return "user"
 
 
 def is_current(key: str) -> bool:
@@ -76,3 +91,25 @@ def to_current(raw: str, scope: str | None, default_platform: str = "qq") -> str
         if scope == "group":
             return group_key(default_platform, raw)
     return None
+
+
+def is_personal_key(key: str) -> bool:
+    """Whether ``key`` is a user's personal partition (a group or ``global`` is not).
+
+    User profiles exist only for personal partitions.
+    """
+    return bool(_PERSONAL.match(key))
+
+
+def user_key(text: str, platform: str = "qq") -> str | None:
+    """The personal partition named by an operator or a superuser: a personal key as it
+    is (legacy ``user_{id}`` converted), or a bare user id on ``platform``; None for a
+    group key, ``global`` or an empty text."""
+    name = text.strip()
+    if not name or any(ch.isspace() for ch in name):
+        return None
+    if is_personal_key(name):
+        return to_current(name, "user") or name
+    if _KEY.match(name) or name == GLOBAL_KEY or "_Group_" in name:
+        return None
+    return personal_key(platform, name)

@@ -8,7 +8,7 @@ pool, typed loosely here so that the domain imports no driver.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -135,3 +135,10 @@ class ChatModel(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+#: Whether a user belongs to a group: (platform, user_id, group_id) → member or admin.
+#: The adapter provides it (NoneBot asks the platform); the core's default is the chat
+#: log (whoever spoke in the group), see ``services.bot_memories``. Used by
+#: ``memory_load_context`` before loading a group's memories into another chat.
+MembershipCheck = Callable[[str, str, str], Awaitable[bool]]

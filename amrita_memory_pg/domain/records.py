@@ -23,6 +23,17 @@ SearchMode = Literal["vector", "keyword", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("vector", "keyword", "hybrid")
 Fusion = Literal["rrf", "weighted"]
 
+CATEGORIES: tuple[Category, ...] = ("preference", "rule", "event", "knowledge")
+#: the second source's names of the categories (用户偏好 / 学到的规则 / 重要事件 / 知识库)
+CATEGORY_NAMES: dict[str, str] = {
+    "preference": "用户偏好",
+    "rule": "学到的规则",
+    "event": "重要事件",
+    "knowledge": "知识库",
+}
+#: how a person sees who wrote a memory
+SOURCE_NAMES: dict[str, str] = {"user": "手动", "auto": "自动", "system": "系统"}
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
@@ -85,6 +96,7 @@ class SearchFilter:
     scope: str | None = None
     #: a memory matches when it has ANY of these tags
     tags: tuple[str, ...] | None = None
+    #: only memories of this category (None = any)
     category: str | None = None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 #: The caps of the tool surface (the reference's ``write_memory`` content cap is 4000);
 #: ``/memory … add`` and any later surface apply the same ones.
@@ -108,6 +109,21 @@ def check_text(text: str, *, max_chars: int | None = None) -> str:
     return text
 
 
+def check_lines(lines: Sequence[str], *, max_line_chars: int, max_lines: int) -> None:
+    """Refuse a list of text lines: too many, one too long, or one the database cannot store.
+
+    The refusal names the first offending line by its 0-based number, the numbering the
+    profile tools show, so the caller can find it.
+    """
+    if len(lines) > max_lines:
+        raise InvalidInput(f"行数过多（{len(lines)} 行，上限 {max_lines}），请精简后重试")
+    for number, line in enumerate(lines):
+        try:
+            check_text(line, max_chars=max_line_chars)
+        except InvalidInput as exc:
+            raise InvalidInput(f"第 {number} 行{exc.reason}") from None
+
+
 def parse_int(value: object) -> int:
     """An integer argument as an LLM or a JSON client sends it, within int64.
 
@@ -161,3 +177,85 @@ def parse_count(text: str, *, lo: int, hi: int) -> int | None:
     if len(stripped.lstrip("0")) > _INT64_DIGITS:
         return hi
     return clamp(int(stripped), lo, hi)
+
+
+# ------------------------------------------------------------------ knowledge base
+#: Knowledge fields (reference §10.3 advised "≤200" for the summary; the table's CHECKs
+#: hold the same ceilings). The body's cap is the configured ``knowledge_max_chars``.
+MAX_KNOWLEDGE_TITLE_CHARS = 200
+MAX_KNOWLEDGE_SUMMARY_CHARS = 1000
+MAX_SUGGESTION_REASON_CHARS = 1000
+_SEPARATOR_LINE = re.compile(r"^---\s*$", re.MULTILINE)
+_KID = re.compile(r"^[0-9a-f]{8,32}$")
+
+
+def check_knowledge_title(title: str) -> str:
+    """A title: one line, 1..200 characters (it is the Markdown file's ``# `` line)."""
+    title = check_text(title.strip(), max_chars=MAX_KNOWLEDGE_TITLE_CHARS)
+    if not title:
+        raise InvalidInput("不能为空")
+    if "\n" in title or "\r" in title:
+        raise InvalidInput("只能是一行（不能含换行）")
+    return title
+
+
+def check_knowledge_summary(summary: str) -> str:
+    """A summary: ≤ 1000 characters, not empty (it is what gets embedded), no ``---``
+    line (which would split it from the body in the Markdown file)."""
+    summary = check_text(summary.strip(), max_chars=MAX_KNOWLEDGE_SUMMARY_CHARS)
+    if not summary:
+        raise InvalidInput("不能为空（摘要是检索所用的文本）")
+    if _SEPARATOR_LINE.search(summary):
+        raise InvalidInput("不能含单独一行的 ---（它分隔摘要与正文）")
+    return summary
+
+
+def check_knowledge_body(body: str, max_chars: int) -> str:
+    """A body within ``knowledge_max_chars`` (the write re-checks it under the row lock)."""
+    return check_text(body, max_chars=max_chars)
+
+
+def check_kid(kid: str) -> str:
+    """A knowledge id: 8 (up to 32) lowercase hex characters."""
+    kid = kid.strip()
+    if not _KID.match(kid):
+        raise InvalidInput(f"不是知识条目 ID（8 位十六进制，如 0a1b2c3d），收到 {echo(kid)}")
+    return kid
+
+
+#: every name a person or a model may use for a category, → the stored value
+CATEGORY_ALIASES: dict[str, str] = {
+    "preference": "preference",
+    "pref": "preference",
+    "偏好": "preference",
+    "用户偏好": "preference",
+    "rule": "rule",
+    "规则": "rule",
+    "学到的规则": "rule",
+    "event": "event",
+    "事件": "event",
+    "重要事件": "event",
+    "knowledge": "knowledge",
+    "知识": "knowledge",
+    "知识库": "knowledge",
+}
+IMPORTANCE_MIN = 1
+IMPORTANCE_MAX = 10
+
+
+def parse_category(text: str) -> str:
+    """A category name (English, or the second source's Chinese) → its stored value."""
+    key = text.strip().lower()
+    if key in CATEGORY_ALIASES:
+        return CATEGORY_ALIASES[key]
+    raise InvalidInput(
+        f"不是已知的类别：{echo(text)}；可用 preference(偏好) / rule(规则) / event(事件) / knowledge(知识)"
+    )
+
+
+def parse_importance(value: object) -> int:
+    """An importance level 1–10 (a number, or its digits typed by a person)."""
+    number = parse_int(value)
+    if not IMPORTANCE_MIN <= number <= IMPORTANCE_MAX:
+        raise InvalidInput(f"应在 {IMPORTANCE_MIN}–{IMPORTANCE_MAX} 之间，收到 {echo(value)}")
+    return number

@@ -136,10 +136,13 @@ class MemoryService:
         importance: int | None = None,
         category: Category | None = None,
         now: datetime | None = None,
+        by_person: bool = False,
     ) -> MemoryRecord | None:
         """Change some fields; the vector is recomputed only when the content changes.
 
-        None when the id is not in the partition.
+        None when the id is not in the partition. Unless ``by_person`` (a person's command)
+        and while ``protect_manual_memories`` is on, a ``source=user`` memory is refused
+        with :class:`ProtectedMemory` — by the database, so no automatic caller bypasses it.
         """
         current = await self.repo.get(partition_key, memory_id)
         if current is None:
@@ -158,11 +161,69 @@ class MemoryService:
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
             tokens=search_tokens(content) if vector is not None and content is not None else None,
+            protect_user=self.protects(by_person),
         )
 
-    async def delete(self, partition_key: str, memory_id: str) -> bool:
-        """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
-        return await self.repo.delete(partition_key, memory_id)
+    async def add_tags(
+        self,
+        partition_key: str,
+        memory_id: str,
+        tags: Sequence[str],
+        *,
+        now: datetime | None = None,
+    ) -> MemoryRecord | None:
+        """Add tags (flags) to a memory, ``source=user`` ones included: a flag keeps every
+        word a person wrote and only adds (the L3 loop may flag manual entries, never
+        rewrite them). None when the id is not in the partition."""
+        current = await self.repo.get(partition_key, memory_id)
+        if current is None:
+            return None
+        return await self.repo.update(
+            partition_key,
+            memory_id,
+            content=None,
+            tags=tuple(dict.fromkeys((*current.tags, *tags))),
+            importance=None,
+            category=None,
+            vector=None,
+            fingerprint=self.embedder.fingerprint,
+            now=now or _utcnow(),
+            protect_user=False,
+        )
+
+    def protects(self, by_person: bool) -> bool:
+        """Whether a change by this caller must spare ``source=user`` memories."""
+        return self.settings.protect_manual_memories and not by_person
+
+    async def delete(self, partition_key: str, memory_id: str, *, by_person: bool = False) -> bool:
+        """Delete one memory of the partition; a foreign or unknown id deletes nothing.
+
+        ``source=user`` memories are refused (:class:`ProtectedMemory`) unless ``by_person``,
+        as for :meth:`update`.
+        """
+        return await self.repo.delete(
+            partition_key, memory_id, protect_user=self.protects(by_person)
+        )
+
+    async def list_filtered(
+        self,
+        partition_key: str,
+        *,
+        limit: int,
+        offset: int = 0,
+        category: str | None = None,
+        min_importance: int | None = None,
+    ) -> tuple[list[MemoryRecord], int]:
+        """One page of the memories of a category and/or a minimum importance, and the total."""
+        if category is None and min_importance is None:
+            return await self.repo.list_page(partition_key, limit=limit, offset=offset)
+        return await self.repo.list_filtered(
+            partition_key,
+            limit=limit,
+            offset=offset,
+            category=category,
+            min_importance=min_importance,
+        )
 
     async def get(self, partition_key: str, memory_id: str) -> MemoryRecord | None:
         return await self.repo.get(partition_key, memory_id)
@@ -201,7 +262,7 @@ class MemoryService:
         importance: tuple[int, int] | None = None,
         scope: Scope | None = None,
         tags: Sequence[str] | None = None,
-        category: Category | None = None,
+        category: str | None = None,
         mode: SearchMode | None = None,
         now: datetime | None = None,
     ) -> list[SearchHit]:

@@ -24,7 +24,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.errors import FingerprintMismatch, PartitionFull
+from amrita_memory_pg.domain.errors import FingerprintMismatch, PartitionFull, ProtectedMemory
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
 from amrita_memory_pg.domain.records import (
     Category,
@@ -73,6 +73,10 @@ def hit_from_row(row: Any) -> SearchHit:
 FINGERPRINT_MISMATCH = "AMF01"
 DIMENSION_MISMATCH = "AMF03"
 MODEL_MISMATCH = frozenset({FINGERPRINT_MISMATCH, DIMENSION_MISMATCH})
+
+
+#: SQLSTATE of the manual-entry guard (sql/functions/protect_manual_v1.sql)
+PROTECTED = "AMP01"
 
 
 def raise_if_model_mismatch(exc: asyncpg.PostgresError) -> None:
@@ -289,8 +293,12 @@ class MemoryRepository:
         fingerprint: str,
         now: datetime,
         tokens: Sequence[str] | None = None,
+        protect_user: bool = True,
     ) -> MemoryRecord | None:
         """Change some fields; ``vector`` is given exactly when the content changed.
+
+        With ``protect_user`` (every automatic caller) a ``source=user`` memory is refused
+        by the database: :class:`ProtectedMemory`, nothing changed.
 
         ``created_at`` is kept (the memory's age); a change of importance *tier* restarts
         the sweep's clock (``tier_since``). None when the id is not in the partition.
@@ -300,7 +308,7 @@ class MemoryRepository:
         async with self._writing() as conn, conn.transaction():
             try:
                 row = await conn.fetchrow(
-                    query("update_memory"),
+                    query("update_memory_guarded"),
                     partition_key,
                     memory_id,
                     content if vector is not None else None,
@@ -312,8 +320,11 @@ class MemoryRepository:
                     fingerprint,
                     now,
                     None if tokens is None else list(tokens),
+                    protect_user,
                 )
             except asyncpg.PostgresError as exc:
+                if exc.sqlstate == PROTECTED:
+                    raise ProtectedMemory(memory_id) from exc
                 raise_if_model_mismatch(exc)
                 raise
             if row is None:
@@ -322,10 +333,23 @@ class MemoryRepository:
             await self.backend.updated(record, vector)
         return record
 
-    async def delete(self, partition_key: str, memory_id: str) -> bool:
-        """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
+    async def delete(
+        self, partition_key: str, memory_id: str, *, protect_user: bool = True
+    ) -> bool:
+        """Delete one memory of the partition; a foreign or unknown id deletes nothing.
+
+        With ``protect_user`` (every automatic caller) a ``source=user`` memory is refused
+        by the database: :class:`ProtectedMemory`, it stays.
+        """
         async with self._writing() as conn, conn.transaction():
-            deleted = await conn.fetchval(query("delete_memory"), partition_key, memory_id)
+            try:
+                deleted = await conn.fetchval(
+                    query("delete_memory_guarded"), partition_key, memory_id, protect_user
+                )
+            except asyncpg.PostgresError as exc:
+                if exc.sqlstate == PROTECTED:
+                    raise ProtectedMemory(memory_id) from exc
+                raise
             if deleted is None:
                 return False
             await self.backend.removed([deleted])
@@ -357,6 +381,127 @@ class MemoryRepository:
         if rows:
             return [record_from_row(r) for r in rows], int(rows[0]["total"])
         return [], await self.count(partition_key) if offset else 0
+
+    async def list_filtered(
+        self,
+        partition_key: str,
+        *,
+        limit: int,
+        offset: int = 0,
+        category: str | None = None,
+        min_importance: int | None = None,
+    ) -> tuple[list[MemoryRecord], int]:
+        """:meth:`list_page` of the memories of one category and/or a minimum importance."""
+        rows = await self.pool.fetch(
+            query("list_memories_filtered"),
+            partition_key,
+            limit,
+            offset,
+            category,
+            min_importance,
+        )
+        if rows:
+            return [record_from_row(r) for r in rows], int(rows[0]["total"])
+        if not offset:
+            return [], 0
+        total = await self.pool.fetchval(
+            query("count_memories_filtered"), partition_key, category, min_importance
+        )
+        return [], int(total)
+
+    async def replace_auto(
+        self,
+        partition_key: str,
+        scope: Scope,
+        entries: Sequence[tuple[str, Category, int]],
+        vectors: Sequence[Vector],
+        *,
+        fingerprint: str,
+        provider: ProviderInfo,
+        now: datetime,
+        before_commit: Any = None,
+        tokens: Sequence[Sequence[str]] | None = None,
+    ) -> tuple[int, int]:
+        """Replace the partition's ``source=auto`` memories by ``entries`` (content,
+        category, importance) in ONE transaction; ``source=user``/``system`` rows stay.
+
+        Under the partition's cap lock: the old auto rows are deleted, each entry inserted
+        through ``insert_memory_v3`` (model check, cap) with its search ``tokens`` (one list
+        per entry; None = left to the token backfill). Anything failing — the cap, another
+        model, the vector index, ``before_commit`` (an awaitable callable given the
+        connection, e.g. the run record) — rolls everything back: the old auto set stays.
+        Returns (deleted, inserted).
+        """
+        if len(entries) != len(vectors):
+            raise ValueError("one vector per entry")
+        if tokens is not None and len(tokens) != len(entries):
+            raise ValueError("one token list per entry")
+        token_lists: list[list[str] | None] = (
+            [list(t) for t in tokens] if tokens is not None else [None] * len(entries)
+        )
+        async with self._writing() as conn, conn.transaction():
+            await conn.execute(query("auto_lock_partition"), partition_key)
+            gone = [r["id"] for r in await conn.fetch(query("delete_auto_memories"), partition_key)]
+            if gone and self.backend.write_hooks:
+                await self.backend.removed(gone)
+            for (content, category, importance), vector, entry_tokens in zip(
+                entries, vectors, token_lists, strict=True
+            ):
+                try:
+                    row = await conn.fetchrow(
+                        query("insert_auto_memory"),
+                        partition_key,
+                        scope,
+                        content,
+                        importance,
+                        category,
+                        vector,
+                        fingerprint,
+                        now,
+                        self.cap,
+                        entry_tokens,
+                        provider.protocol,
+                        provider.model,
+                        provider.base_url,
+                    )
+                except asyncpg.PostgresError as exc:
+                    raise_if_model_mismatch(exc)
+                    raise
+                assert row is not None
+                if row["id"] is None:
+                    raise PartitionFull(partition_key, self.cap)
+                if self.backend.write_hooks:
+                    record = MemoryRecord(
+                        id=row["id"],
+                        partition_key=partition_key,
+                        scope=scope,
+                        content=content,
+                        tags=(),
+                        importance=importance,
+                        category=category,
+                        source="auto",
+                        author=None,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                    await self.backend.added(record, vector)
+            if before_commit is not None:
+                await before_commit(conn)
+        return len(gone), len(entries)
+
+    async def digest(self, partition_key: str) -> tuple[int, str]:
+        """(count, digest of ids and update times) of a partition: what a clear would delete."""
+        row = await self.pool.fetchrow(query("partition_digest"), partition_key)
+        assert row is not None
+        return int(row["n"]), str(row["digest"])
+
+    async def clear(self, partition_key: str) -> int:
+        """Delete every memory of the partition (a person's ``clear``); returns how many."""
+        async with self._writing() as conn, conn.transaction():
+            gone = [r["id"] for r in await conn.fetch(query("clear_partition"), partition_key)]
+            if gone:
+                await self.backend.removed(gone)
+        return len(gone)
 
     async def find_by_prefix(self, partition_key: str, prefix: str) -> list[MemoryRecord]:
         """Exact id first; otherwise every id of the partition starting with ``prefix``."""

@@ -14,12 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from amrita_memory_pg.services.bot_memories import BotMemories
+from amrita_memory_pg.services.consolidation import LoopDeps
+from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.tools.consolidation import register_loop_tools
+from amrita_memory_pg.tools.knowledge import register_knowledge_tools
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
+from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+from amrita_memory_pg.tools.scopes import register_scope_tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +37,12 @@ class ToolDeps:
     memories: MemoryService
     memos: MemoStore
     settings: Settings
+    profiles: ProfileService
+    knowledge: KnowledgeService
+    #: issue 14: the memory block and the scopes a chat loads
+    bot_memories: BotMemories
+    #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
+    loop: LoopDeps | None = None
 
 
 #: Declares a family of tools on a registry.
@@ -40,17 +54,47 @@ def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     register_memory_tools(registry, deps.memories, deps.settings)
 
 
+def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """memory_load_context / memory_unload_context (issue 14)."""
+    register_scope_tools(registry, deps.bot_memories, deps.memories)
+
+
 def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """read/append/update_memo (L1)."""
     register_memo_tools(registry, deps.memos, deps.settings)
 
 
+def loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """The loop's tools 1–11 and 19 of reference §8.8, and its memo tools (D4)."""
+    if deps.loop is not None:
+        register_loop_tools(registry, deps.memories, deps.memos, deps.loop, deps.settings)
+
+
+def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """read_profile: the speaker's own profile (§4.11)."""
+    register_profile_tools(registry, deps.profiles)
+
+
+def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_get_profile / subconscious_update_profile (§8.8 items 20–21)."""
+    register_profile_loop_tools(registry, deps.profiles)
+
+
+def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
+    register_knowledge_tools(registry, None, deps.knowledge)
+
+
+def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_knowledge_list/read/create/update/delete/search + subconscious_read_suggestions."""
+    register_knowledge_tools(None, registry, deps.knowledge)
+
+
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset),
-    # The L3 loop's own tools (merge, calibrate, tag cleanup, distil, memo compression)
-    # are declared here when the loop lands; the registry already exists for them.
-    "consolidation": (),
+    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset, scope_toolset),
+    # The L3 loop's tools (§8.8): its own (loop), the knowledge base's (12–18), the profile's.
+    "consolidation": (loop_toolset, knowledge_loop_toolset, profile_loop_toolset),
 }
 
 

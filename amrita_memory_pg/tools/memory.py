@@ -6,6 +6,11 @@ working. Deliberate differences (its bugs, §15): the importance filter works (B
 as clean envelopes (B5); ``read_memory`` has ``status`` and a clamped ``top_k`` (B11);
 order is deterministic (W6); group memories are edited only by group admins, the
 owner, superusers or their author (W2, configurable).
+
+Issue 14: ``category`` filters on read/list; scope ``global`` (bot-wide, readable by
+everyone, written only by superusers — or the system and the CLI); memories a person
+added (``source=user``) are refused to update/delete while ``protect_manual_memories``
+is on (checked here for a clear reply, and again by the database).
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from amrita_memory_pg.domain.errors import (
     EmbeddingError,
     FingerprintMismatch,
     PartitionFull,
+    ProtectedMemory,
     ToolError,
 )
 from amrita_memory_pg.domain.importance import LABELS, ImportanceLabel, label_to_level
+from amrita_memory_pg.domain.keys import GLOBAL_KEY
 from amrita_memory_pg.domain.records import Category, MemoryRecord, Scope, SearchMode, parse_tags
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
@@ -44,7 +51,7 @@ TIER_RANGE = {"low": (1, 3), "medium": (4, 7), "high": (8, 10)}
 
 # Choices: numbers arrive as text (``5`` → ``"5"``, then refused as not one of them),
 # as the reference's string arguments did.
-ToolScope = Annotated[Literal["group", "user"], BeforeValidator(numbers_as_text)]
+ToolScope = Annotated[Literal["group", "user", "global"], BeforeValidator(numbers_as_text)]
 Importance = Annotated[ImportanceLabel, BeforeValidator(numbers_as_text)]
 CategoryChoice = Annotated[Category, BeforeValidator(numbers_as_text)]
 ModeChoice = Annotated[SearchMode, BeforeValidator(numbers_as_text)]
@@ -56,7 +63,7 @@ TOP_K_MIN, TOP_K_MAX = 1, 50
 ScopeArg = Annotated[
     ToolScope,
     Field(
-        description="记忆范围：group=群共享（群内所有人可见），user=个人专属（群聊私聊互通）。私聊中不可用 group。"
+        description="记忆范围：group=群共享（群内所有人可见），user=个人专属（群聊私聊互通），global=全局（所有对话可见，仅超级用户可写）。私聊中不可用 group。"
     ),
 ]
 IdArg = Annotated[
@@ -101,6 +108,9 @@ class ReadMemoryArgs(ToolArgs):
             description="只返回带有其中任一标签的记忆，逗号分隔（可选）", max_length=MAX_TAGS_CHARS
         ),
     ] = None
+    category: Annotated[CategoryChoice | None, Field(description="只返回该类别的记忆（可选）")] = (
+        None
+    )
     mode: Annotated[
         ModeChoice | None,
         Field(
@@ -132,6 +142,9 @@ class ListMemoryArgs(ToolArgs):
     limit: Annotated[Integer, Clamp(1, 50), Field(description="每页条数（1–50）")] = 10
     offset: Annotated[Integer, Clamp(0, None), Field(description="跳过的条数")] = 0
     scope: ScopeArg
+    category: Annotated[CategoryChoice | None, Field(description="只列出该类别的记忆（可选）")] = (
+        None
+    )
 
 
 def iso(value: datetime) -> str:
@@ -152,7 +165,31 @@ def resolve_scope(scope: str, ctx: ToolContext) -> tuple[Scope, str]:
         if key is None:
             raise ToolError("当前不在群聊中，无法使用群共享记忆")
         return "group", key
+    if scope == "global":
+        return "global", GLOBAL_KEY
     raise ToolError(f"无效的 scope: {scope}")
+
+
+#: the refusal of a global write by anyone but a superuser
+GLOBAL_REFUSAL = (
+    "无权写入🌐全局记忆：全局记忆对所有对话可见，只能由超级用户、系统或管理员通过 amrita-memory CLI 写入。"
+    "请改用 scope=user（个人）或 scope=group（本群）"
+)
+
+
+def require_global_writer(scope: str, ctx: ToolContext, action: str) -> None:
+    """Global memories are written only by superusers (and the system / CLI, not tools)."""
+    if scope == "global" and not ctx.is_superuser:
+        raise ToolError(GLOBAL_REFUSAL.replace("写入", action, 1))
+
+
+def protected_refusal(action: str) -> ToolError:
+    """The refusal of a change to a memory a person added (source=user)."""
+    return ToolError(
+        f"不能{action}这条记忆：它是人工手动添加的（source=user），自动流程和模型都不能修改或删除它。"
+        "如需更改，请让用户本人或管理员通过 /memory 命令或 amrita-memory CLI 操作",
+        source="user",
+    )
 
 
 def can_edit(record: MemoryRecord, ctx: ToolContext, settings: Settings) -> bool:
@@ -176,8 +213,13 @@ class MemoryTools:
         self.store = store
         self.settings = settings
 
+    def _refuse_protected(self, record: MemoryRecord, action: str) -> None:
+        if record.source == "user" and self.settings.protect_manual_memories:
+            raise protected_refusal(action)
+
     async def write_memory(self, args: WriteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         scope, partition = resolve_scope(args.scope, ctx)
+        require_global_writer(scope, ctx, "写入")
         content = _clean_content(args.content)
         tags = parse_tags(args.tags)
         try:
@@ -232,6 +274,7 @@ class MemoryTools:
                 top_k=top_k,
                 importance=TIER_RANGE[label] if label else None,
                 tags=parse_tags(args.tags) or None,
+                category=args.category,
                 mode=args.mode,
             )
         except EmbeddingError as exc:
@@ -252,6 +295,7 @@ class MemoryTools:
             if record.category:
                 meta["category"] = record.category
             meta["source"] = record.source
+            meta["importance_level"] = record.importance
             meta["age_days"] = round(hit.age_days, 2)
             if decay_on:
                 meta["decay_score"] = round(hit.decay_score, 4)
@@ -280,7 +324,8 @@ class MemoryTools:
         return reply
 
     async def update_memory(self, args: UpdateMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        _scope, partition = resolve_scope(args.scope, ctx)
+        scope, partition = resolve_scope(args.scope, ctx)
+        require_global_writer(scope, ctx, "修改")
         changes = (args.content, args.tags, args.importance, args.category)
         if all(value is None for value in changes):
             raise ToolError(
@@ -291,6 +336,7 @@ class MemoryTools:
             raise ToolError("未找到指定ID的记忆")
         if not can_edit(record, ctx, self.settings):
             raise ToolError("无权修改👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以修改")
+        self._refuse_protected(record, "修改")
         content = _clean_content(args.content) if args.content is not None else None
         try:
             updated = await self.store.update(
@@ -305,25 +351,35 @@ class MemoryTools:
             raise embedding_failure("更新记忆失败", exc) from exc
         except FingerprintMismatch as exc:
             raise ToolError(f"更新记忆失败: {exc}") from exc
+        except ProtectedMemory as exc:  # became protected between the read and the write
+            raise protected_refusal("修改") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
     async def delete_memory(self, args: DeleteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        _scope, partition = resolve_scope(args.scope, ctx)
+        scope, partition = resolve_scope(args.scope, ctx)
+        require_global_writer(scope, ctx, "删除")
         record = await self.store.get(partition, args.id)
         if record is None:
             raise ToolError("未找到指定ID的记忆")
         if not can_edit(record, ctx, self.settings):
             raise ToolError("无权删除👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以删除")
-        if not await self.store.delete(partition, record.id):
+        self._refuse_protected(record, "删除")
+        try:
+            deleted = await self.store.delete(partition, record.id)
+        except ProtectedMemory as exc:
+            raise protected_refusal("删除") from exc
+        if not deleted:
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆删除成功", "id": record.id}
 
     async def list_memory(self, args: ListMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         _scope, partition = resolve_scope(args.scope, ctx)
         limit, offset = args.limit, args.offset
-        page, total = await self.store.list_page(partition, limit=limit, offset=offset)
+        page, total = await self.store.list_filtered(
+            partition, limit=limit, offset=offset, category=args.category
+        )
         if total == 0:
             # The reference's exact shape for an empty partition (no has_more/next_offset).
             return {
@@ -340,6 +396,10 @@ class MemoryTools:
                 "tags": r.tags_text,
                 "importance": r.importance_label,
                 "content_preview": preview(r.content),
+                # issue 14: what the reference did not show (additive keys)
+                "importance_level": r.importance,
+                "category": r.category,
+                "source": r.source,
             }
             for r in page
         ]
@@ -390,7 +450,7 @@ def register_memory_tools(
     registry.register(
         Tool(
             name="update_memory",
-            description="修改一条已有记忆；未变化的字段请省略。",
+            description="修改一条已有记忆；未变化的字段请省略。用户手动添加的记忆（source=user）不能修改。",
             args=UpdateMemoryArgs,
             handler=tools.update_memory,
             failure_prefix="更新记忆失败",
@@ -399,7 +459,7 @@ def register_memory_tools(
     registry.register(
         Tool(
             name="delete_memory",
-            description="删除一条记忆。",
+            description="删除一条记忆。用户手动添加的记忆（source=user）不能删除。",
             args=DeleteMemoryArgs,
             handler=tools.delete_memory,
             failure_prefix="删除记忆失败",

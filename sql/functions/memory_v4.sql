@@ -1,4 +1,4 @@
--- L2 memory operations, release 4 (migration 0012_hybrid): hybrid vector + keyword search
+-- L2 memory operations, release 4 (migration 0013_hybrid): hybrid vector + keyword search
 -- (issue 16). Released files are never edited: a change is a new file and a new migration.
 --
 -- The keyword side. memory.search_tokens is a tsvector of tokens made in Python
@@ -6,7 +6,7 @@
 -- lower-case Latin words, numbers) and stored with array_to_tsvector, i.e. the lexemes
 -- as given: no parser, no dictionary, no dependence on the cluster's locale. A query is
 -- tokenized by the same function and passed as text[]. NULL search_tokens = not yet
--- tokenized (rows written before 0012, or restored from a JSONL backup): the maintenance
+-- tokenized (rows written before 0013, or restored from a JSONL backup): the maintenance
 -- step amrita_memory_pg/maintenance/tokens.py fills them in; meanwhile they are found by
 -- the vector side only.
 --
@@ -459,8 +459,14 @@ COMMENT ON FUNCTION amrita_memory.write_memory_v2(text, text, text, text[], inte
 
 -- update_memory_v1 that also replaces the search tokens: new content comes with its new
 -- embedding AND its new tokens (p_tokens; NULL with new content = to be backfilled).
--- Tokens without new content are ignored (they belong to the text).
-CREATE OR REPLACE FUNCTION amrita_memory.update_memory_v2(
+-- Tokens without new content are ignored (they belong to the text). It also carries the
+-- manual-entry guard of update_memory_v2 (protect_manual_v1.sql, issue 14): with
+-- p_protect_user a source = 'user' memory is refused with SQLSTATE AMP01 and nothing
+-- changes. The row is locked (FOR UPDATE) before the check, so the check and the update
+-- see the same row; source is never changed by an update.
+--   psql> SELECT * FROM amrita_memory.update_memory_v3('QQPlatform_Private_10001',
+--           '<32 hex id>', NULL, NULL, 9, false, NULL, NULL, NULL, now(), NULL, true);
+CREATE OR REPLACE FUNCTION amrita_memory.update_memory_v3(
     p_partition text,
     p_id text,
     p_content text,
@@ -471,7 +477,8 @@ CREATE OR REPLACE FUNCTION amrita_memory.update_memory_v2(
     p_embedding vector,
     p_fingerprint text,
     p_now timestamptz,
-    p_tokens text[])
+    p_tokens text[],
+    p_protect_user boolean)
 RETURNS TABLE (
     id text,
     partition_key text,
@@ -486,11 +493,24 @@ RETURNS TABLE (
     updated_at timestamptz)
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    v_source text;
 BEGIN
+    SELECT m.source INTO v_source
+      FROM amrita_memory.memory m
+     WHERE m.partition_key = p_partition AND m.id = p_id
+       FOR UPDATE;
+    IF p_protect_user AND v_source = 'user' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'AMP01',
+            MESSAGE = 'memory ' || p_id || ' was added by a person (source=user): '
+                      || 'automatic processes may not change it',
+            HINT = 'change it with /memory or the amrita-memory CLI';
+    END IF;
     IF p_content IS NOT NULL AND p_embedding IS NULL THEN
         RAISE EXCEPTION USING
             ERRCODE = '22023',
-            MESSAGE = 'update_memory_v2: new content needs its new embedding (pass NULL content to keep the text)';
+            MESSAGE = 'update_memory_v3: new content needs its new embedding (pass NULL content to keep the text)';
     END IF;
     IF p_embedding IS NOT NULL THEN
         PERFORM amrita_memory.require_store_model_v1(p_fingerprint, vector_dims(p_embedding), p_now);
@@ -523,5 +543,5 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION amrita_memory.update_memory_v2(text, text, text, text[], integer, boolean, text, vector, text, timestamptz, text[]) IS
-'update_memory_v1 that also replaces the search tokens with the new content''s (NULL = keep a field; model check AMF01/AMF03; content without its embedding refused with 22023).';
+COMMENT ON FUNCTION amrita_memory.update_memory_v3(text, text, text, text[], integer, boolean, text, vector, text, timestamptz, text[], boolean) IS
+'update_memory_v2 (manual-entry guard: with p_protect_user a source=user memory is refused, SQLSTATE AMP01) that also replaces the search tokens with the new content''s (NULL = keep a field; model check AMF01/AMF03; content without its embedding refused with 22023).';

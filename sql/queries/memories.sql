@@ -25,15 +25,8 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
   FROM amrita_memory.write_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
                                      $14, $15, $16, $17);
 
--- name: update_memory
--- Change some fields of one memory of partition $1, id $2: $3 content (only together with
--- its new embedding $8 and its search tokens $11), $4 tags, $5 importance, $6 whether $7
--- replaces the category, $9 the writer's fingerprint, $10 now; NULL keeps a field. No row
--- when the id is not in the partition. SQLSTATE AMF01 / AMF03 as for insert_memory, 22023
--- for content without its embedding.
-SELECT id, partition_key, scope, content, tags, importance, category, source, author,
-       created_at, updated_at
-  FROM amrita_memory.update_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+-- (update_memory moved to sql/queries/seed.sql as update_memory_guarded: update_memory_v3,
+-- the manual-entry guard of issue 14, with hybrid's search tokens.)
 
 -- name: search_memories
 -- The top $5 of partition $1 for query vector $2 (NULL in keyword mode) and search tokens
@@ -84,12 +77,7 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
  WHERE partition_key = $1 AND left(id, length($2)) = $2
  ORDER BY created_at, id;
 
--- name: delete_memory
--- Delete memory $2 of partition $1; returns its id, no row when it is not there (a
--- foreign partition's id deletes nothing).
-DELETE FROM amrita_memory.memory
- WHERE partition_key = $1 AND id = $2
-RETURNING id;
+-- (delete_memory moved to sql/queries/seed.sql as delete_memory_guarded: delete_memory_v1.)
 
 -- name: count_all_memories
 -- Memories in the whole store (every partition): the guard against restoring an empty

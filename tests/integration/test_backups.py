@@ -14,9 +14,12 @@ from amrita_memory_pg.embedding.hashing import HashingProvider
 from amrita_memory_pg.maintenance.backup import (
     DERIVED_COLUMNS,
     EXPORT_COLUMNS,
+    GRANT_COLUMNS,
     KNOWLEDGE_COLUMNS,
     MEMO_COLUMNS,
     MEMORY_COLUMNS,
+    PROFILE_COLUMNS,
+    PROFILE_HISTORY_COLUMNS,
     create_backup,
     export_sql,
     list_backups,
@@ -53,7 +56,7 @@ async def _fill(dsn: str, data_dir: Path) -> None:
             GROUP,
             "这是一个技术群",
         )
-        await add_knowledge(mem, "cats", "猫的饮食", "不能吃巧克力", "正文\n第二行")
+        await add_knowledge(mem, "0a1b2c3d", "猫的饮食", "不能吃巧克力", "正文\n第二行")
 
 
 async def test_backup_then_restore_into_a_fresh_database_is_identical(
@@ -64,7 +67,10 @@ async def test_backup_then_restore_into_a_fresh_database_is_identical(
         original = await checksum(mem)
         info = await create_backup(mem.store)
     assert info.jsonl_path.exists() and info.dump_path.exists()
-    assert info.counts == {"memory": 26, "memo": 2, "knowledge": 1}
+    assert info.counts == {
+        "memory": 26, "memo": 2, "knowledge": 1, "profile": 0, "profile_history": 0,
+        "permission_grant": 0,
+    }  # fmt: skip
     header = json.loads(info.jsonl_path.read_text(encoding="utf-8").splitlines()[0])
     assert header["format"] == "amrita_memory_pg.backup" and header["dim"] == 384
     assert header["fingerprint"] == HashingProvider(384).fingerprint
@@ -285,6 +291,9 @@ async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_ba
         "memory": MEMORY_COLUMNS,
         "memo": MEMO_COLUMNS,
         "knowledge": KNOWLEDGE_COLUMNS,
+        "profile": PROFILE_COLUMNS,
+        "profile_history": PROFILE_HISTORY_COLUMNS,
+        "permission_grant": GRANT_COLUMNS,
     }
     for kind, columns in EXPORT_COLUMNS.items():  # each kind is its table's name
         statement = await conn.prepare(export_sql(kind))

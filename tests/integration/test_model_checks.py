@@ -39,7 +39,7 @@ async def insert(
     sql: str | None = None,
 ) -> Any:
     named = sql is None or sql == query("insert_memory")
-    # the named query (insert_memory_v3 since 0012_hybrid) takes the search tokens after the cap
+    # the named query (insert_memory_v3 since 0013_hybrid) takes the search tokens after the cap
     tokens: tuple[Any, ...] = ([content],) if named else ()
     return await conn.fetchrow(
         sql or query("insert_memory"),
@@ -50,7 +50,7 @@ async def insert(
 
 async def update(conn: asyncpg.Connection, memory_id: str, **changes: Any) -> list[Any]:
     return await conn.fetch(
-        query("update_memory"),
+        query("update_memory_guarded"),
         changes.get("partition", P),
         memory_id,
         changes.get("content"),
@@ -62,6 +62,7 @@ async def update(conn: asyncpg.Connection, memory_id: str, **changes: Any) -> li
         changes.get("fingerprint", "fp-a"),
         changes.get("now", NOW + timedelta(hours=1)),
         changes.get("tokens"),
+        False,  # the manual-entry guard is not what these tests are about
     )
 
 

@@ -29,7 +29,8 @@ async def test_every_named_query_prepares_against_the_migrated_schema(
         "get_recent_chat",
         "get_heatmap",
         "insert_memory",
-        "update_memory",
+        "update_memory_guarded",
+        "memory_block",
         "search_memories",
         "sweep_batch",
         "chroma_candidate_rows",
@@ -98,7 +99,7 @@ async def test_clearing_the_store_empties_every_table_a_restore_replaces(
     )
     await conn.execute(
         "INSERT INTO amrita_memory.knowledge (kid, title, embedding, embed_fingerprint) "
-        "VALUES ('kb', 't', $1::text::vector, 'f')",
+        "VALUES ('0000abcd', 't', $1::text::vector, 'f')",
         vector,
     )
     await conn.execute(

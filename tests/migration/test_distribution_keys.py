@@ -14,9 +14,26 @@ DISTRIBUTED = {
     "ann_index": "partition_key",
     "chat_log": "session_key",
     "activity_heatmap": "user_key",
+    "profile": "partition_key",
+    "profile_history": "partition_key",
+    "l3_state": "target_key",
+    "consolidation_cycle": "target_key",
+    "token_usage": "target_key",
+    "pending_message": "target_key",
+    # issue 14: the chat whose log a run read / the chat that loaded a scope
+    "extraction_run": "session_key",
+    "loaded_scope": "chat_key",
 }
 #: small or global tables, replicated to every node
-REFERENCE = {"store_meta", "sweep_state", "knowledge", "reembed_job", "reembed_staging"}
+REFERENCE = {
+    "store_meta",
+    "sweep_state",
+    "knowledge",
+    "reembed_job",
+    "reembed_staging",
+    "knowledge_suggestion",
+    "permission_grant",
+}
 #: stays on the coordinator, where migrations run
 LOCAL = {"alembic_version"}
 
@@ -51,6 +68,7 @@ async def test_every_partitioned_table_leads_its_primary_key_with_the_partition_
     assert {t: keys[t][0] for t in DISTRIBUTED} == DISTRIBUTED
     assert keys["memory"] == ["partition_key", "id"]
     assert keys["chat_log"] == ["session_key", "id"]
+    assert keys["profile_history"] == ["partition_key", "version"]
     # Reference tables hold no per-partition rows: no distribution column to forget.
     partition_columns = set(DISTRIBUTED.values())
     conn = await asyncpg.connect(db_dsn)

@@ -76,7 +76,7 @@ SECRETS = {
     "group_memo": "secret-group-memo",
     "personal_memo": "secret-personal-memo",
 }
-ADDED = re.compile(r"^✅ 已添加 (👤个人|👥群共享) 记忆: \[([0-9a-f]{32})\]$")
+ADDED = re.compile(r"^✅ 已添加 (👤个人|👥群共享) 记忆: \[([0-9a-f]{32})\]（重要度 5，手动条目）$")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,16 @@ from __future__ import annotations
 
 from nonebug import App
 
+from amrita_memory_pg.commands.memory_command import (
+    USAGE_CATEGORIES,
+    USAGE_EXTRACT,
+    USAGE_GLOBAL,
+    USAGE_MEMO,
+    USAGE_MODES,
+    USAGE_PROFILE,
+    USAGE_USER,
+)
+from amrita_memory_pg.commands.memory_command import USAGE_GROUP as USAGE_GROUP_LINES
 from tests.nonebot.conftest import SUPERUSER_ID
 from tests.nonebot.support import (
     BOT_QQ,
@@ -16,26 +26,34 @@ from tests.nonebot.support import (
     qq_private,
 )
 
-USAGE_PRIVATE = (
-    "用法:\n"
-    "/memory user list           — 列出个人记忆\n"
-    "/memory user search <关键词> — 搜索个人记忆\n"
-    "/memory user delete <ID>    — 删除个人记忆\n"
-    "/memory user add <内容>      — 添加个人记忆（手动条目）\n"
-    "/memory memo                — 查看当前作用域的备忘录（只读）"
+USAGE_PRIVATE = "\n".join(
+    [
+        "用法:",
+        *USAGE_USER,
+        USAGE_GLOBAL,
+        USAGE_EXTRACT,
+        USAGE_MEMO,
+        USAGE_CATEGORIES,
+        USAGE_MODES,
+        USAGE_PROFILE,
+    ]
 )
-USAGE_GROUP = (
-    "用法:\n"
-    "/memory user list           — 列出个人记忆\n"
-    "/memory user search <关键词> — 搜索个人记忆\n"
-    "/memory user delete <ID>    — 删除个人记忆\n"
-    "/memory user add <内容>      — 添加个人记忆（手动条目）\n"
-    "/memory group list          — 列出群共享记忆\n"
-    "/memory group search <关键词> — 搜索群共享记忆\n"
-    "/memory group delete <ID>   — 删除群共享记忆 (仅管理/群主)\n"
-    "/memory group add <内容>     — 添加群共享记忆（群成员均可）\n"
-    "/memory memo                — 查看当前作用域的备忘录（只读）"
+USAGE_GROUP = "\n".join(
+    [
+        "用法:",
+        *USAGE_USER,
+        *USAGE_GROUP_LINES,
+        USAGE_GLOBAL,
+        USAGE_EXTRACT,
+        USAGE_MEMO,
+        USAGE_CATEGORIES,
+        USAGE_MODES,
+        USAGE_PROFILE,
+    ]
 )
+# the issue-14 lines are there
+assert "/memory user clear" in USAGE_PRIVATE and "-c 类别" in USAGE_PRIVATE
+assert "mode=hybrid|vector|keyword" in USAGE_PRIVATE  # issue 16
 
 
 async def _memo(key: str, text: str) -> None:
@@ -241,8 +259,14 @@ async def test_missing_arguments_are_explained(app: App) -> None:
             ("/memory delete", "请提供要删除的记忆 ID"),
             ("/memory group search", "请提供搜索关键词，例如: /memory user search 喜欢什么"),
             ("/memory search", "请提供搜索关键词，例如: /memory user search 喜欢什么"),
-            ("/memory user add", "请提供要添加的记忆内容，例如: /memory user add 我喜欢猫"),
-            ("/memory group add   ", "请提供要添加的记忆内容，例如: /memory group add 我喜欢猫"),
+            (
+                "/memory user add",
+                "请提供要添加的记忆内容，例如: /memory user add 我喜欢猫（可选 -c 类别 -i 重要度）",
+            ),
+            (
+                "/memory group add   ",
+                "请提供要添加的记忆内容，例如: /memory group add 我喜欢猫（可选 -c 类别 -i 重要度）",
+            ),
         ):
             event = qq_group(text)
             ctx.receive_event(bot, event)

@@ -17,7 +17,7 @@ from nonebug import App
 
 from tests.nonebot.support import qq_bot, qq_group, qq_private
 
-ADDED = re.compile(r"^✅ 已添加 (👤个人|👥群共享) 记忆: \[([0-9a-f]{32})\]$")
+ADDED = re.compile(r"^✅ 已添加 (👤个人|👥群共享) 记忆: \[([0-9a-f]{32})\]（重要度 5，手动条目）$")
 PRIVATE_KEY = "QQPlatform_Private_10001"
 GROUP_KEY = "QQPlatform_Group_20002"
 
@@ -62,7 +62,7 @@ async def test_list_with_a_superscript_or_circled_digit_shows_page_one(
     assert match
     page_one = (
         "📋 👤个人 记忆列表（第 1/1 页，共 1 条）:\n"
-        f"[medium] [{match.group(2)}] 事实 | tag: - | 手动"
+        f"[medium] [{match.group(2)}] 事实 | tag: - | 重要度 5 | 手动"
     )
     caplog.set_level(logging.DEBUG)
     async with app.test_matcher() as matcher:

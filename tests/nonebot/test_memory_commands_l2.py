@@ -15,7 +15,7 @@ from nonebug import App
 from tests.nonebot.console_process import ConsoleBotProcess
 from tests.nonebot.support import console_bot, console_private, qq_bot, qq_group, qq_private
 
-ADDED = re.compile(r"^✅ 已添加 (👤个人|👥群共享) 记忆: \[([0-9a-f]{32})\]$")
+ADDED = re.compile(r"^✅ 已添加 (👤个人|👥群共享) 记忆: \[([0-9a-f]{32})\]（重要度 5，手动条目）$")
 
 
 class Matches:
@@ -81,11 +81,11 @@ async def test_list_shows_pages_and_marks_manual_entries(app: App) -> None:
     page1 = await _run(ctx, "user list")
     lines = page1.split("\n")
     assert lines[0] == "📋 👤个人 记忆列表（第 1/2 页，共 11 条）:"
-    assert lines[1] == f"[medium] [{ids[0]}] 事实0 | tag: - | 手动"
+    assert lines[1] == f"[medium] [{ids[0]}] 事实0 | tag: - | 重要度 5 | 手动"
     assert lines[-1] == "下一页: /memory user list 2"
     page2 = await _run(ctx, "list 2")
     assert page2.split("\n")[0] == "📋 👤个人 记忆列表（第 2/2 页，共 11 条）:"
-    assert page2.split("\n")[1] == f"[medium] [{ids[10]}] 事实10 | tag: - | 手动"
+    assert page2.split("\n")[1] == f"[medium] [{ids[10]}] 事实10 | tag: - | 重要度 5 | 手动"
     assert await _run(ctx, "user list 99") == page2
 
 
@@ -96,7 +96,7 @@ async def test_search_shows_distance_and_decay_score(app: App) -> None:
     header, first, *_ = reply.split("\n")
     assert header == "🔍 👤个人 搜索「猫」结果（距离越小越相似）:"
     assert re.match(
-        r"^\[medium\] \[[0-9a-f]{32}\] 我喜欢猫 \| tag: - \| 手动 \| 距离: \d+\.\d{4} \| 衰减分: \d+\.\d{4}$",
+        r"^\[medium\] \[[0-9a-f]{32}\] 我喜欢猫 \| tag: - \| 重要度 5 \| 手动 \| 距离: \d+\.\d{4} \| 衰减分: \d+\.\d{4}$",
         first,
     )
 

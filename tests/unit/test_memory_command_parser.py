@@ -92,7 +92,7 @@ CAPS = {"add": MAX_CONTENT_CHARS, "search": MAX_QUERY_CHARS, "delete": MAX_ID_CH
 @given(command_texts, st.booleans())
 def test_any_text_parses_to_a_known_kind_and_clean_arguments(text: str, in_group: bool) -> None:
     parsed = parse_command(text, in_group=in_group)
-    assert parsed.kind in ("memo", "dmn", "usage", "action")
+    assert parsed.kind in ("memo", "dmn", "extract", "usage", "action")
     if parsed.kind != "action":
         return
     assert parsed.scope == "user" or in_group

@@ -25,7 +25,11 @@ require("nonebot_plugin_apscheduler")
 
 from nonebot_plugin_apscheduler import scheduler  # noqa: E402
 
-from amrita_memory_pg.commands.memory_command import DMN_SUBS, TextReply  # noqa: E402
+from amrita_memory_pg.commands.memory_command import (  # noqa: E402
+    DMN_SUBS,
+    KNOWLEDGE_SUBS,
+    TextReply,
+)
 from amrita_memory_pg.domain.errors import NotReady  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.amritabot import install_into_amrita  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.config import (  # noqa: E402
@@ -34,10 +38,19 @@ from amrita_memory_pg.integrations.nonebot.config import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.context import tool_context  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
+    deliver_pending,
     record_incoming,
     record_outgoing,
 )
-from amrita_memory_pg.integrations.nonebot.jobs import register_sweep_job, run_sweep  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.jobs import (  # noqa: E402
+    SESSION_JOB_ID,
+    L3Jobs,
+    register_session_job,
+    register_sweep_job,
+    run_session_job,
+    run_sweep,
+)
+from amrita_memory_pg.integrations.nonebot.membership import onebot_membership  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     amrita_present,
     register_responder,
@@ -45,11 +58,13 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
+from amrita_memory_pg.service import Memory  # noqa: E402
+from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 
 __plugin_meta__ = PluginMetadata(
     name="Amrita长期记忆（PostgreSQL）",
     description="长期记忆、备忘录与潜意识调度，全部状态存于 PostgreSQL + pgvector",
-    usage="/memory (list|search|delete|add|memo) [参数]，别名 /记忆",
+    usage="/memory (user|group|global) (list|search|delete|add|clear) [参数]；/memory memo|extract|profile|knowledge，别名 /记忆",
     type="application",
     homepage=None,
     config=Config,
@@ -87,18 +102,54 @@ async def _startup() -> None:
                 await run_sweep(current.memories.sweep)
 
         register_sweep_job(scheduler, settings, _sweep_job)
+
+        async def _session_job() -> None:
+            current = runtime.memory
+            if current is not None:
+                await run_session_job(current.extractor.run_expired)
+
+        register_session_job(scheduler, settings, _session_job)
+        # memory_load_context asks QQ whether the speaker is in the group (issue 14)
+        membership = memory.bot_memories.membership
+        membership.check = onebot_membership(membership.check)
+        membership.source = "onebot"
+        await start_l3(memory)
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
+
+
+async def start_l3(memory: Memory) -> None:
+    """One cycle job per target, restored from the stored state (W17). Without a cycle
+    runner set on ``memory.scheduling`` (the L3 loop sets it), cycles fail with «L3
+    runner not built yet» but are still planned, counted and rescheduled."""
+    if not memory.scheduling.enabled:
+        return
+    if memory.scheduling.runner is None:
+        memory.scheduling.runner = runner_not_built
+    jobs = L3Jobs(scheduler, memory.scheduling)
+    runtime.l3_jobs = jobs
+    try:
+        runs = await jobs.restore()
+    except Exception:  # start-up's outer edge: the next message plans again
+        log.exception("restoring the L3 schedule failed")
+        return
+    log.info(
+        "L3 scheduler: %d target(s), %d run(s) restored", len(memory.scheduling.targets), len(runs)
+    )
 
 
 @driver.on_shutdown
 async def _shutdown() -> None:
     global amrita_installation
+    if runtime.l3_jobs is not None:
+        runtime.l3_jobs.remove_all()
     if amrita_installation is not None:
         amrita_installation.uninstall()
         amrita_installation = None
     if scheduler.get_job("amrita_memory_decay_sweep") is not None:
         scheduler.remove_job("amrita_memory_decay_sweep")
+    if scheduler.get_job(SESSION_JOB_ID) is not None:
+        scheduler.remove_job(SESSION_JOB_ID)
     await runtime.stop()
 
 
@@ -110,6 +161,8 @@ message_hook = on_message(priority=1, block=False)
 @message_hook.handle()
 async def _record(bot: Bot, event: Event) -> None:
     await record_incoming(runtime, bot, event)
+    if event.get_type() == "message":
+        await deliver_pending(runtime, bot, event)
 
 
 @Bot.on_called_api
@@ -133,7 +186,7 @@ async def _memory(
     sub = parts[0].lower() if parts else ""
     try:
         command = runtime.command()
-        ctx = await tool_context(bot, event, check_liteperm=sub in DMN_SUBS)
+        ctx = await tool_context(bot, event, check_liteperm=sub in DMN_SUBS | KNOWLEDGE_SUBS)
         reply = await command.run(ctx, text)
     except NotReady as exc:
         reply = TextReply(f"记忆服务未就绪：{exc}")

@@ -17,7 +17,9 @@ from collections.abc import Awaitable, Callable
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.commands.memory_command import DmnTrigger, MemoryCommand
+from amrita_memory_pg.domain.consolidation import CycleSummary
 from amrita_memory_pg.domain.errors import NotReady
+from amrita_memory_pg.integrations.nonebot.jobs import L3Jobs
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
@@ -37,6 +39,8 @@ class Runtime:
         self.startup_checks: list[StartupCheck] = []
         #: set by the L3 loop when it runs in this process; ``/memory dmn`` calls it
         self.dmn_trigger: DmnTrigger | None = None
+        #: the L3 cycle jobs, one per target (set at start-up when L3 is enabled)
+        self.l3_jobs: L3Jobs | None = None
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> None:
@@ -64,6 +68,7 @@ class Runtime:
         stack, self._stack = self._stack, None
         self.memory = None
         self.llm = None
+        self.l3_jobs = None
         if stack is not None:
             await stack.aclose()
 
@@ -79,4 +84,20 @@ class Runtime:
             memories=memory.memories,
             settings=memory.settings,
             dmn_trigger=self.dmn_trigger,
+            cycle_run=self._cycle_run if memory.consolidator is not None else None,
+            profiles=memory.profiles,
+            knowledge=memory.knowledge,
+            store=memory.store,
+            extractor=memory.extractor,
         )
+
+    async def _cycle_run(
+        self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
+    ) -> CycleSummary:
+        """``/memory dmn``: one cycle now; the target's job moves to the run it planned."""
+        summary, next_run = await self.require().run_cycle_and_plan(
+            target_key, dry_run=dry_run, trigger=trigger
+        )
+        if next_run is not None and self.l3_jobs is not None:
+            self.l3_jobs.schedule([next_run])
+        return summary

@@ -10,9 +10,11 @@ from __future__ import annotations
 from pgvector.sqlalchemy import VECTOR  # also registers the "vector" type for reflection
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
@@ -23,7 +25,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 
 SCHEMA = "amrita_memory"
 
@@ -196,13 +198,85 @@ knowledge = Table(
     Column("kid", Text, primary_key=True),
     Column("title", Text, nullable=False),
     Column("summary", Text, nullable=False, server_default=text("''::text")),
-    Column("body", Text, nullable=False, server_default=text("''::text")),
-    Column("embedding", VECTOR(), nullable=False, comment="vector of title + summary"),
+    Column(
+        "body",
+        Text,
+        nullable=False,
+        server_default=text("''::text"),
+        comment="the body as one text; its lines (split on \\n, '' = no lines) are derived",
+    ),
+    Column(
+        "embedding",
+        VECTOR(),
+        nullable=False,
+        comment="vector of the summary (what a knowledge search matches, as in the reference)",
+    ),
     Column("embed_fingerprint", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     CheckConstraint("kid <> ''", name="kid_nonempty"),
+    CheckConstraint("kid ~ '^[0-9a-f]{8,32}$'", name="kid_format"),
+    CheckConstraint(
+        "char_length(title) BETWEEN 1 AND 200 AND strpos(title, E'\\n') = 0", name="title_length"
+    ),
+    CheckConstraint("char_length(summary) <= 1000", name="summary_length"),
+    # knowledge_max_chars may be configured up to 100000; the configured cap is checked
+    # by the write functions (sql/functions/knowledge_v1.sql).
+    CheckConstraint("char_length(body) <= 100000", name="body_ceiling"),
     comment="Global knowledge base (L3); its vectors are re-embedded and backed up with the memories",
+)
+
+knowledge_suggestion = Table(
+    "knowledge_suggestion",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("action", Text, nullable=False, comment="create | update"),
+    Column("kid", Text, nullable=True, comment="the entry to update (update only)"),
+    Column("title", Text, nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("reason", Text, nullable=False, server_default=text("''::text")),
+    Column("author_id", Text, nullable=False, comment="user id of the suggester"),
+    Column(
+        "status",
+        Text,
+        nullable=False,
+        server_default=text("'pending'::text"),
+        comment="pending | claimed (by a running cycle) | done",
+    ),
+    Column("claimed_by_cycle", BigInteger, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("handled_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("action IN ('create', 'update')", name="action"),
+    CheckConstraint("status IN ('pending', 'claimed', 'done')", name="status"),
+    CheckConstraint("(status = 'claimed') = (claimed_by_cycle IS NOT NULL)", name="claim"),
+    CheckConstraint(
+        "char_length(title) <= 200 AND char_length(summary) <= 1000 "
+        "AND char_length(body) <= 100000 AND char_length(reason) <= 1000",
+        name="sizes",
+    ),
+    PrimaryKeyConstraint("id"),
+    comment="Knowledge suggestions from the chat, bounded, claimed by an L3 cycle, "
+    "marked done only when that cycle succeeds",
+)
+Index("ix_knowledge_suggestion_status_id", knowledge_suggestion.c.status, knowledge_suggestion.c.id)
+Index(
+    "ix_knowledge_suggestion_author_id_created_at",
+    knowledge_suggestion.c.author_id,
+    knowledge_suggestion.c.created_at,
+)
+
+permission_grant = Table(
+    "permission_grant",
+    metadata,
+    Column("user_id", Text, primary_key=True, comment="the user's id (QQ number)"),
+    Column("node", Text, primary_key=True, comment="memory.knowledge"),
+    Column("granted_by", Text, nullable=False, comment="cli, or the granting user"),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("node IN ('memory.knowledge')", name="node"),
+    CheckConstraint("user_id <> ''", name="user_nonempty"),
+    comment="Permission nodes granted to users from the CLI or /memory (LitePerm's, when absent)",
 )
 
 reembed_job = Table(
@@ -270,4 +344,229 @@ activity_heatmap = Table(
     CheckConstraint("slot BETWEEN 0 AND 11", name="slot"),
     CheckConstraint("hits >= 0", name="hits"),
     comment="Messages per user in a 7 x 12 (weekday x 2-hour slot) grid, in idle_timezone",
+)
+
+l3_state = Table(
+    "l3_state",
+    metadata,
+    Column("target_key", Text, nullable=False, comment="the target's partition key"),
+    Column(
+        "penalty",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="target messages since the last successful cycle",
+    ),
+    Column(
+        "penalty_at_start",
+        Integer,
+        nullable=True,
+        comment="the penalty when the running cycle started; success subtracts it",
+    ),
+    Column("runs", Integer, nullable=False, server_default=text("0")),
+    Column("failures", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "failures_in_row",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="failed cycles since the last success (the retry back-off)",
+    ),
+    Column("running_since", DateTime(timezone=True), nullable=True),
+    Column("last_run_end", DateTime(timezone=True), nullable=True),
+    Column("last_success_at", DateTime(timezone=True), nullable=True),
+    Column("last_failure_at", DateTime(timezone=True), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("last_summary", Text, nullable=True),
+    Column("next_run_at", DateTime(timezone=True), nullable=True),
+    Column("plan", JSONB, nullable=True, comment="the planned window (domain.planner.Plan)"),
+    Column(
+        "heat",
+        JSONB,
+        nullable=False,
+        server_default=text("'{}'::jsonb"),
+        comment="the planner's decayed heatmap layers (domain.planner.HeatState)",
+    ),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("penalty >= 0", name="penalty"),
+    # One row per target; the target key is the whole key (the distribution column).
+    PrimaryKeyConstraint("target_key"),
+    comment="L3 scheduler state per target: penalty, run counters, next planned run",
+)
+
+consolidation_cycle = Table(
+    "consolidation_cycle",
+    metadata,
+    Column("target_key", Text, nullable=False, comment="the partition the cycle consolidated"),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("trigger", Text, nullable=False, comment="manual | scheduled | cli | test"),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("ended_at", DateTime(timezone=True), nullable=True, comment="NULL while running"),
+    Column("ok", Boolean, nullable=True, comment="NULL while running"),
+    Column("error", Text, nullable=True, comment="why it failed (one redacted sentence)"),
+    Column("iterations", Integer, nullable=False, server_default=text("0")),
+    Column("tool_calls", Integer, nullable=False, server_default=text("0")),
+    Column("memories_changed", Integer, nullable=False, server_default=text("0")),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("summary", Text, nullable=True, comment="the model's subconscious_iter_stop summary"),
+    Column("dry_run", Boolean, nullable=False, server_default=text("false")),
+    CheckConstraint("trigger IN ('manual', 'scheduled', 'cli', 'test')", name="trigger"),
+    # The target first: Citus's distribution column, and "the last run of a target" walks
+    # this key backwards.
+    PrimaryKeyConstraint("target_key", "id"),
+    comment="L3 consolidation cycles: one row per run, with its outcome and token totals",
+)
+
+token_usage = Table(
+    "token_usage",
+    metadata,
+    Column("target_key", Text, nullable=False),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("cycle_id", BigInteger, nullable=False),
+    Column("purpose", Text, nullable=False, comment="step | send | summary"),
+    Column("model", Text, nullable=False, server_default=text("''::text")),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("purpose IN ('step', 'send', 'summary')", name="purpose"),
+    PrimaryKeyConstraint("target_key", "id"),
+    ForeignKeyConstraint(
+        ["target_key", "cycle_id"],
+        ["amrita_memory.consolidation_cycle.target_key", "amrita_memory.consolidation_cycle.id"],
+        ondelete="CASCADE",
+    ),
+    comment="Tokens of every LLM call an L3 cycle made (ReAct steps, proactive messages, "
+    "session summaries), as the endpoint reported them",
+)
+Index("ix_token_usage_target_key_cycle_id", token_usage.c.target_key, token_usage.c.cycle_id)
+
+pending_message = Table(
+    "pending_message",
+    metadata,
+    Column("target_key", Text, nullable=False, comment="the personal partition it is for"),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("cycle_id", BigInteger, nullable=True, comment="the cycle that wrote it"),
+    Column("content", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "delivered_at",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="set once, by the delivery that took it (NULL = still pending)",
+    ),
+    CheckConstraint("content <> ''", name="content_nonempty"),
+    PrimaryKeyConstraint("target_key", "id"),
+    comment="Proactive messages of the L3 loop (subconscious_send_to_user), delivered once",
+)
+
+profile = Table(
+    "profile",
+    metadata,
+    Column("partition_key", Text, nullable=False, comment="the user's personal partition key"),
+    Column("summary", Text, nullable=False, server_default=text("''::text")),
+    Column(
+        "lines",
+        ARRAY(Text),
+        nullable=False,
+        server_default=text("'{}'::text[]"),
+        comment="the body, one element per line; element i is line i (0-based) everywhere",
+    ),
+    Column(
+        "version",
+        Integer,
+        nullable=False,
+        server_default=text("1"),
+        comment="+1 per write; the compare-and-set of profile_save_v1",
+    ),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("partition_key <> ''", name="partition_nonempty"),
+    # The configured caps ([profile]) are checked before the write; these are ceilings.
+    CheckConstraint("char_length(summary) <= 10000", name="summary_ceiling"),
+    CheckConstraint("cardinality(lines) <= 5000", name="lines_ceiling"),
+    PrimaryKeyConstraint("partition_key"),
+    comment="User profiles: a summary plus numbered body lines per personal partition",
+)
+
+profile_history = Table(
+    "profile_history",
+    metadata,
+    Column("partition_key", Text, nullable=False),
+    Column("version", Integer, nullable=False, comment="the profile's version after it"),
+    Column(
+        "operation",
+        Text,
+        nullable=False,
+        comment="what changed, e.g. append 2 lines / replace [0:1] -> [0:2] / revert to v3",
+    ),
+    Column("actor_kind", Text, nullable=False, comment="cli | chat | loop"),
+    Column(
+        "actor", Text, nullable=True, comment="the operator (cli) or user id (chat) who made it"
+    ),
+    Column("cycle_id", BigInteger, nullable=True, comment="the L3 cycle (actor_kind loop)"),
+    Column("old_summary", Text, nullable=False),
+    Column("old_lines", ARRAY(Text), nullable=False),
+    Column("new_summary", Text, nullable=False),
+    Column("new_lines", ARRAY(Text), nullable=False),
+    Column("changed_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("actor_kind IN ('cli', 'chat', 'loop')", name="actor_kind"),
+    CheckConstraint("actor_kind <> 'loop' OR cycle_id IS NOT NULL", name="loop_cycle"),
+    PrimaryKeyConstraint("partition_key", "version"),
+    comment="Profile changes, newest [profile] history_keep per profile, for revert",
+)
+
+extraction_run = Table(
+    "extraction_run",
+    metadata,
+    Column(
+        "session_key",
+        Text,
+        nullable=False,
+        comment="the chat whose log was read (chat_log.session_key)",
+    ),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column(
+        "partition_key",
+        Text,
+        nullable=False,
+        comment="the partition whose source=auto memories were replaced",
+    ),
+    Column("trigger", Text, nullable=False, comment="expiry | command | cli"),
+    Column("status", Text, nullable=False, comment="ok | rejected | failed"),
+    Column("reason", Text, nullable=True, comment="why rejected or failed"),
+    Column("entries", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "chat_until_id",
+        BigInteger,
+        nullable=True,
+        comment="the newest chat_log id the run read; the next run starts after it",
+    ),
+    Column("model", Text, nullable=True),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("total_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("status IN ('ok', 'rejected', 'failed')", name="status"),
+    CheckConstraint("trigger IN ('expiry', 'command', 'cli')", name="trigger"),
+    # The session first: the distribution column, and every lookup is per session.
+    PrimaryKeyConstraint("session_key", "id"),
+    comment="Automatic extraction runs: outcome, token usage, and how far each read the chat log",
+)
+
+loaded_scope = Table(
+    "loaded_scope",
+    metadata,
+    Column(
+        "chat_key",
+        Text,
+        nullable=False,
+        comment="the chat that loaded it (ToolContext.session_key)",
+    ),
+    Column("scope_key", Text, nullable=False, comment="the loaded partition"),
+    Column("loaded_by", Text, nullable=False, comment="user id of the speaker"),
+    Column("loaded_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("chat_key <> scope_key", name="not_self"),
+    PrimaryKeyConstraint("chat_key", "scope_key"),
+    comment="Scopes loaded read-only into a chat (memory_load_context) until unloaded or the session expires",
 )

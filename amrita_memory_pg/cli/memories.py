@@ -1,0 +1,197 @@
+"""``amrita-memory memory …``, ``clear`` and ``extract`` (issue 14): L2 memories by hand.
+
+What the CLI writes is a person's: ``memory add`` stores ``source=user`` (protected from
+every automatic process) and may write the bot-wide ``global`` scope, which the chat
+tools refuse to everyone but superusers. ``clear KEY`` asks first (or ``--yes``), takes
+a backup, then deletes the partition's memories. Keys are partition keys as ``status``
+and ``psql`` show them (``global``, ``QQPlatform_Private_10001``, ``QQPlatform_Group_1``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.domain.records import (
+    CATEGORY_NAMES,
+    SEARCH_MODES,
+    SOURCE_NAMES,
+    MemoryRecord,
+    SearchMode,
+    parse_tags,
+)
+from amrita_memory_pg.domain.validation import (
+    MAX_CONTENT_CHARS,
+    InvalidInput,
+    check_text,
+    parse_category,
+)
+
+CATEGORY_CHOICES = "preference|rule|event|knowledge (or 偏好|规则|事件|知识)"
+
+
+def _category(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return parse_category(value)
+    except InvalidInput as exc:
+        raise click.BadParameter(exc.reason) from None
+
+
+def _line(record: MemoryRecord) -> str:
+    category = CATEGORY_NAMES.get(record.category or "", "-")
+    return (
+        f"{record.id}  [{record.importance:>2}] {category:<5} {SOURCE_NAMES[record.source]}  "
+        f"{' '.join(record.content.split())}"
+    )
+
+
+@cli.group("memory")
+def memory_group() -> None:
+    """Add, list and search L2 memories of one partition key."""
+
+
+@memory_group.command("add")
+@click.argument("key")
+@click.argument("content")
+@click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
+@click.option("-i", "--importance", type=click.IntRange(1, 10), default=5, show_default=True)
+@click.option("--tags", default="", help="Comma-separated tags.")
+@click.pass_obj
+@run_async
+async def memory_add(
+    state: CliState, key: str, content: str, category: str | None, importance: int, tags: str
+) -> None:
+    """Add a manual memory (source=user) to KEY (`global` for the bot-wide scope)."""
+    from amrita_memory_pg.bootstrap import open_memory
+
+    try:
+        text = check_text(content.strip(), max_chars=MAX_CONTENT_CHARS)
+    except InvalidInput as exc:
+        raise click.BadParameter(exc.reason, param_hint="CONTENT") from None
+    if not text:
+        raise click.BadParameter("is empty", param_hint="CONTENT")
+    async with open_memory(state.settings, startup=False) as mem:
+        record = await mem.memories.add(
+            partition_key=key,
+            scope=scope_of_key(key),
+            content=text,
+            tags=parse_tags(tags),
+            importance=importance,
+            category=_category(category),  # type: ignore[arg-type]
+            source="user",
+            author="cli",
+        )
+    click.echo(f"added {record.id} to {key} ({record.scope}, importance {record.importance})")
+
+
+@memory_group.command("list")
+@click.argument("key")
+@click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
+@click.option("-i", "--min-importance", type=click.IntRange(1, 10), default=None)
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(min=0), default=0)
+@click.pass_obj
+@run_async
+async def memory_list(
+    state: CliState,
+    key: str,
+    category: str | None,
+    min_importance: int | None,
+    limit: int,
+    offset: int,
+) -> None:
+    """List KEY's memories: id, [importance], category, source, content."""
+    from amrita_memory_pg.bootstrap import open_memory
+
+    async with open_memory(state.settings, startup=False) as mem:
+        records, total = await mem.memories.list_filtered(
+            key,
+            limit=limit,
+            offset=offset,
+            category=_category(category),
+            min_importance=min_importance,
+        )
+    for record in records:
+        click.echo(_line(record))
+    click.echo(f"{len(records)} of {total} shown")
+
+
+@memory_group.command("search")
+@click.argument("key")
+@click.argument("query")
+@click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
+@click.option("-k", "--top-k", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    default=None,
+    help="vector | keyword | hybrid (default: [retrieval] default_mode)",
+)
+@click.pass_obj
+@run_async
+async def memory_search(
+    state: CliState,
+    key: str,
+    query: str,
+    category: str | None,
+    top_k: int,
+    mode: SearchMode | None,
+) -> None:
+    """Search KEY's memories (decay-scored, like read_memory)."""
+    from amrita_memory_pg.bootstrap import open_memory
+
+    async with open_memory(state.settings, startup=False) as mem:
+        hits = await mem.memories.search(
+            key, query, top_k=top_k, category=_category(category), mode=mode
+        )
+    for hit in hits:
+        click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
+    click.echo(f"{len(hits)} hits")
+
+
+@cli.command("clear")
+@click.argument("key")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+@run_async
+async def clear(state: CliState, key: str, yes: bool) -> None:
+    """Delete every memory of KEY (manual ones too), after a backup. The memo stays."""
+    from amrita_memory_pg.bootstrap import open_store
+    from amrita_memory_pg.maintenance.clear import clear_partition, plan_clear
+
+    async with open_store(state.settings) as store:
+        plan = await plan_clear(store, key)
+        if plan.count == 0:
+            click.echo(f"{key} has no memories: nothing to clear")
+            return
+        if not yes:
+            click.confirm(
+                f"Delete all {plan.count} memories of {key} (a backup is taken first)?",
+                abort=True,
+            )
+        result = await clear_partition(store, key)
+    click.echo(
+        f"cleared {result.deleted} memories of {key}; backup before clearing: "
+        f"{result.backup.jsonl_path}"
+    )
+
+
+@cli.command("extract")
+@click.argument("session_key")
+@click.pass_obj
+@run_async
+async def extract(state: CliState, session_key: str) -> None:
+    """Run the automatic extraction of SESSION_KEY's unread chat lines now."""
+    from amrita_memory_pg.bootstrap import open_memory
+
+    async with open_memory(state.settings, startup=False) as mem:
+        outcome = await mem.extractor.extract(session_key, trigger="cli")
+    click.echo(
+        f"{outcome.status}: {outcome.entries} entries, {outcome.replaced} auto memories replaced, "
+        f"{outcome.usage.total_tokens} tokens" + (f" ({outcome.reason})" if outcome.reason else "")
+    )
+    if outcome.status in ("rejected", "failed", "disabled"):
+        raise SystemExit(1)

@@ -1,0 +1,162 @@
+"""The per-turn memory block and the scopes a chat loads (issue 14).
+
+:meth:`BotMemories.block` builds what one turn injects — the L1 memos (as before) and,
+when ``[injection] enabled`` or the chat loaded another scope, the "## Bot Memories"
+block: global + current-scope memories, importance then recency, trimmed to
+``inject_token_budget`` cl100k tokens (``llm.tokens``), evicting by recency-decay score
+(``domain.injection``); optionally the top-k memories nearest to the current message.
+Always ONE SQL query per turn (plus one query embedding when ``relevant_top_k`` > 0).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from amrita_memory_pg.domain.injection import (
+    TokenCounter,
+    render_bot_memories,
+    scope_labels_for,
+    select,
+)
+from amrita_memory_pg.domain.keys import GLOBAL_KEY, group_key
+from amrita_memory_pg.domain.memo import render_memo_block
+from amrita_memory_pg.domain.ports import Embedder, MembershipCheck
+from amrita_memory_pg.domain.profile import render_profile_block
+from amrita_memory_pg.domain.records import CATEGORY_NAMES
+from amrita_memory_pg.llm.tokens import token_counter
+from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage.bot_memories import BotMemoryStore
+
+#: lines whose token count is remembered (a few hundred memories per active chat)
+COUNT_CACHE_LINES = 8192
+
+
+def remembered(count: TokenCounter, size: int = COUNT_CACHE_LINES) -> TokenCounter:
+    """``count`` with an LRU of the last ``size`` lines (a line is text, so the cache is
+    exact: an edited memory is a new line)."""
+    return functools.lru_cache(maxsize=size)(count)
+
+
+@dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who the block is for: the chat's partitions (tools' ToolContext, without the tools)."""
+
+    session_key: str
+    personal_key: str
+    group_key: str | None
+    user_id: str
+
+
+class ChatLogMembership:
+    """The default membership check: a user who has a line in the group's kept chat log.
+
+    Weaker than asking the platform (someone who never spoke is refused; someone who
+    left still passes until their lines roll out of ``chat_log_keep``); adapters that can
+    ask the platform replace it (:attr:`Membership.check`).
+    """
+
+    def __init__(self, store: BotMemoryStore) -> None:
+        self.store = store
+
+    async def __call__(self, platform: str, user_id: str, group_id: str) -> bool:
+        return await self.store.spoke_in(group_key(platform, group_id), user_id)
+
+
+@dataclass
+class Membership:
+    """The membership port, replaceable by an adapter after the memory opened."""
+
+    check: MembershipCheck
+    #: where the answer comes from, for messages and logs
+    source: str = field(default="chat_log")
+
+
+class BotMemories:
+    """Builds the block; loads and unloads scopes into a chat."""
+
+    def __init__(
+        self,
+        store: BotMemoryStore,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self._counter = counter
+        self.membership = Membership(ChatLogMembership(store))
+
+    @property
+    def count(self) -> TokenCounter:
+        """The tokenizer, loaded on first use (cl100k takes ~50 ms to load once), with the
+        counts of recent lines remembered: memories rarely change between turns, and
+        counting is most of the selection's cost (~10 µs a line)."""
+        if self._counter is None:
+            self._counter = remembered(token_counter())
+        return self._counter
+
+    async def block(
+        self,
+        speaker: Speaker,
+        *,
+        message: str | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """The per-turn system text ("" = inject nothing). One SQL query."""
+        settings = self.settings
+        injection = settings.injection
+        personal = bool(speaker.group_key) and settings.memo_inject_personal_in_group
+        memo_keys = (
+            [speaker.session_key, speaker.personal_key] if personal else [speaker.session_key]
+        )
+        scope_keys: list[str] = []
+        if injection.enabled:
+            scope_keys = [GLOBAL_KEY, speaker.session_key]
+        vector = None
+        if injection.enabled and injection.relevant_top_k > 0 and message and message.strip():
+            vector = await self.embedder.embed_query(message)
+        rows = await self.store.block(
+            memo_keys=memo_keys,
+            chat_key=speaker.session_key,
+            scope_keys=scope_keys,
+            limit=injection.max_candidates,
+            query_vector=vector,
+            top_k=injection.relevant_top_k,
+            profile_key=speaker.personal_key if settings.profile.inject_summary else None,
+        )
+        memo = render_memo_block(
+            rows.memos.get(speaker.session_key, ""),
+            rows.memos.get(speaker.personal_key) if personal else None,
+            speaker=speaker.user_id,
+        )
+        selection = select(
+            rows.memories,
+            budget=injection.inject_token_budget,
+            count=self.count,
+            now=now or datetime.now(UTC),
+            half_life_days=injection.recency_half_life_days,
+            scope_labels=scope_labels_for(
+                group_key=speaker.group_key, personal_key=speaker.personal_key, loaded=rows.loaded
+            ),
+            category_names=CATEGORY_NAMES,
+            relevant=rows.relevant,
+        )
+        memories = render_bot_memories(selection, rows.loaded)
+        profile = render_profile_block(rows.profile, speaker=speaker.user_id)
+        return "\n\n".join(part for part in (memo, profile, memories) if part)
+
+    async def load(
+        self, chat_key: str, scope_key: str, user_id: str, now: datetime | None = None
+    ) -> None:
+        await self.store.load(chat_key, scope_key, user_id, now or datetime.now(UTC))
+
+    async def unload(self, chat_key: str, scope_key: str) -> bool:
+        return await self.store.unload(chat_key, scope_key)
+
+    async def loaded(self, chat_key: str) -> Sequence[str]:
+        return await self.store.loaded(chat_key)

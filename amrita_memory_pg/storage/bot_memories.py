@@ -1,0 +1,226 @@
+"""The second seed's state in PostgreSQL (issue 14): the per-turn memory block, scopes
+loaded into a chat, automatic-extraction runs and the sessions they read.
+
+The statements are the named queries of ``sql/queries/seed.sql``, one wrapper each. The
+memory block is ONE round trip whatever it carries (memos, loaded scopes, candidate
+memories, relevant memories): it runs on every chat turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from amrita_memory_pg.domain.injection import Candidate
+from amrita_memory_pg.domain.ports import TokenUsage, Vector
+from amrita_memory_pg.domain.records import ChatLine
+from amrita_memory_pg.storage.queries import query
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRows:
+    """What one turn's block query returned, split by part."""
+
+    memos: dict[str, str]
+    loaded: list[str]
+    memories: list[Candidate]
+    relevant: list[Candidate]
+    #: the speaker's profile summary ("" when not asked for or empty)
+    profile: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredSession:
+    session_key: str
+    last_id: int
+    last_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionRun:
+    """One recorded extraction run (``extraction_run`` row)."""
+
+    session_key: str
+    id: int
+    partition_key: str
+    trigger: str
+    status: str
+    reason: str | None
+    entries: int
+    chat_until_id: int | None
+    model: str | None
+    usage: TokenUsage
+    started_at: datetime
+    finished_at: datetime
+
+
+def _candidate(row: Any) -> Candidate:
+    return Candidate(
+        id=row["id"],
+        partition_key=row["partition_key"],
+        content=row["content"],
+        importance=int(row["importance"]),
+        category=row["category"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _line(row: Any) -> ChatLine:
+    return ChatLine(
+        id=row["id"],
+        session_key=row["session_key"],
+        user_id=row["user_id"],
+        group_id=row["group_id"],
+        role=row["role"],
+        text=row["text"],
+        created_at=row["created_at"],
+    )
+
+
+class BotMemoryStore:
+    """Reads and writes ``loaded_scope`` and ``extraction_run``; the block query."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self._pool
+
+    async def block(
+        self,
+        *,
+        memo_keys: Sequence[str],
+        chat_key: str,
+        scope_keys: Sequence[str],
+        limit: int,
+        query_vector: Vector | None = None,
+        top_k: int = 0,
+        profile_key: str | None = None,
+    ) -> BlockRows:
+        """Memos, loaded scopes, candidates, relevant memories and the profile summary
+        of ``profile_key`` (None: not asked for): one query."""
+        rows = await self._pool.fetch(
+            query("memory_block"),
+            list(dict.fromkeys(memo_keys)),
+            chat_key,
+            list(dict.fromkeys(scope_keys)),
+            limit,
+            query_vector,
+            top_k if query_vector is not None else 0,
+            profile_key,
+        )
+        memos: dict[str, str] = {}
+        loaded: list[str] = []
+        memories: list[Candidate] = []
+        relevant: list[Candidate] = []
+        profile = ""
+        for row in rows:
+            kind = row["kind"]
+            if kind == "memo":
+                memos[row["partition_key"]] = row["content"]
+            elif kind == "loaded":
+                loaded.append(row["partition_key"])
+            elif kind == "memory":
+                memories.append(_candidate(row))
+            elif kind == "profile":
+                profile = row["content"]
+            else:
+                relevant.append(_candidate(row))
+        return BlockRows(memos, loaded, memories, relevant, profile)
+
+    # ------------------------------------------------------------------ loaded scopes
+
+    async def load(self, chat_key: str, scope_key: str, user_id: str, now: datetime) -> None:
+        await self._pool.execute(query("load_scope"), chat_key, scope_key, user_id, now)
+
+    async def unload(self, chat_key: str, scope_key: str) -> bool:
+        return await self._pool.fetchval(query("unload_scope"), chat_key, scope_key) is not None
+
+    async def unload_all(self, chat_key: str) -> int:
+        return int(await self._pool.fetchval(query("unload_all_scopes"), chat_key))
+
+    async def expire_loaded(self, idle_since: datetime) -> int:
+        """Drop the scopes of chats silent since ``idle_since``; returns how many."""
+        return int(await self._pool.fetchval(query("expire_loaded_scopes"), idle_since))
+
+    async def loaded(self, chat_key: str) -> list[str]:
+        return [
+            r["scope_key"] for r in await self._pool.fetch(query("list_loaded_scopes"), chat_key)
+        ]
+
+    async def spoke_in(self, session_key: str, user_id: str) -> bool:
+        return bool(await self._pool.fetchval(query("spoke_in_session"), session_key, user_id))
+
+    # ------------------------------------------------------------------ extraction
+
+    async def expired_sessions(self, idle_since: datetime, limit: int) -> list[ExpiredSession]:
+        """Sessions silent since ``idle_since`` with lines no extraction has read yet."""
+        rows = await self._pool.fetch(query("expired_sessions"), idle_since, limit)
+        return [ExpiredSession(r["session_key"], r["last_id"], r["last_at"]) for r in rows]
+
+    async def unread_lines(self, session_key: str, limit: int) -> list[ChatLine]:
+        """The newest ``limit`` lines after the last extraction, oldest first."""
+        rows = await self._pool.fetch(query("session_lines_since"), session_key, limit)
+        return [_line(r) for r in reversed(rows)]
+
+    @staticmethod
+    async def record_run(
+        conn: Any,
+        *,
+        session_key: str,
+        partition_key: str,
+        trigger: str,
+        status: str,
+        reason: str | None,
+        entries: int,
+        chat_until_id: int | None,
+        model: str | None,
+        usage: TokenUsage,
+        started_at: datetime,
+        finished_at: datetime,
+    ) -> int:
+        """Record one run on ``conn`` (a connection inside the replacing transaction, or
+        the pool); returns its id."""
+        return int(
+            await conn.fetchval(
+                query("record_extraction_run"),
+                session_key,
+                partition_key,
+                trigger,
+                status,
+                reason,
+                entries,
+                chat_until_id,
+                model,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.total_tokens,
+                started_at,
+                finished_at,
+            )
+        )
+
+    async def runs(self, session_key: str, limit: int = 10) -> list[ExtractionRun]:
+        rows = await self._pool.fetch(query("extraction_runs"), session_key, limit)
+        return [
+            ExtractionRun(
+                session_key=r["session_key"],
+                id=r["id"],
+                partition_key=r["partition_key"],
+                trigger=r["trigger"],
+                status=r["status"],
+                reason=r["reason"],
+                entries=r["entries"],
+                chat_until_id=r["chat_until_id"],
+                model=r["model"],
+                usage=TokenUsage(r["prompt_tokens"], r["completion_tokens"], r["total_tokens"]),
+                started_at=r["started_at"],
+                finished_at=r["finished_at"],
+            )
+            for r in rows
+        ]

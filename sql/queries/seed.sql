@@ -1,0 +1,212 @@
+-- The second seed's memory model (issue 14): manual-entry guard, filtered lists, the
+-- "## Bot Memories" block, scopes loaded into a chat, automatic extraction, clear.
+-- Every statement names its partition (or chat/session) key first, the distribution
+-- column under Citus.
+
+-- name: update_memory_guarded
+-- Change some fields of one memory of partition $1, id $2: $3 content (only together with
+-- its new embedding $8 and its search tokens $11), $4 tags, $5 importance, $6 whether $7
+-- replaces the category, $9 the writer's fingerprint, $10 now; NULL keeps a field. $12
+-- whether a source=user memory is refused (SQLSTATE AMP01; true for every automatic
+-- caller). No row when the id is not in the partition. SQLSTATE AMF01 / AMF03 as for
+-- insert_memory, 22023 for content without its embedding.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at
+  FROM amrita_memory.update_memory_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+
+-- name: delete_memory_guarded
+-- Delete memory $2 of partition $1; $3 refuses a source=user memory (SQLSTATE AMP01).
+-- NULL when the id is not in the partition.
+SELECT amrita_memory.delete_memory_v1($1, $2, $3) AS id;
+
+-- name: list_memories_filtered
+-- One page of partition $1 in (created_at, id) order, only category $4 (NULL = any) and
+-- importance >= $5 (NULL = any): $2 rows from offset $3, each with the filtered total.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, count(*) OVER ()::integer AS total
+  FROM amrita_memory.memory
+ WHERE partition_key = $1
+   AND ($4::text IS NULL OR category = $4::text)
+   AND ($5::integer IS NULL OR importance >= $5::integer)
+ ORDER BY created_at, id
+ LIMIT $2 OFFSET $3;
+
+-- name: count_memories_filtered
+-- How many memories of partition $1 match category $2 (NULL = any) and importance >= $3.
+SELECT count(*)::integer AS n
+  FROM amrita_memory.memory
+ WHERE partition_key = $1
+   AND ($2::text IS NULL OR category = $2::text)
+   AND ($3::integer IS NULL OR importance >= $3::integer);
+
+-- name: memory_block
+-- Everything one turn injects, in ONE round trip: the memos of $1 (non-empty), the
+-- scopes chat $2 has loaded, and up to $4 memories of the partitions $3 plus the loaded
+-- ones (importance desc, then most recently updated), plus the $6 memories of those
+-- partitions nearest to query vector $5 (none when $6 = 0 or $5 is NULL). kind says which
+-- part a row belongs to: memo | loaded | memory | relevant | profile (the summary of
+-- profile $7, when $7 is not NULL: [profile] inject_summary). The partitions are one array
+-- (partition_key = ANY(...)), so each is read through the partition btree, never a scan
+-- of the whole table.
+WITH loaded AS (
+    SELECT l.scope_key, l.loaded_at
+      FROM amrita_memory.loaded_scope l
+     WHERE l.chat_key = $2
+), keys AS (
+    SELECT array_cat($3::text[], coalesce(array_agg(scope_key), '{}'::text[])) AS k
+      FROM loaded
+)
+SELECT 'memo' AS kind, o.partition_key, o.content, NULL::text AS id, NULL::smallint AS importance,
+       NULL::text AS category, o.updated_at
+  FROM amrita_memory.memo o
+ WHERE o.partition_key = ANY($1::text[]) AND o.content <> ''
+UNION ALL
+SELECT 'loaded', l.scope_key, NULL, NULL, NULL, NULL, l.loaded_at
+  FROM loaded l
+UNION ALL
+(SELECT 'memory', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
+   FROM amrita_memory.memory m
+  WHERE m.partition_key = ANY((SELECT k FROM keys)::text[])
+  ORDER BY m.importance DESC, m.updated_at DESC, m.id
+  LIMIT $4)
+UNION ALL
+(SELECT 'relevant', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
+   FROM amrita_memory.memory m
+  WHERE $6::integer > 0 AND $5::vector IS NOT NULL
+    AND m.partition_key = ANY((SELECT k FROM keys)::text[])
+    AND vector_dims(m.embedding) = vector_dims($5::vector)
+  ORDER BY vector_l2_squared_distance(m.embedding, $5::vector), m.id
+  LIMIT $6)
+UNION ALL
+SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at
+  FROM amrita_memory.profile p
+ WHERE p.partition_key = $7::text AND p.summary <> '';
+
+-- name: load_scope
+-- Chat $1 loads partition $2 (speaker $3) at $4; loading it again refreshes the time.
+INSERT INTO amrita_memory.loaded_scope (chat_key, scope_key, loaded_by, loaded_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (chat_key, scope_key) DO UPDATE SET loaded_by = EXCLUDED.loaded_by,
+                                                loaded_at = EXCLUDED.loaded_at;
+
+-- name: unload_scope
+-- Chat $1 unloads partition $2; returns it, no row when it was not loaded.
+DELETE FROM amrita_memory.loaded_scope
+ WHERE chat_key = $1 AND scope_key = $2
+RETURNING scope_key;
+
+-- name: unload_all_scopes
+-- Everything chat $1 loaded goes (its session expired); returns how many.
+WITH gone AS (
+    DELETE FROM amrita_memory.loaded_scope WHERE chat_key = $1 RETURNING 1
+)
+SELECT count(*)::integer AS n FROM gone;
+
+-- name: expire_loaded_scopes
+-- Scopes loaded by chats whose session is over: loaded before $1 (now -
+-- session_idle_minutes) and no line in the chat's log since $1. Returns how many went.
+WITH gone AS (
+    DELETE FROM amrita_memory.loaded_scope l
+     WHERE l.loaded_at <= $1
+       AND coalesce((SELECT max(c.created_at) FROM amrita_memory.chat_log c
+                      WHERE c.session_key = l.chat_key), l.loaded_at) <= $1
+    RETURNING 1
+)
+SELECT count(*)::integer AS n FROM gone;
+
+-- name: list_loaded_scopes
+-- The partitions chat $1 has loaded, oldest first.
+SELECT scope_key, loaded_by, loaded_at
+  FROM amrita_memory.loaded_scope
+ WHERE chat_key = $1
+ ORDER BY loaded_at, scope_key;
+
+-- name: spoke_in_session
+-- Whether user $2 has a line in the kept chat log of session $1 (the default membership
+-- check of memory_load_context: someone who spoke in a group is one of its members).
+SELECT EXISTS (
+    SELECT 1 FROM amrita_memory.chat_log c
+     WHERE c.session_key = $1 AND c.user_id = $2 AND c.role = 'user'
+) AS spoke;
+
+-- name: expired_sessions
+-- Sessions whose newest line is older than $1 (now - session_idle_minutes) and that have
+-- lines no extraction has read yet (id past the newest chat_until_id of a run that did
+-- not fail), oldest first, at most $2. A run that failed (HTTP, database) is retried.
+SELECT c.session_key, max(c.id) AS last_id, max(c.created_at) AS last_at
+  FROM amrita_memory.chat_log c
+ GROUP BY c.session_key
+HAVING max(c.created_at) <= $1
+   AND max(c.id) > coalesce(
+        (SELECT max(r.chat_until_id) FROM amrita_memory.extraction_run r
+          WHERE r.session_key = c.session_key AND r.status <> 'failed'), 0)
+ ORDER BY max(c.created_at)
+ LIMIT $2;
+
+-- name: session_lines_since
+-- The lines of session $1 after the last extraction that did not fail (newest $2,
+-- oldest first comes from the caller reversing): walks the (session_key, id) key backwards.
+SELECT c.id, c.session_key, c.user_id, c.group_id, c.role, c.text, c.created_at
+  FROM amrita_memory.chat_log c
+ WHERE c.session_key = $1
+   AND c.id > coalesce(
+        (SELECT max(r.chat_until_id) FROM amrita_memory.extraction_run r
+          WHERE r.session_key = $1 AND r.status <> 'failed'), 0)
+ ORDER BY c.id DESC
+ LIMIT $2;
+
+-- name: auto_lock_partition
+-- The partition's cap lock (the key insert_memory_v2/v3 take), held until the end of the
+-- transaction that replaces its source=auto memories.
+SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::text, 0));
+
+-- name: delete_auto_memories
+-- The source=auto memories of partition $1 go (an extraction replaces them); source=user
+-- and source=system rows stay. Returns the ids deleted.
+DELETE FROM amrita_memory.memory
+ WHERE partition_key = $1 AND source = 'auto'
+RETURNING id;
+
+-- name: insert_auto_memory
+-- One extracted memory into partition $1 inside the replacing transaction: $2 scope,
+-- $3 content, $4 importance, $5 category, $6 embedding, $7 fingerprint, $8 now, $9 cap,
+-- $10 the content's search tokens, $11-$13 protocol/model/base_url (source 'auto', no
+-- author, no tags); id NULL when the partition is full (the caller rolls the whole
+-- replacement back). SQLSTATE AMF01 / AMF03 as for insert_memory.
+SELECT id, rows_before
+  FROM amrita_memory.insert_memory_v3($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,
+                                      $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: record_extraction_run
+-- One extraction run of session $1 on partition $2: $3 trigger, $4 status, $5 reason,
+-- $6 entries written, $7 newest chat_log id read, $8 model, $9-$11 prompt/completion/
+-- total tokens, $12 started, $13 finished. Returns its id.
+INSERT INTO amrita_memory.extraction_run
+       (session_key, partition_key, trigger, status, reason, entries, chat_until_id, model,
+        prompt_tokens, completion_tokens, total_tokens, started_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+RETURNING id;
+
+-- name: extraction_runs
+-- The newest $2 extraction runs of session $1.
+SELECT session_key, id, partition_key, trigger, status, reason, entries, chat_until_id,
+       model, prompt_tokens, completion_tokens, total_tokens, started_at, finished_at
+  FROM amrita_memory.extraction_run
+ WHERE session_key = $1
+ ORDER BY id DESC
+ LIMIT $2;
+
+-- name: partition_digest
+-- What clearing partition $1 would delete, as a count and a digest of (id, updated_at):
+-- the confirmation token is derived from it, so a confirmation given before the
+-- partition changed no longer matches.
+SELECT count(*)::integer AS n,
+       coalesce(md5(string_agg(m.id || '@' || m.updated_at::text, ',' ORDER BY m.id)), '') AS digest
+  FROM amrita_memory.memory m
+ WHERE m.partition_key = $1;
+
+-- name: clear_partition
+-- Every memory of partition $1 goes (a person's `clear`, after a backup); returns the ids.
+DELETE FROM amrita_memory.memory
+ WHERE partition_key = $1
+RETURNING id;
