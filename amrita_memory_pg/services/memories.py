@@ -154,6 +154,37 @@ class MemoryService:
             now=now or _utcnow(),
         )
 
+    async def merge(
+        self,
+        partition_key: str,
+        keep_id: str,
+        merge_ids: Sequence[str],
+        *,
+        content: str | None = None,
+        tags: Sequence[str] | None = None,
+        importance: int | None = None,
+        now: datetime | None = None,
+    ) -> tuple[MemoryRecord, list[str]] | None:
+        """Keep one memory (optionally rewritten) and delete the others, in one
+        transaction; the vector is recomputed only when the content changes."""
+        current = await self.repo.get(partition_key, keep_id)
+        if current is None:
+            return None
+        vector = None
+        if content is not None and content != current.content:
+            (vector,) = await self.embedder.embed_passages([content])
+        return await self.repo.merge(
+            partition_key,
+            keep_id,
+            merge_ids,
+            content=content if vector is not None else None,
+            tags=tags,
+            importance=importance,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            now=now or _utcnow(),
+        )
+
     async def delete(self, partition_key: str, memory_id: str) -> bool:
         """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
         return await self.repo.delete(partition_key, memory_id)

@@ -313,6 +313,54 @@ class MemoryRepository:
             await self.backend.updated(record, vector)
         return record
 
+    async def merge(
+        self,
+        partition_key: str,
+        keep_id: str,
+        merge_ids: Sequence[str],
+        *,
+        content: str | None = None,
+        tags: Sequence[str] | None = None,
+        importance: int | None = None,
+        vector: Vector | None = None,
+        fingerprint: str,
+        now: datetime,
+    ) -> tuple[MemoryRecord, list[str]] | None:
+        """Update ``keep_id`` and delete ``merge_ids``, all in ONE transaction (the L3
+        loop's merge of a duplicate group: never half a merge). None, with nothing
+        changed, when ``keep_id`` is not in the partition; the ids actually deleted
+        (foreign or unknown ones delete nothing) come back with the kept record."""
+        async with self._writing() as conn, conn.transaction():
+            try:
+                row = await conn.fetchrow(
+                    query("update_memory"),
+                    partition_key,
+                    keep_id,
+                    content if vector is not None else None,
+                    list(tags) if tags is not None else None,
+                    importance,
+                    False,
+                    None,
+                    vector,
+                    fingerprint,
+                    now,
+                )
+            except asyncpg.PostgresError as exc:
+                raise_if_model_mismatch(exc)
+                raise
+            if row is None:
+                return None
+            record = record_from_row(row)
+            await self.backend.updated(record, vector)
+            deleted: list[str] = []
+            for memory_id in merge_ids:
+                gone = await conn.fetchval(query("delete_memory"), partition_key, memory_id)
+                if gone is not None:
+                    deleted.append(gone)
+            if deleted:
+                await self.backend.removed(deleted)
+        return record, deleted
+
     async def delete(self, partition_key: str, memory_id: str) -> bool:
         """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
         async with self._writing() as conn, conn.transaction():
