@@ -290,27 +290,55 @@ class MemoryRepository:
         and changes nothing.
         """
         async with self._writing() as conn, conn.transaction():
-            try:
-                row = await conn.fetchrow(
-                    query("update_memory"),
-                    partition_key,
-                    memory_id,
-                    content if vector is not None else None,
-                    list(tags) if tags is not None else None,
-                    importance,
-                    category is not None,
-                    category,
-                    vector,
-                    fingerprint,
-                    now,
-                )
-            except asyncpg.PostgresError as exc:
-                raise_if_model_mismatch(exc)
-                raise
-            if row is None:
-                return None
-            record = record_from_row(row)
-            await self.backend.updated(record, vector)
+            return await self._update(
+                conn,
+                partition_key,
+                memory_id,
+                content=content,
+                tags=tags,
+                importance=importance,
+                category=category,
+                vector=vector,
+                fingerprint=fingerprint,
+                now=now,
+            )
+
+    async def _update(
+        self,
+        conn: PoolConnectionProxy,
+        partition_key: str,
+        memory_id: str,
+        *,
+        content: str | None,
+        tags: Sequence[str] | None,
+        importance: int | None,
+        category: Category | None,
+        vector: Vector | None,
+        fingerprint: str,
+        now: datetime,
+    ) -> MemoryRecord | None:
+        """The update statement and its backend hook, inside the caller's transaction."""
+        try:
+            row = await conn.fetchrow(
+                query("update_memory"),
+                partition_key,
+                memory_id,
+                content if vector is not None else None,
+                list(tags) if tags is not None else None,
+                importance,
+                category is not None,
+                category,
+                vector,
+                fingerprint,
+                now,
+            )
+        except asyncpg.PostgresError as exc:
+            raise_if_model_mismatch(exc)
+            raise
+        if row is None:
+            return None
+        record = record_from_row(row)
+        await self.backend.updated(record, vector)
         return record
 
     async def merge(
@@ -331,44 +359,40 @@ class MemoryRepository:
         changed, when ``keep_id`` is not in the partition; the ids actually deleted
         (foreign or unknown ones delete nothing) come back with the kept record."""
         async with self._writing() as conn, conn.transaction():
-            try:
-                row = await conn.fetchrow(
-                    query("update_memory"),
-                    partition_key,
-                    keep_id,
-                    content if vector is not None else None,
-                    list(tags) if tags is not None else None,
-                    importance,
-                    False,
-                    None,
-                    vector,
-                    fingerprint,
-                    now,
-                )
-            except asyncpg.PostgresError as exc:
-                raise_if_model_mismatch(exc)
-                raise
-            if row is None:
+            record = await self._update(
+                conn,
+                partition_key,
+                keep_id,
+                content=content,
+                tags=tags,
+                importance=importance,
+                category=None,
+                vector=vector,
+                fingerprint=fingerprint,
+                now=now,
+            )
+            if record is None:
                 return None
-            record = record_from_row(row)
-            await self.backend.updated(record, vector)
-            deleted: list[str] = []
-            for memory_id in merge_ids:
-                gone = await conn.fetchval(query("delete_memory"), partition_key, memory_id)
-                if gone is not None:
-                    deleted.append(gone)
-            if deleted:
-                await self.backend.removed(deleted)
+            deleted = [
+                gone
+                for memory_id in merge_ids
+                if (gone := await self._delete(conn, partition_key, memory_id)) is not None
+            ]
         return record, deleted
 
     async def delete(self, partition_key: str, memory_id: str) -> bool:
         """Delete one memory of the partition; a foreign or unknown id deletes nothing."""
         async with self._writing() as conn, conn.transaction():
-            deleted = await conn.fetchval(query("delete_memory"), partition_key, memory_id)
-            if deleted is None:
-                return False
+            return await self._delete(conn, partition_key, memory_id) is not None
+
+    async def _delete(
+        self, conn: PoolConnectionProxy, partition_key: str, memory_id: str
+    ) -> str | None:
+        """The delete statement and its backend hook, inside the caller's transaction."""
+        deleted: str | None = await conn.fetchval(query("delete_memory"), partition_key, memory_id)
+        if deleted is not None:
             await self.backend.removed([deleted])
-        return True
+        return deleted
 
     # ------------------------------------------------------------------ reads
 
