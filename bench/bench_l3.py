@@ -1,8 +1,8 @@
 """L3 benchmark: prompt tokens of one consolidation cycle, the reference's way vs ours.
 
 Not a test. One throwaway store (embedded PostgreSQL in a temporary directory, hashing
-embedder) holds the same fixed library of 100 memories in a fresh partition per run: 70
-distinct facts, 10 facts each planted twice (near-duplicates) and 10 stale
+embedder) holds the same fixed library of 100 memories in a fresh partition per run: 80
+distinct facts, 10 of them planted a second time (near-duplicates), and 10 stale
 low-importance items. A scripted model (ScriptedLLM, real HTTP) makes the SAME edits in
 every run — merge each duplicate pair (the original's content becomes "…（已合并）", the
 copy goes) and delete the 10 stale items — through the real runner, tools and token
@@ -154,7 +154,7 @@ def library() -> tuple[list[tuple[str, int, int]], list[int], list[int]]:
     """(content, importance, age in days) x 100; indexes of duplicate copies and stale items."""
     items: list[tuple[str, int, int]] = []
     rng = random.Random(20261203)
-    for i in range(70):
+    for i in range(80):
         topic = TOPICS[i % len(TOPICS)]
         words = "".join(rng.sample(WORDS, 4))
         items.append((f"{topic}，{words}", 5 + i % 4, 30))
@@ -168,6 +168,7 @@ def library() -> tuple[list[tuple[str, int, int]], list[int], list[int]]:
         words = "".join(rng.sample(WORDS, 4))
         items.append((f"临时提醒：{words}（已过期）", 2, 200))
         stale.append(len(items) - 1)
+    assert len(items) == 100
     return items, copies, stale
 
 
