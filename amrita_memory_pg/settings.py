@@ -143,9 +143,9 @@ class SubconsciousSettings(_Section):
     )
     allowed_tools: list[str] = Field(
         default_factory=list,
-        description="Names of chat tools (e.g. read_memory, read_memo) the loop may call "
-        "besides its own, acting as the cycle's target; an unknown name is warned about once "
-        "at start. JSON list in the environment.",
+        description="Names of read-only chat tools (read_memory, list_memory, read_memo) the "
+        "loop may call besides its own, acting as the cycle's target; an unknown or writing "
+        "tool is warned about once at start and left out. JSON list in the environment.",
     )
     max_iterations: int = Field(
         10,
