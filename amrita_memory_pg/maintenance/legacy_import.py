@@ -1,0 +1,700 @@
+"""``import-legacy``: merge an amrita_plugin_memory installation into a live store.
+
+Reads, never writes, the old data directory (``data/amrita_plugin_memory``): its Chroma
+directory is COPIED to a temporary directory and opened there (a newer chromadb
+migrates the files it opens), its SQLite database is opened read-only
+(``mode=ro`` URI), the other files are only read. What it finds:
+
+- L2 memories (Chroma ``amrita_user_memory``): merged through ``import_memory_v1``: ids
+  kept, keys migrated, the per-partition cap respected (the newest memories of a
+  partition first; what does not fit is reported per partition), existing ids kept or
+  replaced (``on_conflict``). Vectors are reused when the collection's
+  ``embed_fingerprint`` is the configured model's, else re-embedded in batches.
+- L1 memos (``amrita_plugin_memory_user_memo``): merged, same conflict rule.
+- Knowledge files + index, ``user_profile.md``, the L3 state row
+  (``amrita_plugin_memory_subconscious_state``): parsed and reported; this build has no
+  store for them yet (the report says so).
+- ``config/amrita_plugin_memory/config.toml``: validated against our settings and
+  rendered as our TOML for review.
+
+Resumable by idempotence alone, no progress table: every batch is one transaction, and
+a second run finds the rows of committed batches ``present`` (or ``unchanged``) BEFORE
+embedding anything, so a killed import continues where it stopped and re-embeds only the
+batch that was in flight. Unreadable parts are reported; the rest continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import sqlite3
+import tempfile
+import tomllib
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError
+from amrita_memory_pg.domain.legacy import (
+    KnowledgeEntry,
+    LegacyMemo,
+    LegacyMemory,
+    LegacyState,
+    Profile,
+    Skipped,
+    convert_memory,
+    convert_memos,
+    parse_knowledge_file,
+    parse_knowledge_index,
+    parse_profile,
+    parse_state_payload,
+    render_toml,
+)
+from amrita_memory_pg.domain.ports import Vector
+from amrita_memory_pg.resources import sql_dir
+from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.settings import Settings, accepted_only, iter_fields, load_settings
+from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.memories import record_from_row
+from amrita_memory_pg.storage.queries import load_queries, query
+
+log = logging.getLogger(__name__)
+
+OnConflict = Literal["skip", "replace"]
+#: called with (items done, items in total) after every batch
+Progress = Callable[[int, int], None]
+
+MEMORY_COLLECTION = "amrita_user_memory"
+MEMO_TABLE = "amrita_plugin_memory_user_memo"
+STATE_TABLE = "amrita_plugin_memory_subconscious_state"
+STATE_UID = "amrita_memory"
+_CHROMA_PAGE = 1000
+
+
+@dataclass(slots=True)
+class Layout:
+    """Where the parts of an old installation are (each may be missing)."""
+
+    data_dir: Path
+    chroma_dir: Path
+    database: str | None
+    knowledge_dir: Path
+    knowledge_index: Path
+    profile: Path
+    config: Path | None
+
+
+def locate(data_dir: Path, *, db: str | None = None, config: Path | None = None) -> Layout:
+    """The old layout under ``data_dir`` (``…/data/amrita_plugin_memory``).
+
+    The database: ``db`` (a path or ``sqlite:///…`` URL), else nonebot-plugin-orm's
+    default SQLite file beside the plugin's data dir (``data/nonebot_plugin_orm/db.sqlite3``)
+    or inside it. The config: ``config``, else ``config/amrita_plugin_memory/config.toml``
+    of the bot directory two levels above ``data_dir``.
+    """
+    data_dir = data_dir.expanduser().resolve()
+    if db is None:
+        for candidate in (
+            data_dir.parent / "nonebot_plugin_orm" / "db.sqlite3",
+            data_dir / "db.sqlite3",
+        ):
+            if candidate.is_file():
+                db = str(candidate)
+                break
+    if config is None:
+        candidate = data_dir.parent.parent / "config" / "amrita_plugin_memory" / "config.toml"
+        config = candidate if candidate.is_file() else None
+    return Layout(
+        data_dir=data_dir,
+        chroma_dir=data_dir / "vector_db.chroma",
+        database=db,
+        knowledge_dir=data_dir / "knowledge",
+        knowledge_index=data_dir / "knowledge_index.json",
+        profile=data_dir / "user_profile.md",
+        config=config,
+    )
+
+
+@dataclass(slots=True)
+class ImportReport:
+    dry_run: bool
+    on_conflict: OnConflict
+    #: kind → outcome → count (memory: inserted/present/unchanged/replaced/full; memo: …)
+    counts: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    skipped: list[Skipped] = field(default_factory=list)
+    #: (what, error): files or tables that could not be read
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    #: partition → memories that did not fit under the cap
+    overflow: dict[str, int] = field(default_factory=dict)
+    cap: int = 0
+    vectors_reused: int = 0
+    vectors_embedded: int = 0
+    #: why vectors were (not) reused
+    vector_note: str = ""
+    knowledge: list[KnowledgeEntry] = field(default_factory=list)
+    profile: Profile | None = None
+    profile_owner: str | None = None
+    state: LegacyState | None = None
+    config_toml: str | None = None
+    config_notes: list[str] = field(default_factory=list)
+    #: what this build cannot import yet (said in the report, never claimed as done)
+    not_available: list[str] = field(default_factory=list)
+
+    def render(self) -> list[str]:
+        """The report as lines (Chinese like the rest of the operator output)."""
+        head = "[dry-run] 将要" if self.dry_run else ""
+        lines = [f"{head}导入结果（冲突策略: {self.on_conflict}）:"]
+        names = {
+            "inserted": "新增",
+            "present": "已存在而保留",
+            "unchanged": "已存在且相同",
+            "replaced": "已覆盖",
+            "full": "超出上限未导入",
+        }
+        for kind in ("memory", "memo"):
+            counter = self.counts.get(kind, Counter())
+            label = {"memory": "记忆", "memo": "备忘录"}[kind]
+            parts = [f"{names.get(k, k)} {v}" for k, v in sorted(counter.items()) if v]
+            lines.append(f"  {label}: " + ("，".join(parts) if parts else "无"))
+        if self.vectors_reused or self.vectors_embedded or self.vector_note:
+            lines.append(
+                f"  向量: 沿用旧向量 {self.vectors_reused} 条，重新嵌入 {self.vectors_embedded} 条"
+                + (f"（{self.vector_note}）" if self.vector_note else "")
+            )
+        if self.overflow:
+            lines.append(f"  超出每分区上限 {self.cap} 的记忆（最旧的未导入）:")
+            for key, n in sorted(self.overflow.items()):
+                lines.append(f"    {key}: {n} 条")
+        lines.append(f"  知识库: 解析 {len(self.knowledge)} 条")
+        if self.profile is not None:
+            owner = f"（属于 {self.profile_owner}）" if self.profile_owner else ""
+            lines.append(
+                f"  用户画像: 解析摘要 {len(self.profile.summary)} 字、正文 {len(self.profile.lines)} 行{owner}"
+            )
+        if self.state is not None:
+            s = self.state
+            lines.append(
+                f"  潜意识状态: 运行 {s.total_runs} 次，penalty {s.penalty}，"
+                f"待发消息 {len(s.pending_messages)} 条，知识建议 {len(s.knowledge_suggestions)} 条"
+            )
+        for note in self.not_available:
+            lines.append(f"  ⚠️  {note}")
+        if self.skipped:
+            lines.append(f"跳过 {len(self.skipped)} 项:")
+            for item in self.skipped[:50]:
+                lines.append(f"  [{item.kind}] {item.item}: {item.reason}")
+            if len(self.skipped) > 50:
+                lines.append(f"  …另有 {len(self.skipped) - 50} 项")
+        if self.unreadable:
+            lines.append(f"无法读取 {len(self.unreadable)} 项（其余照常导入）:")
+            for what, error in self.unreadable:
+                lines.append(f"  {what}: {error}")
+        return lines
+
+
+# ---------------------------------------------------------------------------- readers
+
+
+@dataclass(slots=True)
+class ChromaData:
+    ids: list[Any]
+    documents: list[Any]
+    metadatas: list[Any]
+    vectors: list[Any]
+    collection_meta: dict[str, Any]
+    mtime: datetime
+
+
+def _read_chroma_sync(chroma_dir: Path) -> ChromaData | None:
+    """The L2 collection from a COPY of the persistent directory; None if it has none."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    mtime = max(
+        (p.stat().st_mtime for p in chroma_dir.rglob("*") if p.is_file()),
+        default=chroma_dir.stat().st_mtime,
+    )
+    with tempfile.TemporaryDirectory(prefix="amrita-legacy-chroma-") as tmp:
+        copy = Path(tmp) / "chroma"
+        shutil.copytree(chroma_dir, copy)
+        client = chromadb.PersistentClient(
+            path=str(copy), settings=ChromaSettings(anonymized_telemetry=False)
+        )
+        try:
+            names = {getattr(c, "name", c) for c in client.list_collections()}
+            if MEMORY_COLLECTION not in names:
+                return None
+            collection = client.get_collection(MEMORY_COLLECTION, embedding_function=None)
+            data = ChromaData(
+                [],
+                [],
+                [],
+                [],
+                dict(collection.metadata or {}),
+                mtime=datetime.fromtimestamp(mtime, UTC),
+            )
+            offset = 0
+            while True:
+                page: Any = collection.get(
+                    include=["documents", "metadatas", "embeddings"],
+                    limit=_CHROMA_PAGE,
+                    offset=offset,
+                )
+                ids = list(page["ids"])
+                if not ids:
+                    break
+                data.ids += ids
+                documents: list[Any] = list(page.get("documents") or [None] * len(ids))
+                metadatas: list[Any] = list(page.get("metadatas") or [None] * len(ids))
+                data.documents += documents
+                data.metadatas += metadatas
+                embeddings = page.get("embeddings")
+                if embeddings is None:
+                    data.vectors += [None] * len(ids)
+                else:
+                    data.vectors += [[float(x) for x in e] for e in embeddings]
+                offset += len(ids)
+            return data
+        finally:
+            with contextlib.suppress(Exception):
+                client.clear_system_cache()
+
+
+def _sqlite_query(name: str) -> str:
+    """A statement for the old SQLite database (``sql/legacy/reference_sqlite.sql``)."""
+    return load_queries(sql_dir() / "legacy")[name].sql
+
+
+def _sqlite_path(db: str) -> Path | None:
+    """A SQLite file from a path or a ``sqlite[+driver]:///`` URL; None for other URLs."""
+    if "://" not in db:
+        return Path(db).expanduser()
+    parts = urlsplit(db)
+    if not parts.scheme.startswith("sqlite"):
+        return None
+    raw = unquote(db.split(":///", 1)[1]) if ":///" in db else ""
+    return Path(raw).expanduser() if raw else None
+
+
+def _read_sqlite_sync(
+    path: Path,
+) -> tuple[list[tuple[object, object, object, object]] | None, str | None, list[tuple[str, str]]]:
+    """(memo rows, state payload, problems) from the old database, opened read-only."""
+    problems: list[tuple[str, str]] = []
+    memos: list[tuple[object, object, object, object]] | None = None
+    payload: str | None = None
+    uri = f"file:{path}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, detect_types=0)
+    try:
+        try:
+            memos = [
+                (r[0], r[1], r[2], r[3]) for r in conn.execute(_sqlite_query("reference_memos"))
+            ]
+        except sqlite3.Error as exc:
+            problems.append((f"{path}: 表 {MEMO_TABLE}", str(exc)))
+        try:
+            row = conn.execute(_sqlite_query("reference_state"), (STATE_UID,)).fetchone()
+            payload = row[0] if row else None
+        except sqlite3.Error as exc:
+            problems.append((f"{path}: 表 {STATE_TABLE}", str(exc)))
+    finally:
+        conn.close()
+    return memos, payload, problems
+
+
+def read_knowledge(layout: Layout, report: ImportReport) -> list[KnowledgeEntry]:
+    """Knowledge files, with the index's timestamps; a broken file is reported and skipped."""
+    index: dict[str, dict[str, Any]] = {}
+    if layout.knowledge_index.is_file():
+        try:
+            for item in parse_knowledge_index(layout.knowledge_index.read_text(encoding="utf-8")):
+                index[item["kid"]] = item
+        except (OSError, ValueError) as exc:
+            report.unreadable.append((str(layout.knowledge_index), str(exc)))
+    entries: list[KnowledgeEntry] = []
+    if not layout.knowledge_dir.is_dir():
+        return entries
+    from amrita_memory_pg.domain.decay import parse_created_at
+
+    for path in sorted(layout.knowledge_dir.glob("KNOWLEDGE_*.md")):
+        kid = path.stem.removeprefix("KNOWLEDGE_")
+        try:
+            title, summary, body = parse_knowledge_file(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            report.unreadable.append((str(path), str(exc)))
+            continue
+        meta = index.get(kid, {})
+        entries.append(
+            KnowledgeEntry(
+                kid=kid,
+                title=title,
+                summary=summary,
+                body=body,
+                created_at=parse_created_at(meta.get("created_at")),
+                updated_at=parse_created_at(meta.get("updated_at")),
+            )
+        )
+    for kid in sorted(set(index) - {e.kid for e in entries}):
+        if not (layout.knowledge_dir / f"KNOWLEDGE_{kid}.md").exists():
+            report.skipped.append(Skipped("knowledge", kid, "索引中有、文件不存在"))
+    return entries
+
+
+def translate_config(path: Path) -> tuple[str, list[str]]:
+    """The old ``config.toml`` as our TOML, and notes for the operator.
+
+    Our keys are the reference's (plus ours), so the translation validates the file
+    against our settings, keeps every key it sets, marks the ones we accept but do not
+    use yet, and adds nothing else. Raises :class:`ConfigError` for a file we refuse.
+    """
+    tree = tomllib.loads(path.read_text(encoding="utf-8"))
+    settings: Settings = load_settings(path, env={}, read_default_files=False)
+    notes: dict[tuple[str, ...], str] = {}
+    messages: list[str] = []
+    fields = dict(iter_fields())
+    for key_path, info in fields.items():
+        found: Any = tree
+        for part in key_path:
+            found = found.get(part) if isinstance(found, dict) else None
+        if found is None:
+            continue
+        note = accepted_only(info)
+        if note:
+            notes[key_path] = note
+            messages.append(f"{'.'.join(key_path)}: {note}")
+    target = settings.subconscious.target_user_id
+    if target:
+        messages.append(f"subconscious.target_user_id = {target}")
+    return render_toml(tree, notes), messages
+
+
+# ---------------------------------------------------------------------------- import
+
+
+def _reusable(data: ChromaData, fingerprint: str, dim: int | None) -> tuple[bool, str]:
+    stored = data.collection_meta.get("embed_fingerprint")
+    if not stored:
+        return False, "旧集合没有记录嵌入模型指纹，全部重新嵌入"
+    if stored != fingerprint:
+        return False, "旧集合的嵌入模型与当前配置不同，全部重新嵌入"
+    dims = {len(v) for v in data.vectors if v is not None}
+    if dim is not None and dims and dims != {dim}:
+        return False, f"旧向量维度 {sorted(dims)} 与当前 {dim} 不同，全部重新嵌入"
+    return True, "旧集合的嵌入模型与当前配置一致，沿用旧向量"
+
+
+async def _plan_memories(
+    store: Store, memories: list[LegacyMemory], report: ImportReport
+) -> list[tuple[LegacyMemory, bool, str | None]]:
+    """(memory, already stored, stored content) in import order, the cap applied.
+
+    Per partition, new memories are taken newest first up to the free room
+    (cap − stored); the rest is counted in ``report.overflow``. The same data against
+    the same store always gives the same plan, also after an interrupted run.
+    """
+    existing: dict[tuple[str, str], str] = {}
+    for start in range(0, len(memories), 1000):
+        chunk = memories[start : start + 1000]
+        rows = await store.pool.fetch(
+            query("import_existing_memories"),
+            [m.partition_key for m in chunk],
+            [m.id for m in chunk],
+        )
+        existing.update({(r["partition_key"], r["id"]): r["content"] for r in rows})
+    keys = sorted({m.partition_key for m in memories})
+    counts = {
+        r["partition_key"]: r["n"]
+        for r in await store.pool.fetch(query("import_partition_counts"), keys)
+    }
+    by_partition: dict[str, list[LegacyMemory]] = defaultdict(list)
+    for m in memories:
+        by_partition[m.partition_key].append(m)
+    plan: list[tuple[LegacyMemory, bool, str | None]] = []
+    cap = store.settings.per_session_memory_limit
+    for key in keys:
+        items = sorted(by_partition[key], key=lambda m: (m.created_at, m.id), reverse=True)
+        room = max(0, cap - counts.get(key, 0))
+        for m in items:
+            stored = existing.get((key, m.id))
+            if stored is not None:
+                plan.append((m, True, stored))
+            elif room > 0:
+                room -= 1
+                plan.append((m, False, None))
+            else:
+                report.overflow[key] = report.overflow.get(key, 0) + 1
+                report.counts["memory"]["full"] += 1
+    return plan
+
+
+async def _import_memories(
+    store: Store,
+    plan: list[tuple[LegacyMemory, bool, str | None]],
+    vectors: dict[str, Vector],
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    batch_size = store.settings.embedding.reembed_batch_size
+    replace = report.on_conflict == "replace"
+    cap = store.settings.per_session_memory_limit
+    provider = store.embedder.provider
+    total = len(plan)
+    done = 0
+    if progress is not None:
+        progress(0, total)
+    for start in range(0, total, batch_size):
+        batch = plan[start : start + batch_size]
+        # What needs a vector: new rows, and replaced rows whose text changes.
+        need = [
+            m
+            for m, present, stored in batch
+            if (not present or (replace and stored != m.content)) and m.id not in vectors
+        ]
+        if report.dry_run:
+            for m, present, stored in batch:
+                if not present:
+                    outcome = "inserted"
+                elif not replace:
+                    outcome = "present"
+                else:
+                    outcome = "replaced" if stored != m.content else "unchanged"
+                report.counts["memory"][outcome] += 1
+            done += len(batch)
+            if progress is not None:
+                progress(done, total)
+            continue
+        fresh: dict[str, Vector] = {}
+        if need:
+            # Embed before the transaction opens: an outage writes nothing of this batch.
+            embedded = await store.embedder.embed_passages([m.content for m in need])
+            fresh = {m.id: v for m, v in zip(need, embedded, strict=True)}
+            report.vectors_embedded += len(need)
+        now = datetime.now(UTC)
+        async with store.pool.acquire() as conn, conn.transaction():
+            for m, present, stored in batch:
+                vector = fresh.get(m.id)
+                if vector is None:
+                    vector = vectors.get(m.id)
+                if present and not (replace and stored != m.content):
+                    vector = None  # the stored vector stays (or nothing is written)
+                row = await conn.fetchrow(
+                    query("import_memory"),
+                    m.id,
+                    m.partition_key,
+                    m.scope,
+                    m.content,
+                    list(m.tags),
+                    m.importance,
+                    m.created_at,
+                    vector,
+                    store.embedder.fingerprint,
+                    now,
+                    cap,
+                    replace,
+                    provider.protocol,
+                    provider.model,
+                    provider.base_url,
+                )
+                assert row is not None
+                outcome = row["outcome"]
+                report.counts["memory"][outcome] += 1
+                if outcome == "full":
+                    report.overflow[m.partition_key] = report.overflow.get(m.partition_key, 0) + 1
+                if outcome in ("inserted", "replaced"):
+                    if vector is not None and m.id not in fresh:
+                        report.vectors_reused += 1
+                    if store.backend.write_hooks:
+                        record = record_from_row(
+                            await conn.fetchrow(query("get_memory"), m.partition_key, m.id)
+                        )
+                        if outcome == "inserted":
+                            assert vector is not None
+                            await store.backend.added(record, vector)
+                        else:
+                            await store.backend.updated(record, vector)
+        done += len(batch)
+        if progress is not None:
+            progress(done, total)
+
+
+async def _import_memos(store: Store, memos: list[LegacyMemo], report: ImportReport) -> None:
+    if not memos:
+        return
+    keys = [m.partition_key for m in memos]
+    async with store.pool.acquire() as conn, conn.transaction():
+        stored = {
+            r["partition_key"]: r["content"]
+            for r in await conn.fetch(query("import_existing_memos"), keys)
+        }
+        now = datetime.now(UTC)
+        for memo in memos:
+            current = stored.get(memo.partition_key)
+            if current is None:
+                outcome = "inserted"
+                if not report.dry_run:
+                    row = await conn.fetchrow(
+                        query("import_memo_insert"),
+                        memo.partition_key,
+                        memo.content,
+                        memo.version,
+                        memo.updated_at,
+                    )
+                    outcome = "inserted" if row is not None else "present"
+            elif current == memo.content:
+                outcome = "unchanged" if report.on_conflict == "replace" else "present"
+            elif report.on_conflict == "skip":
+                outcome = "present"
+            else:
+                outcome = "replaced"
+                if not report.dry_run:
+                    await conn.execute(
+                        query("import_memo_replace"), memo.partition_key, memo.content, now
+                    )
+            report.counts["memo"][outcome] += 1
+
+
+async def import_legacy(
+    store: Store,
+    data_dir: Path,
+    *,
+    db: str | None = None,
+    config: Path | None = None,
+    dry_run: bool = False,
+    on_conflict: OnConflict = "skip",
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Merge the old installation in ``data_dir`` into ``store``; see the module doc."""
+    if not data_dir.expanduser().is_dir():
+        raise AmritaMemoryError(f"旧数据目录不存在: {data_dir}")
+    layout = locate(data_dir, db=db, config=config)
+    report = ImportReport(
+        dry_run=dry_run,
+        on_conflict=on_conflict,
+        cap=store.settings.per_session_memory_limit,
+    )
+    settings = store.settings
+    fallback = datetime.fromtimestamp(layout.data_dir.stat().st_mtime, UTC)
+
+    # --- read everything first (nothing is written before the old data is understood)
+    memories: list[LegacyMemory] = []
+    old_vectors: dict[str, Vector] = {}
+    chroma: ChromaData | None = None
+    if layout.chroma_dir.is_dir():
+        try:
+            chroma = await asyncio.to_thread(_read_chroma_sync, layout.chroma_dir)
+        except ImportError:
+            report.unreadable.append(
+                (str(layout.chroma_dir), "需要 chromadb：pip install 'amrita-memory-pg[chroma]'")
+            )
+        except Exception as exc:  # chromadb raises many kinds; the rest must go on
+            report.unreadable.append((str(layout.chroma_dir), f"{type(exc).__name__}: {exc}"))
+        if chroma is None and not report.unreadable:
+            report.skipped.append(
+                Skipped("memory", str(layout.chroma_dir), f"没有集合 {MEMORY_COLLECTION}")
+            )
+    else:
+        report.skipped.append(Skipped("memory", str(layout.chroma_dir), "目录不存在"))
+    if chroma is not None:
+        seen: set[tuple[str, str]] = set()
+        for raw_id, doc, meta, vector in zip(
+            chroma.ids, chroma.documents, chroma.metadatas, chroma.vectors, strict=True
+        ):
+            result = convert_memory(raw_id, doc, meta, fallback_time=chroma.mtime)
+            if isinstance(result, Skipped):
+                report.skipped.append(result)
+                continue
+            if (result.partition_key, result.id) in seen:
+                report.skipped.append(Skipped("memory", result.old_id, "迁移后与另一条记忆同 id"))
+                continue
+            seen.add((result.partition_key, result.id))
+            memories.append(result)
+            if vector is not None:
+                old_vectors[result.id] = vector
+
+    memo_rows: list[tuple[object, object, object, object]] = []
+    if layout.database is None:
+        report.skipped.append(
+            Skipped(
+                "memo",
+                str(layout.data_dir.parent / "nonebot_plugin_orm" / "db.sqlite3"),
+                "找不到旧数据库；用 --db 指定",
+            )
+        )
+    else:
+        path = _sqlite_path(layout.database)
+        if path is None:
+            report.unreadable.append(
+                (
+                    layout.database,
+                    "只能直接读取 SQLite；其他数据库请先导出为 SQLite 或用 --db 指向 SQLite 文件",
+                )
+            )
+        elif not path.is_file():
+            report.unreadable.append((str(path), "文件不存在"))
+        else:
+            try:
+                rows, payload, problems = await asyncio.to_thread(_read_sqlite_sync, path)
+            except sqlite3.Error as exc:
+                report.unreadable.append((str(path), str(exc)))
+            else:
+                report.unreadable += problems
+                memo_rows = rows or []
+                if payload is not None:
+                    try:
+                        report.state = parse_state_payload(payload)
+                    except ValueError as exc:
+                        report.unreadable.append((f"{path}: {STATE_TABLE}", str(exc)))
+    memos, memo_skips = convert_memos(
+        memo_rows, max_chars=settings.memo_max_chars, fallback_time=fallback
+    )
+    report.skipped += memo_skips
+
+    report.knowledge = read_knowledge(layout, report)
+    if layout.profile.is_file():
+        try:
+            report.profile = parse_profile(layout.profile.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            report.unreadable.append((str(layout.profile), str(exc)))
+    if layout.config is not None:
+        try:
+            report.config_toml, report.config_notes = translate_config(layout.config)
+        except (OSError, ValueError, ConfigError) as exc:
+            report.unreadable.append((str(layout.config), str(exc)))
+    target = settings.subconscious.target_user_id
+    if report.profile is not None and target:
+        from amrita_memory_pg.domain.keys import personal_key
+
+        report.profile_owner = personal_key("qq", target)
+    if report.knowledge:
+        report.not_available.append(
+            f"knowledge: parsed {len(report.knowledge)} entries, import not available in this build"
+        )
+    if report.profile is not None:
+        report.not_available.append("profile: parsed, import not available in this build")
+    if report.state is not None:
+        report.not_available.append("L3 state: parsed, import not available in this build")
+
+    # --- the store must be on the configured model before vectors of it are written
+    meta = await store_meta.read(store.pool)
+    if meta.fingerprint is not None and meta.fingerprint != store.embedder.fingerprint and memories:
+        raise AmritaMemoryError(
+            "当前存储的嵌入模型与配置不同：请先运行 `amrita-memory reindex`，再导入"
+        )
+    if memories:
+        await store.embedder.prepare()
+        reuse, report.vector_note = (
+            _reusable(chroma, store.embedder.fingerprint, store.embedder.dim or meta.dim)
+            if chroma is not None
+            else (False, "")
+        )
+        vectors = old_vectors if reuse else {}
+        plan = await _plan_memories(store, memories, report)
+        await _import_memories(store, plan, vectors, report, progress)
+    await _import_memos(store, memos, report)
+    return report

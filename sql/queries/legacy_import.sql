@@ -1,0 +1,49 @@
+-- Import from another installation (amrita_memory_pg/maintenance/legacy_import.py):
+-- memories through import_memory_v1 (cap lock, kept ids and vectors), memos directly.
+
+-- name: import_memory
+-- Merge one memory: $1 id, $2 partition, $3 scope, $4 content, $5 tags, $6 importance,
+-- $7 created_at, $8 embedding (NULL only for an existing row whose content is kept),
+-- $9 fingerprint, $10 now, $11 cap, $12 replace an existing id, $13-$15 protocol/model/
+-- base_url (recorded only by the store's first vector). outcome: inserted | present |
+-- unchanged | replaced | full. SQLSTATE AMF01 / AMF03 as for insert_memory.
+SELECT outcome, rows_before
+  FROM amrita_memory.import_memory_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                                      $13, $14, $15);
+
+-- name: import_existing_memories
+-- Which of the (partition, id) pairs $1/$2 (parallel arrays) are already stored, with
+-- what the import compares (content decides whether a vector is needed).
+SELECT m.partition_key, m.id, m.content
+  FROM amrita_memory.memory m
+  JOIN unnest($1::text[], $2::text[]) AS k(partition_key, id)
+    ON m.partition_key = k.partition_key AND m.id = k.id;
+
+-- name: import_partition_counts
+-- Memories per partition for the partitions $1 (the cap planning of an import).
+SELECT m.partition_key, count(*)::integer AS n
+  FROM amrita_memory.memory m
+ WHERE m.partition_key = ANY($1::text[])
+ GROUP BY m.partition_key;
+
+-- name: import_existing_memos
+-- The stored memos of the partitions $1.
+SELECT partition_key, content
+  FROM amrita_memory.memo
+ WHERE partition_key = ANY($1::text[]);
+
+-- name: import_memo_insert
+-- A memo of another installation for a partition that has none: $1 partition,
+-- $2 content, $3 version, $4 updated_at. No row when the partition got one meanwhile.
+INSERT INTO amrita_memory.memo (partition_key, content, version, updated_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (partition_key) DO NOTHING
+RETURNING partition_key;
+
+-- name: import_memo_replace
+-- --on-conflict replace: overwrite memo $1 with $2 (version + 1, updated_at $3) when it
+-- differs; no row when it already says exactly that.
+UPDATE amrita_memory.memo
+   SET content = $2, version = version + 1, updated_at = $3
+ WHERE partition_key = $1 AND content IS DISTINCT FROM $2
+RETURNING partition_key;

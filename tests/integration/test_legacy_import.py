@@ -1,0 +1,386 @@
+"""``import-legacy``: an amrita_plugin_memory installation merged into a live store (issue 15).
+
+The old installation is built on disk by tests/support/legacy.py with a real chromadb
+PersistentClient, a real SQLite file, knowledge files, a profile and a config; the
+embedder is the StubEmbeddingServer over HTTP, so every embedding request is counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from amrita_memory_pg.maintenance.legacy_import import import_legacy
+from amrita_memory_pg.service import Memory
+from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.testing import StubEmbeddingServer
+from tests.support.cli import clean_env
+from tests.support.legacy import (
+    MIGRATED,
+    PARTITIONS,
+    OldInstall,
+    build_old_install,
+    memory_id,
+    tree_checksum,
+)
+from tests.support.memory import checksum, memory_on
+
+MODEL = "nomic-embed-text:latest"
+CAP = 60
+
+
+def _overrides(server: StubEmbeddingServer, **extra: Any) -> dict[str, Any]:
+    return {
+        "embedding__protocol": "ollama-embed",
+        "embedding__model_url": server.url,
+        "embedding__model_name": MODEL,
+        "embedding__max_retries": 0,
+        "per_session_memory_limit": CAP,
+        **extra,
+    }
+
+
+async def _seed_live(mem: Memory) -> tuple[str, str]:
+    """What the store holds before the import: a memory written since, a memo, and one
+    old id already imported once with other text (a conflict)."""
+    live = await mem.memories.add(
+        partition_key="QQPlatform_Private_10001", scope="user", content="迁移之后写的新记忆"
+    )
+    await mem.memos.replace("QQPlatform_Private_10001", "迁移之后的备忘录")
+    conflict = memory_id("QQPlatform_Private_10001", 79)  # the newest of that partition
+    (vector,) = await mem.embedder.embed_passages(["我们这边改过的文本"])
+    row = await mem.pool.fetchrow(
+        query("import_memory"),
+        conflict,
+        "QQPlatform_Private_10001",
+        "user",
+        "我们这边改过的文本",
+        [],
+        5,
+        datetime(2026, 2, 1, tzinfo=UTC),
+        vector,
+        mem.embedder.fingerprint,
+        datetime.now(UTC),
+        CAP,
+        False,
+        None,
+        None,
+        None,
+    )
+    assert row is not None and row["outcome"] == "inserted"
+    return live.id, conflict
+
+
+def _expected_inserted(old: OldInstall, conflict: str) -> set[str]:
+    """Old ids that fit under the cap: newest first, room = cap − rows already there."""
+    chosen: set[str] = set()
+    for key, _scope, count in PARTITIONS:
+        room = CAP - (2 if key == "QQPlatform_Private_10001" else 0)
+        for i in reversed(range(count)):
+            mid = memory_id(key, i)
+            if mid == conflict:
+                continue
+            if room > 0:
+                chosen.add(mid)
+                room -= 1
+    return chosen
+
+
+async def _rows(pool: asyncpg.Pool) -> dict[str, asyncpg.Record]:
+    return {
+        r["id"]: r
+        for r in await pool.fetch(
+            "SELECT id, partition_key, scope, content, tags, importance, created_at, tier_since, "
+            "source, embedding, embed_fingerprint FROM amrita_memory.memory"
+        )
+    }
+
+
+async def test_import_merges_everything_reembeds_on_another_model_and_twice_changes_nothing(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    with StubEmbeddingServer(dim=64) as server:
+        old = build_old_install(
+            tmp_path / "bot", fingerprint="0" * 64, vector_of=lambda t: [0.5] * 64
+        )
+        before_files = tree_checksum(old.root)
+        async with memory_on(db_dsn, tmp_path / "new", **_overrides(server)) as mem:
+            live_id, conflict = await _seed_live(mem)
+            store_before = await checksum(mem)
+            server.reset()
+
+            dry = await import_legacy(mem.store, old.data_dir, dry_run=True)
+            assert await checksum(mem) == store_before
+            assert server.embedding_requests == []
+            expected = _expected_inserted(old, conflict)
+            assert dry.counts["memory"]["inserted"] == len(expected)
+
+            seen: list[tuple[int, int]] = []
+            report = await import_legacy(
+                mem.store, old.data_dir, progress=lambda d, t: seen.append((d, t))
+            )
+            assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1]
+            text = "\n".join(report.render())
+            assert report.counts["memory"] == dry.counts["memory"]
+            assert report.counts["memory"]["inserted"] == len(expected)
+            assert report.counts["memory"]["present"] == 1
+            # over the cap: 80 old + 2 there in 10001 (one of them the conflict), 70 in 20001
+            assert report.overflow == {
+                "QQPlatform_Private_10001": 80 - 1 - 58,
+                "QQPlatform_Group_20001": 10,
+            }
+            assert "超出每分区上限 60" in text
+            # re-embedded (the old fingerprint is another model's): one text per new row
+            texts = [t for r in server.embedding_requests for t in r.texts]
+            assert len(texts) == len(expected) == report.vectors_embedded
+            assert report.vectors_reused == 0
+            # every row
+            rows = await _rows(mem.pool)
+            assert rows[live_id]["content"] == "迁移之后写的新记忆"
+            assert rows[conflict]["content"] == "我们这边改过的文本"  # skip keeps ours
+            for mid in expected:
+                key, scope, doc, meta = old.memories[mid]
+                row = rows[mid]
+                assert row["partition_key"] == MIGRATED[key]
+                assert row["scope"] == scope and row["content"] == doc
+                assert row["tags"] == (["preference", "pet"] if meta["tags"] else [])
+                assert row["importance"] == {"low": 3, "medium": 5, "high": 8}[meta["importance"]]
+                assert row["created_at"] == datetime.fromisoformat(meta["created_at"])
+                assert row["source"] == "auto"
+                assert row["embed_fingerprint"] == mem.embedder.fingerprint
+                assert np.allclose(row["embedding"], server.vector(doc), atol=1e-6)
+            assert set(rows) == expected | {live_id, conflict}
+            # the three unimportable ones are named with their reason
+            skipped = {s.item: s.reason for s in report.skipped if s.kind == "memory"}
+            assert set(old.broken_ids) <= set(skipped)
+            assert "QQPlatform_Channel_9" in skipped["c" * 32]
+            # memos: ours kept, legacy key migrated, the empty one skipped
+            memos = {
+                r["partition_key"]: (r["content"], r["version"])
+                for r in await mem.pool.fetch("SELECT * FROM amrita_memory.memo")
+            }
+            assert memos == {
+                "QQPlatform_Private_10001": ("迁移之后的备忘录", 1),
+                "QQPlatform_Private_10002": ("称呼：阿强", 3),
+                "QQPlatform_Group_20002": ("这是一个读书群。", 3),
+            }
+            assert report.counts["memo"] == {"inserted": 2, "present": 1}
+            assert any(
+                s.kind == "memo" and s.item == "QQPlatform_Private_10004" for s in report.skipped
+            )
+            # parsed, reported, and honestly not imported
+            assert len(report.knowledge) == 3
+            assert report.profile is not None and report.profile.lines == ("喜欢猫", "住在上海")
+            assert report.state is not None and report.state.total_runs == 12
+            assert "knowledge: parsed 3 entries, import not available in this build" in text
+            assert report.config_toml is not None and "half_life_days = 45.0" in report.config_toml
+
+            # a second run changes nothing and embeds nothing
+            after_first = await checksum(mem)
+            server.reset()
+            again = await import_legacy(mem.store, old.data_dir)
+            assert await checksum(mem) == after_first
+            assert server.embedding_requests == []
+            assert again.counts["memory"]["inserted"] == 0
+            assert again.counts["memory"]["present"] == len(expected) + 1
+            assert again.counts["memo"] == {"present": 3}
+    # the old installation was read, never written
+    assert tree_checksum(old.root) == before_files
+
+
+async def test_vectors_are_reused_when_the_old_model_is_ours(db_dsn: str, tmp_path: Path) -> None:
+    with StubEmbeddingServer(dim=64) as server:
+        async with memory_on(db_dsn, tmp_path / "new", **_overrides(server)) as mem:
+            await mem.embedder.prepare()
+            ours = mem.embedder.fingerprint
+            # old vectors deliberately differ from what the server returns for the text
+            old = build_old_install(
+                tmp_path / "bot",
+                fingerprint=ours,
+                vector_of=lambda t: server.vector(t + "（旧）"),
+            )
+            server.reset()
+            report = await import_legacy(mem.store, old.data_dir)
+            assert server.embedding_requests == []
+            assert report.vectors_embedded == 0
+            assert report.vectors_reused == report.counts["memory"]["inserted"] > 0
+            rows = await _rows(mem.pool)
+            for mid, row in rows.items():
+                assert np.allclose(row["embedding"], old.vectors[mid], atol=1e-6)
+            assert "沿用旧向量" in "\n".join(report.render())
+
+
+async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    with StubEmbeddingServer(dim=64) as server:
+        old = build_old_install(tmp_path / "bot", fingerprint=None, vector_of=lambda t: [0.1] * 64)
+        async with memory_on(db_dsn, tmp_path / "new", **_overrides(server)) as mem:
+            live_id, conflict = await _seed_live(mem)
+            first = await import_legacy(mem.store, old.data_dir, on_conflict="replace")
+            assert first.counts["memory"]["replaced"] == 1
+            assert first.counts["memo"]["replaced"] == 1
+            rows = await _rows(mem.pool)
+            assert rows[conflict]["content"] == old.memories[conflict][2]
+            assert np.allclose(
+                rows[conflict]["embedding"], server.vector(old.memories[conflict][2])
+            )
+            assert rows[live_id]["content"] == "迁移之后写的新记忆"
+            memo = await mem.memos.get("QQPlatform_Private_10001")
+            assert memo.content == old.memos["QQPlatform_Private_10001"]
+            state = await checksum(mem)
+            server.reset()
+            second = await import_legacy(mem.store, old.data_dir, on_conflict="replace")
+            assert await checksum(mem) == state
+            assert server.embedding_requests == []
+            assert second.counts["memory"]["replaced"] == 0
+            assert second.counts["memory"]["unchanged"] == first.counts["memory"]["inserted"] + 1
+            assert second.counts["memo"] == {"unchanged": 3}
+
+
+async def test_broken_parts_are_reported_and_the_rest_is_imported(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    with StubEmbeddingServer(dim=64) as server:
+        old = build_old_install(
+            tmp_path / "bot",
+            fingerprint=None,
+            vector_of=lambda t: [0.1] * 64,
+            partitions=[("user_10002", "user", 5)],
+        )
+        (old.data_dir / "knowledge" / "KNOWLEDGE_0badf00d.md").write_bytes(b"\xff\xfe\x00broken")
+        (old.data_dir / "knowledge" / "KNOWLEDGE_00000000.md").write_text("", encoding="utf-8")
+        (old.data_dir / "knowledge_index.json").write_text("{not json", encoding="utf-8")
+        (old.root / "config" / "amrita_plugin_memory" / "config.toml").write_text(
+            "[decay]\nhalf_life_days = -1\n", encoding="utf-8"
+        )
+        import sqlite3
+
+        conn = sqlite3.connect(old.db_path)
+        conn.execute("DROP TABLE amrita_plugin_memory_subconscious_state")
+        conn.commit()
+        conn.close()
+        async with memory_on(db_dsn, tmp_path / "new", **_overrides(server)) as mem:
+            report = await import_legacy(mem.store, old.data_dir)
+            unreadable = dict(report.unreadable)
+            text = "\n".join(report.render())
+        assert any(k.endswith("KNOWLEDGE_0badf00d.md") for k in unreadable)
+        assert any(k.endswith("KNOWLEDGE_00000000.md") for k in unreadable)
+        assert any(k.endswith("knowledge_index.json") for k in unreadable)
+        assert any(
+            k.endswith("config.toml") and "half_life_days" in v for k, v in unreadable.items()
+        )
+        assert any("amrita_plugin_memory_subconscious_state" in k for k in unreadable)
+        assert "无法读取 5 项（其余照常导入）" in text
+        # the rest went in
+        assert report.counts["memory"]["inserted"] == 5
+        assert report.counts["memo"]["inserted"] == 3
+        assert len(report.knowledge) == 2 and report.state is None
+
+
+async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    with StubEmbeddingServer(dim=64, delay_seconds=0.25) as server:
+        old = build_old_install(tmp_path / "bot", fingerprint=None, vector_of=lambda t: [0.1] * 64)
+        env = clean_env(
+            {
+                "AMRITA_MEMORY_DATABASE__URL": db_dsn,
+                "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "new"),
+                "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "ollama-embed",
+                "AMRITA_MEMORY_EMBEDDING__MODEL_URL": server.url,
+                "AMRITA_MEMORY_EMBEDDING__MODEL_NAME": MODEL,
+                "AMRITA_MEMORY_EMBEDDING__REEMBED_BATCH_SIZE": "10",
+                "AMRITA_MEMORY_PER_SESSION_MEMORY_LIMIT": str(CAP),
+            }
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "amrita_memory_pg.cli.main",
+            "import-legacy",
+            str(old.data_dir),
+        ]
+        process = subprocess.Popen(
+            command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            conn = await asyncpg.connect(db_dsn)
+            try:
+                for _ in range(600):
+                    await asyncio.sleep(0.05)
+                    n = await conn.fetchval("SELECT count(*) FROM amrita_memory.memory")
+                    if n >= 40:
+                        break
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+                killed_at = await conn.fetchval("SELECT count(*) FROM amrita_memory.memory")
+            finally:
+                await conn.close()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert 40 <= killed_at < 260
+        assert killed_at % 10 == 0  # one transaction per batch: never half a batch
+        first_requests = len(server.embedding_requests)
+        server.reset()
+        resumed = subprocess.run(
+            command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"已存在而保留 {killed_at}" in resumed.stdout
+        # the resumed run embeds only what the killed one had not committed
+        resumed_texts = sum(len(r.texts) for r in server.embedding_requests)
+        total = sum(min(count, CAP) for _k, _s, count in PARTITIONS)
+        assert resumed_texts == total - killed_at
+        assert first_requests * 10 <= killed_at + 10
+        conn = await asyncpg.connect(db_dsn)
+        try:
+            assert await conn.fetchval("SELECT count(*) FROM amrita_memory.memory") == total
+        finally:
+            await conn.close()
+
+
+def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
+    tmp_path: Path, db_dsn: str
+) -> None:
+    from tests.support.cli import run_cli
+
+    old = build_old_install(
+        tmp_path / "bot",
+        fingerprint=None,
+        vector_of=lambda t: [0.1] * 8,
+        partitions=[("group_20001", "group", 3)],
+    )
+    result = run_cli(
+        "import-legacy",
+        str(old.data_dir),
+        "--dry-run",
+        "--write-config",
+        str(tmp_path / "out.toml"),
+        env={
+            "AMRITA_MEMORY_DATABASE__URL": db_dsn,
+            "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "new"),
+            "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash",
+        },
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "[dry-run] 将要导入结果" in result.stdout
+    assert "记忆: 新增 3" in result.stdout
+    assert "knowledge: parsed 3 entries, import not available in this build" in result.stdout
+    assert 'target_user_id = "10001"' in result.stdout
+    assert "max_iterations" in result.stdout and "not used yet" in result.stdout
+    assert not (tmp_path / "out.toml").exists()  # --dry-run writes nothing, config included
+    json.dumps(result.stdout)
