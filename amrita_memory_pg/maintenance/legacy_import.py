@@ -523,6 +523,22 @@ async def _import_memories(
             progress(done, total)
 
 
+async def merge_memories(
+    store: Store,
+    memories: list[LegacyMemory],
+    vectors: dict[str, Vector],
+    report: ImportReport,
+    progress: Progress | None = None,
+) -> None:
+    """Merge converted memories into the store (cap, conflicts, batches; see the module doc).
+
+    ``vectors`` (id → vector) are used as they are: only pass vectors of the configured
+    model. Everything else is embedded, a batch at a time, before its transaction.
+    """
+    plan = await _plan_memories(store, memories, report)
+    await _import_memories(store, plan, vectors, report, progress)
+
+
 async def _import_memos(store: Store, memos: list[LegacyMemo], report: ImportReport) -> None:
     if not memos:
         return
@@ -693,8 +709,6 @@ async def import_legacy(
             if chroma is not None
             else (False, "")
         )
-        vectors = old_vectors if reuse else {}
-        plan = await _plan_memories(store, memories, report)
-        await _import_memories(store, plan, vectors, report, progress)
+        await merge_memories(store, memories, old_vectors if reuse else {}, report, progress)
     await _import_memos(store, memos, report)
     return report

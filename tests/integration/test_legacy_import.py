@@ -384,3 +384,47 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
     assert "max_iterations" in result.stdout and "not used yet" in result.stdout
     assert not (tmp_path / "out.toml").exists()  # --dry-run writes nothing, config included
     json.dumps(result.stdout)
+
+
+async def test_a_reference_json_backup_is_merged_under_the_cap(db_dsn: str, tmp_path: Path) -> None:
+    """backup restore of the old plugin's embed_backup_*.json: merged, never replacing,
+    and through the same merge as import-legacy, so the cap holds and overflow is named."""
+    from amrita_memory_pg.maintenance.restore import restore_backup
+
+    n = 8
+    backup = {
+        "collection": "amrita_user_memory",
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "ids": [memory_id("user_7", i) for i in range(n)] + ["x" * 32],
+        "documents": [f"备份里的记忆 {i}" for i in range(n)] + ["频道"],
+        "metadatas": [
+            {
+                "scope": "user",
+                "user_id": "user_7",
+                "tags": "",
+                "importance": "medium",
+                "created_at": f"2026-01-0{i + 1}T00:00:00+00:00",
+            }
+            for i in range(n)
+        ]
+        + [{"scope": "group", "user_id": "QQPlatform_Channel_1"}],
+    }
+    path = tmp_path / "embed_backup_20260101_000000.json"
+    path.write_text(json.dumps(backup, ensure_ascii=False), encoding="utf-8")
+    async with memory_on(db_dsn, tmp_path / "new", per_session_memory_limit=5) as mem:
+        live = await mem.memories.add(
+            partition_key="QQPlatform_Private_7", scope="user", content="迁移之后写的"
+        )
+        report = await restore_backup(mem.store, path)
+        assert (report.merged, report.kept_existing, report.skipped) == (4, 0, 1)
+        assert report.overflow == {"QQPlatform_Private_7": 4}
+        rows = await _rows(mem.pool)
+        assert live.id in rows and len(rows) == 5
+        # the newest four fit
+        assert {r["content"] for r in rows.values()} == {"迁移之后写的"} | {
+            f"备份里的记忆 {i}" for i in range(4, 8)
+        }
+        before = await checksum(mem)
+        again = await restore_backup(mem.store, path)
+        assert (again.merged, again.kept_existing) == (0, 4)
+        assert await checksum(mem) == before
