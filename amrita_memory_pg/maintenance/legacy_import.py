@@ -160,11 +160,12 @@ class ImportReport:
         for kind in ("memory", "memo"):
             counter = self.counts.get(kind, Counter())
             label = {"memory": "记忆", "memo": "备忘录"}[kind]
-            parts = [f"{names.get(k, k)} {v}" for k, v in sorted(counter.items()) if v]
+            parts = [f"{names[k]} {counter[k]}" for k in names if counter.get(k)]
             lines.append(f"  {label}: " + ("，".join(parts) if parts else "无"))
         if self.vectors_reused or self.vectors_embedded or self.vector_note:
+            verb = "将" if self.dry_run else ""
             lines.append(
-                f"  向量: 沿用旧向量 {self.vectors_reused} 条，重新嵌入 {self.vectors_embedded} 条"
+                f"  向量: {verb}沿用旧向量 {self.vectors_reused} 条，{verb}重新嵌入 {self.vectors_embedded} 条"
                 + (f"（{self.vector_note}）" if self.vector_note else "")
             )
         if self.overflow:
@@ -380,12 +381,12 @@ def translate_config(path: Path) -> tuple[str, list[str]]:
 def _reusable(data: ChromaData, fingerprint: str, dim: int | None) -> tuple[bool, str]:
     stored = data.collection_meta.get("embed_fingerprint")
     if not stored:
-        return False, "旧集合没有记录嵌入模型指纹，全部重新嵌入"
+        return False, "旧集合没有记录嵌入模型指纹，需重新嵌入"
     if stored != fingerprint:
-        return False, "旧集合的嵌入模型与当前配置不同，全部重新嵌入"
+        return False, "旧集合的嵌入模型与当前配置不同，需重新嵌入"
     dims = {len(v) for v in data.vectors if v is not None}
     if dim is not None and dims and dims != {dim}:
-        return False, f"旧向量维度 {sorted(dims)} 与当前 {dim} 不同，全部重新嵌入"
+        return False, f"旧向量维度 {sorted(dims)} 与当前 {dim} 不同，需重新嵌入"
     return True, "旧集合的嵌入模型与当前配置一致，沿用旧向量"
 
 
@@ -457,6 +458,12 @@ async def _import_memories(
             if (not present or (replace and stored != m.content)) and m.id not in vectors
         ]
         if report.dry_run:
+            report.vectors_embedded += len(need)
+            report.vectors_reused += sum(
+                1
+                for m, present, stored in batch
+                if m.id in vectors and (not present or (replace and stored != m.content))
+            )
             for m, present, stored in batch:
                 if not present:
                     outcome = "inserted"
