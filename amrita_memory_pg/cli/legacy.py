@@ -43,7 +43,7 @@ class _Bar:
     "--db",
     "db",
     default=None,
-    help="The old plugin's database: a SQLite file or sqlite:/// URL "
+    help="The old plugin's database: a SQLite file, sqlite:/// or postgresql:// URL "
     "(default: nonebot-plugin-orm's data/nonebot_plugin_orm/db.sqlite3).",
 )
 @click.option("--dry-run", is_flag=True, help="Read and report; write nothing.")

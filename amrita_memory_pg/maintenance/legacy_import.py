@@ -3,7 +3,8 @@
 Reads, never writes, the old data directory (``data/amrita_plugin_memory``): its Chroma
 directory is COPIED to a temporary directory and opened there (a newer chromadb
 migrates the files it opens), its SQLite database is opened read-only
-(``mode=ro`` URI), the other files are only read. What it finds:
+(``mode=ro`` URI; a PostgreSQL one through read-only transactions), the other files are
+only read. What it finds:
 
 - L2 memories (Chroma ``amrita_user_memory``): merged through ``import_memory_v1``: ids
   kept, keys migrated, the per-partition cap respected (the newest memories of a
@@ -267,8 +268,8 @@ def _read_chroma_sync(chroma_dir: Path) -> ChromaData | None:
                 client.clear_system_cache()
 
 
-def _sqlite_query(name: str) -> str:
-    """A statement for the old SQLite database (``sql/legacy/reference_sqlite.sql``)."""
+def _legacy_query(name: str) -> str:
+    """A statement for the OLD plugin's database (``sql/legacy/*.sql``, SQLite or PG)."""
     return load_queries(sql_dir() / "legacy")[name].sql
 
 
@@ -295,17 +296,57 @@ def _read_sqlite_sync(
     try:
         try:
             memos = [
-                (r[0], r[1], r[2], r[3]) for r in conn.execute(_sqlite_query("reference_memos"))
+                (r[0], r[1], r[2], r[3]) for r in conn.execute(_legacy_query("reference_memos"))
             ]
         except sqlite3.Error as exc:
             problems.append((f"{path}: 表 {MEMO_TABLE}", str(exc)))
         try:
-            row = conn.execute(_sqlite_query("reference_state"), (STATE_UID,)).fetchone()
+            row = conn.execute(_legacy_query("reference_state"), (STATE_UID,)).fetchone()
             payload = row[0] if row else None
         except sqlite3.Error as exc:
             problems.append((f"{path}: 表 {STATE_TABLE}", str(exc)))
     finally:
         conn.close()
+    return memos, payload, problems
+
+
+def _postgres_url(db: str) -> str | None:
+    """A libpq URL from a ``postgresql[+driver]://`` one (SQLAlchemy style); else None."""
+    scheme, sep, rest = db.partition("://")
+    if not sep or scheme.split("+", 1)[0] not in ("postgresql", "postgres"):
+        return None
+    return f"postgresql://{rest}"
+
+
+async def _read_postgres(
+    url: str,
+) -> tuple[list[tuple[object, object, object, object]] | None, str | None, list[tuple[str, str]]]:
+    """(memo rows, state payload, problems) from an old PostgreSQL database, read-only."""
+    import asyncpg
+
+    from amrita_memory_pg.domain.redact import redact
+
+    problems: list[tuple[str, str]] = []
+    memos: list[tuple[object, object, object, object]] | None = None
+    payload: str | None = None
+    where = redact(url)
+    conn = await asyncpg.connect(url)
+    try:
+        try:
+            async with conn.transaction(readonly=True):
+                memos = [
+                    (r[0], r[1], r[2], r[3])
+                    for r in await conn.fetch(_legacy_query("reference_memos_pg"))
+                ]
+        except asyncpg.PostgresError as exc:
+            problems.append((f"{where}: 表 {MEMO_TABLE}", str(exc)))
+        try:
+            async with conn.transaction(readonly=True):
+                payload = await conn.fetchval(_legacy_query("reference_state_pg"), STATE_UID)
+        except asyncpg.PostgresError as exc:
+            problems.append((f"{where}: 表 {STATE_TABLE}", str(exc)))
+    finally:
+        await conn.close()
     return memos, payload, problems
 
 
@@ -651,11 +692,24 @@ async def import_legacy(
         )
     else:
         path = _sqlite_path(layout.database)
-        if path is None:
+        pg_url = _postgres_url(layout.database)
+        rows: list[tuple[object, object, object, object]] | None = None
+        payload: str | None = None
+        problems: list[tuple[str, str]] = []
+        read = False
+        if pg_url is not None:
+            try:
+                rows, payload, problems = await _read_postgres(pg_url)
+                read = True
+            except Exception as exc:  # asyncpg raises many kinds when it cannot connect
+                from amrita_memory_pg.domain.redact import redact
+
+                report.unreadable.append((redact(pg_url), f"{type(exc).__name__}: {exc}"))
+        elif path is None:
             report.unreadable.append(
                 (
                     layout.database,
-                    "只能直接读取 SQLite；其他数据库请先导出为 SQLite 或用 --db 指向 SQLite 文件",
+                    "只能读取 SQLite 文件或 PostgreSQL（postgresql://…）；其他数据库请先把两张表导出为 SQLite",
                 )
             )
         elif not path.is_file():
@@ -663,16 +717,17 @@ async def import_legacy(
         else:
             try:
                 rows, payload, problems = await asyncio.to_thread(_read_sqlite_sync, path)
+                read = True
             except sqlite3.Error as exc:
                 report.unreadable.append((str(path), str(exc)))
-            else:
-                report.unreadable += problems
-                memo_rows = rows or []
-                if payload is not None:
-                    try:
-                        report.state = parse_state_payload(payload)
-                    except ValueError as exc:
-                        report.unreadable.append((f"{path}: {STATE_TABLE}", str(exc)))
+        if read:
+            report.unreadable += problems
+            memo_rows = rows or []
+            if payload is not None:
+                try:
+                    report.state = parse_state_payload(payload)
+                except ValueError as exc:
+                    report.unreadable.append((f"{STATE_TABLE}.payload", str(exc)))
     memos, memo_skips = convert_memos(
         memo_rows, max_chars=settings.memo_max_chars, fallback_time=fallback
     )

@@ -428,3 +428,37 @@ async def test_a_reference_json_backup_is_merged_under_the_cap(db_dsn: str, tmp_
         again = await restore_backup(mem.store, path)
         assert (again.merged, again.kept_existing) == (0, 4)
         assert await checksum(mem) == before
+
+
+async def test_memos_and_state_from_an_old_postgresql_database(
+    db_dsn: str, empty_db_dsn: str, tmp_path: Path
+) -> None:
+    """nonebot-plugin-orm on PostgreSQL: --db postgresql+asyncpg://… (SQLAlchemy style)."""
+    old_db = await asyncpg.connect(empty_db_dsn)
+    try:
+        await old_db.execute(
+            "CREATE TABLE amrita_plugin_memory_user_memo (user_id varchar(64) PRIMARY KEY,"
+            " content text NOT NULL DEFAULT '', version int NOT NULL DEFAULT 1, updated_at timestamp);"
+            "CREATE TABLE amrita_plugin_memory_subconscious_state (uid varchar(64) PRIMARY KEY,"
+            " payload text NOT NULL DEFAULT '{}', updated_at timestamp);"
+            "INSERT INTO amrita_plugin_memory_user_memo VALUES"
+            " ('group_30001', '群备忘', 4, '2026-01-01 00:00:00');"
+            "INSERT INTO amrita_plugin_memory_subconscious_state VALUES"
+            " ('amrita_memory', '{\"total_runs\": 7}', NULL);"
+        )
+    finally:
+        await old_db.close()
+    old = build_old_install(
+        tmp_path / "bot",
+        fingerprint=None,
+        vector_of=lambda t: [0.1] * 8,
+        partitions=[("user_10002", "user", 2)],
+    )
+    url = empty_db_dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
+    async with memory_on(db_dsn, tmp_path / "new") as mem:
+        report = await import_legacy(mem.store, old.data_dir, db=url)
+        memo = await mem.memos.get("QQPlatform_Group_30001")
+    assert memo.content == "群备忘"
+    assert report.counts["memo"] == {"inserted": 1}
+    assert report.state is not None and report.state.total_runs == 7
+    assert report.unreadable == []
