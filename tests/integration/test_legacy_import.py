@@ -462,3 +462,30 @@ async def test_memos_and_state_from_an_old_postgresql_database(
     assert report.counts["memo"] == {"inserted": 1}
     assert report.state is not None and report.state.total_runs == 7
     assert report.unreadable == []
+
+
+async def test_with_the_chroma_backend_the_index_follows_the_import(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """vector_backend = "chroma": every imported (or replaced) row reaches our collection."""
+    from amrita_memory_pg.storage.chroma import ChromaBackend
+
+    old = build_old_install(
+        tmp_path / "bot",
+        fingerprint=None,
+        vector_of=lambda t: [0.1] * 8,
+        partitions=[("user_10002", "user", 12), ("group_20001", "group", 9)],
+    )
+    async with memory_on(db_dsn, tmp_path / "new", vector_backend="chroma") as mem:
+        backend = mem.store.backend
+        assert isinstance(backend, ChromaBackend)
+        report = await import_legacy(mem.store, old.data_dir)
+        assert report.counts["memory"]["inserted"] == 21
+        assert await backend.check(mem.pool) == (21, 21)
+        # found through chroma, at distance 0 (its own vector)
+        target = memory_id("user_10002", 3)
+        hits = await mem.memories.search(
+            "QQPlatform_Private_10002", old.memories[target][2], top_k=12
+        )
+        by_id = {h.record.id: h for h in hits}
+        assert len(by_id) == 12 and by_id[target].distance < 1e-6
