@@ -27,11 +27,8 @@ batch that was in flight. Unreadable parts are reported; the rest continues.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import shutil
 import sqlite3
-import tempfile
 import tomllib
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -62,6 +59,7 @@ from amrita_memory_pg.resources import sql_dir
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings, accepted_only, iter_fields, load_settings
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.chroma.reference import ChromaData, read_reference_collection
 from amrita_memory_pg.storage.memories import record_from_row
 from amrita_memory_pg.storage.queries import load_queries, query
 
@@ -201,71 +199,6 @@ class ImportReport:
 
 
 # ---------------------------------------------------------------------------- readers
-
-
-@dataclass(slots=True)
-class ChromaData:
-    ids: list[Any]
-    documents: list[Any]
-    metadatas: list[Any]
-    vectors: list[Any]
-    collection_meta: dict[str, Any]
-    mtime: datetime
-
-
-def _read_chroma_sync(chroma_dir: Path) -> ChromaData | None:
-    """The L2 collection from a COPY of the persistent directory; None if it has none."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    mtime = max(
-        (p.stat().st_mtime for p in chroma_dir.rglob("*") if p.is_file()),
-        default=chroma_dir.stat().st_mtime,
-    )
-    with tempfile.TemporaryDirectory(prefix="amrita-legacy-chroma-") as tmp:
-        copy = Path(tmp) / "chroma"
-        shutil.copytree(chroma_dir, copy)
-        client = chromadb.PersistentClient(
-            path=str(copy), settings=ChromaSettings(anonymized_telemetry=False)
-        )
-        try:
-            names = {getattr(c, "name", c) for c in client.list_collections()}
-            if MEMORY_COLLECTION not in names:
-                return None
-            collection = client.get_collection(MEMORY_COLLECTION, embedding_function=None)
-            data = ChromaData(
-                [],
-                [],
-                [],
-                [],
-                dict(collection.metadata or {}),
-                mtime=datetime.fromtimestamp(mtime, UTC),
-            )
-            offset = 0
-            while True:
-                page: Any = collection.get(
-                    include=["documents", "metadatas", "embeddings"],
-                    limit=_CHROMA_PAGE,
-                    offset=offset,
-                )
-                ids = list(page["ids"])
-                if not ids:
-                    break
-                data.ids += ids
-                documents: list[Any] = list(page.get("documents") or [None] * len(ids))
-                metadatas: list[Any] = list(page.get("metadatas") or [None] * len(ids))
-                data.documents += documents
-                data.metadatas += metadatas
-                embeddings = page.get("embeddings")
-                if embeddings is None:
-                    data.vectors += [None] * len(ids)
-                else:
-                    data.vectors += [[float(x) for x in e] for e in embeddings]
-                offset += len(ids)
-            return data
-        finally:
-            with contextlib.suppress(Exception):
-                client.clear_system_cache()
 
 
 def _legacy_query(name: str) -> str:
@@ -559,7 +492,7 @@ async def _import_memories(
                         report.vectors_reused += 1
                     if store.backend.write_hooks:
                         record = record_from_row(
-                            await conn.fetchrow(query("get_memory"), m.partition_key, m.id)
+                            await conn.fetchrow(query("import_memory_row"), m.partition_key, m.id)
                         )
                         if outcome == "inserted":
                             assert vector is not None
@@ -651,7 +584,9 @@ async def import_legacy(
     chroma: ChromaData | None = None
     if layout.chroma_dir.is_dir():
         try:
-            chroma = await asyncio.to_thread(_read_chroma_sync, layout.chroma_dir)
+            chroma = await asyncio.to_thread(
+                read_reference_collection, layout.chroma_dir, MEMORY_COLLECTION
+            )
         except ImportError:
             report.unreadable.append(
                 (str(layout.chroma_dir), "需要 chromadb：pip install 'amrita-memory-pg[chroma]'")

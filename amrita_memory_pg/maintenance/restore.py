@@ -47,7 +47,6 @@ from amrita_memory_pg.storage.queries import query
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(slots=True)
 class RestoreReport:
     source: Path

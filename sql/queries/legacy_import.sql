@@ -47,3 +47,11 @@ UPDATE amrita_memory.memo
    SET content = $2, version = version + 1, updated_at = $3
  WHERE partition_key = $1 AND content IS DISTINCT FROM $2
 RETURNING partition_key;
+
+-- name: import_memory_row
+-- The memory just imported (partition $1, id $2), read in the import's transaction to
+-- hand it to a vector backend with write hooks (chroma).
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at
+  FROM amrita_memory.memory
+ WHERE partition_key = $1 AND id = $2;
