@@ -73,7 +73,9 @@ MEMORY_COLLECTION = "amrita_user_memory"
 MEMO_TABLE = "amrita_plugin_memory_user_memo"
 STATE_TABLE = "amrita_plugin_memory_subconscious_state"
 STATE_UID = "amrita_memory"
-_CHROMA_PAGE = 1000
+#: joins a memory's tags into one text for the batch statement (never inside a tag: tags
+#: are trimmed words from the reference's comma-separated string)
+TAG_SEPARATOR = "\x1f"
 
 
 @dataclass(slots=True)
@@ -408,6 +410,13 @@ async def _plan_memories(
     return plan
 
 
+def vector_text(vector: Vector) -> str:
+    """pgvector's text form of a vector: the batch statement takes them as ``text[]``
+    (asyncpg has no binary codec for ``vector[]``). ``repr`` of a float32 widened to a
+    double is exact, so the stored float4 values are the ones given."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
 async def _import_memories(
     store: Store,
     plan: list[tuple[LegacyMemory, bool, str | None]],
@@ -456,49 +465,62 @@ async def _import_memories(
             embedded = await store.embedder.embed_passages([m.content for m in need])
             fresh = {m.id: v for m, v in zip(need, embedded, strict=True)}
             report.vectors_embedded += len(need)
-        now = datetime.now(UTC)
+        calls: list[tuple[LegacyMemory, Vector | None]] = []
+        for m, present, stored in batch:
+            if present and not replace:
+                # kept as it is: nothing to ask the database
+                report.counts["memory"]["present"] += 1
+                continue
+            vector = fresh.get(m.id)
+            if vector is None:
+                vector = vectors.get(m.id)
+            if present and stored == m.content:
+                vector = None  # the stored vector stays valid
+            calls.append((m, vector))
+        if not calls:
+            done += len(batch)
+            if progress is not None:
+                progress(done, total)
+            continue
         async with store.pool.acquire() as conn, conn.transaction():
-            for m, present, stored in batch:
-                vector = fresh.get(m.id)
-                if vector is None:
-                    vector = vectors.get(m.id)
-                if present and not (replace and stored != m.content):
-                    vector = None  # the stored vector stays (or nothing is written)
-                row = await conn.fetchrow(
-                    query("import_memory"),
-                    m.id,
-                    m.partition_key,
-                    m.scope,
-                    m.content,
-                    list(m.tags),
-                    m.importance,
-                    m.created_at,
-                    vector,
-                    store.embedder.fingerprint,
-                    now,
-                    cap,
-                    replace,
-                    provider.protocol,
-                    provider.model,
-                    provider.base_url,
-                )
-                assert row is not None
+            # One statement for the batch (import_memory_v1 per row, in order).
+            rows = await conn.fetch(
+                query("import_memories"),
+                [m.id for m, _ in calls],
+                [m.partition_key for m, _ in calls],
+                [m.scope for m, _ in calls],
+                [m.content for m, _ in calls],
+                [TAG_SEPARATOR.join(m.tags) for m, _ in calls],
+                [m.importance for m, _ in calls],
+                [m.created_at for m, _ in calls],
+                [None if v is None else vector_text(v) for _, v in calls],
+                store.embedder.fingerprint,
+                datetime.now(UTC),
+                cap,
+                replace,
+                provider.protocol,
+                provider.model,
+                provider.base_url,
+            )
+            assert len(rows) == len(calls)
+            for (m, vector), row in zip(calls, rows, strict=True):
                 outcome = row["outcome"]
                 report.counts["memory"][outcome] += 1
                 if outcome == "full":
                     report.overflow[m.partition_key] = report.overflow.get(m.partition_key, 0) + 1
-                if outcome in ("inserted", "replaced"):
-                    if vector is not None and m.id not in fresh:
-                        report.vectors_reused += 1
-                    if store.backend.write_hooks:
-                        record = record_from_row(
-                            await conn.fetchrow(query("import_memory_row"), m.partition_key, m.id)
-                        )
-                        if outcome == "inserted":
-                            assert vector is not None
-                            await store.backend.added(record, vector)
-                        else:
-                            await store.backend.updated(record, vector)
+                if outcome not in ("inserted", "replaced"):
+                    continue
+                if vector is not None and m.id not in fresh:
+                    report.vectors_reused += 1
+                if store.backend.write_hooks:
+                    record = record_from_row(
+                        await conn.fetchrow(query("import_memory_row"), m.partition_key, m.id)
+                    )
+                    if outcome == "inserted":
+                        assert vector is not None
+                        await store.backend.added(record, vector)
+                    else:
+                        await store.backend.updated(record, vector)
         done += len(batch)
         if progress is not None:
             progress(done, total)

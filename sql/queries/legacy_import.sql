@@ -1,15 +1,23 @@
 -- Import from another installation (amrita_memory_pg/maintenance/legacy_import.py):
 -- memories through import_memory_v1 (cap lock, kept ids and vectors), memos directly.
 
--- name: import_memory
--- Merge one memory: $1 id, $2 partition, $3 scope, $4 content, $5 tags, $6 importance,
--- $7 created_at, $8 embedding (NULL only for an existing row whose content is kept),
--- $9 fingerprint, $10 now, $11 cap, $12 replace an existing id, $13-$15 protocol/model/
--- base_url (recorded only by the store's first vector). outcome: inserted | present |
--- unchanged | replaced | full. SQLSTATE AMF01 / AMF03 as for insert_memory.
-SELECT outcome, rows_before
-  FROM amrita_memory.import_memory_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                                      $13, $14, $15);
+-- name: import_memories
+-- Merge one batch of memories, import_memory_v1 per row in array order: parallel arrays
+-- $1 ids, $2 partitions, $3 scopes, $4 contents, $5 tags (each row's tags joined by
+-- U+001F, '' = none), $6 importance, $7 created_at, $8 embeddings in pgvector's text
+-- form (asyncpg cannot send vector[]; NULL only for an existing row whose content is kept); then $9 fingerprint, $10 now, $11 cap, $12 replace
+-- existing ids, $13-$15 protocol/model/base_url (recorded only by the store's first
+-- vector). One row per input row, in order: ord (1-based) and outcome (inserted |
+-- present | unchanged | replaced | full). SQLSTATE AMF01 / AMF03 as for insert_memory.
+SELECT b.ord, i.outcome, i.rows_before
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[],
+              $7::timestamptz[], $8::text[])
+       WITH ORDINALITY AS b(id, partition_key, scope, content, tags, importance, created_at,
+                            embedding, ord)
+ CROSS JOIN LATERAL amrita_memory.import_memory_v1(
+           b.id, b.partition_key, b.scope, b.content, string_to_array(b.tags, chr(31)),
+           b.importance, b.created_at, b.embedding::vector, $9, $10, $11, $12, $13, $14, $15) AS i
+ ORDER BY b.ord;
 
 -- name: import_existing_memories
 -- Which of the (partition, id) pairs $1/$2 (parallel arrays) are already stored, with

@@ -22,7 +22,6 @@ import numpy as np
 
 from amrita_memory_pg.maintenance.legacy_import import import_legacy
 from amrita_memory_pg.service import Memory
-from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.testing import StubEmbeddingServer
 from tests.support.cli import clean_env
 from tests.support.legacy import (
@@ -60,7 +59,8 @@ async def _seed_live(mem: Memory) -> tuple[str, str]:
     conflict = memory_id("QQPlatform_Private_10001", 79)  # the newest of that partition
     (vector,) = await mem.embedder.embed_passages(["我们这边改过的文本"])
     row = await mem.pool.fetchrow(
-        query("import_memory"),
+        "SELECT outcome FROM amrita_memory.import_memory_v1("
+        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
         conflict,
         "QQPlatform_Private_10001",
         "user",
