@@ -61,6 +61,13 @@ class _Bar:
     help="The old config.toml (default: config/amrita_plugin_memory/config.toml of the bot dir).",
 )
 @click.option(
+    "--chroma-dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="The old Chroma persist directory (default: OLD_DATA_DIR/vector_db.chroma), "
+    "e.g. a copy of a remote server's.",
+)
+@click.option(
     "--write-config",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
@@ -75,6 +82,7 @@ async def import_legacy_command(
     dry_run: bool,
     on_conflict: str,
     legacy_config: Path | None,
+    chroma_dir: Path | None,
     write_config: Path | None,
 ) -> None:
     """Merge an amrita_plugin_memory installation (OLD_DATA_DIR = data/amrita_plugin_memory).
@@ -97,6 +105,7 @@ async def import_legacy_command(
                 old_data_dir,
                 db=db,
                 config=legacy_config,
+                chroma_dir=chroma_dir,
                 dry_run=dry_run,
                 on_conflict="replace" if on_conflict == "replace" else "skip",
                 progress=bar,

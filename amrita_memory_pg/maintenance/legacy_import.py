@@ -91,7 +91,13 @@ class Layout:
     config: Path | None
 
 
-def locate(data_dir: Path, *, db: str | None = None, config: Path | None = None) -> Layout:
+def locate(
+    data_dir: Path,
+    *,
+    db: str | None = None,
+    config: Path | None = None,
+    chroma_dir: Path | None = None,
+) -> Layout:
     """The old layout under ``data_dir`` (``…/data/amrita_plugin_memory``).
 
     The database: ``db`` (a path or ``sqlite:///…`` URL), else nonebot-plugin-orm's
@@ -113,7 +119,7 @@ def locate(data_dir: Path, *, db: str | None = None, config: Path | None = None)
         config = candidate if candidate.is_file() else None
     return Layout(
         data_dir=data_dir,
-        chroma_dir=data_dir / "vector_db.chroma",
+        chroma_dir=chroma_dir.expanduser() if chroma_dir else data_dir / "vector_db.chroma",
         database=db,
         knowledge_dir=data_dir / "knowledge",
         knowledge_index=data_dir / "knowledge_index.json",
@@ -584,6 +590,7 @@ async def import_legacy(
     *,
     db: str | None = None,
     config: Path | None = None,
+    chroma_dir: Path | None = None,
     dry_run: bool = False,
     on_conflict: OnConflict = "skip",
     progress: Progress | None = None,
@@ -591,7 +598,7 @@ async def import_legacy(
     """Merge the old installation in ``data_dir`` into ``store``; see the module doc."""
     if not data_dir.expanduser().is_dir():
         raise AmritaMemoryError(f"旧数据目录不存在: {data_dir}")
-    layout = locate(data_dir, db=db, config=config)
+    layout = locate(data_dir, db=db, config=config, chroma_dir=chroma_dir)
     report = ImportReport(
         dry_run=dry_run,
         on_conflict=on_conflict,

@@ -363,10 +363,15 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
         vector_of=lambda t: [0.1] * 8,
         partitions=[("group_20001", "group", 3)],
     )
+    # the Chroma directory somewhere else (a copy of a remote server's persist dir)
+    moved = tmp_path / "elsewhere"
+    (old.data_dir / "vector_db.chroma").rename(moved)
     result = run_cli(
         "import-legacy",
         str(old.data_dir),
         "--dry-run",
+        "--chroma-dir",
+        str(moved),
         "--write-config",
         str(tmp_path / "out.toml"),
         env={
