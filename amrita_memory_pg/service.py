@@ -18,8 +18,10 @@ from typing import Any
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.memo import render_memo_block
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.scheduling import SchedulingService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.activity import ActivityStore
+from amrita_memory_pg.storage.l3_state import L3StateStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
@@ -53,10 +55,12 @@ class Memory:
             store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
         )
         #: chat log + activity heatmap, written by the chat hooks, read by L3
-        self.activity = ActivityStore(
-            store.pool,
-            keep=settings.chat_log_keep,
-            tz=resolve_timezone(settings.subconscious.idle_timezone),
+        tz = resolve_timezone(settings.subconscious.idle_timezone)
+        self.activity = ActivityStore(store.pool, keep=settings.chat_log_keep, tz=tz)
+        #: L3 scheduling per target (penalty, planner, next run); set ``scheduling.runner``
+        #: to the loop's cycle runner
+        self.scheduling = SchedulingService(
+            L3StateStore(store.pool, tz_name=str(tz)), self.activity, settings
         )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(

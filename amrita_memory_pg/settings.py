@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -48,6 +49,7 @@ from pydantic_settings import (
 )
 
 from amrita_memory_pg.domain.errors import ConfigError
+from amrita_memory_pg.domain.keys import personal_key
 from amrita_memory_pg.domain.redact import MASK, redact
 
 ENV_PREFIX = "AMRITA_MEMORY_"
@@ -61,6 +63,8 @@ DEFAULT_CONFIG_PATHS = (
 #: Marks a key that is read nowhere yet: the reference's config files carry it, so it must
 #: load, but the reference page must not present it as working.
 ACCEPTED_ONLY = "accepted_only"
+#: an L3 target: a current-format personal or group partition key (domain.keys)
+TARGET_KEY = re.compile(r"^[A-Za-z0-9]+Platform_(?:Private|Group)_\S+$")
 _L3_NOT_BUILT: JsonDict = {
     ACCEPTED_ONLY: "accepted for compatibility; not used yet "
     "(the L3 consolidation loop is not built)"
@@ -117,12 +121,27 @@ class DecaySettings(_Section):
 class SubconsciousSettings(_Section):
     """The L3 consolidation loop and its idle-window planner (reference §8, §9).
 
-    The loop is not built yet: most keys are accepted only so that the reference's config
-    files load, and say so below.
+    The scheduler (targets, penalty, planner, back-off) is built; the runner's keys that
+    are not yet used are accepted only so that the reference's config files load, and
+    say so below.
     """
 
-    enabled: bool = Field(False, description="Run the background consolidation loop.")
-    target_user_id: str = Field("", description="The one user the loop works for (QQ number).")
+    enabled: bool = Field(
+        False,
+        description="Run the background consolidation loop (needs target_user_id or targets).",
+    )
+    target_user_id: str = Field(
+        "",
+        description="The default target: a user id (QQ number), i.e. the partition "
+        "QQPlatform_Private_{id}. Listed first when targets are given too.",
+    )
+    targets: list[str] = Field(
+        default_factory=list,
+        description="More targets, each a partition key: QQPlatform_Private_{user id} (a "
+        "user, triggered by their messages in any chat) or QQPlatform_Group_{group id} (a "
+        "group, triggered by any member's message in it). Each has its own penalty, "
+        "heatmap and schedule. JSON list in the environment.",
+    )
     allowed_tools: list[str] = Field(
         default_factory=list,
         description="Extra host tools the loop may call.",
@@ -146,105 +165,78 @@ class SubconsciousSettings(_Section):
         30,
         ge=1,
         description="Legacy fixed-delay scheduler: first delay (minutes).",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     rethink_penalty_multiplier: float = Field(
         1.5,
         ge=1,
         le=10,
         description="Legacy scheduler: growth per penalty.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     rethink_max_delay_minutes: int = Field(
         1440,
         ge=60,
         le=10080,
         description="Legacy scheduler: cap (minutes).",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     use_idle_window_planner: bool = Field(
         True,
         description="Pick the run window from the 7×12 activity heatmap.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_timezone: str = Field("Asia/Shanghai", description="Time zone of the heatmap and windows.")
     idle_fine_tau_days: float = Field(
         28.0,
         ge=1,
         description="Half-life of the per-weekday layer.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_coarse_tau_days: float = Field(
-        14.0, ge=1, description="Half-life of the global layer.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_coarse_tau_days: float = Field(14.0, ge=1, description="Half-life of the global layer.")
     idle_shrink_k: float = Field(
         4.0,
         ge=0,
         description="Shrinkage strength toward the global layer.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_min_sample_days_fine: int = Field(
         6,
         ge=1,
         description="Active days of a weekday needed for the fine tier.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_min_sample_days_mid: int = Field(
         3,
         ge=1,
         description="Active days in the weekday/weekend group needed for the mid tier.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_cold_pct_max: float = Field(
         0.05,
         ge=0,
         le=1,
         description="A slot is cold when its share is at most this…",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_cold_abs_max: float = Field(
-        1.0, ge=0, description="…and its raw count at most this.", json_schema_extra=_L3_NOT_BUILT
-    )
-    idle_target_hour: int = Field(
-        3, ge=0, le=23, description="Preferred local start hour.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_cold_abs_max: float = Field(1.0, ge=0, description="…and its raw count at most this.")
+    idle_target_hour: int = Field(3, ge=0, le=23, description="Preferred local start hour.")
     idle_base_slots: int = Field(
         3,
         ge=1,
         description="Cold 2-hour slots required at penalty 1.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_max_slots: int = Field(
-        6, ge=1, description="Cap on required slots.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_max_slots: int = Field(6, ge=1, description="Cap on required slots.")
     idle_penalty_multiplier: float = Field(
         1.5,
         ge=1,
         le=10,
         description="Growth of the required slots per extra penalty.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     idle_max_relax_steps: int = Field(
         3,
         ge=0,
         le=6,
         description="Halvings allowed when no run fits.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
-    idle_buffer_minutes: int = Field(
-        15, ge=0, description="Safety buffer at the window end.", json_schema_extra=_L3_NOT_BUILT
-    )
-    idle_run_estimate_minutes: int = Field(
-        10, ge=0, description="Expected run length (minutes).", json_schema_extra=_L3_NOT_BUILT
-    )
-    idle_fallback_minutes: int = Field(
-        120, ge=10, description="Length of the fallback window.", json_schema_extra=_L3_NOT_BUILT
-    )
+    idle_buffer_minutes: int = Field(15, ge=0, description="Safety buffer at the window end.")
+    idle_run_estimate_minutes: int = Field(10, ge=0, description="Expected run length (minutes).")
+    idle_fallback_minutes: int = Field(120, ge=10, description="Length of the fallback window.")
     idle_noise_gap_minutes: int = Field(
         15,
         ge=0,
         description="Messages closer than this count as one burst.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_file: str = Field(
         "prompt/subconscious_main.md.jinja2",
@@ -308,6 +300,28 @@ class SubconsciousSettings(_Section):
         if any(ch.isspace() for ch in value):
             raise ValueError("must not contain whitespace")
         return value
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _json_targets(cls, value: Any) -> Any:
+        return _maybe_json(value, [])
+
+    @field_validator("targets")
+    @classmethod
+    def _partition_keys(cls, value: list[str]) -> list[str]:
+        for key in value:
+            if not TARGET_KEY.match(key):
+                raise ValueError(
+                    f"{key!r} is not a partition key: write QQPlatform_Private_<user id> "
+                    "or QQPlatform_Group_<group id>"
+                )
+        return value
+
+    def target_keys(self) -> tuple[str, ...]:
+        """Every target partition, ``target_user_id``'s first, each once."""
+        keys = [personal_key("qq", self.target_user_id)] if self.target_user_id else []
+        keys += self.targets
+        return tuple(dict.fromkeys(keys))
 
 
 class EmbeddingSettings(_Section):

@@ -14,6 +14,7 @@ DISTRIBUTED = {
     "ann_index": "partition_key",
     "chat_log": "session_key",
     "activity_heatmap": "user_key",
+    "l3_state": "target_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {"store_meta", "sweep_state", "knowledge", "reembed_job", "reembed_staging"}

@@ -37,7 +37,11 @@ from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
     record_incoming,
     record_outgoing,
 )
-from amrita_memory_pg.integrations.nonebot.jobs import register_sweep_job, run_sweep  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.jobs import (  # noqa: E402
+    L3Jobs,
+    register_sweep_job,
+    run_sweep,
+)
 from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     amrita_present,
     register_responder,
@@ -45,6 +49,8 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
+from amrita_memory_pg.service import Memory  # noqa: E402
+from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 
 __plugin_meta__ = PluginMetadata(
     name="Amrita长期记忆（PostgreSQL）",
@@ -87,13 +93,36 @@ async def _startup() -> None:
                 await run_sweep(current.memories.sweep)
 
         register_sweep_job(scheduler, settings, _sweep_job)
+        await start_l3(memory)
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
+
+
+async def start_l3(memory: Memory) -> None:
+    """One cycle job per target, restored from the stored state (W17). Without a cycle
+    runner set on ``memory.scheduling`` (the L3 loop sets it), cycles fail with «L3
+    runner not built yet» but are still planned, counted and rescheduled."""
+    if not memory.scheduling.enabled:
+        return
+    if memory.scheduling.runner is None:
+        memory.scheduling.runner = runner_not_built
+    jobs = L3Jobs(scheduler, memory.scheduling)
+    runtime.l3_jobs = jobs
+    try:
+        runs = await jobs.restore()
+    except Exception:  # start-up's outer edge: the next message plans again
+        log.exception("restoring the L3 schedule failed")
+        return
+    log.info(
+        "L3 scheduler: %d target(s), %d run(s) restored", len(memory.scheduling.targets), len(runs)
+    )
 
 
 @driver.on_shutdown
 async def _shutdown() -> None:
     global amrita_installation
+    if runtime.l3_jobs is not None:
+        runtime.l3_jobs.remove_all()
     if amrita_installation is not None:
         amrita_installation.uninstall()
         amrita_installation = None

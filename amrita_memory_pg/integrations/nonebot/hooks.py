@@ -1,4 +1,5 @@
-"""Chat hooks: every incoming message → chat log + activity heatmap; bot replies → chat log.
+"""Chat hooks: every incoming message → chat log + activity heatmap (+ the L3 trigger of
+its targets); bot replies → chat log.
 
 Both feed the future L3 loop. They never raise into the chat: a failed write is logged
 and the message goes on to the other plugins untouched. Characters PostgreSQL cannot
@@ -43,6 +44,21 @@ async def record_incoming(runtime: Runtime, bot: Bot, event: Event) -> None:
         )
     except Exception:  # a hook's outer edge
         log.exception("recording an incoming message failed")
+        return
+    await trigger_l3(runtime, ctx)
+
+
+async def trigger_l3(runtime: Runtime, ctx: ToolContext) -> None:
+    """A message of an L3 target (its speaker's personal partition, or the group it was
+    said in): observe it, bump the penalty, and move the target's cycle job to the newly
+    planned run (reference §8.2–8.3). Never raises into the chat."""
+    memory, jobs = runtime.memory, runtime.l3_jobs
+    if memory is None or jobs is None or not memory.scheduling.enabled:
+        return
+    try:
+        jobs.schedule(await memory.scheduling.on_user_message(ctx.personal_key, ctx.group_key))
+    except Exception:
+        log.exception("rescheduling the L3 cycle failed")
 
 
 async def record_outgoing(

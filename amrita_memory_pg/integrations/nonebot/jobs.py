@@ -1,12 +1,17 @@
-"""The decay sweep on nonebot-plugin-apscheduler (reference §5.3)."""
+"""Jobs on nonebot-plugin-apscheduler: the decay sweep (reference §5.3) and one L3
+cycle job per target (§8.2–8.3; when to run is decided by services/scheduling.py)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
+from amrita_memory_pg.domain.consolidation import CycleSummary
 from amrita_memory_pg.domain.records import SweepReport
+from amrita_memory_pg.domain.scheduling import Decision
+from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,3 +60,68 @@ async def run_sweep(sweep: Callable[[], Awaitable[SweepReport]]) -> SweepReport 
         report.kept,
     )
     return report
+
+
+# --- L3 cycles: one date job per target (reference §8.2–8.3) ----------------------------
+
+L3_JOB_PREFIX = "amrita_memory_l3_"
+#: a run the event loop could not start on time still starts within this many seconds;
+#: later than that, the next start-up's restore (or the next message) plans it again
+L3_MISFIRE_GRACE_SECONDS = 600
+#: when a due job cannot even reach the database, try again this much later
+L3_RETRY_AFTER_ERROR = timedelta(minutes=30)
+
+
+def l3_job_id(target_key: str) -> str:
+    """``amrita_memory_l3_{target}`` (the reference's was ``subconscious_{user id}``)."""
+    return L3_JOB_PREFIX + target_key
+
+
+class L3Jobs:
+    """The job wiring of :class:`SchedulingService`: every :class:`ScheduledRun` becomes
+    (or replaces) its target's one-shot date job; a due job runs the cycle and schedules
+    the run the service planned after it, success or failure."""
+
+    def __init__(self, scheduler: Any, scheduling: SchedulingService) -> None:
+        self.scheduler = scheduler
+        self.scheduling = scheduling
+
+    def schedule(self, runs: Iterable[ScheduledRun]) -> None:
+        for run in runs:
+            self.scheduler.add_job(
+                self.run_due,
+                "date",
+                run_date=run.run_at,
+                args=[run.target_key],
+                id=l3_job_id(run.target_key),
+                replace_existing=True,
+                misfire_grace_time=L3_MISFIRE_GRACE_SECONDS,
+            )
+
+    def next_run(self, target_key: str) -> datetime | None:
+        job = self.scheduler.get_job(l3_job_id(target_key))
+        return None if job is None else job.next_run_time
+
+    async def run_due(self, target_key: str) -> CycleSummary | None:
+        """A due job: one cycle, then the next job. The job's outer edge: errors log."""
+        try:
+            summary, after = await self.scheduling.run_cycle(target_key)
+        except Exception:
+            log.exception("L3 cycle for %s could not run; retrying later", target_key)
+            retry = self.scheduling.clock() + L3_RETRY_AFTER_ERROR
+            self.schedule([ScheduledRun(target_key, Decision(retry, None, "retry_after_error"))])
+            return None
+        if after is not None:
+            self.schedule([after])
+        return summary
+
+    async def restore(self) -> list[ScheduledRun]:
+        """At start-up: schedule what the stored state says (W17)."""
+        runs = await self.scheduling.restore()
+        self.schedule(runs)
+        return runs
+
+    def remove_all(self) -> None:
+        for job in list(self.scheduler.get_jobs()):
+            if str(job.id).startswith(L3_JOB_PREFIX):
+                self.scheduler.remove_job(job.id)

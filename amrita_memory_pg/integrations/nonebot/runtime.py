@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.commands.memory_command import DmnTrigger, MemoryCommand
 from amrita_memory_pg.domain.errors import NotReady
+from amrita_memory_pg.integrations.nonebot.jobs import L3Jobs
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
@@ -37,6 +38,8 @@ class Runtime:
         self.startup_checks: list[StartupCheck] = []
         #: set by the L3 loop when it runs in this process; ``/memory dmn`` calls it
         self.dmn_trigger: DmnTrigger | None = None
+        #: the L3 cycle jobs, one per target (set at start-up when L3 is enabled)
+        self.l3_jobs: L3Jobs | None = None
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> None:
@@ -64,6 +67,7 @@ class Runtime:
         stack, self._stack = self._stack, None
         self.memory = None
         self.llm = None
+        self.l3_jobs = None
         if stack is not None:
             await stack.aclose()
 

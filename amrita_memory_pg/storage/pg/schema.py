@@ -23,7 +23,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 SCHEMA = "amrita_memory"
 
@@ -256,4 +256,52 @@ activity_heatmap = Table(
     CheckConstraint("slot BETWEEN 0 AND 11", name="slot"),
     CheckConstraint("hits >= 0", name="hits"),
     comment="Messages per user in a 7 x 12 (weekday x 2-hour slot) grid, in idle_timezone",
+)
+
+l3_state = Table(
+    "l3_state",
+    metadata,
+    Column("target_key", Text, nullable=False, comment="the target's partition key"),
+    Column(
+        "penalty",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="target messages since the last successful cycle",
+    ),
+    Column(
+        "penalty_at_start",
+        Integer,
+        nullable=True,
+        comment="the penalty when the running cycle started; success subtracts it",
+    ),
+    Column("runs", Integer, nullable=False, server_default=text("0")),
+    Column("failures", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "failures_in_row",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="failed cycles since the last success (the retry back-off)",
+    ),
+    Column("running_since", DateTime(timezone=True), nullable=True),
+    Column("last_run_end", DateTime(timezone=True), nullable=True),
+    Column("last_success_at", DateTime(timezone=True), nullable=True),
+    Column("last_failure_at", DateTime(timezone=True), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("last_summary", Text, nullable=True),
+    Column("next_run_at", DateTime(timezone=True), nullable=True),
+    Column("plan", JSONB, nullable=True, comment="the planned window (domain.planner.Plan)"),
+    Column(
+        "heat",
+        JSONB,
+        nullable=False,
+        server_default=text("'{}'::jsonb"),
+        comment="the planner's decayed heatmap layers (domain.planner.HeatState)",
+    ),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("penalty >= 0", name="penalty"),
+    # One row per target; the target key is the whole key (the distribution column).
+    PrimaryKeyConstraint("target_key"),
+    comment="L3 scheduler state per target: penalty, run counters, next planned run",
 )
