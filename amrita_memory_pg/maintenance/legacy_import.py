@@ -27,6 +27,7 @@ batch that was in flight. Unreadable parts are reported; the rest continues.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 import tomllib
@@ -39,6 +40,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError
+from amrita_memory_pg.domain.keys import personal_key
 from amrita_memory_pg.domain.legacy import (
     KnowledgeEntry,
     LegacyMemo,
@@ -54,6 +56,7 @@ from amrita_memory_pg.domain.legacy import (
     parse_state_payload,
     render_toml,
 )
+from amrita_memory_pg.domain.planner import HeatState
 from amrita_memory_pg.domain.ports import Vector
 from amrita_memory_pg.resources import sql_dir
 from amrita_memory_pg.services.store import Store
@@ -148,6 +151,8 @@ class ImportReport:
     profile: Profile | None = None
     profile_owner: str | None = None
     state: LegacyState | None = None
+    #: the target whose l3_state row the old state went to
+    state_target: str | None = None
     config_toml: str | None = None
     config_notes: list[str] = field(default_factory=list)
     #: what this build cannot import yet (said in the report, never claimed as done)
@@ -164,9 +169,13 @@ class ImportReport:
             "replaced": "已覆盖",
             "full": "超出上限未导入",
         }
-        for kind in ("memory", "memo"):
+        for kind in ("memory", "memo", "state"):
             counter = self.counts.get(kind, Counter())
-            label = {"memory": "记忆", "memo": "备忘录"}[kind]
+            if kind == "state" and not counter:
+                continue
+            label = {"memory": "记忆", "memo": "备忘录", "state": "潜意识状态"}[kind]
+            if kind == "state" and self.state_target:
+                label += f"（{self.state_target}）"
             parts = [f"{names[k]} {counter[k]}" for k in names if counter.get(k)]
             lines.append(f"  {label}: " + ("，".join(parts) if parts else "无"))
         if self.vectors_reused or self.vectors_embedded or self.vector_note:
@@ -584,6 +593,59 @@ async def _import_memos(store: Store, memos: list[LegacyMemo], report: ImportRep
             report.counts["memo"][outcome] += 1
 
 
+def _state_target(report: ImportReport, settings: Settings) -> str | None:
+    """Whose state (and profile) the old files are: the old config's target_user_id,
+    else ours (the reference served one target user)."""
+    target = ""
+    if report.config_toml is not None:
+        sub = tomllib.loads(report.config_toml).get("subconscious")
+        if isinstance(sub, dict):
+            target = str(sub.get("target_user_id") or "")
+    target = target or settings.subconscious.target_user_id
+    return personal_key("qq", target) if target else None
+
+
+async def _import_state(
+    store: Store, state: LegacyState, target: str | None, report: ImportReport
+) -> None:
+    """The old L3 state → the target's ``l3_state`` row (penalty, runs, last run, summary,
+    heatmap); the rest of the old payload is counted in ``not_available``."""
+    if target is None:
+        report.skipped.append(
+            Skipped("state", STATE_UID, "旧配置与当前配置都没有 target_user_id，无法确定归属")
+        )
+        return
+    heat = HeatState.from_json(state.idle_planner, store.settings.subconscious.idle_timezone)
+    last_end = datetime.fromtimestamp(state.last_run_ts, UTC) if state.last_run_ts > 0 else None
+    args = (
+        target,
+        max(0, state.penalty),
+        max(0, state.total_runs),
+        last_end,
+        state.last_iter_summary or None,
+        json.dumps(heat.to_json()),
+        datetime.now(UTC),
+    )
+    async with store.pool.acquire() as conn, conn.transaction():
+        exists = await conn.fetchval(query("import_l3_state_exists"), target)
+        if not exists:
+            outcome = "inserted"
+            if (
+                not report.dry_run
+                and await conn.fetchrow(query("import_l3_state_insert"), *args) is None
+            ):
+                outcome = "present"
+        elif report.on_conflict == "skip":
+            outcome = "present"
+        elif report.dry_run:
+            outcome = "replaced"
+        else:
+            changed = await conn.fetchrow(query("import_l3_state_replace"), *args)
+            outcome = "replaced" if changed is not None else "unchanged"
+    report.counts["state"][outcome] += 1
+    report.state_target = target
+
+
 async def import_legacy(
     store: Store,
     data_dir: Path,
@@ -708,11 +770,8 @@ async def import_legacy(
             report.config_toml, report.config_notes = translate_config(layout.config)
         except (OSError, ValueError, ConfigError) as exc:
             report.unreadable.append((str(layout.config), str(exc)))
-    target = settings.subconscious.target_user_id
-    if report.profile is not None and target:
-        from amrita_memory_pg.domain.keys import personal_key
-
-        report.profile_owner = personal_key("qq", target)
+    if report.profile is not None:
+        report.profile_owner = _state_target(report, settings)
     if report.knowledge:
         report.not_available.append(
             f"knowledge: parsed {len(report.knowledge)} entries, import not available in this build"
@@ -720,7 +779,14 @@ async def import_legacy(
     if report.profile is not None:
         report.not_available.append("profile: parsed, import not available in this build")
     if report.state is not None:
-        report.not_available.append("L3 state: parsed, import not available in this build")
+        rest = report.state
+        if rest.pending_messages or rest.knowledge_suggestions or rest.last_abstracts:
+            report.not_available.append(
+                f"L3 state: {len(rest.pending_messages)} pending messages, "
+                f"{len(rest.knowledge_suggestions)} knowledge suggestions and "
+                f"{len(rest.last_abstracts)} run abstracts parsed, import not available in "
+                "this build (penalty, runs, last run, summary and heatmap are imported)"
+            )
 
     # --- the store must be on the configured model before vectors of it are written
     meta = await store_meta.read(store.pool)
@@ -737,4 +803,6 @@ async def import_legacy(
         )
         await merge_memories(store, memories, old_vectors if reuse else {}, report, progress)
     await _import_memos(store, memos, report)
+    if report.state is not None:
+        await _import_state(store, report.state, _state_target(report, settings), report)
     return report

@@ -63,3 +63,28 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
        created_at, updated_at
   FROM amrita_memory.memory
  WHERE partition_key = $1 AND id = $2;
+
+-- name: import_l3_state_insert
+-- The old plugin's L3 state as a target's row when it has none: $1 target, $2 penalty,
+-- $3 runs, $4 last_run_end, $5 last_summary, $6 heat (JSON), $7 now. No row when the
+-- target already has state (kept).
+INSERT INTO amrita_memory.l3_state (target_key, penalty, runs, last_run_end, last_summary,
+                                    heat, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)
+ON CONFLICT (target_key) DO NOTHING
+RETURNING target_key;
+
+-- name: import_l3_state_replace
+-- --on-conflict replace: the old state over a target's row (same arguments as
+-- import_l3_state_insert); no row when it already holds exactly these values.
+UPDATE amrita_memory.l3_state
+   SET penalty = $2, runs = $3, last_run_end = $4, last_summary = $5, heat = $6::jsonb,
+       updated_at = $7
+ WHERE target_key = $1
+   AND (penalty, runs, last_run_end, last_summary, heat)
+       IS DISTINCT FROM ($2, $3, $4, $5, $6::jsonb)
+RETURNING target_key;
+
+-- name: import_l3_state_exists
+-- Whether target $1 already has a state row.
+SELECT EXISTS (SELECT 1 FROM amrita_memory.l3_state WHERE target_key = $1) AS found;

@@ -182,6 +182,15 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert len(report.knowledge) == 3
             assert report.profile is not None and report.profile.lines == ("喜欢猫", "住在上海")
             assert report.state is not None and report.state.total_runs == 12
+            # the L3 state went to the old config's target (10001)
+            state = await mem.pool.fetchrow(
+                "SELECT * FROM amrita_memory.l3_state WHERE target_key = 'QQPlatform_Private_10001'"
+            )
+            assert state is not None
+            assert (state["penalty"], state["runs"], state["last_summary"]) == (2, 12, "整理了记忆")
+            assert state["last_run_end"] == datetime.fromtimestamp(1767398400.0, UTC)
+            assert report.counts["state"] == {"inserted": 1}
+            assert "1 pending messages, 1 knowledge suggestions and 2 run abstracts parsed" in text
             assert "knowledge: parsed 3 entries, import not available in this build" in text
             assert report.config_toml is not None and "half_life_days = 45.0" in report.config_toml
 
@@ -194,6 +203,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert again.counts["memory"]["inserted"] == 0
             assert again.counts["memory"]["present"] == len(expected) + 1
             assert again.counts["memo"] == {"present": 3}
+            assert again.counts["state"] == {"present": 1}
     # the old installation was read, never written
     assert tree_checksum(old.root) == before_files
 
@@ -246,6 +256,8 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
             assert second.counts["memory"]["replaced"] == 0
             assert second.counts["memory"]["unchanged"] == first.counts["memory"]["inserted"] + 1
             assert second.counts["memo"] == {"unchanged": 3}
+            assert first.counts["state"] == {"inserted": 1}
+            assert second.counts["state"] == {"unchanged": 1}
 
 
 async def test_broken_parts_are_reported_and_the_rest_is_imported(
