@@ -16,17 +16,48 @@ from collections.abc import Mapping
 from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
+from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.memo import render_memo_block
+from amrita_memory_pg.llm.chat import ChatClient, is_configured
+from amrita_memory_pg.services.consolidation import (
+    Consolidator,
+    CycleLlm,
+    L3Hooks,
+    LoopDeps,
+    utcnow,
+)
+from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.memories import MemoryService
-from amrita_memory_pg.services.scheduling import SchedulingService
+from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.settings import loop_llm
 from amrita_memory_pg.storage.activity import ActivityStore
+from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMessage
 from amrita_memory_pg.storage.l3_state import L3StateStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+
+
+class RegistryLoopTools:
+    """The consolidation registry as the runner sees it: each call in its cycle's context."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.registry = registry
+
+    def names(self) -> list[str]:
+        return self.registry.names()
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self.registry.schemas()
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | str | None, cycle: CycleContext
+    ) -> str:
+        ctx = ToolContext(platform="l3", user_id=key_subject(cycle.target_key), cycle=cycle)
+        return await self.registry.call(name, arguments, ctx)
 
 
 class Memory:
@@ -62,13 +93,63 @@ class Memory:
         self.scheduling = SchedulingService(
             L3StateStore(store.pool, tz_name=str(tz)), self.activity, settings
         )
+        #: L3 runs: cycles, token usage, pending proactive messages, the pre-pass
+        self.consolidation = ConsolidationStore(store.pool)
+        #: where the scheduler and the knowledge base plug into a cycle
+        self.l3_hooks = L3Hooks()
+        self._loop_model: ChatClient | None = None
+        llm_settings = loop_llm(settings)
+        if settings.subconscious.enabled and is_configured(llm_settings):
+            self._loop_model = ChatClient(llm_settings)
+        cycle_llm = (
+            CycleLlm(
+                self._loop_model,
+                self.consolidation,
+                model_name=llm_settings.model,
+                clock=utcnow,
+            )
+            if self._loop_model is not None
+            else None
+        )
+        self.prompts = Prompts(settings.subconscious)
+        loop = LoopDeps(
+            store=self.consolidation,
+            activity=self.activity,
+            prompts=self.prompts,
+            hooks=self.l3_hooks,
+            llm=cycle_llm,
+        )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
-            ToolDeps(memories=self.memories, memos=self.memos, settings=settings),
+            ToolDeps(memories=self.memories, memos=self.memos, settings=settings, loop=loop),
             audiences_for(settings),
         )
         #: the chat LLM's tools, served by :meth:`call_tool` and :meth:`tool_schemas`
         self.tools = self.registries["chat"]
+        #: the L3 runner (a ``CycleRunner``), None when the loop is not enabled
+        self.consolidator: Consolidator | None = None
+        if "consolidation" in self.registries:
+            self.consolidator = Consolidator(
+                store=self.consolidation,
+                tools=RegistryLoopTools(self.registries["consolidation"]),
+                llm=cycle_llm,
+                prompts=self.prompts,
+                settings=settings.subconscious,
+                hooks=self.l3_hooks,
+            )
+            consolidator = self.consolidator
+
+            async def scheduled(target_key: str) -> CycleSummary:
+                return await consolidator.run(target_key, trigger="scheduled")
+
+            # The scheduler's windows start the loop's cycles; the loop shows the plan.
+            self.scheduling.runner = scheduled
+            self.l3_hooks.idle_plan = self._idle_plan
+
+    async def _idle_plan(self, target_key: str) -> Mapping[str, Any] | None:
+        """The scheduler's planned window for a target (§9.8 ``idle_plan``)."""
+        plan = (await self.scheduling.context(target_key))["idle_plan"]
+        return plan if isinstance(plan, Mapping) else None
 
     @property
     def pool(self) -> Any:
@@ -100,7 +181,58 @@ class Memory:
             speaker=ctx.user_id,
         )
 
+    async def run_cycle(
+        self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
+    ) -> CycleSummary:
+        """One L3 cycle now for a partition key (``/memory dmn``, ``amrita-memory consolidate``)."""
+        if self.consolidator is None:
+            return CycleSummary(
+                cycle_id=0,
+                target_key=target_key,
+                ok=False,
+                error="the L3 loop is not enabled ([subconscious] enabled = false)",
+                dry_run=dry_run,
+            )
+        summary, _next = await self.run_cycle_and_plan(target_key, dry_run=dry_run, trigger=trigger)
+        return summary
+
+    async def run_cycle_and_plan(
+        self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
+    ) -> tuple[CycleSummary, ScheduledRun | None]:
+        """One cycle now and, unless a dry run, through the scheduler: the target's penalty,
+        counters and next run are updated as for a scheduled cycle (the caller reschedules
+        its job with the returned run)."""
+        consolidator = self.consolidator
+        if consolidator is None:
+            return await self.run_cycle(target_key, dry_run=dry_run, trigger=trigger), None
+        if dry_run:
+            return await consolidator.run(target_key, dry_run=True, trigger=trigger), None
+
+        async def manual(key: str) -> CycleSummary:
+            return await consolidator.run(key, trigger=trigger)
+
+        return await self.scheduling.run_cycle(target_key, runner=manual)
+
+    async def take_pending_messages(self, target_key: str) -> list[PendingMessage]:
+        """The loop's proactive messages for a personal partition, each returned only once.
+
+        Call it when the target writes in private (the integration sends them there);
+        a group chat never gets them (W14).
+        """
+        return await self.consolidation.take_messages(target_key, now=utcnow())
+
+    async def pending_for(self, ctx: ToolContext) -> list[PendingMessage]:
+        """What the loop queued for the speaker, to deliver now: only in their private chat
+        (never in a group: reference W14), only while ``allow_send_to_user`` is on. Each
+        message is returned once, ever (marked delivered in the same statement)."""
+        sub = self.settings.subconscious
+        if ctx.in_group or not (sub.enabled and sub.allow_send_to_user):
+            return []
+        return await self.take_pending_messages(ctx.personal_key)
+
     async def close(self) -> None:
+        if self._loop_model is not None:
+            await self._loop_model.aclose()
         try:
             await self.backend.aclose()
             await self.embedder.aclose()

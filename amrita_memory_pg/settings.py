@@ -69,6 +69,11 @@ _L3_NOT_BUILT: JsonDict = {
     ACCEPTED_ONLY: "accepted for compatibility; not used yet "
     "(the L3 consolidation loop is not built)"
 }
+#: A reference key the built loop does not read (it has no host tools to borrow, no
+#: context compaction: a cycle is bounded by max_iterations instead).
+_LOOP_NOT_USED: JsonDict = {
+    ACCEPTED_ONLY: "accepted for compatibility; the L3 loop does not use it"
+}
 
 
 class _Section(BaseModel):
@@ -121,9 +126,8 @@ class DecaySettings(_Section):
 class SubconsciousSettings(_Section):
     """The L3 consolidation loop and its idle-window planner (reference §8, §9).
 
-    The scheduler (targets, penalty, planner, back-off) is built; the runner's keys that
-    are not yet used are accepted only so that the reference's config files load, and
-    say so below.
+    The scheduler and the runner are built; keys marked below as accepted only are read
+    nowhere yet; they load so that the reference's config files keep working.
     """
 
     enabled: bool = Field(
@@ -145,21 +149,19 @@ class SubconsciousSettings(_Section):
     allowed_tools: list[str] = Field(
         default_factory=list,
         description="Extra host tools the loop may call.",
-        json_schema_extra=_L3_NOT_BUILT,
+        json_schema_extra=_LOOP_NOT_USED,
     )
     max_iterations: int = Field(
         10,
         ge=1,
         le=50,
         description="Maximum ReAct rounds per run.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     loop_detect_threshold: int = Field(
         3,
         ge=2,
         le=10,
-        description="Identical consecutive tool calls that count as a stall.",
-        json_schema_extra=_L3_NOT_BUILT,
+        description="This many identical consecutive tool calls end the cycle as failed (a stall).",
     )
     rethink_base_delay_minutes: int = Field(
         30,
@@ -241,37 +243,30 @@ class SubconsciousSettings(_Section):
     prompt_file: str = Field(
         "prompt/subconscious_main.md.jinja2",
         description="Main system prompt template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_send_file: str = Field(
         "prompt/subconscious_send.md.jinja2",
         description="Proactive message template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_knowledge_file: str = Field(
         "prompt/knowledge_guide.md.jinja2",
         description="Knowledge base guide template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     prompt_profile_file: str = Field(
         "prompt/profile_guide.md.jinja2",
         description="Profile guide template.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     enable_memory_compress: bool = Field(
-        True, description="Compact the loop's context when long.", json_schema_extra=_L3_NOT_BUILT
+        True, description="Compact the loop's context when long.", json_schema_extra=_LOOP_NOT_USED
     )
-    allow_send_to_user: bool = Field(
-        False, description="Let the loop send proactive messages.", json_schema_extra=_L3_NOT_BUILT
-    )
+    allow_send_to_user: bool = Field(False, description="Let the loop send proactive messages.")
     memory_warn_threshold: int = Field(
         100,
         ge=10,
         description="Memory count that triggers a warning.",
-        json_schema_extra=_L3_NOT_BUILT,
     )
     max_abstracts: int = Field(
-        5, ge=1, le=20, description="Run abstracts kept.", json_schema_extra=_L3_NOT_BUILT
+        5, ge=1, le=20, description="Run abstracts kept.", json_schema_extra=_LOOP_NOT_USED
     )
     knowledge_max_chars: int = Field(
         10000,
@@ -287,6 +282,28 @@ class SubconsciousSettings(_Section):
     )
     enable_knowledge: bool = Field(
         True, description="Maintain the global knowledge base.", json_schema_extra=_L3_NOT_BUILT
+    )
+
+    llm_base_url: str = Field(
+        "",
+        description="Chat-completions base URL of the loop's model; empty = [llm] base_url "
+        "(LLM_BASE_URL).",
+    )
+    llm_model: str = Field("", description="The loop's model; empty = [llm] model (LLM_MODEL).")
+    llm_api_key: SecretStr = Field(
+        SecretStr(""), description="The loop's bearer token; empty = [llm] api_key (LLM_API_KEY)."
+    )
+    prompt_dir: Path = Field(
+        Path("config/amrita_memory_pg"),
+        description="Where relative prompt_*_file paths live (relative to the working dir); "
+        "missing templates are created there from the defaults.",
+    )
+    duplicate_threshold: float = Field(
+        0.85,
+        gt=0,
+        le=1,
+        description="Cosine similarity from which the pre-pass (and "
+        "subconscious_duplicate_helper by default) calls two memories near-duplicates.",
     )
 
     @field_validator("allowed_tools", mode="before")
@@ -477,6 +494,18 @@ class LlmSettings(_Section):
     model: str = Field("", description="Model name.")
     api_key: SecretStr = Field(SecretStr(""), description="Bearer token.")
     timeout_seconds: float = Field(60.0, gt=0, le=600, description="HTTP timeout per request.")
+
+
+def loop_llm(settings: Settings) -> LlmSettings:
+    """The L3 loop's endpoint: the ``[subconscious] llm_*`` keys, each falling back to ``[llm]``."""
+    sub, base = settings.subconscious, settings.llm
+    key = sub.llm_api_key if sub.llm_api_key.get_secret_value() else base.api_key
+    return LlmSettings(
+        base_url=sub.llm_base_url or base.base_url,
+        model=sub.llm_model or base.model,
+        api_key=key,
+        timeout_seconds=base.timeout_seconds,
+    )
 
 
 class Settings(BaseSettings):

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -48,6 +48,9 @@ class ScriptedLLM:
         #: the headers of each request (names lower-case), in the order of ``requests``
         self.request_headers: list[dict[str, str]] = []
         self.usage: dict[str, Any] | None = None
+        #: when set, the ``usage`` of each answer is computed from its request body (a
+        #: bench counts the prompt's real tokens this way); wins over ``usage``
+        self.usage_for: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.delay_seconds = 0.0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -133,7 +136,9 @@ class ScriptedLLM:
                 }
             ],
         }
-        if self.usage is not None:
+        if self.usage_for is not None:
+            answer["usage"] = self.usage_for(body)
+        elif self.usage is not None:
             answer["usage"] = self.usage
         return answer
 

@@ -387,6 +387,7 @@ def config_show(state: CliState) -> None:
 
 def _register_commands() -> None:
     """Commands living in sibling modules attach themselves to ``cli`` on import."""
+    import amrita_memory_pg.cli.consolidate
     import amrita_memory_pg.cli.legacy
     import amrita_memory_pg.cli.ops  # noqa: F401
 

@@ -29,8 +29,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from amrita_memory_pg.domain.consolidation import CycleSummary
 from amrita_memory_pg.domain.errors import PartitionFull
 from amrita_memory_pg.domain.importance import MEDIUM
+from amrita_memory_pg.domain.keys import personal_key
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.text import pack_chunks
 from amrita_memory_pg.domain.validation import (
@@ -74,6 +76,8 @@ USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录�
 
 #: Starts one L3 cycle now; None while no L3 loop runs in this process.
 DmnTrigger = Callable[[], Awaitable[None]]
+#: Runs one L3 cycle now for a partition key and returns its summary (``Memory.run_cycle``).
+CycleRun = Callable[..., Awaitable[CycleSummary]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,7 @@ def parse_command(text: str, *, in_group: bool) -> Parsed:
     if sub in MEMO_SUBS:
         return Parsed("memo", sub=sub)
     if sub in DMN_SUBS:
-        return Parsed("dmn", sub=sub)
+        return Parsed("dmn", sub=sub, args=rest)
     if sub == "user" or (sub == "group" and in_group):
         action_parts = rest.split(maxsplit=1)
         action = action_parts[0] if action_parts else ""
@@ -199,11 +203,14 @@ class MemoryCommand:
         memories: MemoryService,
         settings: Settings,
         dmn_trigger: DmnTrigger | None = None,
+        cycle_run: CycleRun | None = None,
     ) -> None:
         self.memos = memos
         self.memories = memories
         self.settings = settings
         self.dmn_trigger = dmn_trigger
+        #: runs a cycle in the foreground and reports it (used when no scheduler trigger is set)
+        self.cycle_run = cycle_run
 
     async def run(self, ctx: ToolContext, text: str) -> Reply:
         """Parse and execute one ``/memory …`` (``text`` is everything after the command)."""
@@ -213,7 +220,7 @@ class MemoryCommand:
         if parsed.kind == "dmn":
             if not ctx.roles & DMN_ADMIN_ROLES:
                 return TextReply(f"未知选项：{parsed.sub}")
-            return TextReply(await self._dmn())
+            return TextReply(await self._dmn(ctx, parsed.args))
         if parsed.kind == "usage":
             return TextReply(usage(ctx))
 
@@ -244,12 +251,14 @@ class MemoryCommand:
             return TextReply("当前作用域还没有备忘录")
         return MemoReply(title="备忘录", chunks=tuple(pack_chunks(memo.content)))
 
-    async def _dmn(self) -> str:
+    async def _dmn(self, ctx: ToolContext, args: str = "") -> str:
         sub = self.settings.subconscious
         if not sub.enabled:
             return "潜意识调度未启用：subconscious.enabled 为 false"
         if not sub.target_user_id:
             return "潜意识调度未启用：subconscious.target_user_id 为空"
+        if self.dmn_trigger is None and self.cycle_run is not None:
+            return await self._run_cycle(ctx, dry_run=args.strip().lower() in ("dry", "dry-run"))
         if self.dmn_trigger is None:
             return (
                 "潜意识调度未启动：本进程没有运行中的 L3 巩固循环（尚未接入或启动失败），检查日志"
@@ -260,6 +269,25 @@ class MemoryCommand:
             log.exception("triggering the L3 cycle failed")
             return f"潜意识调度未启动：触发失败（{_reason(exc)}），检查日志"
         return "已触发，潜意识将在后台跑一轮"
+
+    async def _run_cycle(self, ctx: ToolContext, *, dry_run: bool) -> str:
+        """One cycle now for the configured target, then its numbers."""
+        assert self.cycle_run is not None
+        target = personal_key(ctx.platform, self.settings.subconscious.target_user_id)
+        try:
+            s = await self.cycle_run(target, dry_run=dry_run, trigger="manual")
+        except Exception as exc:
+            log.exception("running the L3 cycle failed")
+            return f"潜意识整理失败：{_reason(exc)}，检查日志"
+        head = "✅ 潜意识整理完成" if s.ok else f"❌ 潜意识整理失败：{s.error}"
+        lines = [
+            head + ("（演练：未写入任何内容）" if s.dry_run else ""),
+            f"轮次 {s.iterations}，工具调用 {s.tool_calls}，改动记忆 {s.memories_changed} 条",
+            f"tokens：提示 {s.prompt_tokens} / 生成 {s.completion_tokens}",
+        ]
+        if s.summary:
+            lines.append(f"总结：{s.summary}")
+        return "\n".join(lines)
 
     async def _list(self, scope: str, key: str, args: str) -> str:
         label = LABELS[scope]

@@ -7,7 +7,7 @@ the next run; ``/memory dmn`` and ``amrita-memory consolidate`` print the rest.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -32,3 +32,62 @@ class CycleSummary:
 
 #: Runs one cycle now for a target partition key; what the scheduler calls.
 CycleRunner = Callable[[str], Awaitable[CycleSummary]]
+
+
+def key_subject(key: str) -> str:
+    """The id a partition key names (``QQPlatform_Private_10001`` → ``10001``), else the key."""
+    head, sep, tail = key.rpartition("_")
+    return tail if sep and tail.isdigit() and head else key
+
+
+def is_private_key(key: str) -> bool:
+    """Whether a partition key is a person's (``…_Private_{id}``, legacy ``user_{id}``)."""
+    head, _, tail = key.rpartition("_")
+    return tail.isdigit() and (head.endswith("Private") or head == "user")
+
+
+@dataclass(slots=True)
+class CycleContext:
+    """The L3 consolidation cycle a loop tool runs in.
+
+    The loop's tools act on ``target_key`` (a partition key, personal or group), not on
+    a speaker; ``cycle_id`` ties what they do (claimed knowledge suggestions, token
+    usage, pending messages) to the cycle, so it is committed only if the cycle
+    succeeds. Mutable: tools record the cycle's progress (context fetched, stopped,
+    memories changed). Per cycle, never per process (reference B3).
+    """
+
+    cycle_id: int
+    target_key: str
+    dry_run: bool = False
+    context_fetched: bool = False
+    stopped: bool = False
+    summary: str | None = None
+    #: memories written, updated or deleted by the loop's tools in this cycle
+    changed: int = 0
+
+
+def clusters(ids: Sequence[str], pairs: Sequence[tuple[str, str, float]]) -> list[list[str]]:
+    """Connected components (size ≥ 2) of ``pairs`` restricted to ``ids`` (union-find).
+
+    Members are in the order of ``ids``; groups are ordered by their first member — the
+    reference's duplicate-helper order (§8.8, tool 9).
+    """
+    position = {item: i for i, item in enumerate(ids)}
+    parent = list(range(len(ids)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b, _ in pairs:
+        if a in position and b in position:
+            ra, rb = find(position[a]), find(position[b])
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[str]] = {}
+    for i, item in enumerate(ids):
+        groups.setdefault(find(i), []).append(item)
+    return sorted((g for g in groups.values() if len(g) >= 2), key=lambda g: position[g[0]])

@@ -164,12 +164,15 @@ class SchedulingService:
             tz_name=self.rules.tz_name,
         )
 
-    async def run_cycle(self, target_key: str) -> tuple[CycleSummary, ScheduledRun | None]:
+    async def run_cycle(
+        self, target_key: str, runner: CycleRunner | None = None
+    ) -> tuple[CycleSummary, ScheduledRun | None]:
         """Run one cycle now and plan the next run, success or failure (W17).
 
         A target already running in this process is not started twice (the second call
         gets a failed summary and no new run: the running one plans it). A runner that
-        raises counts as a failed cycle.
+        raises counts as a failed cycle. ``runner`` overrides :attr:`runner` for this
+        cycle (``/memory dmn`` records its cycle as manual, not scheduled).
         """
         if target_key in self._running:
             busy = CycleSummary(
@@ -180,7 +183,7 @@ class SchedulingService:
         try:
             async with self.store.locked(target_key, self.clock()) as row:
                 await row.start_cycle(self.clock())
-            summary = await self._call_runner(target_key)
+            summary = await self._call_runner(target_key, runner)
             end = self.clock()
             async with self.store.locked(target_key, end) as row:
                 state = await row.finish_cycle(
@@ -203,8 +206,10 @@ class SchedulingService:
         self._log(target_key, state.penalty, decision)
         return summary, ScheduledRun(target_key, decision)
 
-    async def _call_runner(self, target_key: str) -> CycleSummary:
-        runner = self.runner or runner_not_built
+    async def _call_runner(
+        self, target_key: str, runner: CycleRunner | None = None
+    ) -> CycleSummary:
+        runner = runner or self.runner or runner_not_built
         try:
             return await runner(target_key)
         except Exception as exc:  # the runner's boundary: a crash is a failed cycle

@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from amrita_memory_pg.services.consolidation import LoopDeps
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.tools.consolidation import register_loop_tools
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
@@ -29,6 +31,8 @@ class ToolDeps:
     memories: MemoryService
     memos: MemoStore
     settings: Settings
+    #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
+    loop: LoopDeps | None = None
 
 
 #: Declares a family of tools on a registry.
@@ -45,12 +49,18 @@ def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     register_memo_tools(registry, deps.memos, deps.settings)
 
 
+def loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """The loop's tools 1–11 and 19 of reference §8.8, and its memo tools (D4)."""
+    if deps.loop is not None:
+        register_loop_tools(registry, deps.memories, deps.memos, deps.loop, deps.settings)
+
+
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
     "chat": (memory_toolset, memo_toolset),
-    # The L3 loop's own tools (merge, calibrate, tag cleanup, distil, memo compression)
-    # are declared here when the loop lands; the registry already exists for them.
-    "consolidation": (),
+    # The L3 loop's tools: merge, calibrate, tag cleanup, memo compression (loop); the
+    # knowledge and profile toolsets join this tuple.
+    "consolidation": (loop_toolset,),
 }
 
 

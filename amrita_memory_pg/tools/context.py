@@ -4,28 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from amrita_memory_pg.domain.consolidation import CycleContext
 from amrita_memory_pg.domain.keys import group_key, personal_key
+
+__all__ = ["GROUP_ADMIN_ROLES", "CycleContext", "ToolContext"]
 
 #: Roles that may manage a group's shared memories (W2) and run admin commands.
 GROUP_ADMIN_ROLES = frozenset({"owner", "admin", "superuser"})
-
-
-@dataclass(slots=True)
-class CycleContext:
-    """The L3 consolidation cycle a loop tool runs in.
-
-    The loop's tools act on ``target_key`` (a partition key, personal or group), not on
-    a speaker; ``cycle_id`` ties what they do (claimed knowledge suggestions, token
-    usage, pending messages) to the cycle, so it is committed only if the cycle
-    succeeds. Mutable: tools record the cycle's progress (context fetched, stopped).
-    """
-
-    cycle_id: int
-    target_key: str
-    dry_run: bool = False
-    context_fetched: bool = False
-    stopped: bool = False
-    summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

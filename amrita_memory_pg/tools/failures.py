@@ -44,6 +44,18 @@ CHECK_HINTS: dict[str, str] = {
     ),
     "append_memo": "请先用 read_memo 确认内容是否已追加，再决定是否重试，以免重复追加",
     "update_memo": "请先用 read_memo 确认备忘录是否已更新；update_memo 是整篇替换，重试不会产生重复",
+    "subconscious_write_memory": (
+        "请先用 subconscious_list_memory 或 subconscious_read_memory 确认这条记忆是否已写入，再决定是否重试"
+    ),
+    "subconscious_update_memory": (
+        "请先用 subconscious_list_memory 或 subconscious_read_memory 查看这条记忆的当前内容，再决定是否重试"
+    ),
+    "subconscious_delete_memory": (
+        "请先用 subconscious_list_memory 确认这条记忆是否还在；重试时若提示「未找到ID为 … 的记忆」，说明删除已经生效"
+    ),
+    "subconscious_rewrite_memo": (
+        "请先用 subconscious_read_memo 确认备忘录是否已更新；改写是整篇替换，重试不会产生重复"
+    ),
 }
 
 _REFUSED: dict[str, str] = {

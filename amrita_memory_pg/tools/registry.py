@@ -69,22 +69,25 @@ class Tool(Generic[ArgsT]):
         return await self.handler(args, ctx)
 
 
-def dumps(payload: Mapping[str, Any]) -> str:
+def dumps(payload: Mapping[str, Any], *, compact: bool = False) -> str:
     """The JSON text the LLM sees (4-space indent, non-ASCII kept, like the reference).
 
+    ``compact``: no whitespace at all — the consolidation loop's replies stay in its
+    context for every later call of the cycle, so each indent is paid many times.
     Should a value ever hold a lone surrogate (text that is not Unicode, so not UTF-8
     either), the reply is escaped instead: still the same JSON, and sendable.
     """
-    text = json.dumps(payload, ensure_ascii=False, indent=4)
+    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": 4}
+    text = json.dumps(payload, ensure_ascii=False, **layout)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(payload, ensure_ascii=True, indent=4)
+        return json.dumps(payload, ensure_ascii=True, **layout)
     return text
 
 
-def error_reply(message: str, **extra: Any) -> str:
-    return dumps({"status": "error", "message": message, **extra})
+def error_reply(message: str, *, compact: bool = False, **extra: Any) -> str:
+    return dumps({"status": "error", "message": message, **extra}, compact=compact)
 
 
 def _arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
@@ -108,6 +111,8 @@ class ToolRegistry:
     def __init__(self, audience: Audience) -> None:
         self.audience = audience
         self._tools: dict[str, Tool[Any]] = {}
+        #: the loop's replies are compact JSON (they are re-sent with every later call)
+        self.compact = audience == "consolidation"
 
     def register(self, tool: Tool[Any]) -> None:
         if tool.name in self._tools:
@@ -134,11 +139,13 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             available = ", ".join(self._tools) or "（无）"
-            return error_reply(f"未知工具 {plain(str(name))}；可用工具: {available}")
+            return error_reply(
+                f"未知工具 {plain(str(name))}；可用工具: {available}", compact=self.compact
+            )
         try:
             result = await tool.run(_arguments(name, arguments), ctx)
         except ToolError as exc:
-            return error_reply(exc.message, **exc.extra)
+            return error_reply(exc.message, compact=self.compact, **exc.extra)
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
             prefix = tool.failure_prefix or f"{name} 失败"
             # issue 11 F7: never an empty message; say whether anything changed, what to do.
@@ -148,5 +155,5 @@ class ToolRegistry:
                 log.warning("tool %s failed: %s", name, failure_cause(exc))
             else:
                 log.exception("tool %s failed", name)
-            return error_reply(message)
-        return dumps(result)
+            return error_reply(message, compact=self.compact)
+        return dumps(result, compact=self.compact)

@@ -125,6 +125,10 @@ async def test_a_crashing_runner_is_a_failed_cycle_and_no_runner_says_so(
     async with memory_on(db_dsn, tmp_path, **L3) as mem:
         mem.scheduling.clock = Clock(T0)
         await message(mem, ALICE, None, T0)
+        # Wired by Memory: the loop's runner, which fails without a model, saying so.
+        summary, nxt = await mem.scheduling.run_cycle(ALICE)
+        assert not summary.ok and "no model configured" in (summary.error or "")
+        mem.scheduling.runner = None  # the stand-in an integration uses without a loop
         summary, nxt = await mem.scheduling.run_cycle(ALICE)
         assert (summary.ok, summary.error) == (False, RUNNER_NOT_BUILT)
 
@@ -135,7 +139,7 @@ async def test_a_crashing_runner_is_a_failed_cycle_and_no_runner_says_so(
         summary, nxt = await mem.scheduling.run_cycle(ALICE)
         state = await mem.scheduling.state(ALICE)
         assert (summary.ok, summary.error) == (False, "boom")
-        assert state is not None and (state.penalty, state.failures_in_row) == (1, 2)
+        assert state is not None and (state.penalty, state.failures_in_row) == (1, 3)
         assert nxt is not None and state.next_run_at == nxt.run_at
 
 

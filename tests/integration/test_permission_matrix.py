@@ -21,11 +21,11 @@ Outcomes (``TOOL_MATRIX``, one column per actor in ``ACTORS`` order):
 - ``O`` own: tools without an id act on the caller's own chat, so the call succeeds in
   the actor's own partition (their personal memory / memo, their group H) and the
   target is untouched;
-- ``N`` n/a until the L3 loop lands: the background actor calls through the
-  ``consolidation`` audience's registry (the stores run with ``subconscious.enabled``),
-  as the author — the loop's target user. That registry offers no tool yet, so every
-  call is refused as an unknown tool and writes nothing. When the loop's tools land,
-  ``test_the_background_audience_has_no_tools_yet`` fails: give its column real outcomes.
+- ``N`` not offered: the background actor calls through the ``consolidation``
+  audience's registry (the stores run with ``subconscious.enabled``), as the author —
+  the loop's target user. The loop has its own ``subconscious_*`` tools and none of the
+  chat's, so every chat tool is refused as an unknown tool and writes nothing; what the
+  loop's own tools may touch is ``test_the_background_audience_reaches_only_its_cycle_target``.
 """
 
 from __future__ import annotations
@@ -307,8 +307,33 @@ async def test_the_matrix_covers_every_writing_tool(stores: dict[str, Memory]) -
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_the_background_audience_has_no_tools_yet(stores: dict[str, Memory]) -> None:
-    """The background column says "n/a until the L3 loop lands" (``N``): true while the
-    consolidation registry is empty. Its tools make this fail: then fill in the column."""
-    for mem in stores.values():
-        assert mem.registries["consolidation"].names() == []
+async def test_the_background_audience_reaches_only_its_cycle_target(
+    stores: dict[str, Memory],
+) -> None:
+    """The loop offers none of the chat tools; its own tools refuse outside a cycle and,
+    in a cycle, find nothing outside the cycle's target partition."""
+    from amrita_memory_pg.domain.consolidation import CycleContext
+
+    mem = stores["anyone"]
+    chat_tools = set(mem.registries["chat"].names())
+    loop = mem.registries["consolidation"]
+    assert loop.names() and not chat_tools & set(loop.names())
+    assert all(name.startswith("subconscious_") for name in loop.names())
+    world = await build_world(mem)
+    before = await checksum(mem)
+    outside = world.ctx("author", "private")  # no cycle
+    refused = json.loads(
+        await loop.call("subconscious_delete_memory", {"id": world.personal_memory}, outside)
+    )
+    assert refused["status"] == "error" and "后台整理循环" in refused["message"]
+    # a cycle for the author's personal partition cannot reach the group's memory
+    cycle = CycleContext(cycle_id=1, target_key=world.author_private.personal_key)
+    inside = ToolContext(platform="l3", user_id=world.users["author"], cycle=cycle)
+    for tool, args in (
+        ("subconscious_delete_memory", {"id": world.group_memory}),
+        ("subconscious_update_memory", {"id": world.group_memory, "content": "x"}),
+    ):
+        reply = json.loads(await loop.call(tool, args, inside))
+        assert reply["status"] == "error" and world.group_memory in reply["message"]
+        assert not [s for s in world.secrets if s in json.dumps(reply, ensure_ascii=False)]
+    assert await checksum(mem) == before

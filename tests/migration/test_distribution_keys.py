@@ -15,6 +15,9 @@ DISTRIBUTED = {
     "chat_log": "session_key",
     "activity_heatmap": "user_key",
     "l3_state": "target_key",
+    "consolidation_cycle": "target_key",
+    "token_usage": "target_key",
+    "pending_message": "target_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {"store_meta", "sweep_state", "knowledge", "reembed_job", "reembed_staging"}

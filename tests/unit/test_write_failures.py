@@ -115,6 +115,10 @@ PREFIX = {
     "delete_memory": "删除记忆失败",
     "append_memo": "追加备忘录失败",
     "update_memo": "更新备忘录失败",
+    "subconscious_write_memory": "写入记忆失败",
+    "subconscious_update_memory": "更新记忆失败",
+    "subconscious_delete_memory": "删除记忆失败",
+    "subconscious_rewrite_memo": "改写备忘录失败",
 }
 
 

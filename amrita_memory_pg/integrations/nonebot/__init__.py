@@ -34,6 +34,7 @@ from amrita_memory_pg.integrations.nonebot.config import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.context import tool_context  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
+    deliver_pending,
     record_incoming,
     record_outgoing,
 )
@@ -139,6 +140,8 @@ message_hook = on_message(priority=1, block=False)
 @message_hook.handle()
 async def _record(bot: Bot, event: Event) -> None:
     await record_incoming(runtime, bot, event)
+    if event.get_type() == "message":
+        await deliver_pending(runtime, bot, event)
 
 
 @Bot.on_called_api

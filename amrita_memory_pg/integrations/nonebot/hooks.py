@@ -18,6 +18,7 @@ from amrita_memory_pg.domain.keys import group_key, personal_key
 from amrita_memory_pg.domain.validation import scrub
 from amrita_memory_pg.integrations.nonebot.context import group_of, platform_of
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime
+from amrita_memory_pg.integrations.nonebot.send import send_pending
 from amrita_memory_pg.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -96,3 +97,20 @@ async def record_outgoing(
         )
     except Exception:
         log.exception("recording an outgoing message failed")
+
+
+async def deliver_pending(runtime: Runtime, bot: Bot, event: Event) -> None:
+    """On the L3 target's next private message, send what the loop queued for them (once)."""
+    memory = runtime.memory
+    if memory is None:
+        return
+    try:
+        ctx = ToolContext(
+            platform=platform_of(bot), user_id=str(event.get_user_id()), group_id=group_of(event)
+        )
+        messages = await memory.pending_for(ctx)
+    except Exception:  # a hook's outer edge
+        log.exception("taking the pending proactive messages failed")
+        return
+    if messages:
+        await send_pending(bot, event, messages)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.commands.memory_command import DmnTrigger, MemoryCommand
+from amrita_memory_pg.domain.consolidation import CycleSummary
 from amrita_memory_pg.domain.errors import NotReady
 from amrita_memory_pg.integrations.nonebot.jobs import L3Jobs
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
@@ -83,4 +84,16 @@ class Runtime:
             memories=memory.memories,
             settings=memory.settings,
             dmn_trigger=self.dmn_trigger,
+            cycle_run=self._cycle_run if memory.consolidator is not None else None,
         )
+
+    async def _cycle_run(
+        self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
+    ) -> CycleSummary:
+        """``/memory dmn``: one cycle now; the target's job moves to the run it planned."""
+        summary, next_run = await self.require().run_cycle_and_plan(
+            target_key, dry_run=dry_run, trigger=trigger
+        )
+        if next_run is not None and self.l3_jobs is not None:
+            self.l3_jobs.schedule([next_run])
+        return summary

@@ -12,6 +12,7 @@ from typing import Any
 from nonebot.adapters import Bot, Event
 
 from amrita_memory_pg.commands.memory_command import MemoReply, Reply, TextReply
+from amrita_memory_pg.storage.consolidation import PendingMessage
 
 log = logging.getLogger(__name__)
 
@@ -51,3 +52,14 @@ async def send_reply(bot: Bot, event: Event, reply: Reply) -> None:
         return
     for chunk in reply.chunks:
         await bot.send(event, chunk)
+
+
+async def send_pending(bot: Bot, event: Event, messages: list[PendingMessage]) -> None:
+    """The L3 loop's proactive messages, oldest first, in the chat the event came from (a
+    private chat: :meth:`Memory.pending_for` returns nothing elsewhere). They were already
+    marked delivered, so a failed send is logged, not retried (at most once)."""
+    for message in messages:
+        try:
+            await bot.send(event, message.content)
+        except Exception:
+            log.warning("a proactive message (id %s) could not be sent", message.id, exc_info=True)

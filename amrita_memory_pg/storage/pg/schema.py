@@ -10,9 +10,11 @@ from __future__ import annotations
 from pgvector.sqlalchemy import VECTOR  # also registers the "vector" type for reflection
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
@@ -304,4 +306,70 @@ l3_state = Table(
     # One row per target; the target key is the whole key (the distribution column).
     PrimaryKeyConstraint("target_key"),
     comment="L3 scheduler state per target: penalty, run counters, next planned run",
+)
+
+consolidation_cycle = Table(
+    "consolidation_cycle",
+    metadata,
+    Column("target_key", Text, nullable=False, comment="the partition the cycle consolidated"),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("trigger", Text, nullable=False, comment="manual | scheduled | cli | test"),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("ended_at", DateTime(timezone=True), nullable=True, comment="NULL while running"),
+    Column("ok", Boolean, nullable=True, comment="NULL while running"),
+    Column("error", Text, nullable=True, comment="why it failed (one redacted sentence)"),
+    Column("iterations", Integer, nullable=False, server_default=text("0")),
+    Column("tool_calls", Integer, nullable=False, server_default=text("0")),
+    Column("memories_changed", Integer, nullable=False, server_default=text("0")),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("summary", Text, nullable=True, comment="the model's subconscious_iter_stop summary"),
+    Column("dry_run", Boolean, nullable=False, server_default=text("false")),
+    CheckConstraint("trigger IN ('manual', 'scheduled', 'cli', 'test')", name="trigger"),
+    # The target first: Citus's distribution column, and "the last run of a target" walks
+    # this key backwards.
+    PrimaryKeyConstraint("target_key", "id"),
+    comment="L3 consolidation cycles: one row per run, with its outcome and token totals",
+)
+
+token_usage = Table(
+    "token_usage",
+    metadata,
+    Column("target_key", Text, nullable=False),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("cycle_id", BigInteger, nullable=False),
+    Column("purpose", Text, nullable=False, comment="step | send | summary"),
+    Column("model", Text, nullable=False, server_default=text("''::text")),
+    Column("prompt_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("completion_tokens", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("purpose IN ('step', 'send', 'summary')", name="purpose"),
+    PrimaryKeyConstraint("target_key", "id"),
+    ForeignKeyConstraint(
+        ["target_key", "cycle_id"],
+        ["amrita_memory.consolidation_cycle.target_key", "amrita_memory.consolidation_cycle.id"],
+        ondelete="CASCADE",
+    ),
+    comment="Tokens of every LLM call an L3 cycle made (ReAct steps, proactive messages, "
+    "session summaries), as the endpoint reported them",
+)
+Index("ix_token_usage_target_key_cycle_id", token_usage.c.target_key, token_usage.c.cycle_id)
+
+pending_message = Table(
+    "pending_message",
+    metadata,
+    Column("target_key", Text, nullable=False, comment="the personal partition it is for"),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("cycle_id", BigInteger, nullable=True, comment="the cycle that wrote it"),
+    Column("content", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "delivered_at",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="set once, by the delivery that took it (NULL = still pending)",
+    ),
+    CheckConstraint("content <> ''", name="content_nonempty"),
+    PrimaryKeyConstraint("target_key", "id"),
+    comment="Proactive messages of the L3 loop (subconscious_send_to_user), delivered once",
 )

@@ -1,0 +1,357 @@
+"""The L3 consolidation runner: one ReAct cycle over an OpenAI-compatible chat model.
+
+What a cycle does (reference §8.4, with its bugs fixed):
+
+1. a ``consolidation_cycle`` row is opened (trigger, dry run);
+2. the system prompt is rendered from the templates (byte-identical within a UTC day);
+3. ``subconscious_get_context`` is called by the runner itself, as the cycle's first
+   tool call, and its reply put into the conversation — the §8.7 rule holds for every
+   model, and a round trip is saved;
+4. then up to ``max_iterations`` model calls (D6): each tool call of a turn runs in
+   order, each its own transaction, so a failure halfway leaves the store consistent;
+   ``loop_detect_threshold`` identical consecutive calls end the cycle as failed; the
+   cycle succeeds when the model calls ``subconscious_iter_stop``;
+5. every model call's tokens are written to ``token_usage`` as soon as it returns (also
+   the send and summary calls of the tools, W16), and the cycle row gets the totals.
+
+A model error, a stall, running out of iterations or the model ending without
+``subconscious_iter_stop`` fail the cycle. The success / failure hooks run after the
+row is closed (knowledge suggestions are completed on success, released on failure:
+W15); a failing hook is logged, never turns a cycle's outcome around.
+
+The runner knows its tools only through :class:`LoopTools` (the service adapts the
+consolidation registry), so this floor never imports the tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
+from amrita_memory_pg.domain.ports import ChatModel, Message
+from amrita_memory_pg.domain.redact import redact
+from amrita_memory_pg.services.l3_prompts import Prompts
+from amrita_memory_pg.settings import SubconsciousSettings
+from amrita_memory_pg.storage.activity import ActivityStore
+from amrita_memory_pg.storage.consolidation import ConsolidationStore
+
+log = logging.getLogger(__name__)
+
+GET_CONTEXT = "subconscious_get_context"
+ITER_STOP = "subconscious_iter_stop"
+USER_PROMPT = (
+    "请先调用 subconscious_get_context 了解当前环境，再检查 {target} 的记忆库，执行必要的整理操作。"
+    "完成后务必调用 subconscious_iter_stop。"
+)
+
+#: Called with the cycle id after the cycle row is closed.
+CycleHook = Callable[[int], Awaitable[None]]
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class LoopTools(Protocol):
+    """The consolidation audience's tools, as the runner needs them."""
+
+    def names(self) -> list[str]: ...
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | str | None, cycle: CycleContext
+    ) -> str: ...
+
+
+@dataclass
+class L3Hooks:
+    """Where other parts plug into a cycle (the lead wires them; all optional).
+
+    ``on_success`` / ``on_failure``: e.g. the knowledge base's
+    ``complete_suggestions`` / ``release_suggestions``. ``idle_plan``: the scheduler's
+    last plan for a target (shown by ``subconscious_get_context``; None until wired).
+    ``pending_suggestions``: the knowledge suggestions waiting (count and ids; None
+    until wired).
+    """
+
+    on_success: list[CycleHook] = field(default_factory=list)
+    on_failure: list[CycleHook] = field(default_factory=list)
+    idle_plan: Callable[[str], Awaitable[Mapping[str, Any] | None]] | None = None
+    pending_suggestions: Callable[[], Awaitable[Sequence[Mapping[str, Any]]]] | None = None
+
+
+class CycleLlm:
+    """The loop's chat model, with every call's tokens written to ``token_usage`` at once."""
+
+    def __init__(
+        self, model: ChatModel, store: ConsolidationStore, *, model_name: str, clock: Clock
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.model_name = model_name
+        self.clock = clock
+
+    async def complete(
+        self,
+        cycle: CycleContext,
+        purpose: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Message:
+        result = await self.model.complete(messages, tools)
+        await self.store.record_usage(
+            cycle.target_key,
+            cycle.cycle_id,
+            purpose=purpose,
+            model=self.model_name,
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+            now=self.clock(),
+        )
+        return result.message
+
+    async def text(self, cycle: CycleContext, purpose: str, system: str, user: str) -> str:
+        """One plain completion (a proactive message, a session summary), stripped."""
+        message = await self.complete(
+            cycle,
+            purpose,
+            [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        )
+        return str(message.get("content") or "").strip()
+
+
+class CycleFailed(Exception):
+    """Ends a cycle as failed with a reason (a stall, no iterations left)."""
+
+
+def _signature(name: str, arguments: Any) -> str:
+    """A call's identity for loop detection: the name and its arguments, canonical JSON."""
+    value = arguments
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            value = arguments
+    return name + "\x00" + json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@dataclass
+class _Progress:
+    iterations: int = 0
+    tool_calls: int = 0
+    recent: list[str] = field(default_factory=list)
+
+
+class Consolidator:
+    """Runs one cycle for a target partition; an instance is a :data:`CycleRunner`."""
+
+    def __init__(
+        self,
+        *,
+        store: ConsolidationStore,
+        tools: LoopTools,
+        llm: CycleLlm | None,
+        prompts: Prompts,
+        settings: SubconsciousSettings,
+        hooks: L3Hooks | None = None,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.store = store
+        self.tools = tools
+        self.llm = llm
+        self.prompts = prompts
+        self.settings = settings
+        self.hooks = hooks or L3Hooks()
+        self.clock = clock
+        self._running: dict[str, asyncio.Lock] = {}
+
+    async def __call__(self, target_key: str) -> CycleSummary:
+        """The scheduler's entry point: a real (not dry) cycle."""
+        return await self.run(target_key, trigger="scheduled")
+
+    def system_prompt(self, target_key: str, now: datetime) -> str:
+        names = set(self.tools.names())
+        return self.prompts.system(
+            key_subject(target_key),
+            now.astimezone(UTC).date(),
+            knowledge="subconscious_knowledge_list" in names,
+            profile="subconscious_get_profile" in names,
+        )
+
+    async def run(
+        self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
+    ) -> CycleSummary:
+        """One cycle now. Never raises for a model or tool failure: the summary says."""
+        lock = self._running.setdefault(target_key, asyncio.Lock())
+        if lock.locked():
+            return CycleSummary(
+                cycle_id=0,
+                target_key=target_key,
+                ok=False,
+                error="a cycle for this target is already running",
+                dry_run=dry_run,
+            )
+        async with lock:
+            return await self._run(target_key, dry_run=dry_run, trigger=trigger)
+
+    async def _run(self, target_key: str, *, dry_run: bool, trigger: str) -> CycleSummary:
+        started = self.clock()
+        cycle_id = await self.store.start_cycle(
+            target_key, trigger=trigger, now=started, dry_run=dry_run
+        )
+        cycle = CycleContext(cycle_id=cycle_id, target_key=target_key, dry_run=dry_run)
+        progress = _Progress()
+        error: str | None = None
+        try:
+            if self.llm is None:
+                raise CycleFailed(
+                    "no model configured for the loop ([subconscious] llm_* or LLM_BASE_URL/LLM_MODEL)"
+                )
+            await self._cycle(cycle, self.llm, progress, started)
+        except CycleFailed as exc:
+            error = str(exc)
+        except asyncio.CancelledError:
+            error = "cancelled"
+            await self._close(cycle, progress, error)
+            raise
+        except Exception as exc:  # the cycle's outer edge: record, never raise into a job
+            log.warning("L3 cycle %s of %s failed: %s", cycle_id, target_key, exc)
+            error = redact(str(exc).strip() or type(exc).__name__)
+        return await self._close(cycle, progress, error)
+
+    async def _cycle(
+        self, cycle: CycleContext, llm: CycleLlm, progress: _Progress, started: datetime
+    ) -> None:
+        schemas = self.tools.schemas()
+        messages: list[Message] = [
+            {"role": "system", "content": self.system_prompt(cycle.target_key, started)},
+            {"role": "user", "content": USER_PROMPT.format(target=cycle.target_key)},
+        ]
+        # The first call of every cycle (reference §8.7), made by the runner itself.
+        first = {
+            "id": "ctx_0",
+            "type": "function",
+            "function": {"name": GET_CONTEXT, "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "content": "", "tool_calls": [first]})
+        await self._call(cycle, progress, messages, [("ctx_0", GET_CONTEXT, "{}")])
+        limit = self.settings.max_iterations
+        while progress.iterations < limit:
+            progress.iterations += 1
+            reply = await llm.complete(cycle, "step", messages, schemas)
+            calls = list(reply.get("tool_calls") or [])
+            if not calls:
+                raise CycleFailed("the model stopped without calling subconscious_iter_stop")
+            messages.append(
+                {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
+            )
+            batch = []
+            for index, call in enumerate(calls):
+                function = call.get("function") or {}
+                arguments = function.get("arguments")
+                if arguments is not None and not isinstance(arguments, str | dict):
+                    arguments = json.dumps(arguments)
+                call_id = str(call.get("id") or f"call_{progress.iterations}_{index}")
+                batch.append((call_id, str(function.get("name", "")), arguments))
+            await self._call(cycle, progress, messages, batch)
+            if cycle.stopped:
+                return
+        raise CycleFailed(f"max_iterations ({limit}) reached without subconscious_iter_stop")
+
+    async def _call(
+        self,
+        cycle: CycleContext,
+        progress: _Progress,
+        messages: list[Message],
+        batch: list[tuple[str, str, Any]],
+    ) -> None:
+        """Run one turn's tool calls in order; append their replies."""
+        threshold = self.settings.loop_detect_threshold
+        for call_id, name, arguments in batch:
+            signature = _signature(name, arguments)
+            progress.recent = [*progress.recent[-(threshold - 1) :], signature]
+            if len(progress.recent) == threshold and len(set(progress.recent)) == 1:
+                raise CycleFailed(
+                    f"loop detected: {name} called {threshold} times in a row with the same arguments"
+                )
+            progress.tool_calls += 1
+            result = await self.tools.call(name, arguments, cycle)
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+
+    async def _close(
+        self, cycle: CycleContext, progress: _Progress, error: str | None
+    ) -> CycleSummary:
+        ok = error is None and cycle.stopped
+        if ok is False and error is None:
+            error = "the cycle ended without subconscious_iter_stop"
+        prompt, completion = await self.store.finish_cycle(
+            cycle.target_key,
+            cycle.cycle_id,
+            now=self.clock(),
+            ok=ok,
+            error=error,
+            iterations=progress.iterations,
+            tool_calls=progress.tool_calls,
+            memories_changed=cycle.changed,
+            summary=cycle.summary,
+        )
+        # A dry run consumes nothing: its claimed suggestions go back to the queue.
+        hooks = self.hooks.on_success if ok and not cycle.dry_run else self.hooks.on_failure
+        for hook in hooks:
+            try:
+                await hook(cycle.cycle_id)
+            except Exception:  # a hook's failure never changes the cycle's outcome
+                log.exception("L3 cycle hook %r failed for cycle %s", hook, cycle.cycle_id)
+        summary = CycleSummary(
+            cycle_id=cycle.cycle_id,
+            target_key=cycle.target_key,
+            ok=ok,
+            error=error,
+            iterations=progress.iterations,
+            tool_calls=progress.tool_calls,
+            memories_changed=cycle.changed,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            summary=cycle.summary,
+            dry_run=cycle.dry_run,
+        )
+        log.info("L3 cycle done: %s", describe(summary))
+        return summary
+
+
+def describe(summary: CycleSummary) -> str:
+    """One line for logs, ``/memory dmn`` and the CLI."""
+    head = "ok" if summary.ok else f"failed ({summary.error})"
+    dry = " [dry run: nothing written]" if summary.dry_run else ""
+    text = (
+        f"cycle {summary.cycle_id} of {summary.target_key}: {head}{dry}; "
+        f"iterations {summary.iterations}, tool calls {summary.tool_calls}, "
+        f"memories changed {summary.memories_changed}, "
+        f"tokens {summary.prompt_tokens} prompt / {summary.completion_tokens} completion"
+    )
+    if summary.summary:
+        text += f"\nsummary: {summary.summary}"
+    return text
+
+
+@dataclass
+class LoopDeps:
+    """What the loop's tools use besides the memory and memo repositories."""
+
+    store: ConsolidationStore
+    activity: ActivityStore
+    prompts: Prompts
+    hooks: L3Hooks
+    #: None when no model is configured: send/summary degrade, cycles fail at once
+    llm: CycleLlm | None
+    clock: Clock = utcnow
+    #: in-process session summaries, keyed by (target, first line id, last line id)
+    summaries: dict[tuple[str, int, int], str] = field(default_factory=dict)

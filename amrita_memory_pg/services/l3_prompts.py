@@ -1,0 +1,178 @@
+"""The L3 loop's prompt templates (reference §8.5, §13.3): jinja2 files the user may edit.
+
+Four templates — main, send, knowledge guide, profile guide — live under
+``[subconscious] prompt_dir`` (``prompt_*_file``; an absolute path is used as is).
+Missing files are created from the defaults below on first use, and files are re-read
+every cycle, so an edit needs no restart.
+
+The invariance rule: the system prompt gets nothing that changes within a UTC day (the
+date, the target, the persona), so it is byte-identical for every call of every cycle
+on one day and providers' prefix caches hit. Everything else — the time, the last run,
+counts, the idle plan — comes through ``subconscious_get_context``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import jinja2
+
+from amrita_memory_pg.settings import SubconsciousSettings
+
+log = logging.getLogger(__name__)
+
+MAIN = """你是「记忆整理员」，在后台安静地维护用户 {{ target_user_id }} 的长期记忆库。今天是 {{ current_date }}（UTC）。
+{% if character_prompt %}
+你所服务的机器人的人设（只在生成主动消息时参考，整理时保持客观）：
+{{ character_prompt }}
+{% endif %}
+规则：
+1. 只通过工具行事，不要编造记忆。
+2. 本轮的第一个动作永远是 subconscious_get_context（系统已替你调用，结果在对话中）；没有它本轮无效。
+3. get_context 的 duplicate_groups 大于 0 时，先用 subconscious_duplicate_helper 读候选重复组：
+   把每组合并成一条（用 subconscious_update_memory 更新信息最全或最重要的一条，再用
+   subconscious_delete_memory 删除其余），只合并真正重复的内容，保留更丰富的细节。
+4. 需要时再按需读取：subconscious_read_memory（语义检索）、subconscious_list_memory（少量列表）；
+   不要一次把整个记忆库读进来。
+5. 处理矛盾（保留更新或更具体的一条）、过时信息、标签不一致和重要程度失衡。
+6. source=user 的记忆是用户手动添加的：不能修改内容、重要程度或删除，只能追加标签做标记。
+7. 备忘录（L1）接近上限时，用 subconscious_read_memo / subconscious_rewrite_memo 压缩它，保留所有关键事实。
+8. 需要了解近况时用 subconscious_read_sessions / subconscious_read_chat_context。
+9. 每轮只做少量、确定的修改。完成后必须调用 subconscious_iter_stop，用一两句话总结本轮做了什么。
+10. 只输出工具调用，不要输出其他文字。
+"""
+
+SEND = """你是聊天机器人本人，正在私下给用户发一条简短的消息。现在是 {{ current_time }}。
+{% if character_prompt %}
+你的人设：
+{{ character_prompt }}
+{% endif %}
+要求：一句自然、口语化的话，不超过 60 个字；符合你的人设；不要提到"后台"、"记忆整理"或任何系统过程。
+意图：{{ intent }}
+{% if memory_context %}相关记忆：{{ memory_context }}{% endif %}
+"""
+
+KNOWLEDGE = """## 全局知识库
+- 适合写入知识库的是与具体用户无关、可以复用的知识；不要写入任何个人隐私。
+- 写之前先 subconscious_knowledge_search / subconscious_knowledge_list，优先更新已有条目，少建零碎的小条目。
+- 读取长条目时按行窗口读取（total_lines 超过 100 行时分段）。
+- 条目正文有长度上限，超出会被拒绝。
+"""
+
+PROFILE = """## 用户画像（用户 {{ target_user_id }}）
+- 先读近期会话（subconscious_read_sessions），再读画像（subconscious_get_profile）。
+- 增量更新：第一次建立画像时追加；不确定的内容不要写。
+- 画像包含：性格特点、稳定的偏好、背景、与机器人的关系、重要事件；区分一次性的话题和长期特质。
+- 摘要不超过 200 字；不写敏感信息。
+"""
+
+README = """# L3 prompt templates
+
+Jinja2 files read by the consolidation loop at the start of every cycle (edits need no
+restart). Missing files are re-created from the built-in defaults.
+
+| file | variables |
+|---|---|
+| subconscious_main.md.jinja2 | current_date (UTC YYYY-MM-DD), target_user_id, character_prompt |
+| subconscious_send.md.jinja2 | intent, memory_context, current_time ("%Y-%m-%d %H:%M:%S UTC"), character_prompt |
+| knowledge_guide.md.jinja2 | current_date, target_user_id |
+| profile_guide.md.jinja2 | current_date, target_user_id |
+
+Keep anything that changes during a day (times, counts) out of the main and guide
+templates: the system prompt must stay byte-identical within a UTC day so that the
+provider's prefix cache hits. Undefined variables render as empty strings.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFiles:
+    main: Path
+    send: Path
+    knowledge: Path
+    profile: Path
+
+
+def prompt_files(sub: SubconsciousSettings) -> PromptFiles:
+    base = sub.prompt_dir.expanduser()
+
+    def at(name: str) -> Path:
+        path = Path(name).expanduser()
+        return path if path.is_absolute() else base / path
+
+    return PromptFiles(
+        at(sub.prompt_file),
+        at(sub.prompt_send_file),
+        at(sub.prompt_knowledge_file),
+        at(sub.prompt_profile_file),
+    )
+
+
+_ENV = jinja2.Environment(undefined=jinja2.Undefined, keep_trailing_newline=True, autoescape=False)
+
+
+def render(template: str, **values: object) -> str:
+    """Render template text; an undefined variable is an empty string (jinja's default)."""
+    return _ENV.from_string(template).render(**values)
+
+
+class Prompts:
+    """Reads (and creates when missing) the four templates; renders the loop's prompts."""
+
+    def __init__(self, sub: SubconsciousSettings, *, character_prompt: str = "") -> None:
+        self.files = prompt_files(sub)
+        self.character_prompt = character_prompt
+
+    def _read(self, path: Path, default: str) -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            pass
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(default, encoding="utf-8")
+            readme = path.parent / "README.md"
+            if not readme.exists():
+                readme.write_text(README, encoding="utf-8")
+        except OSError as exc:  # a read-only config dir: the default still works
+            log.warning("cannot create the prompt template %s: %s", path, exc)
+        return default
+
+    def ensure(self) -> None:
+        """Create every missing template (and the README) now."""
+        self._read(self.files.main, MAIN)
+        self._read(self.files.send, SEND)
+        self._read(self.files.knowledge, KNOWLEDGE)
+        self._read(self.files.profile, PROFILE)
+
+    def system(
+        self, target_user_id: str, day: date, *, knowledge: bool = True, profile: bool = True
+    ) -> str:
+        """Main + guides (each only when its tools are offered: reference W13), day granularity."""
+        values = {
+            "current_date": day.isoformat(),
+            "target_user_id": target_user_id or "(未配置)",
+        }
+        parts = [
+            render(
+                self._read(self.files.main, MAIN),
+                character_prompt=self.character_prompt,
+                **values,
+            )
+        ]
+        if knowledge:
+            parts.append(render(self._read(self.files.knowledge, KNOWLEDGE), **values))
+        if profile:
+            parts.append(render(self._read(self.files.profile, PROFILE), **values))
+        return "\n\n".join(part.strip() for part in parts)
+
+    def send(self, intent: str, memory_context: str, now: datetime) -> str:
+        return render(
+            self._read(self.files.send, SEND),
+            intent=intent,
+            memory_context=memory_context,
+            current_time=now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            character_prompt=self.character_prompt,
+        ).strip()

@@ -1,0 +1,159 @@
+"""L3 runs in PostgreSQL: cycles, the tokens of each LLM call, pending proactive messages,
+and the near-duplicate pre-pass (``duplicate_pairs_v1``).
+
+Each method is one named query of ``sql/queries/consolidation.sql`` and its own
+transaction, so a cycle that dies halfway leaves every row it wrote consistent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from amrita_memory_pg.domain.records import MemoryRecord
+from amrita_memory_pg.storage.memories import record_from_row
+from amrita_memory_pg.storage.queries import query
+
+
+@dataclass(frozen=True, slots=True)
+class LastRun:
+    """The newest finished (not dry-run) cycle of a target."""
+
+    cycle_id: int
+    ended_at: datetime
+    ok: bool
+    summary: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMessage:
+    id: int
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStats:
+    total: int
+    low: int
+    oldest: datetime | None
+    newest: datetime | None
+    avg_length: int
+
+
+class ConsolidationStore:
+    """The L3 tables on one pool."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    # ------------------------------------------------------------------ cycles
+    async def start_cycle(
+        self, target_key: str, *, trigger: str, now: datetime, dry_run: bool
+    ) -> int:
+        return int(
+            await self._pool.fetchval(query("start_cycle"), target_key, trigger, now, dry_run)
+        )
+
+    async def finish_cycle(
+        self,
+        target_key: str,
+        cycle_id: int,
+        *,
+        now: datetime,
+        ok: bool,
+        error: str | None,
+        iterations: int,
+        tool_calls: int,
+        memories_changed: int,
+        summary: str | None,
+    ) -> tuple[int, int]:
+        """Close the cycle; returns its (prompt, completion) token totals."""
+        row = await self._pool.fetchrow(
+            query("finish_cycle"),
+            target_key,
+            cycle_id,
+            now,
+            ok,
+            error,
+            iterations,
+            tool_calls,
+            memories_changed,
+            summary,
+        )
+        if row is None:
+            return 0, 0
+        return int(row["prompt_tokens"]), int(row["completion_tokens"])
+
+    async def record_usage(
+        self,
+        target_key: str,
+        cycle_id: int,
+        *,
+        purpose: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        now: datetime,
+    ) -> None:
+        await self._pool.execute(
+            query("record_token_usage"),
+            target_key,
+            cycle_id,
+            purpose,
+            model,
+            prompt_tokens,
+            completion_tokens,
+            now,
+        )
+
+    async def last_run(self, target_key: str) -> LastRun | None:
+        row = await self._pool.fetchrow(query("last_finished_cycle"), target_key)
+        if row is None:
+            return None
+        return LastRun(row["id"], row["ended_at"], bool(row["ok"]), row["summary"])
+
+    async def get_cycle(self, target_key: str, cycle_id: int) -> dict[str, Any] | None:
+        row = await self._pool.fetchrow(query("get_cycle"), target_key, cycle_id)
+        return None if row is None else dict(row.items())
+
+    # ------------------------------------------------------------------ pending messages
+    async def queue_message(
+        self, target_key: str, cycle_id: int | None, content: str, *, now: datetime
+    ) -> int:
+        return int(
+            await self._pool.fetchval(
+                query("queue_pending_message"), target_key, cycle_id, content, now
+            )
+        )
+
+    async def take_messages(self, target_key: str, *, now: datetime) -> list[PendingMessage]:
+        """Mark the target's pending messages delivered and return them (each only once)."""
+        rows = await self._pool.fetch(query("take_pending_messages"), target_key, now)
+        return [PendingMessage(r["id"], r["content"], r["created_at"]) for r in rows]
+
+    async def count_messages(self, target_key: str) -> int:
+        return int(await self._pool.fetchval(query("count_pending_messages"), target_key))
+
+    # ------------------------------------------------------------------ the partition
+    async def memories(self, partition_key: str) -> list[MemoryRecord]:
+        """Every memory of the partition in (created_at, id) order, without vectors."""
+        rows = await self._pool.fetch(query("memories_for_consolidation"), partition_key)
+        return [record_from_row(r) for r in rows]
+
+    async def duplicate_pairs(
+        self, partition_key: str, min_similarity: float
+    ) -> list[tuple[str, str, float]]:
+        """Pairs (a, b, cosine similarity) at or above ``min_similarity``, a < b."""
+        rows = await self._pool.fetch(query("duplicate_pairs"), partition_key, min_similarity)
+        return [(r["a_id"], r["b_id"], float(r["similarity"])) for r in rows]
+
+    async def stats(self, partition_key: str) -> PartitionStats:
+        row = await self._pool.fetchrow(query("memory_stats"), partition_key)
+        assert row is not None
+        return PartitionStats(
+            int(row["total"]), int(row["low"]), row["oldest"], row["newest"], int(row["avg_length"])
+        )

@@ -1,0 +1,204 @@
+"""Whole L3 cycles against a scripted OpenAI-compatible model over real HTTP, the database
+checked afterwards: merges, a model error mid-cycle, a looping model, max_iterations,
+the system prompt's day invariance and the hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from amrita_memory_pg.testing_llm import ScriptedLLM
+from tests.support.l3 import TARGET, USAGE, add, cycle_row, loop_memory, tool_replies
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as stub:
+        stub.usage = USAGE
+        yield stub
+
+
+async def test_a_cycle_merges_the_prepass_duplicates_and_the_database_shows_it(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        keep = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=5)
+        dup = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=3)
+        other = await add(mem, "用户住在上海", importance=8)
+        llm.call("subconscious_duplicate_helper", {"candidates_only": True})
+        llm.call(
+            "subconscious_update_memory",
+            {"id": keep, "content": "用户喜欢猫，家里养了一只叫大橘的橘猫", "importance": "high"},
+            ("subconscious_delete_memory", {"id": dup}),
+        )
+        llm.call("subconscious_iter_stop", {"summary": "合并了一组重复"})
+        successes: list[int] = []
+        mem.l3_hooks.on_success.append(lambda cid: _note(successes, cid))
+
+        summary = await mem.run_cycle(TARGET)
+
+        assert summary.ok, summary.error
+        assert (summary.iterations, summary.tool_calls, summary.memories_changed) == (3, 5, 2)
+        assert (summary.prompt_tokens, summary.completion_tokens) == (300, 30)
+        assert summary.summary == "合并了一组重复"
+        assert successes == [summary.cycle_id]
+        # the runner's own first call: get_context, and it saw the planted group
+        context = tool_replies(llm.requests[0])[0]
+        assert context["status"] == "success" and context["duplicate_groups"] == 1
+        helper = tool_replies(llm.requests[1])[1]
+        assert helper["candidate_duplicate_groups"] == [[keep, dup]]
+        assert {m["id"] for m in helper["memories"]} == {keep, dup}  # only the candidates
+        rows = await mem.pool.fetch(
+            "SELECT id, content, importance FROM amrita_memory.memory WHERE partition_key = $1 ORDER BY id",
+            TARGET,
+        )
+        assert {r["id"] for r in rows} == {keep, other}
+        merged = next(r for r in rows if r["id"] == keep)
+        assert merged["content"].endswith("叫大橘的橘猫") and merged["importance"] == 8
+        row = await cycle_row(mem, summary.cycle_id)
+        assert row["ok"] is True and row["ended_at"] is not None and row["trigger"] == "manual"
+        assert (row["prompt_tokens"], row["memories_changed"]) == (300, 2)
+        usage = await mem.pool.fetch(
+            "SELECT purpose, prompt_tokens FROM amrita_memory.token_usage WHERE cycle_id = $1",
+            summary.cycle_id,
+        )
+        assert [(u["purpose"], u["prompt_tokens"]) for u in usage] == [("step", 100)] * 3
+        # the next cycle's context shows this one
+        llm.call("subconscious_iter_stop", {"summary": "无事可做"})
+        await mem.run_cycle(TARGET)
+        assert tool_replies(llm.requests[3])[0]["last_run_summary"] == "合并了一组重复"
+
+
+async def _note(seen: list[int], cycle_id: int) -> None:
+    seen.append(cycle_id)
+
+
+async def test_a_model_error_mid_cycle_fails_it_and_keeps_what_was_done_and_spent(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        first = await add(mem, "用户喜欢跑步")
+        llm.call("subconscious_update_memory", {"id": first, "tags": "运动"})
+        llm.fail(400, "context length exceeded")
+        released: list[int] = []
+        completed: list[int] = []
+        mem.l3_hooks.on_failure.append(lambda cid: _note(released, cid))
+        mem.l3_hooks.on_success.append(lambda cid: _note(completed, cid))
+
+        summary = await mem.run_cycle(TARGET)
+
+        assert not summary.ok
+        assert summary.error is not None and "400" in summary.error
+        assert (summary.iterations, summary.tool_calls, summary.prompt_tokens) == (2, 2, 100)
+        assert released == [summary.cycle_id] and completed == []
+        record = await mem.memories.get(TARGET, first)
+        assert record is not None and record.tags == ("运动",)  # the finished call stayed
+        row = await cycle_row(mem, summary.cycle_id)
+        assert row["ok"] is False and row["prompt_tokens"] == 100 and row["ended_at"] is not None
+
+
+async def test_a_model_repeating_one_call_is_stopped_as_a_stall(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__loop_detect_threshold=3) as mem:
+        for _ in range(5):
+            llm.call("subconscious_get_memory_stats", {})
+        summary = await mem.run_cycle(TARGET)
+        assert not summary.ok and summary.error is not None
+        assert summary.error.startswith("loop detected: subconscious_get_memory_stats")
+        # get_context + two stats calls ran; the third identical one did not
+        assert (summary.iterations, summary.tool_calls) == (3, 3)
+        assert len(llm.requests) == 3
+
+
+async def test_max_iterations_bounds_the_model_calls_of_a_cycle(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__max_iterations=2) as mem:
+        llm.call("subconscious_list_memory", {"limit": 1})
+        llm.call("subconscious_list_memory", {"limit": 2})
+        llm.call("subconscious_iter_stop", {"summary": "too late"})
+        summary = await mem.run_cycle(TARGET)
+        assert not summary.ok and summary.error == (
+            "max_iterations (2) reached without subconscious_iter_stop"
+        )
+        assert len(llm.requests) == 2 and summary.iterations == 2
+
+
+async def test_a_model_answering_without_iter_stop_fails_the_cycle(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        llm.say("整理完了")
+        summary = await mem.run_cycle(TARGET)
+        assert not summary.ok
+        assert summary.error == "the model stopped without calling subconscious_iter_stop"
+
+
+async def test_the_system_prompt_is_byte_identical_within_a_utc_day(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        assert mem.consolidator is not None
+        systems: list[str] = []
+        for moment in (
+            datetime(2026, 12, 3, 0, 1, tzinfo=UTC),
+            datetime(2026, 12, 3, 23, 59, tzinfo=UTC),
+            datetime(2026, 12, 4, 0, 1, tzinfo=UTC),
+        ):
+            mem.consolidator.clock = lambda moment=moment: moment  # type: ignore[misc]
+            llm.reset()
+            llm.call("subconscious_list_memory", {"limit": 1})
+            llm.call("subconscious_iter_stop", {"summary": "ok"})
+            assert (await mem.run_cycle(TARGET)).ok
+            per_call = {r["messages"][0]["content"] for r in llm.requests}
+            assert len(per_call) == 1  # every call of the cycle: the same prefix
+            systems.append(per_call.pop())
+        assert systems[0].encode() == systems[1].encode()
+        assert systems[1] != systems[2] and "2026-12-04" in systems[2]
+        # the templates were created from the defaults, user-editable
+        main = tmp_path / "config" / "prompt" / "subconscious_main.md.jinja2"
+        assert main.is_file() and "{{ current_date }}" in main.read_text(encoding="utf-8")
+        main.write_text("自定义：{{ target_user_id }} {{ current_date }}", encoding="utf-8")
+        llm.reset()
+        llm.call("subconscious_iter_stop", {"summary": "ok"})
+        await mem.run_cycle(TARGET)
+        assert llm.requests[0]["messages"][0]["content"].startswith("自定义：10001 2026-12-04")
+
+
+async def test_the_scheduler_runs_the_loop_and_the_loop_shows_the_plan(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """Memory wires the two halves of L3: a scheduled window runs the loop's cycle
+    (recorded as scheduled), success resets the penalty, and get_context shows the
+    scheduler's planned window; /memory dmn's path updates the same state."""
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__target_user_id="10001") as mem:
+        await mem.scheduling.on_user_message(TARGET, None, datetime.now(UTC))
+        before = await mem.scheduling.state(TARGET)
+        assert before is not None and before.penalty == 1 and before.next_run_at is not None
+        llm.call("subconscious_iter_stop", {"summary": "按计划整理"})
+
+        summary, nxt = await mem.scheduling.run_cycle(TARGET)
+
+        assert summary.ok, summary.error
+        row = await cycle_row(mem, summary.cycle_id)
+        assert row["trigger"] == "scheduled"
+        context = tool_replies(llm.requests[0])[0]
+        assert context["idle_plan"] is not None  # the scheduler's window, shown to the loop
+        after = await mem.scheduling.state(TARGET)
+        assert after is not None and after.penalty == 0 and after.runs == before.runs + 1
+        assert nxt is not None and after.next_run_at == nxt.run_at
+
+        llm.call("subconscious_iter_stop", {"summary": "手动整理"})
+        manual, planned = await mem.run_cycle_and_plan(TARGET)
+        assert manual.ok and planned is not None
+        assert (await cycle_row(mem, manual.cycle_id))["trigger"] == "manual"
+        again = await mem.scheduling.state(TARGET)
+        assert again is not None and again.runs == after.runs + 1
+        dry, none = await mem.run_cycle_and_plan(TARGET, dry_run=True)
+        assert dry.dry_run and none is None
+        final = await mem.scheduling.state(TARGET)
+        assert final is not None and final.runs == again.runs  # a dry run is not a run
