@@ -169,11 +169,16 @@ class ImportReport:
             "replaced": "已覆盖",
             "full": "超出上限未导入",
         }
-        for kind in ("memory", "memo", "state"):
+        for kind in ("memory", "memo", "state", "pending"):
             counter = self.counts.get(kind, Counter())
-            if kind == "state" and not counter:
+            if kind in ("state", "pending") and not counter:
                 continue
-            label = {"memory": "记忆", "memo": "备忘录", "state": "潜意识状态"}[kind]
+            label = {
+                "memory": "记忆",
+                "memo": "备忘录",
+                "state": "潜意识状态",
+                "pending": "待发主动消息",
+            }[kind]
             if kind == "state" and self.state_target:
                 label += f"（{self.state_target}）"
             parts = [f"{names[k]} {counter[k]}" for k in names if counter.get(k)]
@@ -644,6 +649,32 @@ async def _import_state(
             outcome = "replaced" if changed is not None else "unchanged"
     report.counts["state"][outcome] += 1
     report.state_target = target
+    await _import_pending(store, state, target, report)
+
+
+async def _import_pending(
+    store: Store, state: LegacyState, target: str, report: ImportReport
+) -> None:
+    """The old queue of proactive messages (``{content, timestamp}``) → pending again for
+    the target, delivered once on its next message; each only once, however often the
+    import runs."""
+    async with store.pool.acquire() as conn, conn.transaction():
+        for item in state.pending_messages:
+            content = item.get("content")
+            stamp = item.get("timestamp")
+            if not isinstance(content, str) or not content.strip():
+                report.skipped.append(Skipped("pending", repr(item)[:60], "空消息"))
+                continue
+            when = (
+                datetime.fromtimestamp(float(stamp), UTC)
+                if isinstance(stamp, int | float) and not isinstance(stamp, bool)
+                else datetime.fromtimestamp(state.last_run_ts or 0.0, UTC)
+            )
+            if report.dry_run:
+                report.counts["pending"]["inserted"] += 1
+                continue
+            row = await conn.fetchrow(query("import_pending_message"), target, content, when)
+            report.counts["pending"]["inserted" if row is not None else "present"] += 1
 
 
 async def import_legacy(
@@ -780,12 +811,12 @@ async def import_legacy(
         report.not_available.append("profile: parsed, import not available in this build")
     if report.state is not None:
         rest = report.state
-        if rest.pending_messages or rest.knowledge_suggestions or rest.last_abstracts:
+        if rest.knowledge_suggestions or rest.last_abstracts:
             report.not_available.append(
-                f"L3 state: {len(rest.pending_messages)} pending messages, "
-                f"{len(rest.knowledge_suggestions)} knowledge suggestions and "
+                f"L3 state: {len(rest.knowledge_suggestions)} knowledge suggestions and "
                 f"{len(rest.last_abstracts)} run abstracts parsed, import not available in "
-                "this build (penalty, runs, last run, summary and heatmap are imported)"
+                "this build (penalty, runs, last run, summary, heatmap and pending "
+                "messages are imported)"
             )
 
     # --- the store must be on the configured model before vectors of it are written

@@ -88,3 +88,13 @@ RETURNING target_key;
 -- name: import_l3_state_exists
 -- Whether target $1 already has a state row.
 SELECT EXISTS (SELECT 1 FROM amrita_memory.l3_state WHERE target_key = $1) AS found;
+
+-- name: import_pending_message
+-- A proactive message the old plugin had queued for target $1 (content $2, queued at
+-- $3), pending again here; nothing when target $1 already has this message from that
+-- time (delivered or not), so a second import adds nothing. Returns the new id.
+INSERT INTO amrita_memory.pending_message (target_key, cycle_id, content, created_at)
+SELECT $1, NULL, $2, $3
+ WHERE NOT EXISTS (SELECT 1 FROM amrita_memory.pending_message p
+                    WHERE p.target_key = $1 AND p.content = $2 AND p.created_at = $3)
+RETURNING id;

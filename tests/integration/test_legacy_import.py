@@ -190,7 +190,13 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert (state["penalty"], state["runs"], state["last_summary"]) == (2, 12, "整理了记忆")
             assert state["last_run_end"] == datetime.fromtimestamp(1767398400.0, UTC)
             assert report.counts["state"] == {"inserted": 1}
-            assert "1 pending messages, 1 knowledge suggestions and 2 run abstracts parsed" in text
+            assert "1 knowledge suggestions and 2 run abstracts parsed" in text
+            pending = await mem.pool.fetch("SELECT * FROM amrita_memory.pending_message")
+            assert [(p["target_key"], p["content"], p["delivered_at"]) for p in pending] == [
+                ("QQPlatform_Private_10001", "早上好", None)
+            ]
+            assert pending[0]["created_at"] == datetime.fromtimestamp(1767398400.0, UTC)
+            assert report.counts["pending"] == {"inserted": 1}
             assert "knowledge: parsed 3 entries, import not available in this build" in text
             assert report.config_toml is not None and "half_life_days = 45.0" in report.config_toml
 
@@ -204,6 +210,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert again.counts["memory"]["present"] == len(expected) + 1
             assert again.counts["memo"] == {"present": 3}
             assert again.counts["state"] == {"present": 1}
+            assert again.counts["pending"] == {"present": 1}
     # the old installation was read, never written
     assert tree_checksum(old.root) == before_files
 
@@ -398,7 +405,17 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
     assert "记忆: 新增 3" in result.stdout
     assert "knowledge: parsed 3 entries, import not available in this build" in result.stdout
     assert 'target_user_id = "10001"' in result.stdout
-    assert "max_iterations" in result.stdout and "not used yet" in result.stdout
+    # every key the settings accept but do not use is marked as such above it
+    from amrita_memory_pg.settings import accepted_only, iter_fields
+
+    for path, info in iter_fields():
+        if path[0] == "subconscious" and path[-1] in (
+            "max_iterations",
+            "knowledge_collection_name",
+        ):
+            note = accepted_only(info)
+            marked = f"# {note}\n{path[-1]} = " in result.stdout
+            assert marked == (note is not None), path
     assert not (tmp_path / "out.toml").exists()  # --dry-run writes nothing, config included
     json.dumps(result.stdout)
 

@@ -205,7 +205,8 @@ def build_old_install(
     config.parent.mkdir(parents=True)
     config.write_text(
         "per_session_memory_limit = 100\nmemo_max_chars = 1000\n\n[decay]\nhalf_life_days = 45.0\n\n"
-        '[subconscious]\nenabled = true\ntarget_user_id = "10001"\nmax_iterations = 12\n',
+        '[subconscious]\nenabled = true\ntarget_user_id = "10001"\nmax_iterations = 12\n'
+        'knowledge_collection_name = "amrita_global_knowledge"\n',
         encoding="utf-8",
     )
     return old
