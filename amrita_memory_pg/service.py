@@ -18,6 +18,7 @@ from typing import Any
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.memo import render_memo_block
+from amrita_memory_pg.domain.profile import render_profile_block
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.services.consolidation import (
     Consolidator,
@@ -28,6 +29,7 @@ from amrita_memory_pg.services.consolidation import (
 )
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import loop_llm
@@ -36,6 +38,7 @@ from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMe
 from amrita_memory_pg.storage.l3_state import L3StateStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.storage.profiles import ProfileStore
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
@@ -85,6 +88,11 @@ class Memory:
         self.memos = MemoStore(
             store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
         )
+        #: user profiles (summary + numbered lines, history), one per personal partition
+        self.profiles = ProfileService(
+            ProfileStore(store.pool, acquire_timeout=settings.database.connect_timeout),
+            settings.profile,
+        )
         #: chat log + activity heatmap, written by the chat hooks, read by L3
         tz = resolve_timezone(settings.subconscious.idle_timezone)
         self.activity = ActivityStore(store.pool, keep=settings.chat_log_keep, tz=tz)
@@ -121,7 +129,13 @@ class Memory:
         )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
-            ToolDeps(memories=self.memories, memos=self.memos, settings=settings, loop=loop),
+            ToolDeps(
+                memories=self.memories,
+                memos=self.memos,
+                settings=settings,
+                profiles=self.profiles,
+                loop=loop,
+            ),
             audiences_for(settings),
         )
         #: the chat LLM's tools, served by :meth:`call_tool` and :meth:`tool_schemas`
@@ -170,16 +184,23 @@ class Memory:
 
         Private chat: the personal memo. Group chat: the group memo, plus the speaker's
         personal memo in its own block when ``memo_inject_personal_in_group`` is on.
-        One indexed query.
+        With ``[profile] inject_summary`` the speaker's profile summary follows in a block
+        of its own. One indexed query either way (memos and summary in one statement).
         """
         personal = ctx.in_group and self.settings.memo_inject_personal_in_group
         keys = [ctx.session_key, ctx.personal_key] if personal else [ctx.session_key]
-        memos = await self.memos.get_many(keys)
-        return render_memo_block(
+        summary = ""
+        if self.settings.profile.inject_summary:
+            memos, summary = await self.profiles.store.block_texts(keys, ctx.personal_key)
+        else:
+            memos = await self.memos.get_many(keys)
+        block = render_memo_block(
             memos.get(ctx.session_key, ""),
             memos.get(ctx.personal_key) if personal else None,
             speaker=ctx.user_id,
         )
+        profile = render_profile_block(summary, speaker=ctx.user_id)
+        return "\n\n".join(part for part in (block, profile) if part)
 
     async def run_cycle(
         self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"

@@ -341,6 +341,35 @@ class SubconsciousSettings(_Section):
         return tuple(dict.fromkeys(keys))
 
 
+class ProfileSettings(_Section):
+    """User profiles: a summary plus numbered lines per user (reference §11), their
+    history, and whether the chat sees the summary.
+
+    Edits beyond the caps are refused with a message and write nothing; the database
+    also holds ceilings (10000 summary characters, 5000 lines).
+    """
+
+    summary_max_chars: int = Field(
+        1000, ge=50, le=10000, description="Longest profile summary (characters)."
+    )
+    line_max_chars: int = Field(
+        500, ge=20, le=10000, description="Longest profile body line (characters)."
+    )
+    max_lines: int = Field(200, ge=1, le=5000, description="Most body lines in one profile.")
+    history_keep: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Changes kept per profile (older ones are dropped); a change can be "
+        "reverted while it is kept (`amrita-memory profile revert`).",
+    )
+    inject_summary: bool = Field(
+        False,
+        description="memory_block also injects the speaker's profile summary, in the same "
+        "query as the memos (one round trip per turn).",
+    )
+
+
 class EmbeddingSettings(_Section):
     """Embedding provider and model-change policy (reference §7, env ``EMBEDDING_*``)."""
 
@@ -560,6 +589,7 @@ class Settings(BaseSettings):
     )
     decay: DecaySettings = Field(default_factory=DecaySettings)  # type: ignore[arg-type]
     subconscious: SubconsciousSettings = Field(default_factory=SubconsciousSettings)  # type: ignore[arg-type]
+    profile: ProfileSettings = Field(default_factory=ProfileSettings)  # type: ignore[arg-type]
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
     vector_db: VectorDbSettings = Field(default_factory=VectorDbSettings)  # type: ignore[arg-type]
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)  # type: ignore[arg-type]
@@ -634,6 +664,7 @@ LEGACY_ENV: dict[str, tuple[str, ...]] = {
 _SECTIONS: dict[str, type[_Section]] = {
     "decay": DecaySettings,
     "subconscious": SubconsciousSettings,
+    "profile": ProfileSettings,
     "embedding": EmbeddingSettings,
     "vector_db": VectorDbSettings,
     "database": DatabaseSettings,

@@ -389,7 +389,8 @@ def _register_commands() -> None:
     """Commands living in sibling modules attach themselves to ``cli`` on import."""
     import amrita_memory_pg.cli.consolidate
     import amrita_memory_pg.cli.legacy
-    import amrita_memory_pg.cli.ops  # noqa: F401
+    import amrita_memory_pg.cli.ops
+    import amrita_memory_pg.cli.profile  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:

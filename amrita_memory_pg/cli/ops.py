@@ -141,6 +141,10 @@ async def migrate_keys_command(state: CliState, dry_run: bool) -> None:
         click.echo(f"  未识别（保持不变）: {key}")
     for key in report.memo_conflicts:
         click.echo(f"  备忘录冲突（保留新格式的那份）: {key}")
+    if report.profiles_changed:
+        click.echo(f"  用户画像: {report.profiles_changed} 份（连同修改历史）")
+    for key in report.profile_conflicts:
+        click.echo(f"  画像冲突（新键已有画像，两份都保持不变）: {key}")
 
 
 @cli.group()

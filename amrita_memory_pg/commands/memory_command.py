@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from amrita_memory_pg.domain.consolidation import CycleSummary
-from amrita_memory_pg.domain.errors import PartitionFull
+from amrita_memory_pg.domain.errors import PartitionFull, ProfileRefused
 from amrita_memory_pg.domain.importance import MEDIUM
-from amrita_memory_pg.domain.keys import personal_key
+from amrita_memory_pg.domain.keys import personal_key, user_key
+from amrita_memory_pg.domain.profile import ProfileActor, render_numbered
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.text import pack_chunks
 from amrita_memory_pg.domain.validation import (
@@ -44,6 +45,7 @@ from amrita_memory_pg.domain.validation import (
     parse_count,
 )
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.context import ToolContext
@@ -54,6 +56,7 @@ PAGE_SIZE = 10
 SEARCH_TOP_K = 10
 PREVIEW_CHARS = 50
 MEMO_SUBS = frozenset({"memo", "备忘录"})
+PROFILE_SUBS = frozenset({"profile", "画像"})
 DMN_SUBS = frozenset({"dmn", "run", "触发"})
 LEGACY_ACTIONS = frozenset({"list", "search", "delete"})
 LABELS = {"user": "👤个人", "group": "👥群共享"}
@@ -73,6 +76,17 @@ USAGE_GROUP = (
     "/memory group add <内容>     — 添加群共享记忆（群成员均可）",
 )
 USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
+USAGE_PROFILE = "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
+PROFILE_USAGE = (
+    "用法:\n"
+    "/memory profile                    — 查看自己的用户画像\n"
+    "/memory profile history            — 查看自己画像的修改历史\n"
+    "/memory profile show <用户>         — 查看他人的画像（仅超级用户）\n"
+    "/memory profile history <用户>      — 查看他人画像的修改历史（仅超级用户）\n"
+    "/memory profile revert [用户] <版本> — 把画像恢复到某个版本（仅超级用户）"
+)
+#: how many changes ``/memory profile history`` lists
+PROFILE_HISTORY_LINES = 10
 
 #: Starts one L3 cycle now; None while no L3 loop runs in this process.
 DmnTrigger = Callable[[], Awaitable[None]]
@@ -102,6 +116,7 @@ def usage(ctx: ToolContext) -> str:
     if ctx.in_group:
         lines.extend(USAGE_GROUP)
     lines.append(USAGE_MEMO)
+    lines.append(USAGE_PROFILE)
     return "\n".join(lines)
 
 
@@ -128,11 +143,12 @@ def format_line(record: MemoryRecord) -> str:
 class Parsed:
     """What one ``/memory …`` asks for, before anything is looked up.
 
-    ``kind``: ``memo``, ``dmn`` (the hidden L3 trigger; ``sub`` is the word used),
+    ``kind``: ``memo``, ``profile`` (``args`` = the rest), ``dmn`` (the hidden L3
+    trigger; ``sub`` is the word used),
     ``usage`` (anything unrecognised), or ``action`` on ``scope`` with ``args``.
     """
 
-    kind: Literal["memo", "dmn", "usage", "action"]
+    kind: Literal["memo", "dmn", "usage", "action", "profile"]
     sub: str = ""
     scope: Literal["user", "group"] = "user"
     action: str = ""
@@ -151,6 +167,8 @@ def parse_command(text: str, *, in_group: bool) -> Parsed:
     rest = parts[1].strip() if len(parts) > 1 else ""
     if sub in MEMO_SUBS:
         return Parsed("memo", sub=sub)
+    if sub in PROFILE_SUBS:
+        return Parsed("profile", sub=sub, args=rest)
     if sub in DMN_SUBS:
         return Parsed("dmn", sub=sub, args=rest)
     if sub == "user" or (sub == "group" and in_group):
@@ -204,6 +222,7 @@ class MemoryCommand:
         settings: Settings,
         dmn_trigger: DmnTrigger | None = None,
         cycle_run: CycleRun | None = None,
+        profiles: ProfileService | None = None,
     ) -> None:
         self.memos = memos
         self.memories = memories
@@ -211,12 +230,15 @@ class MemoryCommand:
         self.dmn_trigger = dmn_trigger
         #: runs a cycle in the foreground and reports it (used when no scheduler trigger is set)
         self.cycle_run = cycle_run
+        self.profiles = profiles
 
     async def run(self, ctx: ToolContext, text: str) -> Reply:
         """Parse and execute one ``/memory …`` (``text`` is everything after the command)."""
         parsed = parse_command(text, in_group=ctx.in_group)
         if parsed.kind == "memo":
             return await self._memo(ctx)
+        if parsed.kind == "profile":
+            return await self._profile(ctx, parsed.args)
         if parsed.kind == "dmn":
             if not ctx.roles & DMN_ADMIN_ROLES:
                 return TextReply(f"未知选项：{parsed.sub}")
@@ -250,6 +272,86 @@ class MemoryCommand:
         if not memo.content:
             return TextReply("当前作用域还没有备忘录")
         return MemoReply(title="备忘录", chunks=tuple(pack_chunks(memo.content)))
+
+    async def _profile(self, ctx: ToolContext, args: str) -> Reply:
+        """``/memory profile [show|history] [user]`` and ``revert [user] <version>``.
+
+        The rules of ``read_profile``: one's own profile, in any chat; another user's only
+        for superusers, refused before anything is looked up (no existence leak). Only
+        superusers revert, and a revert is recorded as a change by ``chat`` (their id).
+        """
+        if self.profiles is None:
+            return TextReply("用户画像未启用")
+        try:
+            check_text(args, max_chars=2 * MAX_ID_CHARS)
+        except InvalidInput as exc:
+            return TextReply(f"参数{exc.reason}")
+        words = args.split()
+        action = words[0] if words else "show"
+        rest = words[1:]
+        version: int | None = None
+        if action not in ("show", "history", "revert") or len(rest) > 2:
+            return TextReply(PROFILE_USAGE)
+        if action == "revert":
+            if not ctx.is_superuser:
+                return TextReply("❌ 仅超级用户可以回滚画像")
+            if not rest:
+                return TextReply(PROFILE_USAGE)
+            version = parse_count(rest[-1], lo=0, hi=2**31 - 1)
+            if version is None:
+                return TextReply(f"版本号应为非负整数，收到 {rest[-1]}")
+            target = rest[0] if len(rest) == 2 else None
+        else:
+            if len(rest) > 1:
+                return TextReply(PROFILE_USAGE)
+            target = rest[0] if rest else None
+        key = ctx.personal_key
+        if target is not None:
+            named = user_key(target, ctx.platform)
+            if named != key and not ctx.is_superuser:
+                return TextReply("❌ 只能查看自己的画像（超级用户可查看他人的画像）")
+            if named is None:
+                return TextReply(f"{target} 不是用户：请给出 QQ 号或个人分区键（群没有画像）")
+            key = named
+        own = key == ctx.personal_key
+        try:
+            if action == "show":
+                return await self._profile_show(key, own)
+            if action == "history":
+                return TextReply(await self._profile_history(key, own))
+            assert version is not None
+            result = await self.profiles.revert(key, version, ProfileActor("chat", who=ctx.user_id))
+        except ProfileRefused as exc:
+            return TextReply(str(exc))
+        except Exception as exc:
+            log.exception("/memory profile %s on %s failed", action, key)
+            return TextReply(f"画像操作失败: {_reason(exc)}")
+        if not result.changed:
+            return TextReply(f"画像已经是 v{version} 的内容，未修改")
+        return TextReply(
+            f"✅ 已把 {key} 的画像恢复到 v{version} 的内容（新版本 v{result.profile.version}）"
+        )
+
+    async def _profile_show(self, key: str, own: bool) -> Reply:
+        assert self.profiles is not None
+        current = await self.profiles.get(key)
+        whose = "你" if own else key
+        if current.version == 0:
+            return TextReply(f"{whose}还没有用户画像")
+        text = f"👤 {whose}的用户画像（v{current.version}，{current.total_lines} 行）\n摘要: {current.summary}"
+        if current.lines:
+            text += "\n" + render_numbered(current.lines)
+        return MemoReply(title="用户画像", chunks=tuple(pack_chunks(text)))
+
+    async def _profile_history(self, key: str, own: bool) -> str:
+        assert self.profiles is not None
+        changes = await self.profiles.history(key, PROFILE_HISTORY_LINES)
+        whose = "你" if own else key
+        if not changes:
+            return f"{whose}的画像没有修改记录"
+        lines = [f"📜 {whose}的画像修改历史（最近 {len(changes)} 次）:"]
+        lines.extend(change.line() for change in changes)
+        return "\n".join(lines)
 
     async def _dmn(self, ctx: ToolContext, args: str = "") -> str:
         sub = self.settings.subconscious

@@ -103,6 +103,14 @@ class MemoTooLong(AmritaMemoryError):
         self.current_chars = current_chars
 
 
+class ProfileRefused(AmritaMemoryError):
+    """A profile edit or revert was refused (a range outside the profile, a limit, text the
+    database cannot store, a version no longer in the history); nothing was written.
+
+    ``str(exc)`` says what is wrong and what is allowed, for the LLM or the operator.
+    """
+
+
 class BackupError(AmritaMemoryError):
     """A backup could not be made or restored; the store is unchanged."""
 

@@ -22,6 +22,8 @@ _KEY = re.compile(
     r"^(?:(?P<prefix>[A-Za-z0-9]+)_)?(?P<kind>Private|Group|Channel|user|group)_(?P<id>\d+)$"
 )
 _DIGITS = re.compile(r"^\d+$")
+#: a personal partition: ``{Platform}_Private_{id}`` (any id text) or the legacy ``user_{id}``
+_PERSONAL = re.compile(r"^(?:[A-Za-z0-9]+_Private|user)_\S+$")
 
 
 def platform_prefix(platform: str) -> str:
@@ -76,3 +78,25 @@ def to_current(raw: str, scope: str | None, default_platform: str = "qq") -> str
         if scope == "group":
             return group_key(default_platform, raw)
     return None
+
+
+def is_personal_key(key: str) -> bool:
+    """Whether ``key`` is a user's personal partition (a group or ``global`` is not).
+
+    User profiles exist only for personal partitions.
+    """
+    return bool(_PERSONAL.match(key))
+
+
+def user_key(text: str, platform: str = "qq") -> str | None:
+    """The personal partition named by an operator or a superuser: a personal key as it
+    is (legacy ``user_{id}`` converted), or a bare user id on ``platform``; None for a
+    group key, ``global`` or an empty text."""
+    name = text.strip()
+    if not name or any(ch.isspace() for ch in name):
+        return None
+    if is_personal_key(name):
+        return to_current(name, "user") or name
+    if _KEY.match(name) or name == GLOBAL_KEY or "_Group_" in name:
+        return None
+    return personal_key(platform, name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 #: The caps of the tool surface (the reference's ``write_memory`` content cap is 4000);
 #: ``/memory … add`` and any later surface apply the same ones.
@@ -106,6 +107,21 @@ def check_text(text: str, *, max_chars: int | None = None) -> str:
     if problem is not None:
         raise InvalidInput(problem)
     return text
+
+
+def check_lines(lines: Sequence[str], *, max_line_chars: int, max_lines: int) -> None:
+    """Refuse a list of text lines: too many, one too long, or one the database cannot store.
+
+    The refusal names the first offending line by its 0-based number, the numbering the
+    profile tools show, so the caller can find it.
+    """
+    if len(lines) > max_lines:
+        raise InvalidInput(f"行数过多（{len(lines)} 行，上限 {max_lines}），请精简后重试")
+    for number, line in enumerate(lines):
+        try:
+            check_text(line, max_chars=max_line_chars)
+        except InvalidInput as exc:
+            raise InvalidInput(f"第 {number} 行{exc.reason}") from None
 
 
 def parse_int(value: object) -> int:

@@ -2,7 +2,7 @@
 
 One backup = ``<stem>.dump`` (custom format, ``pg_restore``-able, exact) and
 ``<stem>.jsonl`` (text, metadata, vectors and fingerprint: restores into any backend or
-server). Both are taken from ONE snapshot: the JSONL is read in a REPEATABLE READ
+server); user profiles and their history are in both. Both are taken from ONE snapshot: the JSONL is read in a REPEATABLE READ
 transaction whose snapshot ``pg_dump --snapshot`` shares. Names carry microseconds and a
 random suffix, so two backups in the same second never collide (reference W8); files
 appear under their final name only when complete. Rotation keeps
@@ -10,7 +10,7 @@ appear under their final name only when complete. Rotation keeps
 
 JSONL format: line 1 is a header (``format``, ``version``, ``fingerprint``, model,
 ``dim``, ``counts``); then one object per row with ``type`` = ``memory`` | ``memo`` |
-``knowledge``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
+``knowledge`` | ``profile`` | ``profile_history``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
 and compact. The reference plugin's ``embed_backup_*.json`` files restore too (their
 texts are re-embedded with the configured model), which is how its users migrate.
 """
@@ -77,13 +77,31 @@ KNOWLEDGE_COLUMNS = (
     "created_at",
     "updated_at",
 )
-TIMESTAMP_COLUMNS = {"created_at", "updated_at", "tier_since"}
+PROFILE_COLUMNS = ("partition_key", "summary", "lines", "version", "updated_at")
+PROFILE_HISTORY_COLUMNS = (
+    "partition_key",
+    "version",
+    "operation",
+    "actor_kind",
+    "actor",
+    "cycle_id",
+    "old_summary",
+    "old_lines",
+    "new_summary",
+    "new_lines",
+    "changed_at",
+)
+TIMESTAMP_COLUMNS = {"created_at", "updated_at", "tier_since", "changed_at"}
+#: text[] columns: JSON lists in the JSONL
+ARRAY_COLUMNS = {"tags", "lines", "old_lines", "new_lines"}
 #: kind of row → the columns a restore copies back, in order: exactly the result columns
 #: of that kind's export query (:func:`export_sql`; a test compares the two)
 EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "memory": MEMORY_COLUMNS,
     "memo": MEMO_COLUMNS,
     "knowledge": KNOWLEDGE_COLUMNS,
+    "profile": PROFILE_COLUMNS,
+    "profile_history": PROFILE_HISTORY_COLUMNS,
 }
 
 
@@ -326,6 +344,10 @@ def export_sql(kind: str) -> str:
         return query("export_memos")
     if kind == "knowledge":
         return query("export_knowledge")
+    if kind == "profile":
+        return query("export_profiles")
+    if kind == "profile_history":
+        return query("export_profile_history")
     raise ValueError(f"no export for {kind!r}")
 
 

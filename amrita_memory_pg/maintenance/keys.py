@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import asyncpg
 
@@ -30,6 +31,10 @@ class KeyMigrationReport:
     memos_changed: int = 0
     #: memos whose new key already had a memo (the current-format memo is kept)
     memo_conflicts: list[str] = field(default_factory=list)
+    #: profiles moved to their current key (their history moves with them)
+    profiles_changed: int = 0
+    #: profiles whose new key already had a profile or history (both are kept as they are)
+    profile_conflicts: list[str] = field(default_factory=list)
     unrecognised: list[str] = field(default_factory=list)
     version_before: int | None = None
     dry_run: bool = False
@@ -73,18 +78,48 @@ async def migrate_keys(
                     memo_moves.append((old, new))
                     existing.add(new)
                 report.mapping.setdefault(old, new)
+        profile_moves = await _profile_moves(conn, report, default_platform)
         report.changed_rows = sum(n for *_, n in updates)
         report.memos_changed = len(memo_moves)
+        report.profiles_changed = len(profile_moves)
         if dry_run:
             return report
         for old, scope, new, _n in updates:
             await conn.execute(query("rename_memory_partition"), old, scope, new)
         for old, new in memo_moves:
             await conn.execute(query("rename_memo_partition"), old, new)
+        for old, new in profile_moves:
+            await conn.execute(query("rename_profile_partition"), old, new)
         await store_meta.write_key_format_version(conn, KEY_FORMAT_VERSION)
     for key in report.unrecognised:
         log.warning("partition key %r is not recognised; left as it is", key)
     return report
+
+
+async def _profile_moves(
+    conn: Any, report: KeyMigrationReport, default_platform: str
+) -> list[tuple[str, str]]:
+    """(old, new) keys of the profiles to move. A profile is personal, so a bare number
+    is a user; a new key that already has a profile or history rows is a conflict, and
+    both stay where they are."""
+    keys = [r["partition_key"] for r in await conn.fetch(query("profile_partition_keys"))]
+    taken = set(keys) | {
+        r["partition_key"] for r in await conn.fetch(query("profile_history_partition_keys"))
+    }
+    moves: list[tuple[str, str]] = []
+    for old in keys:
+        new = to_current(old, "user", default_platform)
+        if new is None:
+            if old not in report.unrecognised:
+                report.unrecognised.append(old)
+        elif new != old:
+            if new in taken:
+                report.profile_conflicts.append(old)
+            else:
+                moves.append((old, new))
+                taken.add(new)
+            report.mapping.setdefault(old, new)
+    return moves
 
 
 async def key_format_version(pool: asyncpg.Pool) -> int | None:

@@ -22,9 +22,8 @@ from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.domain.legacy import LegacyMemory, convert_memory
 from amrita_memory_pg.maintenance.backup import (
-    KNOWLEDGE_COLUMNS,
-    MEMO_COLUMNS,
-    MEMORY_COLUMNS,
+    ARRAY_COLUMNS,
+    EXPORT_COLUMNS,
     TIMESTAMP_COLUMNS,
     BackupInfo,
     create_backup,
@@ -74,11 +73,7 @@ def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise BackupError(f"{path.name} line {number} is not JSON: {exc.msg}") from exc
-            if not isinstance(item, dict) or item.get("type") not in (
-                "memory",
-                "memo",
-                "knowledge",
-            ):
+            if not isinstance(item, dict) or item.get("type") not in EXPORT_COLUMNS:
                 raise BackupError(f"{path.name} line {number} has no valid type")
             yield item
 
@@ -91,10 +86,11 @@ def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
         elif column in TIMESTAMP_COLUMNS:
             parsed = parse_created_at(item.get(column))
             if parsed is None:
-                raise BackupError(f"row {item.get('id') or item.get('kid')} has no valid {column}")
+                which = item.get("id") or item.get("kid") or item.get("partition_key")
+                raise BackupError(f"row {which} has no valid {column}")
             values.append(parsed)
-        elif column == "tags":
-            values.append(list(item.get("tags") or []))
+        elif column in ARRAY_COLUMNS:
+            values.append(list(item.get(column) or []))
         else:
             values.append(item.get(column))
     return tuple(values)
@@ -167,7 +163,7 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
     header = read_header(path)
     counts = {k: int(v) for k, v in (header.get("counts") or {}).items()}
     # Validate every line before touching anything.
-    seen = {"memory": 0, "memo": 0, "knowledge": 0}
+    seen = dict.fromkeys(EXPORT_COLUMNS, 0)
     for item in _iter_jsonl(path):
         seen[item["type"]] += 1
     if counts and seen != {k: counts.get(k, 0) for k in seen}:
@@ -184,11 +180,9 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
     async with store.pool.acquire() as conn, conn.transaction():
         await lift_statement_timeout(conn)  # one transaction over the whole backup
         await _replace_all(conn)
-        for kind, table, columns in (
-            ("memory", "memory", MEMORY_COLUMNS),
-            ("memo", "memo", MEMO_COLUMNS),
-            ("knowledge", "knowledge", KNOWLEDGE_COLUMNS),
-        ):
+        # the table of each kind is named as the kind
+        for kind, columns in EXPORT_COLUMNS.items():
+            table = kind
             await conn.copy_records_to_table(
                 table,
                 schema_name="amrita_memory",

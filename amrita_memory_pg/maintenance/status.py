@@ -70,7 +70,10 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
     row = await pool.fetchrow(query("status_counts"))
     assert row is not None
     meta = await store_meta.read(pool)
-    report.counts = {k: row[k] for k in ("memories", "partitions", "memos", "knowledge")}
+    report.counts = {
+        k: row[k]
+        for k in ("memories", "partitions", "memos", "knowledge", "profiles", "profile_changes")
+    }
     report.dim = meta.dim
     report.key_format = meta.key_format_version
     report.fingerprint = await inspect_fingerprint(store)
@@ -117,6 +120,7 @@ def render_status(report: StatusReport) -> str:
         lines.append(f"memories:    {c['memories']} in {c['partitions']} partitions")
         lines.append(f"memos:       {c['memos']}")
         lines.append(f"knowledge:   {c['knowledge']}")
+        lines.append(f"profiles:    {c['profiles']} ({c['profile_changes']} changes kept)")
         lines.append(f"backend:     {report.backend}")
         if report.vectors:
             lines.append(f"vectors:     {report.vectors}")

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 
 from amrita_memory_pg.services.consolidation import LoopDeps
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.consolidation import register_loop_tools
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
+from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 
 
@@ -31,6 +33,7 @@ class ToolDeps:
     memories: MemoryService
     memos: MemoStore
     settings: Settings
+    profiles: ProfileService
     #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
     loop: LoopDeps | None = None
 
@@ -55,12 +58,21 @@ def loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
         register_loop_tools(registry, deps.memories, deps.memos, deps.loop, deps.settings)
 
 
+def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """read_profile: the speaker's own profile (§4.11)."""
+    register_profile_tools(registry, deps.profiles)
+
+
+def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_get_profile / subconscious_update_profile (§8.8 items 20–21)."""
+    register_profile_loop_tools(registry, deps.profiles)
+
+
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset),
-    # The L3 loop's tools: merge, calibrate, tag cleanup, memo compression (loop); the
-    # knowledge and profile toolsets join this tuple.
-    "consolidation": (loop_toolset,),
+    "chat": (memory_toolset, memo_toolset, profile_toolset),
+    # The L3 loop's tools: its own (loop), then the profile's; the knowledge toolset joins.
+    "consolidation": (loop_toolset, profile_loop_toolset),
 }
 
 

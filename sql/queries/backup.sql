@@ -10,10 +10,13 @@
 SELECT pg_export_snapshot() AS snapshot;
 
 -- name: store_counts
--- Rows per kind that a backup holds (memory, memo, knowledge), in one round trip.
-SELECT (SELECT count(*) FROM amrita_memory.memory)::integer    AS memory,
-       (SELECT count(*) FROM amrita_memory.memo)::integer      AS memo,
-       (SELECT count(*) FROM amrita_memory.knowledge)::integer AS knowledge;
+-- Rows per kind that a backup holds (memory, memo, knowledge, profile, profile_history),
+-- in one round trip.
+SELECT (SELECT count(*) FROM amrita_memory.memory)::integer          AS memory,
+       (SELECT count(*) FROM amrita_memory.memo)::integer            AS memo,
+       (SELECT count(*) FROM amrita_memory.knowledge)::integer       AS knowledge,
+       (SELECT count(*) FROM amrita_memory.profile)::integer         AS profile,
+       (SELECT count(*) FROM amrita_memory.profile_history)::integer AS profile_history;
 
 -- name: export_memories
 -- Every memory with its vector, in id order (= MEMORY_COLUMNS).
@@ -34,15 +37,30 @@ SELECT kid, title, summary, body, embedding, embed_fingerprint, created_at, upda
   FROM amrita_memory.knowledge
  ORDER BY kid;
 
+-- name: export_profiles
+-- Every user profile, in partition order (= PROFILE_COLUMNS).
+SELECT partition_key, summary, lines, version, updated_at
+  FROM amrita_memory.profile
+ ORDER BY partition_key;
+
+-- name: export_profile_history
+-- Every kept profile change, by partition and version (= PROFILE_HISTORY_COLUMNS).
+SELECT partition_key, version, operation, actor_kind, actor, cycle_id,
+       old_summary, old_lines, new_summary, new_lines, changed_at
+  FROM amrita_memory.profile_history
+ ORDER BY partition_key, version;
+
 -- name: clear_store
 -- Empty the store before a restore copies the backup in, in the restore's transaction:
--- memories, memos, knowledge, any re-embed in progress (its staged vectors belong to
+-- memories, memos, knowledge, profiles and their history, any re-embed in progress (its staged vectors belong to
 -- the rows being replaced), and the sweep cursor. One statement: data-modifying CTEs
 -- all run, on the same snapshot (no foreign keys link these tables, so no row is
 -- deleted twice). Returns how many memories were removed.
 WITH memories AS (DELETE FROM amrita_memory.memory RETURNING 1),
      memos AS (DELETE FROM amrita_memory.memo),
      knowledge AS (DELETE FROM amrita_memory.knowledge),
+     profiles AS (DELETE FROM amrita_memory.profile),
+     profile_history AS (DELETE FROM amrita_memory.profile_history),
      staging AS (DELETE FROM amrita_memory.reembed_staging),
      job AS (DELETE FROM amrita_memory.reembed_job),
      sweep AS (UPDATE amrita_memory.sweep_state SET cursor_id = '')

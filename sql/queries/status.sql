@@ -3,11 +3,14 @@
 -- per-message path.
 
 -- name: status_counts
--- Memories, distinct partitions with memories, non-empty memos, knowledge entries.
+-- Memories, distinct partitions with memories, non-empty memos, knowledge entries,
+-- user profiles and the profile changes kept for revert.
 SELECT (SELECT count(*) FROM amrita_memory.memory)::integer                      AS memories,
        (SELECT count(DISTINCT partition_key) FROM amrita_memory.memory)::integer AS partitions,
        (SELECT count(*) FROM amrita_memory.memo WHERE content <> '')::integer    AS memos,
-       (SELECT count(*) FROM amrita_memory.knowledge)::integer                   AS knowledge;
+       (SELECT count(*) FROM amrita_memory.knowledge)::integer                   AS knowledge,
+       (SELECT count(*) FROM amrita_memory.profile)::integer                     AS profiles,
+       (SELECT count(*) FROM amrita_memory.profile_history)::integer             AS profile_changes;
 
 -- name: status_by_scope
 -- Memories per scope (user, group, global), in scope order.

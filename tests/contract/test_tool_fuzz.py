@@ -40,7 +40,7 @@ SCHEMAS = {
 }
 TOOLS: dict[str, dict[str, dict[str, Any]]] = {n: p["properties"] for n, p in SCHEMAS.items()}
 REQUIRED: dict[str, list[str]] = {n: p["required"] for n, p in SCHEMAS.items()}
-READ_ONLY = {"read_memory", "list_memory", "read_memo"}
+READ_ONLY = {"read_memory", "list_memory", "read_memo", "read_profile"}
 
 CONTEXTS = [
     ToolContext(platform="qq", user_id="10001"),

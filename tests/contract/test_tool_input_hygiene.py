@@ -170,6 +170,7 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "read_memo",
         "append_memo",
         "update_memo",
+        "read_profile",
     ]
     async with memory_on(db_dsn, tmp_path) as plain:
         assert list(plain.registries) == ["chat"]
@@ -178,10 +179,11 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
     async with memory_on(db_dsn, tmp_path, subconscious__enabled=True) as with_l3:
         assert list(with_l3.registries) == ["chat", "consolidation"]
         loop = with_l3.registries["consolidation"]
-        assert loop.audience == "consolidation" and len(loop) >= 14
+        assert loop.audience == "consolidation" and len(loop) >= 16
         assert all(name.startswith("subconscious_") for name in loop.names())
         assert with_l3.tools.names() == chat
         # a chat tool is not callable through the loop's registry
         refused = json.loads(await loop.call("write_memory", _write(), ALICE_IN_GROUP))
         assert refused["status"] == "error"
         assert refused["message"].startswith("未知工具 write_memory；可用工具: subconscious_")
+        assert {"subconscious_get_profile", "subconscious_update_profile"} <= set(loop.names())

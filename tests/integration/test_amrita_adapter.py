@@ -161,7 +161,10 @@ async def fire_pre_completion(chat: ChatObject, config: AmritaConfig) -> PreComp
 def test_tools_are_registered_in_the_global_manager_with_our_schemas(
     installed: Installation, mem: Memory, config: AmritaConfig
 ) -> None:
-    assert installed.tools == REFERENCE_TOOLS
+    # every chat tool: the reference's L2 and memo tools first, in its order, then ours
+    # that it registered elsewhere (read_profile)
+    assert installed.tools == mem.tools.names()
+    assert installed.tools[: len(REFERENCE_TOOLS)] == REFERENCE_TOOLS
     for ours in mem.tool_schemas():
         name = ours["function"]["name"]
         tool = ToolsManager().get_tool(name)
@@ -290,7 +293,7 @@ async def test_installing_next_to_the_old_plugins_tools_fails_and_registers_noth
     first = install(mem, manager=manager, memo_hook=False)
     with pytest.raises(ConfigError, match="write_memory"):
         install(mem, manager=manager, memo_hook=False)
-    assert sorted(manager.get_tools()) == sorted(REFERENCE_TOOLS)
+    assert sorted(manager.get_tools()) == sorted(mem.tools.names())
     first.uninstall()
     assert manager.get_tools() == {}
 

@@ -16,6 +16,8 @@ from amrita_memory_pg.maintenance.backup import (
     KNOWLEDGE_COLUMNS,
     MEMO_COLUMNS,
     MEMORY_COLUMNS,
+    PROFILE_COLUMNS,
+    PROFILE_HISTORY_COLUMNS,
     create_backup,
     export_sql,
     list_backups,
@@ -63,7 +65,9 @@ async def test_backup_then_restore_into_a_fresh_database_is_identical(
         original = await checksum(mem)
         info = await create_backup(mem.store)
     assert info.jsonl_path.exists() and info.dump_path.exists()
-    assert info.counts == {"memory": 26, "memo": 2, "knowledge": 1}
+    assert info.counts == {
+        "memory": 26, "memo": 2, "knowledge": 1, "profile": 0, "profile_history": 0
+    }  # fmt: skip
     header = json.loads(info.jsonl_path.read_text(encoding="utf-8").splitlines()[0])
     assert header["format"] == "amrita_memory_pg.backup" and header["dim"] == 384
     assert header["fingerprint"] == HashingProvider(384).fingerprint
@@ -277,6 +281,8 @@ async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_ba
         "memory": MEMORY_COLUMNS,
         "memo": MEMO_COLUMNS,
         "knowledge": KNOWLEDGE_COLUMNS,
+        "profile": PROFILE_COLUMNS,
+        "profile_history": PROFILE_HISTORY_COLUMNS,
     }
     for kind, columns in EXPORT_COLUMNS.items():  # each kind is its table's name
         statement = await conn.prepare(export_sql(kind))

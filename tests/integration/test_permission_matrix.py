@@ -299,7 +299,7 @@ async def test_tool_permission_matrix(stores: dict[str, Memory], case: Case) -> 
 async def test_the_matrix_covers_every_writing_tool(stores: dict[str, Memory]) -> None:
     """Every registered tool is in the matrix or known to be read-only, so a new writing
     tool (knowledge, profile…) cannot land without its rows."""
-    read_only = {"read_memory", "list_memory", "read_memo"}
+    read_only = {"read_memory", "list_memory", "read_memo", "read_profile"}
     tools = {schema["function"]["name"] for schema in stores["anyone"].tool_schemas()}
     assert tools - read_only == {tool for tool, _ in TOOL_MATRIX}
     assert len(CASES) == len(TOOL_MATRIX) * 2 * len(ACTORS) * len(POLICIES)

@@ -14,6 +14,8 @@ DISTRIBUTED = {
     "ann_index": "partition_key",
     "chat_log": "session_key",
     "activity_heatmap": "user_key",
+    "profile": "partition_key",
+    "profile_history": "partition_key",
     "l3_state": "target_key",
     "consolidation_cycle": "target_key",
     "token_usage": "target_key",
@@ -55,6 +57,7 @@ async def test_every_partitioned_table_leads_its_primary_key_with_the_partition_
     assert {t: keys[t][0] for t in DISTRIBUTED} == DISTRIBUTED
     assert keys["memory"] == ["partition_key", "id"]
     assert keys["chat_log"] == ["session_key", "id"]
+    assert keys["profile_history"] == ["partition_key", "version"]
     # Reference tables hold no per-partition rows: no distribution column to forget.
     partition_columns = set(DISTRIBUTED.values())
     conn = await asyncpg.connect(db_dsn)

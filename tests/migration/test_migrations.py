@@ -27,6 +27,8 @@ EXPECTED_TABLES = {
     "reembed_staging",
     "chat_log",
     "activity_heatmap",
+    "profile",
+    "profile_history",
 }
 
 
@@ -63,6 +65,7 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
         "memo_write_v1",
         "chat_log_append_v1",
         "activity_touch_v1",
+        "profile_save_v1",
     } <= await _routines(empty_db_dsn)
 
     await migrate.downgrade(empty_db_dsn, "base")

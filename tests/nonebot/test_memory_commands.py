@@ -22,7 +22,8 @@ USAGE_PRIVATE = (
     "/memory user search <关键词> — 搜索个人记忆\n"
     "/memory user delete <ID>    — 删除个人记忆\n"
     "/memory user add <内容>      — 添加个人记忆（手动条目）\n"
-    "/memory memo                — 查看当前作用域的备忘录（只读）"
+    "/memory memo                — 查看当前作用域的备忘录（只读）\n"
+    "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
 )
 USAGE_GROUP = (
     "用法:\n"
@@ -34,7 +35,8 @@ USAGE_GROUP = (
     "/memory group search <关键词> — 搜索群共享记忆\n"
     "/memory group delete <ID>   — 删除群共享记忆 (仅管理/群主)\n"
     "/memory group add <内容>     — 添加群共享记忆（群成员均可）\n"
-    "/memory memo                — 查看当前作用域的备忘录（只读）"
+    "/memory memo                — 查看当前作用域的备忘录（只读）\n"
+    "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
 )
 
 

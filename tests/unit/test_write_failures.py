@@ -119,7 +119,10 @@ PREFIX = {
     "subconscious_update_memory": "更新记忆失败",
     "subconscious_delete_memory": "删除记忆失败",
     "subconscious_rewrite_memo": "改写备忘录失败",
+    "subconscious_update_profile": "更新画像失败",
 }
+#: the read a write's unknown-outcome reply tells the LLM to check with
+CHECK_WITH = {"subconscious_update_profile": "subconscious_get_profile"}
 
 
 @pytest.mark.parametrize("tool", WRITE_TOOLS)
@@ -130,7 +133,8 @@ def test_an_unknown_outcome_says_so_and_how_to_check(tool: str) -> None:
     assert "失败" not in message.split("：", 1)[0]  # it does not claim a failure it cannot know
     assert "可能已经生效" in message
     assert CHECK_HINTS[tool] in message
-    assert ("read_memo" if tool.endswith("_memo") else "list_memory") in message
+    check = CHECK_WITH.get(tool, "read_memo" if tool.endswith("_memo") else "list_memory")
+    assert check in message
 
 
 @pytest.mark.parametrize("tool", WRITE_TOOLS)

@@ -56,7 +56,7 @@ from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 __plugin_meta__ = PluginMetadata(
     name="Amrita长期记忆（PostgreSQL）",
     description="长期记忆、备忘录与潜意识调度，全部状态存于 PostgreSQL + pgvector",
-    usage="/memory (list|search|delete|add|memo) [参数]，别名 /记忆",
+    usage="/memory (list|search|delete|add|memo|profile) [参数]，别名 /记忆",
     type="application",
     homepage=None,
     config=Config,

@@ -85,6 +85,7 @@ class Runtime:
             settings=memory.settings,
             dmn_trigger=self.dmn_trigger,
             cycle_run=self._cycle_run if memory.consolidator is not None else None,
+            profiles=memory.profiles,
         )
 
     async def _cycle_run(

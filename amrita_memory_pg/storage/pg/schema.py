@@ -373,3 +373,58 @@ pending_message = Table(
     PrimaryKeyConstraint("target_key", "id"),
     comment="Proactive messages of the L3 loop (subconscious_send_to_user), delivered once",
 )
+
+profile = Table(
+    "profile",
+    metadata,
+    Column("partition_key", Text, nullable=False, comment="the user's personal partition key"),
+    Column("summary", Text, nullable=False, server_default=text("''::text")),
+    Column(
+        "lines",
+        ARRAY(Text),
+        nullable=False,
+        server_default=text("'{}'::text[]"),
+        comment="the body, one element per line; element i is line i (0-based) everywhere",
+    ),
+    Column(
+        "version",
+        Integer,
+        nullable=False,
+        server_default=text("1"),
+        comment="+1 per write; the compare-and-set of profile_save_v1",
+    ),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("partition_key <> ''", name="partition_nonempty"),
+    # The configured caps ([profile]) are checked before the write; these are ceilings.
+    CheckConstraint("char_length(summary) <= 10000", name="summary_ceiling"),
+    CheckConstraint("cardinality(lines) <= 5000", name="lines_ceiling"),
+    PrimaryKeyConstraint("partition_key"),
+    comment="User profiles: a summary plus numbered body lines per personal partition",
+)
+
+profile_history = Table(
+    "profile_history",
+    metadata,
+    Column("partition_key", Text, nullable=False),
+    Column("version", Integer, nullable=False, comment="the profile's version after it"),
+    Column(
+        "operation",
+        Text,
+        nullable=False,
+        comment="what changed, e.g. append 2 lines / replace [0:1] -> [0:2] / revert to v3",
+    ),
+    Column("actor_kind", Text, nullable=False, comment="cli | chat | loop"),
+    Column(
+        "actor", Text, nullable=True, comment="the operator (cli) or user id (chat) who made it"
+    ),
+    Column("cycle_id", BigInteger, nullable=True, comment="the L3 cycle (actor_kind loop)"),
+    Column("old_summary", Text, nullable=False),
+    Column("old_lines", ARRAY(Text), nullable=False),
+    Column("new_summary", Text, nullable=False),
+    Column("new_lines", ARRAY(Text), nullable=False),
+    Column("changed_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("actor_kind IN ('cli', 'chat', 'loop')", name="actor_kind"),
+    CheckConstraint("actor_kind <> 'loop' OR cycle_id IS NOT NULL", name="loop_cycle"),
+    PrimaryKeyConstraint("partition_key", "version"),
+    comment="Profile changes, newest [profile] history_keep per profile, for revert",
+)

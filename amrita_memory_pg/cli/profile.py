@@ -1,0 +1,164 @@
+"""``amrita-memory profile show|history|revert|import``: look at a user's profile, undo a
+bad rewrite (the L3 loop edits profiles; every change is kept in ``profile_history``), and
+bring over the reference plugin's ``user_profile.md``.
+
+A user is named by their personal partition key (``QQPlatform_Private_10001``) or by a
+bare QQ number (``10001``). A revert is itself a change (``revert to vN``, by ``cli``),
+so it can be reverted too.
+"""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+
+import click
+
+from amrita_memory_pg.bootstrap import open_store
+from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.domain.keys import user_key
+from amrita_memory_pg.domain.profile import ProfileActor, parse_profile_file, render_numbered
+from amrita_memory_pg.services.profiles import ProfileService
+from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage.profiles import ProfileStore
+
+
+def _key(text: str) -> str:
+    key = user_key(text)
+    if key is None:
+        raise click.BadParameter(
+            f"{text!r} is not a user: give a personal partition key "
+            "(QQPlatform_Private_10001) or a QQ number; groups have no profile",
+            param_hint="USER",
+        )
+    return key
+
+
+def _service(store: Store) -> ProfileService:
+    return ProfileService(
+        ProfileStore(store.pool, acquire_timeout=store.settings.database.connect_timeout),
+        store.settings.profile,
+    )
+
+
+def _operator() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container without a passwd entry)
+        return "operator"
+
+
+@cli.group()
+def profile() -> None:
+    """User profiles: show one, list its changes, revert a change."""
+
+
+@profile.command("show")
+@click.argument("user")
+@click.pass_obj
+@run_async
+async def profile_show(state: CliState, user: str) -> None:
+    """Print USER's profile: the summary and the numbered body lines."""
+    key = _key(user)
+    async with open_store(state.settings) as store:
+        current = await _service(store).get(key)
+    if current.version == 0:
+        click.echo(f"{key}: 没有画像")
+        return
+    click.echo(f"{key}  v{current.version}  {current.total_lines} 行")
+    click.echo(f"摘要: {current.summary}")
+    if current.lines:
+        click.echo(render_numbered(current.lines))
+
+
+@profile.command("history")
+@click.argument("user")
+@click.option("--version", "version", type=int, default=None, help="Show one change in full.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Newest N changes.")
+@click.pass_obj
+@run_async
+async def profile_history(
+    state: CliState, user: str, version: int | None, limit: int | None
+) -> None:
+    """List USER's kept profile changes, newest first (who, when, what)."""
+    key = _key(user)
+    async with open_store(state.settings) as store:
+        service = _service(store)
+        if version is not None:
+            change = await service.change(key, version)
+            if change is None:
+                raise click.ClickException(f"{key}: v{version} 不在历史中")
+            click.echo(change.line())
+            for label, summary, lines in (
+                ("之前", change.old_summary, change.old_lines or ()),
+                ("之后", change.new_summary, change.new_lines or ()),
+            ):
+                click.echo(f"--- {label}  摘要: {summary}")
+                if lines:
+                    click.echo(render_numbered(lines))
+            return
+        changes = await service.history(key, limit)
+    if not changes:
+        click.echo(f"{key}: 没有画像修改记录")
+        return
+    click.echo(f"{key}: {len(changes)} 次修改（保留最近 {state.settings.profile.history_keep} 次）")
+    for change in changes:
+        click.echo("  " + change.line())
+
+
+@profile.command("revert")
+@click.argument("user")
+@click.argument("version", type=click.IntRange(min=0))
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+@run_async
+async def profile_revert(state: CliState, user: str, version: int, yes: bool) -> None:
+    """Restore USER's profile as it was at VERSION (0 = before its first change)."""
+    key = _key(user)
+    if not yes:
+        click.confirm(f"把 {key} 的画像恢复到 v{version}？（作为一次新的修改记录）", abort=True)
+    async with open_store(state.settings) as store:
+        result = await _service(store).revert(key, version, ProfileActor("cli", _operator()))
+    if not result.changed:
+        click.echo(f"{key} 的画像已经是 v{version} 的内容，未修改")
+        return
+    click.echo(
+        f"已恢复 {key} 的画像到 v{version} 的内容（新版本 v{result.profile.version}，"
+        f"{result.profile.total_lines} 行）"
+    )
+
+
+@profile.command("import")
+@click.argument("user")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--yes", is_flag=True, help="Do not ask before replacing an existing profile.")
+@click.pass_obj
+@run_async
+async def profile_import(state: CliState, user: str, file: Path, yes: bool) -> None:
+    """Replace USER's profile with FILE in the reference's format (summary, a `---` line,
+    the body), e.g. its data/amrita_plugin_memory/user_profile.md."""
+    key = _key(user)
+    path = file.expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"cannot read {path}: {exc}") from exc
+    content = parse_profile_file(text)
+    async with open_store(state.settings) as store:
+        service = _service(store)
+        current = await service.get(key)
+        if not current.empty and not yes:
+            click.confirm(
+                f"{key} 已有画像（v{current.version}，{current.total_lines} 行），用 {path.name} 替换？"
+                "（作为一次新的修改记录，可回滚）",
+                abort=True,
+            )
+        result = await service.replace(
+            key, content, ProfileActor("cli", _operator()), operation=f"import {path.name}"
+        )
+    if not result.changed:
+        click.echo(f"{key} 的画像与 {path.name} 相同，未修改")
+        return
+    click.echo(
+        f"已导入 {path.name} 到 {key}（v{result.profile.version}，{result.profile.total_lines} 行）"
+    )

@@ -1,0 +1,167 @@
+"""User-profile tools: ``read_profile`` for the chat (§4.11), and the L3 loop's
+``subconscious_get_profile`` / ``subconscious_update_profile`` (§8.8 items 20–21).
+
+Arguments and replies follow the reference. Differences (its bugs and weaknesses):
+
+- every user has a profile (their personal partition), not one file for one target;
+  ``read_profile`` returns the speaker's own, in any chat kind, and asking for another
+  user's (``user_id``) gets the refusal without a look at the database, so it tells
+  nothing about whether that profile exists;
+- read and update number lines the same way (B2), an update names both bounds or
+  neither, a range outside the profile is refused instead of clamped, ``new_lines=""``
+  over a range deletes it; every change is recorded with the loop's cycle id;
+- the loop tools act on ``ctx.cycle.target_key``; a group target has no profile.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from amrita_memory_pg.domain.errors import ProfileRefused, ToolError
+from amrita_memory_pg.domain.profile import ProfileActor, make_edit
+from amrita_memory_pg.services.profiles import ProfileService
+from amrita_memory_pg.tools.args import Integer, Text, ToolArgs
+from amrita_memory_pg.tools.context import CycleContext, ToolContext
+from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+
+#: the reference's refusal (§4.11), with the rule as it is here
+READ_REFUSED = "无权限读取该画像（仅可读取当前发言人自己的画像）"
+NOT_IN_CYCLE = "该工具只在离线巩固（L3）循环中可用：当前没有运行中的巩固周期"
+UPDATED = "画像增量更新成功"
+
+StartLine = Annotated[
+    Integer | None, Field(description="起始行号（从 0 开始，包含）；省略则从第 0 行开始")
+]
+EndLine = Annotated[Integer | None, Field(description="结束行号（不包含）；省略则读到最后一行")]
+
+
+class ReadProfileArgs(ToolArgs):
+    start_line: StartLine = None
+    end_line: EndLine = None
+    user_id: Annotated[
+        Text | None,
+        Field(description="要读取谁的画像（可选）；只能是当前发言人自己，省略即为自己"),
+    ] = None
+
+
+class GetProfileArgs(ToolArgs):
+    start_line: StartLine = None
+    end_line: EndLine = None
+
+
+class UpdateProfileArgs(ToolArgs):
+    summary: Annotated[
+        Text, Field(description="画像摘要（必填，整体替换旧摘要；不修改时原样传回当前摘要）")
+    ]
+    new_lines: Annotated[
+        Text,
+        Field(
+            description="新的正文行，多行用换行分隔。与 start_line/end_line 一起时替换 "
+            "[start_line, end_line) 行；二者相等时插入到该行之前；为空字符串时删除该范围"
+        ),
+    ]
+    start_line: Annotated[
+        Integer | None,
+        Field(
+            description="替换范围的起始行号（从 0 开始，包含）；与 end_line 同时省略则在末尾追加"
+        ),
+    ] = None
+    end_line: Annotated[
+        Integer | None,
+        Field(description="替换范围的结束行号（不包含）；与 start_line 同时提供或同时省略"),
+    ] = None
+
+
+def _cycle(ctx: ToolContext) -> CycleContext:
+    if ctx.cycle is None:
+        raise ToolError(NOT_IN_CYCLE)
+    return ctx.cycle
+
+
+def register_profile_tools(registry: ToolRegistry, profiles: ProfileService) -> None:
+    """``read_profile`` (the chat's)."""
+
+    async def read_profile(args: ReadProfileArgs, ctx: ToolContext) -> dict[str, Any]:
+        asked = args.user_id.strip() if args.user_id is not None else ""
+        if asked and asked != ctx.user_id:
+            raise ToolError(READ_REFUSED)
+        window = await profiles.read(ctx.personal_key, args.start_line, args.end_line)
+        return window.reply()
+
+    registry.register(
+        Tool(
+            name="read_profile",
+            description=(
+                "读取当前发言人自己的用户画像（由离线巩固循环整理的摘要与按行编号的正文）。"
+                "start_line/end_line 可选，行号从 0 开始，范围不含 end_line。不能读取其他用户的画像。"
+            ),
+            args=ReadProfileArgs,
+            handler=read_profile,
+            failure_prefix="读取画像失败",
+        )
+    )
+
+
+def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileService) -> None:
+    """``subconscious_get_profile`` and ``subconscious_update_profile`` (the L3 loop's)."""
+
+    async def get_profile(args: GetProfileArgs, ctx: ToolContext) -> dict[str, Any]:
+        cycle = _cycle(ctx)
+        try:
+            window = await profiles.read(cycle.target_key, args.start_line, args.end_line)
+        except ProfileRefused as exc:
+            raise ToolError(str(exc)) from exc
+        return window.reply()
+
+    async def update_profile(args: UpdateProfileArgs, ctx: ToolContext) -> dict[str, Any]:
+        cycle = _cycle(ctx)
+        try:
+            edit = make_edit(args.summary, args.new_lines, args.start_line, args.end_line)
+            result = await profiles.edit(
+                cycle.target_key,
+                edit,
+                ProfileActor("loop", cycle_id=cycle.cycle_id),
+                dry_run=cycle.dry_run,
+            )
+        except ProfileRefused as exc:
+            raise ToolError(str(exc)) from exc
+        reply: dict[str, Any] = {
+            "status": "success",
+            "message": UPDATED,
+            "operation": result.operation,
+            "total_lines": result.profile.total_lines,
+            "version": result.profile.version,
+        }
+        if cycle.dry_run:
+            reply["message"] = f"{UPDATED}（演练模式：未写入）"
+            reply["dry_run"] = True
+        return reply
+
+    registry.register(
+        Tool(
+            name="subconscious_get_profile",
+            description=(
+                "读取目标用户的画像：摘要与按行编号的正文。start_line/end_line 可选，"
+                "行号从 0 开始，范围不含 end_line；返回 total_lines 与实际范围。"
+            ),
+            args=GetProfileArgs,
+            handler=get_profile,
+            failure_prefix="读取画像失败",
+        )
+    )
+    registry.register(
+        Tool(
+            name="subconscious_update_profile",
+            description=(
+                "增量更新目标用户的画像。summary 必填并整体替换摘要；new_lines 为新正文行。"
+                "start_line 与 end_line 都省略时在末尾追加；都提供时替换 [start_line, end_line) 行"
+                "（相等时为插入，new_lines 为空时为删除）。行号与 subconscious_get_profile 一致，"
+                "超出范围会被拒绝，先读取再修改。每次修改都有历史记录，可由管理员回滚。"
+            ),
+            args=UpdateProfileArgs,
+            handler=update_profile,
+            failure_prefix="更新画像失败",
+        )
+    )
