@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -214,28 +214,6 @@ def parse_knowledge_index(text: str) -> list[dict[str, Any]]:
     if not isinstance(data, list):
         raise ValueError("not a JSON array")
     return [item for item in data if isinstance(item, dict) and isinstance(item.get("kid"), str)]
-
-
-@dataclass(frozen=True, slots=True)
-class Profile:
-    summary: str
-    lines: tuple[str, ...] = field(default_factory=tuple)
-
-
-def parse_profile(text: str) -> Profile:
-    """``user_profile.md`` = ``{summary}\\n---\\n{body}`` (§11.1).
-
-    Split at the first line that is exactly ``---`` (the reference's reader split at the
-    first ``---`` anywhere; a file it wrote always has it on its own line), falling back
-    to the first ``---`` anywhere. The body is stripped, which also drops the blank lines
-    the reference's updates piled up in front of it (§15 B2).
-    """
-    parts = _SEPARATOR.split(text, maxsplit=1)
-    if len(parts) == 1:
-        parts = text.split("---", 1)
-    summary = parts[0].strip()
-    body = parts[1].strip() if len(parts) > 1 else ""
-    return Profile(summary=summary, lines=tuple(body.split("\n")) if body else ())
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,31 +39,32 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError
+from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError, ProfileRefused
 from amrita_memory_pg.domain.keys import personal_key
 from amrita_memory_pg.domain.legacy import (
     KnowledgeEntry,
     LegacyMemo,
     LegacyMemory,
     LegacyState,
-    Profile,
     Skipped,
     convert_memory,
     convert_memos,
     parse_knowledge_file,
     parse_knowledge_index,
-    parse_profile,
     parse_state_payload,
     render_toml,
 )
 from amrita_memory_pg.domain.planner import HeatState
 from amrita_memory_pg.domain.ports import Vector
+from amrita_memory_pg.domain.profile import Profile, ProfileActor, parse_profile_file
 from amrita_memory_pg.resources import sql_dir
+from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings, accepted_only, iter_fields, load_settings
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.chroma.reference import ChromaData, read_reference_collection
 from amrita_memory_pg.storage.memories import record_from_row
+from amrita_memory_pg.storage.profiles import ProfileStore
 from amrita_memory_pg.storage.queries import load_queries, query
 
 log = logging.getLogger(__name__)
@@ -169,13 +170,14 @@ class ImportReport:
             "replaced": "已覆盖",
             "full": "超出上限未导入",
         }
-        for kind in ("memory", "memo", "state", "pending"):
+        for kind in ("memory", "memo", "profile", "state", "pending"):
             counter = self.counts.get(kind, Counter())
-            if kind in ("state", "pending") and not counter:
+            if kind in ("profile", "state", "pending") and not counter:
                 continue
             label = {
                 "memory": "记忆",
                 "memo": "备忘录",
+                "profile": "用户画像",
                 "state": "潜意识状态",
                 "pending": "待发主动消息",
             }[kind]
@@ -197,7 +199,7 @@ class ImportReport:
         if self.profile is not None:
             owner = f"（属于 {self.profile_owner}）" if self.profile_owner else ""
             lines.append(
-                f"  用户画像: 解析摘要 {len(self.profile.summary)} 字、正文 {len(self.profile.lines)} 行{owner}"
+                f"  用户画像文件: 摘要 {len(self.profile.summary)} 字、正文 {len(self.profile.lines)} 行{owner}"
             )
         if self.state is not None:
             s = self.state
@@ -677,6 +679,46 @@ async def _import_pending(
             report.counts["pending"]["inserted" if row is not None else "present"] += 1
 
 
+async def _import_profile(
+    store: Store, profile: Profile, owner: str | None, report: ImportReport
+) -> None:
+    """``user_profile.md`` → the target user's profile, through the profile service (its
+    caps, its lock, a history row that ``profile revert`` can undo)."""
+    if owner is None:
+        report.skipped.append(
+            Skipped(
+                "profile", "user_profile.md", "旧配置与当前配置都没有 target_user_id，无法确定归属"
+            )
+        )
+        return
+    service = ProfileService(
+        ProfileStore(store.pool, acquire_timeout=store.settings.database.connect_timeout),
+        store.settings.profile,
+    )
+    current = await service.get(owner)
+    same = (current.summary, current.lines) == (profile.summary, profile.lines)
+    if current.empty:
+        outcome = "inserted"
+    elif same:
+        outcome = "unchanged" if report.on_conflict == "replace" else "present"
+    elif report.on_conflict == "skip":
+        outcome = "present"
+    else:
+        outcome = "replaced"
+    if outcome in ("inserted", "replaced") and not report.dry_run:
+        try:
+            await service.replace(
+                owner,
+                profile,
+                ProfileActor("cli", "import-legacy"),
+                operation="import user_profile.md",
+            )
+        except ProfileRefused as exc:
+            report.skipped.append(Skipped("profile", "user_profile.md", str(exc)))
+            return
+    report.counts["profile"][outcome] += 1
+
+
 async def import_legacy(
     store: Store,
     data_dir: Path,
@@ -793,7 +835,7 @@ async def import_legacy(
     report.knowledge = read_knowledge(layout, report)
     if layout.profile.is_file():
         try:
-            report.profile = parse_profile(layout.profile.read_text(encoding="utf-8"))
+            report.profile = parse_profile_file(layout.profile.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             report.unreadable.append((str(layout.profile), str(exc)))
     if layout.config is not None:
@@ -807,8 +849,6 @@ async def import_legacy(
         report.not_available.append(
             f"knowledge: parsed {len(report.knowledge)} entries, import not available in this build"
         )
-    if report.profile is not None:
-        report.not_available.append("profile: parsed, import not available in this build")
     if report.state is not None:
         rest = report.state
         if rest.knowledge_suggestions or rest.last_abstracts:
@@ -836,4 +876,6 @@ async def import_legacy(
     await _import_memos(store, memos, report)
     if report.state is not None:
         await _import_state(store, report.state, _state_target(report, settings), report)
+    if report.profile is not None and not report.profile.empty:
+        await _import_profile(store, report.profile, report.profile_owner, report)
     return report

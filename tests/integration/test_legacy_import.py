@@ -182,6 +182,11 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert len(report.knowledge) == 3
             assert report.profile is not None and report.profile.lines == ("喜欢猫", "住在上海")
             assert report.state is not None and report.state.total_runs == 12
+            # the profile went to the old config's target, with a history row
+            profile = await mem.profiles.get("QQPlatform_Private_10001")
+            assert (profile.summary, profile.lines) == ("小明，程序员", ("喜欢猫", "住在上海"))
+            assert report.counts["profile"] == {"inserted": 1}
+            assert "profile: parsed" not in text
             # the L3 state went to the old config's target (10001)
             state = await mem.pool.fetchrow(
                 "SELECT * FROM amrita_memory.l3_state WHERE target_key = 'QQPlatform_Private_10001'"
@@ -211,6 +216,8 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert again.counts["memo"] == {"present": 3}
             assert again.counts["state"] == {"present": 1}
             assert again.counts["pending"] == {"present": 1}
+            assert again.counts["profile"] == {"present": 1}
+            assert len(await mem.profiles.history("QQPlatform_Private_10001")) == 1
     # the old installation was read, never written
     assert tree_checksum(old.root) == before_files
 
@@ -265,6 +272,10 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
             assert second.counts["memo"] == {"unchanged": 3}
             assert first.counts["state"] == {"inserted": 1}
             assert second.counts["state"] == {"unchanged": 1}
+            assert (first.counts["profile"], second.counts["profile"]) == (
+                {"inserted": 1},
+                {"unchanged": 1},
+            )
 
 
 async def test_broken_parts_are_reported_and_the_rest_is_imported(

@@ -16,7 +16,6 @@ from amrita_memory_pg.domain.legacy import (
     naive_local_to_utc,
     parse_knowledge_file,
     parse_knowledge_index,
-    parse_profile,
     parse_state_payload,
     render_toml,
 )
@@ -112,13 +111,6 @@ def test_knowledge_file_and_index() -> None:
     assert index == [{"kid": "a1"}]
     with pytest.raises(ValueError):
         parse_knowledge_index('{"kid": "a1"}')
-
-
-def test_profile_drops_the_blank_lines_the_reference_piled_up() -> None:
-    profile = parse_profile("S\n---\n\n\nL1\nL2\n")
-    assert (profile.summary, profile.lines) == ("S", ("L1", "L2"))
-    assert parse_profile("only a summary").lines == ()
-    assert parse_profile("S --- body").lines == ("body",)
 
 
 def test_state_payload_is_read_defensively() -> None:
