@@ -27,6 +27,7 @@ from amrita_memory_pg.services.consolidation import (
     LoopDeps,
     utcnow,
 )
+from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
@@ -35,6 +36,7 @@ from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import loop_llm
 from amrita_memory_pg.storage.activity import ActivityStore
 from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMessage
+from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
@@ -127,6 +129,16 @@ class Memory:
             hooks=self.l3_hooks,
             llm=cycle_llm,
         )
+        #: the global knowledge base, its suggestion queue and permission grants
+        self.knowledge = KnowledgeService(
+            KnowledgeRepository(
+                store.pool,
+                max_chars=settings.subconscious.knowledge_max_chars,
+                acquire_timeout=settings.database.connect_timeout,
+            ),
+            store.embedder,
+            settings,
+        )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
             ToolDeps(
@@ -135,6 +147,7 @@ class Memory:
                 settings=settings,
                 profiles=self.profiles,
                 loop=loop,
+                knowledge=self.knowledge,
             ),
             audiences_for(settings),
         )
@@ -159,6 +172,16 @@ class Memory:
             # The scheduler's windows start the loop's cycles; the loop shows the plan.
             self.scheduling.runner = scheduled
             self.l3_hooks.idle_plan = self._idle_plan
+            # W15: suggestions a cycle claimed are handled only if it succeeds.
+            self.l3_hooks.on_success.append(self._complete_suggestions)
+            self.l3_hooks.on_failure.append(self._release_suggestions)
+            self.l3_hooks.pending_suggestions = self.knowledge.pending_suggestions
+
+    async def _complete_suggestions(self, cycle_id: int) -> None:
+        await self.knowledge.complete_suggestions(cycle_id)
+
+    async def _release_suggestions(self, cycle_id: int) -> None:
+        await self.knowledge.release_suggestions(cycle_id)
 
     async def _idle_plan(self, target_key: str) -> Mapping[str, Any] | None:
         """The scheduler's planned window for a target (§9.8 ``idle_plan``)."""

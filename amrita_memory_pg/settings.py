@@ -272,8 +272,8 @@ class SubconsciousSettings(_Section):
         10000,
         ge=100,
         le=100000,
-        description="Maximum body length of a knowledge entry.",
-        json_schema_extra=_L3_NOT_BUILT,
+        description="Maximum body length of a knowledge entry (characters), checked by the "
+        "write itself on every surface (tools, CLI, import).",
     )
     knowledge_collection_name: str = Field(
         "amrita_global_knowledge",
@@ -281,7 +281,29 @@ class SubconsciousSettings(_Section):
         json_schema_extra=_L3_NOT_BUILT,
     )
     enable_knowledge: bool = Field(
-        True, description="Maintain the global knowledge base.", json_schema_extra=_L3_NOT_BUILT
+        True,
+        description="The global knowledge base: its chat tools (knowledge_list/read/search/"
+        "suggest) and loop tools answer «全局知识库未启用» when false. Works without the L3 "
+        "loop (unlike the reference, W21); the CLI manages it either way.",
+    )
+    knowledge_read_group_admins: bool = Field(
+        False,
+        description="Also let a group's OneBot owner and admins read the knowledge base from "
+        "that group (superusers, lp.admin and users granted memory.knowledge always can).",
+    )
+    knowledge_suggest_max: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Unhandled knowledge suggestions kept at most; when full, a NEW "
+        "suggestion is refused with a message (nothing queued is dropped).",
+    )
+    knowledge_suggest_per_hour: int = Field(
+        5,
+        ge=0,
+        le=1000,
+        description="Knowledge suggestions one user may make per hour (counted in the "
+        "database, so it survives restarts); 0 = no limit.",
     )
 
     llm_base_url: str = Field(

@@ -1,7 +1,8 @@
 """The ``amrita-memory`` click group and what every command shares.
 
-Commands live in :mod:`amrita_memory_pg.cli.main` (database, status, sweep, config) and
-:mod:`amrita_memory_pg.cli.ops` (model changes, backups, keys); both attach to ``cli``.
+Commands live in :mod:`amrita_memory_pg.cli.main` (database, status, sweep, config),
+:mod:`amrita_memory_pg.cli.ops` (model changes, backups, keys) and
+:mod:`amrita_memory_pg.cli.knowledge` (knowledge base, grants); all attach to ``cli``.
 """
 
 from __future__ import annotations

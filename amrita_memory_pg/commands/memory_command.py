@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from amrita_memory_pg.domain.consolidation import CycleSummary
-from amrita_memory_pg.domain.errors import PartitionFull, ProfileRefused
+from amrita_memory_pg.domain.errors import KnowledgeError, PartitionFull, ProfileRefused
 from amrita_memory_pg.domain.importance import MEDIUM
 from amrita_memory_pg.domain.keys import personal_key, user_key
+from amrita_memory_pg.domain.knowledge import preview
 from amrita_memory_pg.domain.profile import ProfileActor, render_numbered
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.text import pack_chunks
@@ -44,6 +45,7 @@ from amrita_memory_pg.domain.validation import (
     check_text,
     parse_count,
 )
+from amrita_memory_pg.services.knowledge import DISABLED, NO_PERMISSION, KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
@@ -58,7 +60,10 @@ PREVIEW_CHARS = 50
 MEMO_SUBS = frozenset({"memo", "备忘录"})
 PROFILE_SUBS = frozenset({"profile", "画像"})
 DMN_SUBS = frozenset({"dmn", "run", "触发"})
+KNOWLEDGE_SUBS = frozenset({"knowledge", "知识库"})
 LEGACY_ACTIONS = frozenset({"list", "search", "delete"})
+#: lines ``/memory knowledge read <kid>`` shows when no range is given
+KNOWLEDGE_READ_LINES = 40
 LABELS = {"user": "👤个人", "group": "👥群共享"}
 #: roles that may run the hidden ``dmn`` option (SUPERUSERS, or LitePerm's lp.admin)
 DMN_ADMIN_ROLES = frozenset({"superuser", "lp.admin"})
@@ -87,6 +92,13 @@ PROFILE_USAGE = (
 )
 #: how many changes ``/memory profile history`` lists
 PROFILE_HISTORY_LINES = 10
+USAGE_KNOWLEDGE = (
+    "/memory knowledge list                 — 列出知识库（需知识库权限）",
+    "/memory knowledge read <kid> [起始行] [结束行] — 阅读条目",
+    "/memory knowledge search <关键词>       — 检索知识库",
+    "/memory knowledge suggest <标题> | <摘要> | <正文> [| <理由>] — 提交知识建议（任何人）",
+    "/memory knowledge grant|revoke <用户ID> — 授予/撤销 memory.knowledge（仅超级用户）",
+)
 
 #: Starts one L3 cycle now; None while no L3 loop runs in this process.
 DmnTrigger = Callable[[], Awaitable[None]]
@@ -148,7 +160,7 @@ class Parsed:
     ``usage`` (anything unrecognised), or ``action`` on ``scope`` with ``args``.
     """
 
-    kind: Literal["memo", "dmn", "usage", "action", "profile"]
+    kind: Literal["memo", "dmn", "usage", "action", "profile", "knowledge"]
     sub: str = ""
     scope: Literal["user", "group"] = "user"
     action: str = ""
@@ -171,6 +183,11 @@ def parse_command(text: str, *, in_group: bool) -> Parsed:
         return Parsed("profile", sub=sub, args=rest)
     if sub in DMN_SUBS:
         return Parsed("dmn", sub=sub, args=rest)
+    if sub in KNOWLEDGE_SUBS:
+        action_parts = rest.split(maxsplit=1)
+        action = action_parts[0].lower() if action_parts else ""
+        args = action_parts[1].strip() if len(action_parts) > 1 else ""
+        return Parsed("knowledge", sub=sub, action=action, args=args)
     if sub == "user" or (sub == "group" and in_group):
         action_parts = rest.split(maxsplit=1)
         action = action_parts[0] if action_parts else ""
@@ -223,6 +240,7 @@ class MemoryCommand:
         dmn_trigger: DmnTrigger | None = None,
         cycle_run: CycleRun | None = None,
         profiles: ProfileService | None = None,
+        knowledge: KnowledgeService | None = None,
     ) -> None:
         self.memos = memos
         self.memories = memories
@@ -231,6 +249,7 @@ class MemoryCommand:
         #: runs a cycle in the foreground and reports it (used when no scheduler trigger is set)
         self.cycle_run = cycle_run
         self.profiles = profiles
+        self.knowledge = knowledge
 
     async def run(self, ctx: ToolContext, text: str) -> Reply:
         """Parse and execute one ``/memory …`` (``text`` is everything after the command)."""
@@ -243,6 +262,8 @@ class MemoryCommand:
             if not ctx.roles & DMN_ADMIN_ROLES:
                 return TextReply(f"未知选项：{parsed.sub}")
             return TextReply(await self._dmn(ctx, parsed.args))
+        if parsed.kind == "knowledge":
+            return TextReply(await self._knowledge(ctx, parsed.action, parsed.args))
         if parsed.kind == "usage":
             return TextReply(usage(ctx))
 
@@ -478,3 +499,110 @@ class MemoryCommand:
             log.exception("adding to %s failed", key)
             return f"添加记忆失败: {_reason(exc)}"
         return f"✅ 已添加 {label} 记忆: [{record.id}]"
+
+    # ------------------------------------------------------------------ knowledge
+
+    async def _knowledge(self, ctx: ToolContext, action: str, args: str) -> str:
+        """``/memory knowledge …``: the chat tools' permission rules; grant/revoke for
+        superusers only. A refused reader gets the tools' sentence, which names nothing."""
+        kb = self.knowledge
+        if kb is None:
+            return "知识库不可用：本进程未接入知识库服务"
+        try:
+            if action in ("grant", "revoke"):
+                return await self._grant(ctx, kb, action, args)
+            if action == "suggest":
+                return await self._suggest(ctx, kb, args)
+            if action not in ("list", "read", "search"):
+                return "用法:\n" + "\n".join(USAGE_KNOWLEDGE)
+            if not await kb.can_read(ctx.user_id, ctx.roles, in_group=ctx.in_group):
+                return NO_PERMISSION
+            if not kb.enabled:
+                return DISABLED
+            if action == "list":
+                return await self._knowledge_list(kb)
+            if action == "read":
+                return await self._knowledge_read(kb, args)
+            return await self._knowledge_search(kb, args)
+        except KnowledgeError as exc:
+            return f"❌ {exc}"
+        except Exception as exc:  # the command's outer edge
+            log.exception("/memory knowledge %s failed", action)
+            return f"知识库操作失败: {_reason(exc)}"
+
+    async def _knowledge_list(self, kb: KnowledgeService) -> str:
+        entries = await kb.entries()
+        if not entries:
+            return "📚 知识库为空"
+        lines = [f"📚 知识库（共 {len(entries)} 条）:"]
+        lines.extend(
+            f"[{e.kid}] {e.title} — {preview(e.summary, 40)}（{e.total_lines} 行）" for e in entries
+        )
+        return "\n".join(lines)
+
+    async def _knowledge_read(self, kb: KnowledgeService, args: str) -> str:
+        parts = args.split()
+        if not parts:
+            return "请提供条目 ID，例如: /memory knowledge read 0a1b2c3d"
+        numbers = [parse_count(p, lo=0, hi=10**9) for p in parts[1:3]]
+        if any(n is None for n in numbers):
+            return "行号应为非负整数，例如: /memory knowledge read 0a1b2c3d 0 20"
+        start = numbers[0] if numbers else 0
+        end = numbers[1] if len(numbers) > 1 else (start or 0) + KNOWLEDGE_READ_LINES
+        window = await kb.read(parts[0], start, end)
+        lines = [
+            f"📖 {window.title} [{window.kid}]",
+            window.summary,
+            f"—— 第 {window.range_start}–{window.range_end} 行 / 共 {window.total_lines} 行",
+        ]
+        lines.extend(
+            f"{n}: {line}" for n, line in enumerate(window.body_lines, start=window.range_start)
+        )
+        if window.range_end < window.total_lines:
+            lines.append(
+                f"下一段: /memory knowledge read {window.kid} {window.range_end} "
+                f"{window.range_end + KNOWLEDGE_READ_LINES}"
+            )
+        return "\n".join(lines)
+
+    async def _knowledge_search(self, kb: KnowledgeService, query: str) -> str:
+        if not query:
+            return "请提供搜索关键词，例如: /memory knowledge search 猫的饮食"
+        hits = await kb.search(query, SEARCH_TOP_K)
+        if not hits:
+            return f"📚 知识库中未找到与「{query}」相关的条目"
+        lines = [f"🔍 知识库搜索「{query}」结果（距离越小越相似）:"]
+        lines.extend(
+            f"[{h.kid}] {h.title} — {preview(h.summary, 40)} | 距离: {h.distance:.4f}" for h in hits
+        )
+        return "\n".join(lines)
+
+    async def _suggest(self, ctx: ToolContext, kb: KnowledgeService, args: str) -> str:
+        fields = [f.strip() for f in args.split("|")]
+        if len(fields) < 3 or not all(fields[:3]):
+            return "用法: /memory knowledge suggest <标题> | <摘要> | <正文> [| <理由>]"
+        title, summary, body = fields[:3]
+        reason = " | ".join(fields[3:])
+        sid, pending = await kb.suggest(
+            author_id=ctx.user_id,
+            action="create",
+            title=title,
+            summary=summary,
+            body=body,
+            reason=reason,
+        )
+        return f"✅ 知识建议 #{sid} 已提交，后台记忆管家将在下一轮推理中审查（待处理 {pending} 条）"
+
+    async def _grant(self, ctx: ToolContext, kb: KnowledgeService, action: str, args: str) -> str:
+        if not ctx.is_superuser:
+            return "❌ 仅超级用户可授予或撤销知识库权限"
+        parts = args.split()
+        if len(parts) not in (1, 2):
+            return f"用法: /memory knowledge {action} <用户ID>"
+        user = parts[0]
+        node = parts[1] if len(parts) == 2 else "memory.knowledge"
+        if action == "grant":
+            added = await kb.grant(user, node, by=ctx.user_id)
+            return f"✅ 已授予 {user} {node}" if added else f"{user} 已有 {node}"
+        removed = await kb.revoke(user, node)
+        return f"✅ 已撤销 {user} {node}" if removed else f"{user} 没有 {node}"

@@ -139,3 +139,39 @@ class ToolError(AmritaMemoryError):
         super().__init__(message)
         self.message = message
         self.extra = extra
+
+
+class KnowledgeError(AmritaMemoryError):
+    """A knowledge-base operation was refused; nothing was written. ``str(exc)`` is the
+    sentence for the LLM or the operator (the reference's wording where it had one)."""
+
+
+class KnowledgeNotFound(KnowledgeError):
+    def __init__(self, kid: str) -> None:
+        super().__init__(f"Knowledge not found: {kid}")
+        self.kid = kid
+
+
+class KnowledgeTooLong(KnowledgeError):
+    """The body would exceed ``knowledge_max_chars`` (checked by the write itself, B8)."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        super().__init__(f"Body exceeds max_chars ({length} > {limit})")
+        self.length = length
+        self.limit = limit
+
+
+class KnowledgeRangeError(KnowledgeError):
+    """A line window outside the entry's lines."""
+
+    def __init__(self, message: str, total_lines: int) -> None:
+        super().__init__(message)
+        self.total_lines = total_lines
+
+
+class SuggestionRefused(KnowledgeError):
+    """A knowledge suggestion was not queued (queue full, rate limit, unknown kid)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason

@@ -177,3 +177,47 @@ def parse_count(text: str, *, lo: int, hi: int) -> int | None:
     if len(stripped.lstrip("0")) > _INT64_DIGITS:
         return hi
     return clamp(int(stripped), lo, hi)
+
+
+# ------------------------------------------------------------------ knowledge base
+#: Knowledge fields (reference §10.3 advised "≤200" for the summary; the table's CHECKs
+#: hold the same ceilings). The body's cap is the configured ``knowledge_max_chars``.
+MAX_KNOWLEDGE_TITLE_CHARS = 200
+MAX_KNOWLEDGE_SUMMARY_CHARS = 1000
+MAX_SUGGESTION_REASON_CHARS = 1000
+_SEPARATOR_LINE = re.compile(r"^---\s*$", re.MULTILINE)
+_KID = re.compile(r"^[0-9a-f]{8,32}$")
+
+
+def check_knowledge_title(title: str) -> str:
+    """A title: one line, 1..200 characters (it is the Markdown file's ``# `` line)."""
+    title = check_text(title.strip(), max_chars=MAX_KNOWLEDGE_TITLE_CHARS)
+    if not title:
+        raise InvalidInput("不能为空")
+    if "\n" in title or "\r" in title:
+        raise InvalidInput("只能是一行（不能含换行）")
+    return title
+
+
+def check_knowledge_summary(summary: str) -> str:
+    """A summary: ≤ 1000 characters, not empty (it is what gets embedded), no ``---``
+    line (which would split it from the body in the Markdown file)."""
+    summary = check_text(summary.strip(), max_chars=MAX_KNOWLEDGE_SUMMARY_CHARS)
+    if not summary:
+        raise InvalidInput("不能为空（摘要是检索所用的文本）")
+    if _SEPARATOR_LINE.search(summary):
+        raise InvalidInput("不能含单独一行的 ---（它分隔摘要与正文）")
+    return summary
+
+
+def check_knowledge_body(body: str, max_chars: int) -> str:
+    """A body within ``knowledge_max_chars`` (the write re-checks it under the row lock)."""
+    return check_text(body, max_chars=max_chars)
+
+
+def check_kid(kid: str) -> str:
+    """A knowledge id: 8 (up to 32) lowercase hex characters."""
+    kid = kid.strip()
+    if not _KID.match(kid):
+        raise InvalidInput(f"不是知识条目 ID（8 位十六进制，如 0a1b2c3d），收到 {echo(kid)}")
+    return kid

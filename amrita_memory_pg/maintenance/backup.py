@@ -10,7 +10,7 @@ appear under their final name only when complete. Rotation keeps
 
 JSONL format: line 1 is a header (``format``, ``version``, ``fingerprint``, model,
 ``dim``, ``counts``); then one object per row with ``type`` = ``memory`` | ``memo`` |
-``knowledge`` | ``profile`` | ``profile_history``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
+``knowledge`` | ``profile`` | ``profile_history`` | ``permission_grant``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
 and compact. The reference plugin's ``embed_backup_*.json`` files restore too (their
 texts are re-embedded with the configured model), which is how its users migrate.
 """
@@ -94,6 +94,8 @@ PROFILE_HISTORY_COLUMNS = (
 TIMESTAMP_COLUMNS = {"created_at", "updated_at", "tier_since", "changed_at"}
 #: text[] columns: JSON lists in the JSONL
 ARRAY_COLUMNS = {"tags", "lines", "old_lines", "new_lines"}
+#: permission grants (``amrita-memory grant``): merged back on restore, never wiped
+GRANT_COLUMNS = ("user_id", "node", "granted_by", "created_at")
 #: kind of row → the columns a restore copies back, in order: exactly the result columns
 #: of that kind's export query (:func:`export_sql`; a test compares the two)
 EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -102,6 +104,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "knowledge": KNOWLEDGE_COLUMNS,
     "profile": PROFILE_COLUMNS,
     "profile_history": PROFILE_HISTORY_COLUMNS,
+    "permission_grant": GRANT_COLUMNS,
 }
 
 
@@ -348,6 +351,8 @@ def export_sql(kind: str) -> str:
         return query("export_profiles")
     if kind == "profile_history":
         return query("export_profile_history")
+    if kind == "permission_grant":
+        return query("export_permission_grants")
     raise ValueError(f"no export for {kind!r}")
 
 

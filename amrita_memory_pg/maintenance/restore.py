@@ -24,6 +24,7 @@ from amrita_memory_pg.domain.legacy import LegacyMemory, convert_memory
 from amrita_memory_pg.maintenance.backup import (
     ARRAY_COLUMNS,
     EXPORT_COLUMNS,
+    GRANT_COLUMNS,
     TIMESTAMP_COLUMNS,
     BackupInfo,
     create_backup,
@@ -182,6 +183,8 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
         await _replace_all(conn)
         # the table of each kind is named as the kind
         for kind, columns in EXPORT_COLUMNS.items():
+            if kind == "permission_grant":
+                continue  # merged below: a restore never revokes a grant made since
             table = kind
             await conn.copy_records_to_table(
                 table,
@@ -189,6 +192,11 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
                 columns=list(columns),
                 records=rows(kind, columns),
             )
+        grants = [
+            _record(i, GRANT_COLUMNS) for i in _iter_jsonl(path) if i["type"] == "permission_grant"
+        ]
+        if grants:
+            await conn.executemany(query("merge_restored_grant"), grants)
         await store_meta.write_model(
             conn,
             fingerprint=header.get("fingerprint"),

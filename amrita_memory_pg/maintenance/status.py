@@ -74,6 +74,10 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
         k: row[k]
         for k in ("memories", "partitions", "memos", "knowledge", "profiles", "profile_changes")
     }
+    kb = await pool.fetchrow(query("knowledge_counts"))
+    assert kb is not None
+    report.counts["suggestions"] = kb["suggestions"]
+    report.counts["grants"] = kb["grants"]
     report.dim = meta.dim
     report.key_format = meta.key_format_version
     report.fingerprint = await inspect_fingerprint(store)
@@ -119,7 +123,10 @@ def render_status(report: StatusReport) -> str:
         c = report.counts
         lines.append(f"memories:    {c['memories']} in {c['partitions']} partitions")
         lines.append(f"memos:       {c['memos']}")
-        lines.append(f"knowledge:   {c['knowledge']}")
+        lines.append(
+            f"knowledge:   {c['knowledge']} entries, {c.get('suggestions', 0)} suggestions "
+            f"pending, {c.get('grants', 0)} grants"
+        )
         lines.append(f"profiles:    {c['profiles']} ({c['profile_changes']} changes kept)")
         lines.append(f"backend:     {report.backend}")
         if report.vectors:

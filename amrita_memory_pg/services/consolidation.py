@@ -85,7 +85,10 @@ class L3Hooks:
     on_success: list[CycleHook] = field(default_factory=list)
     on_failure: list[CycleHook] = field(default_factory=list)
     idle_plan: Callable[[str], Awaitable[Mapping[str, Any] | None]] | None = None
-    pending_suggestions: Callable[[], Awaitable[Sequence[Mapping[str, Any]]]] | None = None
+    #: (how many are pending, the first of them)
+    pending_suggestions: Callable[[], Awaitable[tuple[int, Sequence[Mapping[str, Any]]]]] | None = (
+        None
+    )
 
 
 class CycleLlm:

@@ -15,11 +15,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from amrita_memory_pg.services.consolidation import LoopDeps
+from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.consolidation import register_loop_tools
+from amrita_memory_pg.tools.knowledge import register_knowledge_tools
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
@@ -34,6 +36,7 @@ class ToolDeps:
     memos: MemoStore
     settings: Settings
     profiles: ProfileService
+    knowledge: KnowledgeService
     #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
     loop: LoopDeps | None = None
 
@@ -68,11 +71,21 @@ def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     register_profile_loop_tools(registry, deps.profiles)
 
 
+def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
+    register_knowledge_tools(registry, None, deps.knowledge)
+
+
+def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_knowledge_list/read/create/update/delete/search + subconscious_read_suggestions."""
+    register_knowledge_tools(None, registry, deps.knowledge)
+
+
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset, profile_toolset),
-    # The L3 loop's tools: its own (loop), then the profile's; the knowledge toolset joins.
-    "consolidation": (loop_toolset, profile_loop_toolset),
+    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset),
+    # The L3 loop's tools (§8.8): its own (loop), the knowledge base's (12–18), the profile's.
+    "consolidation": (loop_toolset, knowledge_loop_toolset, profile_loop_toolset),
 }
 
 

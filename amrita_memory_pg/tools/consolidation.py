@@ -421,14 +421,15 @@ class LoopTools:
             int((now - last.ended_at).total_seconds() // 60) if last else None
         )
         reply["last_run_summary"] = last.summary if last else None
-        suggestions: list[Any] = []
+        pending, suggestions = 0, []
         if self.loop.hooks.pending_suggestions is not None:
             try:
-                suggestions = list(await self.loop.hooks.pending_suggestions())
+                pending, first = await self.loop.hooks.pending_suggestions()
+                suggestions = list(first)
             except Exception:
                 stale.append("knowledge_suggestions")
         reply["pending_knowledge_suggestions"] = {
-            "count": len(suggestions),
+            "count": pending,
             "ids": [
                 str(s.get("kid") or s.get("id") or s.get("title") or "?") for s in suggestions[:20]
             ],

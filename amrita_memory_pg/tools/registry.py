@@ -113,17 +113,32 @@ class ToolRegistry:
         self._tools: dict[str, Tool[Any]] = {}
         #: the loop's replies are compact JSON (they are re-sent with every later call)
         self.compact = audience == "consolidation"
+        #: other names a tool is called by: accepted by :meth:`call`, never in the schemas
+        self._aliases: dict[str, str] = {}
 
     def register(self, tool: Tool[Any]) -> None:
-        if tool.name in self._tools:
+        if tool.name in self._tools or tool.name in self._aliases:
             raise ValueError(f"tool {tool.name} registered twice for {self.audience}")
         self._tools[tool.name] = tool
+
+    def alias(self, alias: str, name: str) -> None:
+        """Accept ``alias`` as another name of tool ``name`` (e.g. the reference's wire
+        name); the LLM is shown only ``name``, so it is offered each tool once."""
+        if name not in self._tools:
+            raise ValueError(f"alias {alias} of unknown tool {name}")
+        if alias in self._tools or alias in self._aliases:
+            raise ValueError(f"tool {alias} registered twice for {self.audience}")
+        self._aliases[alias] = name
+
+    def aliases(self) -> dict[str, str]:
+        return dict(self._aliases)
 
     def names(self) -> list[str]:
         return list(self._tools)
 
     def get(self, name: str) -> Tool[Any] | None:
-        return self._tools.get(name)
+        """The tool of ``name``, or of the name ``name`` is an alias of."""
+        return self._tools.get(self._aliases.get(name, name))
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -136,7 +151,7 @@ class ToolRegistry:
         self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
     ) -> str:
         """Run a tool and return its JSON reply; never raises."""
-        tool = self._tools.get(name)
+        tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self._tools) or "（无）"
             return error_reply(

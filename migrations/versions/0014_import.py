@@ -1,7 +1,7 @@
 """Import from another installation: import_memory_v1 (merge one memory under the cap).
 
 Revision ID: 0014_import
-Revises: 0010_profiles
+Revises: 0011_knowledge
 Create Date: 2026-12-03
 
 Additive: one function, no table. A killed ``import-legacy`` resumes through
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0014_import"
-down_revision: str | None = "0010_profiles"
+down_revision: str | None = "0011_knowledge"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

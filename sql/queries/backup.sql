@@ -10,13 +10,14 @@
 SELECT pg_export_snapshot() AS snapshot;
 
 -- name: store_counts
--- Rows per kind that a backup holds (memory, memo, knowledge, profile, profile_history),
--- in one round trip.
-SELECT (SELECT count(*) FROM amrita_memory.memory)::integer          AS memory,
-       (SELECT count(*) FROM amrita_memory.memo)::integer            AS memo,
-       (SELECT count(*) FROM amrita_memory.knowledge)::integer       AS knowledge,
-       (SELECT count(*) FROM amrita_memory.profile)::integer         AS profile,
-       (SELECT count(*) FROM amrita_memory.profile_history)::integer AS profile_history;
+-- Rows per kind that a backup holds (memory, memo, knowledge, profile, profile_history,
+-- permission grants), in one round trip.
+SELECT (SELECT count(*) FROM amrita_memory.memory)::integer           AS memory,
+       (SELECT count(*) FROM amrita_memory.memo)::integer             AS memo,
+       (SELECT count(*) FROM amrita_memory.knowledge)::integer        AS knowledge,
+       (SELECT count(*) FROM amrita_memory.profile)::integer          AS profile,
+       (SELECT count(*) FROM amrita_memory.profile_history)::integer  AS profile_history,
+       (SELECT count(*) FROM amrita_memory.permission_grant)::integer AS permission_grant;
 
 -- name: export_memories
 -- Every memory with its vector, in id order (= MEMORY_COLUMNS).
@@ -49,6 +50,19 @@ SELECT partition_key, version, operation, actor_kind, actor, cycle_id,
        old_summary, old_lines, new_summary, new_lines, changed_at
   FROM amrita_memory.profile_history
  ORDER BY partition_key, version;
+
+-- name: export_permission_grants
+-- Every permission grant, by user (= GRANT_COLUMNS).
+SELECT user_id, node, granted_by, created_at
+  FROM amrita_memory.permission_grant
+ ORDER BY user_id, node;
+
+-- name: merge_restored_grant
+-- One grant of a backup, merged: a restore never revokes a grant made since the backup
+-- (clear_store leaves the grants alone), and restoring twice changes nothing.
+INSERT INTO amrita_memory.permission_grant (user_id, node, granted_by, created_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (user_id, node) DO NOTHING;
 
 -- name: clear_store
 -- Empty the store before a restore copies the backup in, in the restore's transaction:

@@ -52,9 +52,10 @@ SELECT row_id, body, updated_at
 
 -- name: reembed_pending_knowledge
 -- Up to $3 knowledge entries after kid $2 without a valid staged vector of fingerprint
--- $1, with the text to embed (title and summary: what a knowledge search matches).
+-- $1, with the text to embed: the summary, what a knowledge write embeds and a
+-- knowledge search matches (reembed_pending_knowledge_v2, sql/functions/knowledge_v1.sql).
 SELECT row_id, body, updated_at
-  FROM amrita_memory.reembed_pending_knowledge_v1($1, $2, $3);
+  FROM amrita_memory.reembed_pending_knowledge_v2($1, $2, $3);
 
 -- name: reembed_stage_vector
 -- Stage the new vector $4 (fingerprint $3) of row $2 of kind $1, computed from the text

@@ -170,6 +170,10 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "read_memo",
         "append_memo",
         "update_memo",
+        "knowledge_list",
+        "knowledge_read",
+        "knowledge_search",
+        "knowledge_suggest",
         "read_profile",
     ]
     async with memory_on(db_dsn, tmp_path) as plain:
@@ -181,6 +185,7 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         loop = with_l3.registries["consolidation"]
         assert loop.audience == "consolidation" and len(loop) >= 16
         assert all(name.startswith("subconscious_") for name in loop.names())
+        assert not set(loop.names()) & set(chat)
         assert with_l3.tools.names() == chat
         # a chat tool is not callable through the loop's registry
         refused = json.loads(await loop.call("write_memory", _write(), ALICE_IN_GROUP))

@@ -126,12 +126,28 @@ def config() -> AmritaConfig:
 def installed(mem: Memory) -> Iterator[Installation]:
     """Our adapter in amrita-core's global registries, taken out again afterwards."""
     assert not any(ToolsManager().has_tool(name) for name in REFERENCE_TOOLS)
-    installation = install(mem)
+    installation = install(mem, enrich=liteperm_stub)
     try:
         yield installation
     finally:
         installation.uninstall()
     assert not any(ToolsManager().has_tool(name) for name in REFERENCE_TOOLS)
+
+
+#: users LitePerm would grant memory.knowledge to, in these tests
+LITEPERM_KNOWLEDGE = {"30003"}
+
+
+async def liteperm_stub(chat_object: Any, ctx: ToolContext) -> ToolContext:
+    """What the NoneBot plugin's LitePerm look-up adds, for the users listed above."""
+    if ctx.user_id in LITEPERM_KNOWLEDGE:
+        return ToolContext(
+            platform=ctx.platform,
+            user_id=ctx.user_id,
+            group_id=ctx.group_id,
+            roles=ctx.roles | {"memory.knowledge"},
+        )
+    return ctx
 
 
 async def call(chat: ChatObject, config: AmritaConfig, name: str, args: dict[str, Any]) -> str:
@@ -161,9 +177,7 @@ async def fire_pre_completion(chat: ChatObject, config: AmritaConfig) -> PreComp
 def test_tools_are_registered_in_the_global_manager_with_our_schemas(
     installed: Installation, mem: Memory, config: AmritaConfig
 ) -> None:
-    # every chat tool: the reference's L2 and memo tools first, in its order, then ours
-    # that it registered elsewhere (read_profile)
-    assert installed.tools == mem.tools.names()
+    assert installed.tools == [s["function"]["name"] for s in mem.tool_schemas()]
     assert installed.tools[: len(REFERENCE_TOOLS)] == REFERENCE_TOOLS
     for ours in mem.tool_schemas():
         name = ours["function"]["name"]
@@ -293,7 +307,7 @@ async def test_installing_next_to_the_old_plugins_tools_fails_and_registers_noth
     first = install(mem, manager=manager, memo_hook=False)
     with pytest.raises(ConfigError, match="write_memory"):
         install(mem, manager=manager, memo_hook=False)
-    assert sorted(manager.get_tools()) == sorted(mem.tools.names())
+    assert sorted(manager.get_tools()) == sorted(first.tools)
     first.uninstall()
     assert manager.get_tools() == {}
 
@@ -405,3 +419,35 @@ async def test_the_memo_is_taken_out_before_amrita_core_stores_the_history(
     await MatcherFactory.trigger_event(done, config, chat, **chat._hook_kwargs)
     stored = [m.model_dump() for m in wrap.unwrap(exclude_system=True)]
     assert stored == [m.model_dump() for m in history().unwrap(exclude_system=True)]
+
+
+async def test_knowledge_reads_are_registered_and_decided_per_call(
+    installed: Installation, mem: Memory, config: AmritaConfig
+) -> None:
+    """Every chat tool is offered to every speaker; the knowledge reads are allowed or
+    refused by the call, with LitePerm's node from the adapter's enrich hook."""
+    assert {"knowledge_list", "knowledge_read", "knowledge_search", "knowledge_suggest"} <= set(
+        installed.tools
+    )
+    await mem.knowledge.create(title="秘密", summary="只给有权限的人", body="b")
+    refused = json.loads(
+        await call(chat_object(private_event(ALICE), config), config, "knowledge_list", {})
+    )
+    assert refused == {
+        "status": "error",
+        "message": "无权限读取知识库（需要 LP 节点 memory.knowledge，或 lp.admin / 超级用户）",
+    }
+    allowed = json.loads(
+        await call(chat_object(group_event("30003"), config), config, "knowledge_list", {})
+    )
+    assert allowed["status"] == "success" and allowed["items"][0]["title"] == "秘密"
+    # anyone may suggest
+    suggested = json.loads(
+        await call(
+            chat_object(private_event(ALICE), config),
+            config,
+            "knowledge_suggest",
+            {"action": "create", "title": "t", "summary": "s", "body": "b", "reason": "r"},
+        )
+    )
+    assert suggested["status"] == "success"

@@ -13,6 +13,7 @@ from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.embedding.hashing import HashingProvider
 from amrita_memory_pg.maintenance.backup import (
     EXPORT_COLUMNS,
+    GRANT_COLUMNS,
     KNOWLEDGE_COLUMNS,
     MEMO_COLUMNS,
     MEMORY_COLUMNS,
@@ -54,7 +55,7 @@ async def _fill(dsn: str, data_dir: Path) -> None:
             GROUP,
             "这是一个技术群",
         )
-        await add_knowledge(mem, "cats", "猫的饮食", "不能吃巧克力", "正文\n第二行")
+        await add_knowledge(mem, "0a1b2c3d", "猫的饮食", "不能吃巧克力", "正文\n第二行")
 
 
 async def test_backup_then_restore_into_a_fresh_database_is_identical(
@@ -66,7 +67,8 @@ async def test_backup_then_restore_into_a_fresh_database_is_identical(
         info = await create_backup(mem.store)
     assert info.jsonl_path.exists() and info.dump_path.exists()
     assert info.counts == {
-        "memory": 26, "memo": 2, "knowledge": 1, "profile": 0, "profile_history": 0
+        "memory": 26, "memo": 2, "knowledge": 1, "profile": 0, "profile_history": 0,
+        "permission_grant": 0,
     }  # fmt: skip
     header = json.loads(info.jsonl_path.read_text(encoding="utf-8").splitlines()[0])
     assert header["format"] == "amrita_memory_pg.backup" and header["dim"] == 384
@@ -283,6 +285,7 @@ async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_ba
         "knowledge": KNOWLEDGE_COLUMNS,
         "profile": PROFILE_COLUMNS,
         "profile_history": PROFILE_HISTORY_COLUMNS,
+        "permission_grant": GRANT_COLUMNS,
     }
     for kind, columns in EXPORT_COLUMNS.items():  # each kind is its table's name
         statement = await conn.prepare(export_sql(kind))

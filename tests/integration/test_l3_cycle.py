@@ -202,3 +202,27 @@ async def test_the_scheduler_runs_the_loop_and_the_loop_shows_the_plan(
         assert dry.dry_run and none is None
         final = await mem.scheduling.state(TARGET)
         assert final is not None and final.runs == again.runs  # a dry run is not a run
+
+
+async def test_suggestions_a_cycle_reads_are_handled_only_if_it_succeeds(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """W15 end to end: the runner's hooks are the knowledge base's complete/release, so a
+    failed cycle leaves what it read pending, and get_context counts what waits."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        await mem.knowledge.suggest(
+            author_id="10002", action="create", title="猫粮", summary="猫粮品牌", body="皇家"
+        )
+        llm.call("subconscious_read_suggestions", {})
+        llm.fail(500, "upstream exploded")
+        failed = await mem.run_cycle(TARGET)
+        assert not failed.ok
+        assert tool_replies(llm.requests[0])[0]["pending_knowledge_suggestions"]["count"] == 1
+        assert tool_replies(llm.requests[1])[1]["total"] == 1  # it did read (claim) it
+        assert (await mem.knowledge.pending_suggestions())[0] == 1  # released again
+
+        llm.call("subconscious_read_suggestions", {})
+        llm.call("subconscious_iter_stop", {"summary": "处理了建议"})
+        done = await mem.run_cycle(TARGET)
+        assert done.ok, done.error
+        assert (await mem.knowledge.pending_suggestions())[0] == 0

@@ -98,7 +98,7 @@ async def test_clearing_the_store_empties_every_table_a_restore_replaces(
     )
     await conn.execute(
         "INSERT INTO amrita_memory.knowledge (kid, title, embedding, embed_fingerprint) "
-        "VALUES ('kb', 't', $1::text::vector, 'f')",
+        "VALUES ('0000abcd', 't', $1::text::vector, 'f')",
         vector,
     )
     await conn.execute(

@@ -38,8 +38,8 @@ async def _seed(dsn: str, data_dir: Path, n: int = 40) -> list[str]:
             ).id
             for i in range(n)
         ]
-        await add_knowledge(mem, "k1", "猫的饮食", "猫不能吃巧克力")
-        await add_knowledge(mem, "k2", "咖啡", "咖啡因对猫有害")
+        await add_knowledge(mem, "0000000a", "猫的饮食", "猫不能吃巧克力")
+        await add_knowledge(mem, "0000000b", "咖啡", "咖啡因对猫有害")
     return ids
 
 

@@ -22,7 +22,15 @@ DISTRIBUTED = {
     "pending_message": "target_key",
 }
 #: small or global tables, replicated to every node
-REFERENCE = {"store_meta", "sweep_state", "knowledge", "reembed_job", "reembed_staging"}
+REFERENCE = {
+    "store_meta",
+    "sweep_state",
+    "knowledge",
+    "reembed_job",
+    "reembed_staging",
+    "knowledge_suggestion",
+    "permission_grant",
+}
 #: stays on the coordinator, where migrations run
 LOCAL = {"alembic_version"}
 

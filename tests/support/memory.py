@@ -51,14 +51,5 @@ async def checksum(mem: Memory) -> dict[str, Any]:
 
 
 async def add_knowledge(mem: Memory, kid: str, title: str, summary: str, body: str = "") -> None:
-    (vector,) = await mem.embedder.embed_passages([f"{title}\n{summary}"])
-    await mem.pool.execute(
-        "INSERT INTO amrita_memory.knowledge (kid, title, summary, body, embedding, embed_fingerprint) "
-        "VALUES ($1, $2, $3, $4, $5, $6)",
-        kid,
-        title,
-        summary,
-        body,
-        vector,
-        mem.embedder.fingerprint,
-    )
+    """One knowledge entry under ``kid``, written the way every surface writes it."""
+    await mem.knowledge.create(kid=kid, title=title, summary=summary, body=body)

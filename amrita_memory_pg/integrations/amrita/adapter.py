@@ -45,6 +45,8 @@ from amrita_sense.hook.matcher import EventRegistry, Matcher
 from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.knowledge import READ_TOOLS
 from amrita_memory_pg.tools.registry import error_reply
 
 log = logging.getLogger(__name__)
@@ -93,18 +95,34 @@ def amrita_schema(schema: Mapping[str, Any]) -> FunctionDefinitionSchema:
 
 
 ToolHandler = Callable[[AmritaToolContext], Awaitable[str]]
+#: Adds what only an async look-up can tell (LitePerm nodes) to the speaker of a turn,
+#: for the tools whose permission depends on it (the knowledge reads).
+Enrich = Callable[[Any, ToolContext], Awaitable[ToolContext]]
 
 
-def _tool_handler(name: str, provider: MemoryProvider, identify: Identify) -> ToolHandler:
-    """amrita-core's ``custom_run`` tool function for one of our tools (never raises)."""
+def _tool_handler(
+    name: str, provider: MemoryProvider, identify: Identify, enrich: Enrich | None = None
+) -> ToolHandler:
+    """amrita-core's ``custom_run`` tool function for one of our tools (never raises).
+
+    Every tool is registered (schemas are not filtered by who speaks); permission is
+    decided by the call, with the speaker's roles — LitePerm's nodes added by ``enrich``
+    for the tools that need them.
+    """
 
     async def handler(call: AmritaToolContext) -> str:
         memory = _current(provider)
         if memory is None:
             return error_reply(NOT_READY)
-        ctx = identify(getattr(call.ctx, "chat_object", None))
+        chat_object = getattr(call.ctx, "chat_object", None)
+        ctx = identify(chat_object)
         if ctx is None:
             return error_reply(NO_CONTEXT)
+        if enrich is not None and name in READ_TOOLS:
+            try:
+                ctx = await enrich(chat_object, ctx)
+            except Exception:  # an optional permission plugin: its failure denies, never breaks
+                log.warning("permission look-up for %s failed; using the base roles", name)
         return await memory.call_tool(name, call.data, ctx)
 
     handler.__name__ = handler.__qualname__ = f"amrita_memory_pg_{name}"
@@ -117,6 +135,7 @@ def register_tools(
     *,
     manager: MultiToolsManager | None = None,
     identify: Identify = chat_context,
+    enrich: Enrich | None = None,
 ) -> list[str]:
     """Register one amrita-core tool per schema (all or none); returns the names.
 
@@ -129,7 +148,7 @@ def register_tools(
         ToolData(
             # strict=True and custom_run=True: as the reference registered them
             data=ToolFunctionSchema(function=amrita_schema(s), type="function", strict=True),
-            func=_tool_handler(s["function"]["name"], provider, identify),
+            func=_tool_handler(s["function"]["name"], provider, identify, enrich),
             custom_run=True,
         )
         for s in schemas
@@ -242,6 +261,7 @@ def install(
     manager: MultiToolsManager | None = None,
     identify: Identify = chat_context,
     memo_hook: bool = True,
+    enrich: Enrich | None = None,
 ) -> Installation:
     """Register the chat tools and the memo hook: the drop-in for amrita_plugin_memory.
 
@@ -254,6 +274,6 @@ def install(
         if memory is None:
             raise ConfigError("install() needs schemas= while the memory is not open yet")
         schemas = memory.tool_schemas()
-    names = register_tools(provider, schemas, manager=target, identify=identify)
+    names = register_tools(provider, schemas, manager=target, identify=identify, enrich=enrich)
     matchers = register_memory_hook(provider, identify=identify) if memo_hook else []
     return Installation(manager=target, tools=names, matchers=matchers)

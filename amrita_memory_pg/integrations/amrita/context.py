@@ -14,7 +14,8 @@ strings as the host's ``make_uni_id``; a truthy ``group_id`` makes it a group ch
 memo is the group's (§2.3). Roles: the OneBot sender role ``owner`` / ``admin`` (group
 chats only), and ``superuser`` when the user id is in the bot's NoneBot ``SUPERUSERS``
 (the same two spellings NoneBot's ``SUPERUSER`` permission accepts). LitePerm nodes
-are not consulted: no chat tool needs them.
+(``lp.admin``, ``memory.knowledge``) need an async look-up: the NoneBot plugin adds them
+for the knowledge reads through the adapter's ``enrich`` hook (:func:`chat_event`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,17 @@ def event_context(event: Any, bot: Any = None) -> ToolContext | None:
         group_id=str(group_id) if group_id else None,
         roles=frozenset(roles),
     )
+
+
+def chat_event(chat_object: Any) -> Any | None:
+    """The NoneBot event of an AmritaBot turn, or None (for LitePerm look-ups)."""
+    hook_kwargs = getattr(chat_object, "_hook_kwargs", None)
+    if not isinstance(hook_kwargs, Mapping):
+        return None
+    bot_ctx = hook_kwargs.get(AMRITA_CTX_KEY)
+    if not isinstance(bot_ctx, Mapping):
+        return None
+    return bot_ctx.get("event")
 
 
 def chat_context(chat_object: Any) -> ToolContext | None:

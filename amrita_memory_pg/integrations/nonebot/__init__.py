@@ -25,7 +25,11 @@ require("nonebot_plugin_apscheduler")
 
 from nonebot_plugin_apscheduler import scheduler  # noqa: E402
 
-from amrita_memory_pg.commands.memory_command import DMN_SUBS, TextReply  # noqa: E402
+from amrita_memory_pg.commands.memory_command import (  # noqa: E402
+    DMN_SUBS,
+    KNOWLEDGE_SUBS,
+    TextReply,
+)
 from amrita_memory_pg.domain.errors import NotReady  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.amritabot import install_into_amrita  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.config import (  # noqa: E402
@@ -165,7 +169,7 @@ async def _memory(
     sub = parts[0].lower() if parts else ""
     try:
         command = runtime.command()
-        ctx = await tool_context(bot, event, check_liteperm=sub in DMN_SUBS)
+        ctx = await tool_context(bot, event, check_liteperm=sub in DMN_SUBS | KNOWLEDGE_SUBS)
         reply = await command.run(ctx, text)
     except NotReady as exc:
         reply = TextReply(f"记忆服务未就绪：{exc}")

@@ -10,15 +10,30 @@ plugin's one open :class:`Memory`. Failures only log: the bot and ``/memory`` go
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from amrita_memory_pg.domain.errors import ConfigError
+from amrita_memory_pg.integrations.nonebot.context import liteperm_roles
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime
+from amrita_memory_pg.tools.context import ToolContext
 
 if TYPE_CHECKING:
     from amrita_memory_pg.integrations.amrita import Installation
 
 log = logging.getLogger(__name__)
+
+
+async def _liteperm(chat_object: Any, ctx: ToolContext) -> ToolContext:
+    """The speaker's LitePerm nodes (lp.admin, memory.knowledge) added to their roles,
+    for the knowledge reads; without LitePerm or an event, the context as it was."""
+    from amrita_memory_pg.integrations.amrita.context import chat_event
+
+    event = chat_event(chat_object)
+    if event is None:
+        return ctx
+    extra = await liteperm_roles(event)
+    return replace(ctx, roles=ctx.roles | extra) if extra else ctx
 
 
 def install_into_amrita(runtime: Runtime) -> Installation | None:
@@ -36,7 +51,9 @@ def install_into_amrita(runtime: Runtime) -> Installation | None:
         )
         return None
     try:
-        installation = install(lambda: runtime.memory, schemas=memory.tool_schemas())
+        installation = install(
+            lambda: runtime.memory, schemas=memory.tool_schemas(), enrich=_liteperm
+        )
     except ConfigError as exc:
         log.warning("memory tools not registered with AmritaBot: %s", exc)
         return None

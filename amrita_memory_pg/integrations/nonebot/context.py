@@ -10,6 +10,7 @@ from nonebot import get_plugin
 from nonebot.adapters import Bot, Event
 from nonebot.permission import SUPERUSER
 
+from amrita_memory_pg.domain.knowledge import KNOWLEDGE_NODE
 from amrita_memory_pg.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -17,6 +18,8 @@ log = logging.getLogger(__name__)
 #: NoneBot adapter name → our platform name (which picks the partition-key prefix)
 PLATFORMS = {"OneBot V11": "qq", "Console": "console"}
 LITEPERM_PLUGINS = ("nonebot_plugin_liteperm", "liteperm")
+#: LitePerm nodes that become roles: its admin, and the knowledge base's read node
+LITEPERM_NODES = ("lp.admin", KNOWLEDGE_NODE)
 
 
 def platform_of(bot: Bot) -> str:
@@ -44,20 +47,30 @@ def sender_role(event: Event) -> str | None:
     return str(role) if role else None
 
 
-async def has_liteperm_admin(event: Event) -> bool:
-    """Whether LitePerm (when loaded) grants ``lp.admin``; any failure counts as no."""
+async def has_liteperm_node(event: Event, node: str) -> bool:
+    """Whether LitePerm (when loaded) grants ``node``; any failure counts as no."""
     for plugin_id in LITEPERM_PLUGINS:
         plugin = get_plugin(plugin_id)
         if plugin is None:
             continue
         try:
             rules: Any = importlib.import_module(f"{plugin.module_name}.api.rules")
-            checker = rules.UserPermissionChecker(permission="lp.admin").checker()
+            checker = rules.UserPermissionChecker(permission=node).checker()
             return bool(await checker(event))
         except Exception:  # an optional plugin's API: never let it break the command
-            log.warning("LitePerm lp.admin check failed; treating as not admin", exc_info=True)
+            log.warning("LitePerm %s check failed; treating as not granted", node, exc_info=True)
             return False
     return False
+
+
+async def has_liteperm_admin(event: Event) -> bool:
+    """Whether LitePerm (when loaded) grants ``lp.admin``."""
+    return await has_liteperm_node(event, "lp.admin")
+
+
+async def liteperm_roles(event: Event) -> set[str]:
+    """The LitePerm nodes our permission checks use that the sender holds, as roles."""
+    return {node for node in LITEPERM_NODES if await has_liteperm_node(event, node)}
 
 
 async def tool_context(bot: Bot, event: Event, *, check_liteperm: bool = False) -> ToolContext:
@@ -68,8 +81,8 @@ async def tool_context(bot: Bot, event: Event, *, check_liteperm: bool = False) 
     role = sender_role(event)
     if role in ("owner", "admin"):
         roles.add(role)
-    if check_liteperm and await has_liteperm_admin(event):
-        roles.add("lp.admin")
+    if check_liteperm:
+        roles |= await liteperm_roles(event)
     return ToolContext(
         platform=platform_of(bot),
         user_id=str(event.get_user_id()),

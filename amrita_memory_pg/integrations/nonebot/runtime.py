@@ -86,6 +86,7 @@ class Runtime:
             dmn_trigger=self.dmn_trigger,
             cycle_run=self._cycle_run if memory.consolidator is not None else None,
             profiles=memory.profiles,
+            knowledge=memory.knowledge,
         )
 
     async def _cycle_run(

@@ -184,13 +184,85 @@ knowledge = Table(
     Column("kid", Text, primary_key=True),
     Column("title", Text, nullable=False),
     Column("summary", Text, nullable=False, server_default=text("''::text")),
-    Column("body", Text, nullable=False, server_default=text("''::text")),
-    Column("embedding", VECTOR(), nullable=False, comment="vector of title + summary"),
+    Column(
+        "body",
+        Text,
+        nullable=False,
+        server_default=text("''::text"),
+        comment="the body as one text; its lines (split on \\n, '' = no lines) are derived",
+    ),
+    Column(
+        "embedding",
+        VECTOR(),
+        nullable=False,
+        comment="vector of the summary (what a knowledge search matches, as in the reference)",
+    ),
     Column("embed_fingerprint", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     CheckConstraint("kid <> ''", name="kid_nonempty"),
+    CheckConstraint("kid ~ '^[0-9a-f]{8,32}$'", name="kid_format"),
+    CheckConstraint(
+        "char_length(title) BETWEEN 1 AND 200 AND strpos(title, E'\\n') = 0", name="title_length"
+    ),
+    CheckConstraint("char_length(summary) <= 1000", name="summary_length"),
+    # knowledge_max_chars may be configured up to 100000; the configured cap is checked
+    # by the write functions (sql/functions/knowledge_v1.sql).
+    CheckConstraint("char_length(body) <= 100000", name="body_ceiling"),
     comment="Global knowledge base (L3); its vectors are re-embedded and backed up with the memories",
+)
+
+knowledge_suggestion = Table(
+    "knowledge_suggestion",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("action", Text, nullable=False, comment="create | update"),
+    Column("kid", Text, nullable=True, comment="the entry to update (update only)"),
+    Column("title", Text, nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("reason", Text, nullable=False, server_default=text("''::text")),
+    Column("author_id", Text, nullable=False, comment="user id of the suggester"),
+    Column(
+        "status",
+        Text,
+        nullable=False,
+        server_default=text("'pending'::text"),
+        comment="pending | claimed (by a running cycle) | done",
+    ),
+    Column("claimed_by_cycle", BigInteger, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("handled_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("action IN ('create', 'update')", name="action"),
+    CheckConstraint("status IN ('pending', 'claimed', 'done')", name="status"),
+    CheckConstraint("(status = 'claimed') = (claimed_by_cycle IS NOT NULL)", name="claim"),
+    CheckConstraint(
+        "char_length(title) <= 200 AND char_length(summary) <= 1000 "
+        "AND char_length(body) <= 100000 AND char_length(reason) <= 1000",
+        name="sizes",
+    ),
+    PrimaryKeyConstraint("id"),
+    comment="Knowledge suggestions from the chat, bounded, claimed by an L3 cycle, "
+    "marked done only when that cycle succeeds",
+)
+Index("ix_knowledge_suggestion_status_id", knowledge_suggestion.c.status, knowledge_suggestion.c.id)
+Index(
+    "ix_knowledge_suggestion_author_id_created_at",
+    knowledge_suggestion.c.author_id,
+    knowledge_suggestion.c.created_at,
+)
+
+permission_grant = Table(
+    "permission_grant",
+    metadata,
+    Column("user_id", Text, primary_key=True, comment="the user's id (QQ number)"),
+    Column("node", Text, primary_key=True, comment="memory.knowledge"),
+    Column("granted_by", Text, nullable=False, comment="cli, or the granting user"),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    CheckConstraint("node IN ('memory.knowledge')", name="node"),
+    CheckConstraint("user_id <> ''", name="user_nonempty"),
+    comment="Permission nodes granted to users from the CLI or /memory (LitePerm's, when absent)",
 )
 
 reembed_job = Table(

@@ -1,0 +1,237 @@
+"""``amrita-memory knowledge …`` and ``grant`` / ``revoke`` / ``grants``.
+
+The knowledge base is managed here whether or not the L3 loop runs: list, show, add,
+edit (whole fields or a line range), rm, search, and Markdown export/import in the
+reference's layout (``KNOWLEDGE_{kid}.md`` + ``knowledge_index.json``). The same
+validation and limits as the tools (``knowledge_max_chars`` is checked by the write).
+``grant``/``revoke`` manage the ``memory.knowledge`` permission of chat users (what
+LitePerm's node does where LitePerm is installed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import click
+
+from amrita_memory_pg.bootstrap import open_store
+from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.domain.knowledge import KNOWLEDGE_NODE, preview
+from amrita_memory_pg.maintenance.knowledge import (
+    export_markdown,
+    import_markdown,
+    knowledge_service,
+)
+from amrita_memory_pg.services.knowledge import KnowledgeService
+
+
+@asynccontextmanager
+async def service(state: CliState) -> AsyncIterator[KnowledgeService]:
+    async with open_store(state.settings) as store:
+        yield knowledge_service(store)
+
+
+def _body(body: str | None, body_file: Path | None) -> str | None:
+    if body is not None and body_file is not None:
+        raise click.UsageError("give --body or --body-file, not both")
+    if body_file is not None:
+        return body_file.read_text(encoding="utf-8")
+    return body
+
+
+@cli.group()
+def knowledge() -> None:
+    """The global knowledge base (entries, Markdown export/import, suggestions)."""
+
+
+@knowledge.command("list")
+@click.pass_obj
+@run_async
+async def knowledge_list(state: CliState) -> None:
+    """Every entry: kid, lines, characters, title, summary preview."""
+    async with service(state) as kb:
+        entries = await kb.entries()
+    if not entries:
+        click.echo("知识库为空")
+        return
+    for e in entries:
+        click.echo(
+            f"{e.kid}  {e.total_lines:>4} 行 {e.char_count:>6} 字  {e.title} — {preview(e.summary, 40)}"
+        )
+    click.echo(f"共 {len(entries)} 条")
+
+
+@knowledge.command("show")
+@click.argument("kid")
+@click.option("--start", "start", type=int, default=None, help="First line (0-based).")
+@click.option("--end", "end", type=int, default=None, help="End line (exclusive).")
+@click.pass_obj
+@run_async
+async def knowledge_show(state: CliState, kid: str, start: int | None, end: int | None) -> None:
+    """Title, summary and numbered body lines of one entry."""
+    async with service(state) as kb:
+        window = await kb.read(kid, start, end)
+    click.echo(f"# {window.title}  [{window.kid}]")
+    click.echo(window.summary)
+    click.echo(f"--- 行 {window.range_start}..{window.range_end} / 共 {window.total_lines} 行")
+    for number, line in enumerate(window.body_lines, start=window.range_start):
+        click.echo(f"{number:>4}  {line}")
+
+
+@knowledge.command("add")
+@click.option("--title", required=True)
+@click.option("--summary", required=True, help="What a search matches (it is embedded).")
+@click.option("--body", default=None)
+@click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.pass_obj
+@run_async
+async def knowledge_add(
+    state: CliState, title: str, summary: str, body: str | None, body_file: Path | None
+) -> None:
+    """Create an entry; prints its kid."""
+    text = _body(body, body_file) or ""
+    async with service(state) as kb:
+        written = await kb.create(title=title, summary=summary, body=text)
+    click.echo(f"已创建 {written.kid} （{written.total_lines} 行，{written.char_count} 字）")
+
+
+@knowledge.command("edit")
+@click.argument("kid")
+@click.option("--title", default=None)
+@click.option("--summary", default=None)
+@click.option("--body", default=None)
+@click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--start", "start", type=int, default=None, help="Replace lines from here…")
+@click.option(
+    "--end", "end", type=int, default=None, help="…to here (exclusive; default: the end)."
+)
+@click.pass_obj
+@run_async
+async def knowledge_edit(
+    state: CliState,
+    kid: str,
+    title: str | None,
+    summary: str | None,
+    body: str | None,
+    body_file: Path | None,
+    start: int | None,
+    end: int | None,
+) -> None:
+    """Change fields of an entry; with --start the body replaces lines [start, end)."""
+    text = _body(body, body_file)
+    async with service(state) as kb:
+        written = await kb.update(
+            kid, title=title, summary=summary, body=text, start_line=start, end_line=end
+        )
+    click.echo(f"已更新 {written.kid} （{written.total_lines} 行，{written.char_count} 字）")
+
+
+@knowledge.command("rm")
+@click.argument("kid")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+@run_async
+async def knowledge_rm(state: CliState, kid: str, yes: bool) -> None:
+    """Delete an entry."""
+    if not yes:
+        click.confirm(f"删除知识条目 {kid}？", abort=True)
+    async with service(state) as kb:
+        await kb.delete(kid)
+    click.echo(f"已删除 {kid}")
+
+
+@knowledge.command("search")
+@click.argument("query")
+@click.option("--top-k", type=click.IntRange(1, 50), default=5, show_default=True)
+@click.pass_obj
+@run_async
+async def knowledge_search(state: CliState, query: str, top_k: int) -> None:
+    """Semantic search over the summaries."""
+    async with service(state) as kb:
+        hits = await kb.search(query, top_k)
+    if not hits:
+        click.echo("没有结果")
+    for h in hits:
+        click.echo(f"{h.kid}  {h.distance:.4f}  {h.title} — {preview(h.summary, 40)}")
+
+
+@knowledge.command("export")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.pass_obj
+@run_async
+async def knowledge_export(state: CliState, directory: Path) -> None:
+    """Write KNOWLEDGE_{kid}.md files and knowledge_index.json into DIRECTORY."""
+    async with service(state) as kb:
+        written = await export_markdown(kb, directory.expanduser())
+    click.echo(f"已导出 {len(written)} 条到 {directory.expanduser().resolve()}")
+
+
+@knowledge.command("import")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.pass_obj
+@run_async
+async def knowledge_import(state: CliState, directory: Path) -> None:
+    """Create or overwrite entries from the KNOWLEDGE_{kid}.md files of DIRECTORY."""
+    async with service(state) as kb:
+        report = await import_markdown(kb, directory.expanduser())
+    click.echo(
+        f"已导入：新建 {len(report.created)}，覆盖 {len(report.updated)}，未变 {len(report.unchanged)}"
+    )
+
+
+@knowledge.command("suggestions")
+@click.pass_obj
+@run_async
+async def knowledge_suggestions(state: CliState) -> None:
+    """Unhandled suggestions from the chat (pending, or claimed by a running cycle)."""
+    async with service(state) as kb:
+        total, rows = await kb.pending_suggestions(limit=1000)
+    if not total:
+        click.echo("没有待处理的知识建议")
+        return
+    for r in rows:
+        where = f"cycle {r['claimed_by_cycle']}" if r["status"] == "claimed" else "pending"
+        target = f" {r['kid']}" if r["kid"] else ""
+        click.echo(
+            f"#{r['id']}  {r['action']}{target}  {r['title']}  by {r['author_id']}  ({where})"
+        )
+    click.echo(f"共 {total} 条")
+
+
+@cli.command()
+@click.argument("user")
+@click.argument("node", default=KNOWLEDGE_NODE)
+@click.pass_obj
+@run_async
+async def grant(state: CliState, user: str, node: str) -> None:
+    """Grant NODE (default memory.knowledge) to chat user USER."""
+    async with service(state) as kb:
+        added = await kb.grant(user, node, by="cli")
+    click.echo(f"已授予 {user} {node}" if added else f"{user} 已有 {node}")
+
+
+@cli.command()
+@click.argument("user")
+@click.argument("node", default=KNOWLEDGE_NODE)
+@click.pass_obj
+@run_async
+async def revoke(state: CliState, user: str, node: str) -> None:
+    """Revoke NODE (default memory.knowledge) from chat user USER."""
+    async with service(state) as kb:
+        removed = await kb.revoke(user, node)
+    click.echo(f"已撤销 {user} {node}" if removed else f"{user} 没有 {node}")
+
+
+@cli.command()
+@click.pass_obj
+@run_async
+async def grants(state: CliState) -> None:
+    """Every granted permission."""
+    async with service(state) as kb:
+        rows = await kb.grants()
+    if not rows:
+        click.echo("没有授权")
+    for user, node, by, at in rows:
+        click.echo(f"{user}  {node}  by {by}  {at:%Y-%m-%d %H:%M}")

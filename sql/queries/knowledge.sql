@@ -1,0 +1,112 @@
+-- The knowledge base, its suggestion queue and permission grants
+-- (amrita_memory_pg/storage/knowledge.py, one typed wrapper each). Entries are read and
+-- written through the functions of sql/functions/knowledge_v1.sql, which check the
+-- configured limits in the write itself and report refusals in a status column.
+
+-- name: knowledge_create
+-- Create entry $1 (title $2, summary $3, body $4, summary vector $5 of fingerprint $6)
+-- unless the body exceeds $7 characters; $8 = now; $9-$11 = the embedder's protocol,
+-- model and base URL (recorded by the store's first write). status created | too_long | exists.
+SELECT status, kid, total_lines, char_count
+  FROM amrita_memory.knowledge_create_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+
+-- name: knowledge_update
+-- Update entry $1: title $2, summary $3, body $4 (NULL = keep); $5/$6 = the line range
+-- the body replaces (NULL start = the whole body); $7/$8 = the new summary's vector and
+-- fingerprint; $9 = max body characters; $10 = now; $11-$13 = the embedder's protocol,
+-- model and base URL.
+SELECT status, kid, total_lines, char_count
+  FROM amrita_memory.knowledge_update_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: knowledge_delete
+-- Delete entry $1; false when there was none.
+SELECT amrita_memory.knowledge_delete_v1($1) AS deleted;
+
+-- name: knowledge_list
+-- Every entry, oldest first, with line and character counts (no bodies).
+SELECT kid, title, summary, total_lines, char_count, created_at, updated_at
+  FROM amrita_memory.knowledge_list_v1();
+
+-- name: knowledge_read
+-- Lines [$2, $3) of entry $1 (NULL = from the start / to the end), clamped; no row when
+-- the kid is unknown.
+SELECT kid, title, summary, body_lines, total_lines, range_start, range_end, created_at, updated_at
+  FROM amrita_memory.knowledge_read_v1($1, $2, $3);
+
+-- name: knowledge_body
+-- The whole body of entry $1 (Markdown export and `knowledge show`).
+SELECT kid, title, summary, body, created_at, updated_at
+  FROM amrita_memory.knowledge
+ WHERE kid = $1;
+
+-- name: knowledge_search
+-- The $2 entries nearest to query vector $1 (exact scan, same dimension only).
+SELECT kid, title, summary, distance
+  FROM amrita_memory.knowledge_search_v1($1, $2);
+
+-- name: knowledge_exists
+-- Whether entry $1 exists (a suggestion to update it must name a real entry).
+SELECT EXISTS (SELECT 1 FROM amrita_memory.knowledge WHERE kid = $1) AS found;
+
+-- name: knowledge_suggest
+-- Queue a suggestion ($1 action, $2 kid, $3 title, $4 summary, $5 body, $6 reason, $7
+-- author) under the bound $8 and the rate limit $9 per $10 seconds; $11 = now.
+SELECT status, id, pending
+  FROM amrita_memory.knowledge_suggest_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+
+-- name: knowledge_claim_suggestions
+-- Claim the pending suggestions (and claims older than $3) for cycle $1 at $2; every
+-- suggestion the cycle holds, oldest first.
+SELECT id, action, kid, title, summary, body, reason, author_id, created_at
+  FROM amrita_memory.knowledge_claim_suggestions_v1($1, $2, $3);
+
+-- name: knowledge_complete_suggestions
+-- Cycle $1 succeeded at $2: its claims are done; done rows handled before $3 are pruned.
+SELECT amrita_memory.knowledge_complete_suggestions_v1($1, $2, $3) AS done;
+
+-- name: knowledge_release_suggestions
+-- Cycle $1 failed: its claims are pending again.
+SELECT amrita_memory.knowledge_release_suggestions_v1($1) AS released;
+
+-- name: knowledge_pending_suggestions
+-- Unhandled suggestions (pending or claimed), oldest first, up to $1 (the loop's
+-- context shows the count and the first ids; `status` and the CLI list them).
+SELECT id, action, kid, title, summary, reason, author_id, status, claimed_by_cycle, created_at,
+       count(*) OVER ()::integer AS total
+  FROM amrita_memory.knowledge_suggestion
+ WHERE status IN ('pending', 'claimed')
+ ORDER BY id
+ LIMIT $1;
+
+-- name: knowledge_counts
+-- Entries, unhandled suggestions and grants, for `status`.
+SELECT (SELECT count(*) FROM amrita_memory.knowledge)::integer AS entries,
+       (SELECT count(*) FROM amrita_memory.knowledge_suggestion
+         WHERE status IN ('pending', 'claimed'))::integer AS suggestions,
+       (SELECT count(*) FROM amrita_memory.permission_grant)::integer AS grants;
+
+-- name: grant_permission
+-- Grant node $2 to user $1 (by $3, at $4); true when it was not granted before.
+WITH added AS (
+    INSERT INTO amrita_memory.permission_grant (user_id, node, granted_by, created_at)
+    VALUES ($1, $2, $3, $4)
+    ON CONFLICT (user_id, node) DO NOTHING
+    RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM added) AS added;
+
+-- name: revoke_permission
+-- Revoke node $2 from user $1; true when it was granted.
+WITH gone AS (
+    DELETE FROM amrita_memory.permission_grant WHERE user_id = $1 AND node = $2 RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM gone) AS removed;
+
+-- name: has_permission
+-- Whether user $1 holds node $2 (a primary-key probe on every knowledge read).
+SELECT EXISTS (
+    SELECT 1 FROM amrita_memory.permission_grant WHERE user_id = $1 AND node = $2) AS granted;
+
+-- name: list_permissions
+-- Every grant, by user.
+SELECT user_id, node, granted_by, created_at
+  FROM amrita_memory.permission_grant
+ ORDER BY user_id, node;
