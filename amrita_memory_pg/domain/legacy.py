@@ -181,33 +181,6 @@ def convert_memos(
     return [memo for _, memo in chosen.values()], skipped
 
 
-@dataclass(frozen=True, slots=True)
-class KnowledgeEntry:
-    kid: str
-    title: str
-    summary: str
-    body: str
-    created_at: datetime | None
-    updated_at: datetime | None
-
-
-def parse_knowledge_file(text: str) -> tuple[str, str, str]:
-    """``# title`` / summary / ``---`` line / body (§10.2) → (title, summary, body).
-
-    The title is line 1 without its leading ``#``; the text is split at the first line
-    that is exactly ``---``; summary and body are stripped. Raises ``ValueError`` for a
-    file without a title.
-    """
-    first, _, rest = text.partition("\n")
-    title = first.lstrip("#").strip()
-    if not title:
-        raise ValueError("no title on line 1")
-    parts = _SEPARATOR.split(rest, maxsplit=1)
-    summary = parts[0].strip()
-    body = parts[1].strip() if len(parts) > 1 else ""
-    return title, summary, body
-
-
 def parse_knowledge_index(text: str) -> list[dict[str, Any]]:
     """``knowledge_index.json``: a JSON array of entries with a ``kid`` (§10.2)."""
     data = json.loads(text)

@@ -41,15 +41,19 @@ from urllib.parse import unquote, urlsplit
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError, ProfileRefused
 from amrita_memory_pg.domain.keys import personal_key
-from amrita_memory_pg.domain.legacy import (
+from amrita_memory_pg.domain.knowledge import (
     KnowledgeEntry,
+    from_markdown,
+    kid_of_file,
+    normalize_body,
+)
+from amrita_memory_pg.domain.legacy import (
     LegacyMemo,
     LegacyMemory,
     LegacyState,
     Skipped,
     convert_memory,
     convert_memos,
-    parse_knowledge_file,
     parse_knowledge_index,
     parse_state_payload,
     render_toml,
@@ -57,6 +61,13 @@ from amrita_memory_pg.domain.legacy import (
 from amrita_memory_pg.domain.planner import HeatState
 from amrita_memory_pg.domain.ports import Vector
 from amrita_memory_pg.domain.profile import Profile, ProfileActor, parse_profile_file
+from amrita_memory_pg.domain.validation import (
+    InvalidInput,
+    check_knowledge_body,
+    check_knowledge_summary,
+    check_knowledge_title,
+)
+from amrita_memory_pg.maintenance.knowledge import knowledge_service
 from amrita_memory_pg.resources import sql_dir
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
@@ -170,13 +181,14 @@ class ImportReport:
             "replaced": "已覆盖",
             "full": "超出上限未导入",
         }
-        for kind in ("memory", "memo", "profile", "state", "pending"):
+        for kind in ("memory", "memo", "knowledge", "profile", "state", "pending"):
             counter = self.counts.get(kind, Counter())
-            if kind in ("profile", "state", "pending") and not counter:
+            if kind in ("knowledge", "profile", "state", "pending") and not counter:
                 continue
             label = {
                 "memory": "记忆",
                 "memo": "备忘录",
+                "knowledge": "知识库",
                 "profile": "用户画像",
                 "state": "潜意识状态",
                 "pending": "待发主动消息",
@@ -195,7 +207,6 @@ class ImportReport:
             lines.append(f"  超出每分区上限 {self.cap} 的记忆（最旧的未导入）:")
             for key, n in sorted(self.overflow.items()):
                 lines.append(f"    {key}: {n} 条")
-        lines.append(f"  知识库: 解析 {len(self.knowledge)} 条")
         if self.profile is not None:
             owner = f"（属于 {self.profile_owner}）" if self.profile_owner else ""
             lines.append(
@@ -307,42 +318,74 @@ async def _read_postgres(
     return memos, payload, problems
 
 
-def read_knowledge(layout: Layout, report: ImportReport) -> list[KnowledgeEntry]:
-    """Knowledge files, with the index's timestamps; a broken file is reported and skipped."""
-    index: dict[str, dict[str, Any]] = {}
+def read_knowledge(layout: Layout, report: ImportReport, max_chars: int) -> list[KnowledgeEntry]:
+    """The old ``KNOWLEDGE_{kid}.md`` files, parsed and checked like ``knowledge import``
+    does (the knowledge base's own parser and validation), but one file at a time: a
+    broken file is reported and the others still come in."""
+    index: set[str] = set()
     if layout.knowledge_index.is_file():
         try:
-            for item in parse_knowledge_index(layout.knowledge_index.read_text(encoding="utf-8")):
-                index[item["kid"]] = item
+            text = layout.knowledge_index.read_text(encoding="utf-8")
+            index = {item["kid"] for item in parse_knowledge_index(text)}
         except (OSError, ValueError) as exc:
             report.unreadable.append((str(layout.knowledge_index), str(exc)))
     entries: list[KnowledgeEntry] = []
     if not layout.knowledge_dir.is_dir():
         return entries
-    from amrita_memory_pg.domain.decay import parse_created_at
-
     for path in sorted(layout.knowledge_dir.glob("KNOWLEDGE_*.md")):
-        kid = path.stem.removeprefix("KNOWLEDGE_")
+        kid = kid_of_file(path.name)
+        if kid is None:
+            report.unreadable.append((str(path), "文件名不是 KNOWLEDGE_<8 位十六进制>.md"))
+            continue
         try:
-            title, summary, body = parse_knowledge_file(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            entry = from_markdown(kid, path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             report.unreadable.append((str(path), str(exc)))
             continue
-        meta = index.get(kid, {})
-        entries.append(
-            KnowledgeEntry(
-                kid=kid,
-                title=title,
-                summary=summary,
-                body=body,
-                created_at=parse_created_at(meta.get("created_at")),
-                updated_at=parse_created_at(meta.get("updated_at")),
-            )
-        )
-    for kid in sorted(set(index) - {e.kid for e in entries}):
+        name = "title"
+        try:
+            check_knowledge_title(entry.title)
+            name = "summary"
+            check_knowledge_summary(entry.summary)
+            name = "body"
+            check_knowledge_body(entry.body, max_chars)
+        except InvalidInput as exc:
+            report.unreadable.append((str(path), f"{name} {exc.reason}"))
+            continue
+        entries.append(entry)
+    for kid in sorted(index - {e.kid for e in entries}):
         if not (layout.knowledge_dir / f"KNOWLEDGE_{kid}.md").exists():
             report.skipped.append(Skipped("knowledge", kid, "索引中有、文件不存在"))
     return entries
+
+
+async def _import_knowledge(
+    store: Store, entries: list[KnowledgeEntry], report: ImportReport
+) -> None:
+    """Each entry under its own kid through the knowledge service (summary embedded with
+    the configured model); an entry already there is kept unless ``replace``."""
+    kb = knowledge_service(store)
+    for entry in entries:
+        current = await kb.repo.get(entry.kid)
+        if current is None:
+            outcome = "inserted"
+        elif (current.title, current.summary, current.body) == (
+            entry.title,
+            entry.summary,
+            normalize_body(entry.body),
+        ):
+            outcome = "unchanged" if report.on_conflict == "replace" else "present"
+        elif report.on_conflict == "skip":
+            outcome = "present"
+        else:
+            outcome = "replaced"
+        if outcome in ("inserted", "replaced") and not report.dry_run:
+            try:
+                await kb.put(entry)
+            except AmritaMemoryError as exc:
+                report.skipped.append(Skipped("knowledge", entry.kid, str(exc)))
+                continue
+        report.counts["knowledge"][outcome] += 1
 
 
 def translate_config(path: Path) -> tuple[str, list[str]]:
@@ -832,7 +875,7 @@ async def import_legacy(
     )
     report.skipped += memo_skips
 
-    report.knowledge = read_knowledge(layout, report)
+    report.knowledge = read_knowledge(layout, report, settings.subconscious.knowledge_max_chars)
     if layout.profile.is_file():
         try:
             report.profile = parse_profile_file(layout.profile.read_text(encoding="utf-8"))
@@ -845,10 +888,6 @@ async def import_legacy(
             report.unreadable.append((str(layout.config), str(exc)))
     if report.profile is not None:
         report.profile_owner = _state_target(report, settings)
-    if report.knowledge:
-        report.not_available.append(
-            f"knowledge: parsed {len(report.knowledge)} entries, import not available in this build"
-        )
     if report.state is not None:
         rest = report.state
         if rest.knowledge_suggestions or rest.last_abstracts:
@@ -876,6 +915,8 @@ async def import_legacy(
     await _import_memos(store, memos, report)
     if report.state is not None:
         await _import_state(store, report.state, _state_target(report, settings), report)
+    if report.knowledge:
+        await _import_knowledge(store, report.knowledge, report)
     if report.profile is not None and not report.profile.empty:
         await _import_profile(store, report.profile, report.profile_owner, report)
     return report

@@ -81,6 +81,11 @@ async def _seed_live(mem: Memory) -> tuple[str, str]:
     return live.id, conflict
 
 
+def _memory_texts(server: StubEmbeddingServer) -> list[str]:
+    """Texts embedded for memories (the knowledge base embeds its summaries, "摘要 …")."""
+    return [t for r in server.embedding_requests for t in r.texts if not t.startswith("摘要 ")]
+
+
 def _expected_inserted(old: OldInstall, conflict: str) -> set[str]:
     """Old ids that fit under the cap: newest first, room = cap − rows already there."""
     chosen: set[str] = set()
@@ -141,7 +146,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             }
             assert "超出每分区上限 60" in text
             # re-embedded (the old fingerprint is another model's): one text per new row
-            texts = [t for r in server.embedding_requests for t in r.texts]
+            texts = _memory_texts(server)
             assert len(texts) == len(expected) == report.vectors_embedded
             assert report.vectors_reused == 0
             # every row
@@ -202,7 +207,19 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             ]
             assert pending[0]["created_at"] == datetime.fromtimestamp(1767398400.0, UTC)
             assert report.counts["pending"] == {"inserted": 1}
-            assert "knowledge: parsed 3 entries, import not available in this build" in text
+            # knowledge through the knowledge service, summaries embedded
+            assert report.counts["knowledge"] == {"inserted": 3}
+            rows_kb = await mem.pool.fetch(
+                "SELECT kid, title, summary, body, embed_fingerprint FROM amrita_memory.knowledge"
+            )
+            assert {r["kid"]: (r["title"], r["summary"]) for r in rows_kb} == {
+                kid: (f"条目 {kid}", f"摘要 {kid}") for kid in ("a1b2c3d4", "0badf00d", "feedbeef")
+            }
+            assert {r["embed_fingerprint"] for r in rows_kb} == {mem.embedder.fingerprint}
+            assert "import not available in this build" not in text.replace(
+                "knowledge suggestions and 2 run abstracts parsed, import not available in this build",
+                "",
+            )
             assert report.config_toml is not None and "half_life_days = 45.0" in report.config_toml
 
             # a second run changes nothing and embeds nothing
@@ -217,6 +234,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert again.counts["state"] == {"present": 1}
             assert again.counts["pending"] == {"present": 1}
             assert again.counts["profile"] == {"present": 1}
+            assert again.counts["knowledge"] == {"present": 3}
             assert len(await mem.profiles.history("QQPlatform_Private_10001")) == 1
     # the old installation was read, never written
     assert tree_checksum(old.root) == before_files
@@ -235,7 +253,7 @@ async def test_vectors_are_reused_when_the_old_model_is_ours(db_dsn: str, tmp_pa
             )
             server.reset()
             report = await import_legacy(mem.store, old.data_dir)
-            assert server.embedding_requests == []
+            assert _memory_texts(server) == []  # only the knowledge summaries were embedded
             assert report.vectors_embedded == 0
             assert report.vectors_reused == report.counts["memory"]["inserted"] > 0
             rows = await _rows(mem.pool)
@@ -272,6 +290,7 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
             assert second.counts["memo"] == {"unchanged": 3}
             assert first.counts["state"] == {"inserted": 1}
             assert second.counts["state"] == {"unchanged": 1}
+            assert second.counts["knowledge"] == {"unchanged": 3}
             assert (first.counts["profile"], second.counts["profile"]) == (
                 {"inserted": 1},
                 {"unchanged": 1},
@@ -371,7 +390,7 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
         assert resumed.returncode == 0, resumed.stderr
         assert f"已存在而保留 {killed_at}" in resumed.stdout
         # the resumed run embeds only what the killed one had not committed
-        resumed_texts = sum(len(r.texts) for r in server.embedding_requests)
+        resumed_texts = len(_memory_texts(server))
         total = sum(min(count, CAP) for _k, _s, count in PARTITIONS)
         assert resumed_texts == total - killed_at
         assert first_requests * 10 <= killed_at + 10
@@ -414,7 +433,7 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
     assert result.returncode == 0, result.stderr
     assert "[dry-run] 将要导入结果" in result.stdout
     assert "记忆: 新增 3" in result.stdout
-    assert "knowledge: parsed 3 entries, import not available in this build" in result.stdout
+    assert "知识库: 新增 3" in result.stdout and "用户画像: 新增 1" in result.stdout
     assert 'target_user_id = "10001"' in result.stdout
     # every key the settings accept but do not use is marked as such above it
     from amrita_memory_pg.settings import accepted_only, iter_fields

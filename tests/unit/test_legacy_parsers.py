@@ -14,7 +14,6 @@ from amrita_memory_pg.domain.legacy import (
     convert_memos,
     memory_id,
     naive_local_to_utc,
-    parse_knowledge_file,
     parse_knowledge_index,
     parse_state_payload,
     render_toml,
@@ -101,12 +100,7 @@ def test_naive_times_are_local() -> None:
     assert naive_local_to_utc("garbage", T0) == T0
 
 
-def test_knowledge_file_and_index() -> None:
-    text = "# 标题 \n摘要一\n摘要二\n---\n\n正文 1\n---\n正文 2\n"
-    assert parse_knowledge_file(text) == ("标题", "摘要一\n摘要二", "正文 1\n---\n正文 2")
-    assert parse_knowledge_file("# 只有标题") == ("只有标题", "", "")
-    with pytest.raises(ValueError, match="title"):
-        parse_knowledge_file("\nno title")
+def test_knowledge_index() -> None:
     index = parse_knowledge_index('[{"kid": "a1"}, {"no": 1}, 3]')
     assert index == [{"kid": "a1"}]
     with pytest.raises(ValueError):
