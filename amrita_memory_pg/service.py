@@ -60,6 +60,9 @@ class RegistryLoopTools:
     def schemas(self) -> list[dict[str, Any]]:
         return self.registry.schemas()
 
+    def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self.registry.offered(context)
+
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, cycle: CycleContext
     ) -> str:

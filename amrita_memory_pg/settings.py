@@ -69,11 +69,6 @@ _L3_NOT_BUILT: JsonDict = {
     ACCEPTED_ONLY: "accepted for compatibility; not used yet "
     "(the L3 consolidation loop is not built)"
 }
-#: A reference key the built loop does not read (it has no host tools to borrow, no
-#: context compaction: a cycle is bounded by max_iterations instead).
-_LOOP_NOT_USED: JsonDict = {
-    ACCEPTED_ONLY: "accepted for compatibility; the L3 loop does not use it"
-}
 
 
 class _Section(BaseModel):
@@ -148,8 +143,9 @@ class SubconsciousSettings(_Section):
     )
     allowed_tools: list[str] = Field(
         default_factory=list,
-        description="Extra host tools the loop may call.",
-        json_schema_extra=_LOOP_NOT_USED,
+        description="Names of read-only chat tools (read_memory, list_memory, read_memo) the "
+        "loop may call besides its own, acting as the cycle's target; an unknown or writing "
+        "tool is warned about once at start and left out. JSON list in the environment.",
     )
     max_iterations: int = Field(
         10,
@@ -257,7 +253,9 @@ class SubconsciousSettings(_Section):
         description="Profile guide template.",
     )
     enable_memory_compress: bool = Field(
-        True, description="Compact the loop's context when long.", json_schema_extra=_LOOP_NOT_USED
+        True,
+        description="Give the loop its L1 memo tools (subconscious_read_memo / "
+        "subconscious_rewrite_memo) to compress a memo near its cap.",
     )
     allow_send_to_user: bool = Field(False, description="Let the loop send proactive messages.")
     memory_warn_threshold: int = Field(
@@ -266,7 +264,11 @@ class SubconsciousSettings(_Section):
         description="Memory count that triggers a warning.",
     )
     max_abstracts: int = Field(
-        5, ge=1, le=20, description="Run abstracts kept.", json_schema_extra=_LOOP_NOT_USED
+        5,
+        ge=1,
+        le=20,
+        description="How many of the last cycles' summaries subconscious_get_context shows "
+        "(recent_runs).",
     )
     knowledge_max_chars: int = Field(
         10000,

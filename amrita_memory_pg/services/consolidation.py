@@ -6,7 +6,9 @@ What a cycle does (reference §8.4, with its bugs fixed):
 2. the system prompt is rendered from the templates (byte-identical within a UTC day);
 3. ``subconscious_get_context`` is called by the runner itself, as the cycle's first
    tool call, and its reply put into the conversation — the §8.7 rule holds for every
-   model, and a round trip is saved;
+   model, and a round trip is saved. The reply carries the SQL pre-pass (duplicate groups,
+   cleanup candidates), so the model can act in its first turn; the tools offered for
+   the cycle are chosen on it (only those with something to do), fixed for the cycle;
 4. then up to ``max_iterations`` model calls (D6): each tool call of a turn runs in
    order, each its own transaction, so a failure halfway leaves the store consistent;
    ``loop_detect_threshold`` identical consecutive calls end the cycle as failed; the
@@ -45,10 +47,9 @@ log = logging.getLogger(__name__)
 
 GET_CONTEXT = "subconscious_get_context"
 ITER_STOP = "subconscious_iter_stop"
-USER_PROMPT = (
-    "请先调用 subconscious_get_context 了解当前环境，再检查 {target} 的记忆库，执行必要的整理操作。"
-    "完成后务必调用 subconscious_iter_stop。"
-)
+#: get_context is already in the conversation (the runner called it), so the message
+#: only says what to do
+USER_PROMPT = "整理 {target} 的记忆库；完成后调用 subconscious_iter_stop。"
 
 #: Called with the cycle id after the cycle row is closed.
 CycleHook = Callable[[int], Awaitable[None]]
@@ -65,6 +66,10 @@ class LoopTools(Protocol):
     def names(self) -> list[str]: ...
 
     def schemas(self) -> list[dict[str, Any]]: ...
+
+    def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The schemas this cycle is shown, given its get_context reply."""
+        ...
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, cycle: CycleContext
@@ -146,6 +151,16 @@ def _signature(name: str, arguments: Any) -> str:
     return name + "\x00" + json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def _context_of(reply: Any) -> dict[str, Any]:
+    """get_context's reply as a mapping ({} when it failed: then every tool is offered
+    that needs no context)."""
+    try:
+        value = json.loads(reply) if isinstance(reply, str) else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 @dataclass
 class _Progress:
     iterations: int = 0
@@ -155,6 +170,9 @@ class _Progress:
 
 class Consolidator:
     """Runs one cycle for a target partition; an instance is a :data:`CycleRunner`."""
+
+    #: the cycle's user message ({target}: the partition key)
+    user_prompt = USER_PROMPT
 
     def __init__(
         self,
@@ -233,19 +251,11 @@ class Consolidator:
     async def _cycle(
         self, cycle: CycleContext, llm: CycleLlm, progress: _Progress, started: datetime
     ) -> None:
-        schemas = self.tools.schemas()
         messages: list[Message] = [
             {"role": "system", "content": self.system_prompt(cycle.target_key, started)},
-            {"role": "user", "content": USER_PROMPT.format(target=cycle.target_key)},
+            {"role": "user", "content": self.user_prompt.format(target=cycle.target_key)},
         ]
-        # The first call of every cycle (reference §8.7), made by the runner itself.
-        first = {
-            "id": "ctx_0",
-            "type": "function",
-            "function": {"name": GET_CONTEXT, "arguments": "{}"},
-        }
-        messages.append({"role": "assistant", "content": "", "tool_calls": [first]})
-        await self._call(cycle, progress, messages, [("ctx_0", GET_CONTEXT, "{}")])
+        schemas = await self._open(cycle, progress, messages)
         limit = self.settings.max_iterations
         while progress.iterations < limit:
             progress.iterations += 1
@@ -268,6 +278,21 @@ class Consolidator:
             if cycle.stopped:
                 return
         raise CycleFailed(f"max_iterations ({limit}) reached without subconscious_iter_stop")
+
+    async def _open(
+        self, cycle: CycleContext, progress: _Progress, messages: list[Message]
+    ) -> list[dict[str, Any]]:
+        """The first call of every cycle (reference §8.7), made by the runner itself;
+        returns the tools offered for the cycle: only those with something to do, fixed
+        for the whole cycle (a stable prefix) — every schema is re-sent with every call."""
+        first = {
+            "id": "ctx_0",
+            "type": "function",
+            "function": {"name": GET_CONTEXT, "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "content": "", "tool_calls": [first]})
+        await self._call(cycle, progress, messages, [("ctx_0", GET_CONTEXT, "{}")])
+        return self.tools.offered(_context_of(messages[-1].get("content")))
 
     async def _call(
         self,

@@ -24,25 +24,23 @@ from amrita_memory_pg.settings import SubconsciousSettings
 
 log = logging.getLogger(__name__)
 
-MAIN = """你是「记忆整理员」，在后台安静地维护用户 {{ target_user_id }} 的长期记忆库。今天是 {{ current_date }}（UTC）。
+MAIN = """你是「记忆整理员」，在后台维护用户 {{ target_user_id }} 的长期记忆库。今天是 {{ current_date }}（UTC）。
 {% if character_prompt %}
 你所服务的机器人的人设（只在生成主动消息时参考，整理时保持客观）：
 {{ character_prompt }}
 {% endif %}
 规则：
-1. 只通过工具行事，不要编造记忆。
-2. 本轮的第一个动作永远是 subconscious_get_context（系统已替你调用，结果在对话中）；没有它本轮无效。
-3. get_context 的 duplicate_groups 大于 0 时，先用 subconscious_duplicate_helper 读候选重复组：
-   把每组合并成一条（用 subconscious_update_memory 更新信息最全或最重要的一条，再用
-   subconscious_delete_memory 删除其余），只合并真正重复的内容，保留更丰富的细节。
-4. 需要时再按需读取：subconscious_read_memory（语义检索）、subconscious_list_memory（少量列表）；
-   不要一次把整个记忆库读进来。
-5. 处理矛盾（保留更新或更具体的一条）、过时信息、标签不一致和重要程度失衡。
-6. source=user 的记忆是用户手动添加的：不能修改内容、重要程度或删除，只能追加标签做标记。
-7. 备忘录（L1）接近上限时，用 subconscious_read_memo / subconscious_rewrite_memo 压缩它，保留所有关键事实。
-8. 需要了解近况时用 subconscious_read_sessions / subconscious_read_chat_context。
-9. 每轮只做少量、确定的修改。完成后必须调用 subconscious_iter_stop，用一两句话总结本轮做了什么。
-10. 只输出工具调用，不要输出其他文字。
+1. 只通过工具行事，不编造记忆。
+2. subconscious_get_context 已由系统调用，结果在对话中。
+3. duplicate_candidates 是预筛选出的疑似重复组：真正重复的每组调用一次 subconscious_merge_memories
+   （保留信息最全或最重要的一条，必要时给出合并后的 content，保留更丰富的细节）。
+4. cleanup_candidates 是最旧的低重要性记忆：确已过时或无用的用 subconscious_delete_memory 删除。
+5. 按需再读（subconscious_read_memory、subconscious_duplicate_helper、subconscious_read_sessions），
+   不要把整个记忆库读进来。处理矛盾（保留更新或更具体的）、标签不一致、重要程度失衡；
+   memo_hint 不为空时压缩备忘录。
+6. source=user 的记忆是用户手动添加的：不能改内容、重要程度或删除，只能追加标签。
+7. 一轮可以调用多个工具：确定的修改放在同一轮，最后一轮同时调用 subconscious_iter_stop，一两句话总结。
+8. 只输出工具调用。
 """
 
 SEND = """你是聊天机器人本人，正在私下给用户发一条简短的消息。现在是 {{ current_time }}。

@@ -225,6 +225,42 @@ class MemoryService:
             min_importance=min_importance,
         )
 
+    async def merge(
+        self,
+        partition_key: str,
+        keep_id: str,
+        merge_ids: Sequence[str],
+        *,
+        content: str | None = None,
+        tags: Sequence[str] | None = None,
+        importance: int | None = None,
+        now: datetime | None = None,
+    ) -> tuple[MemoryRecord, list[str]] | None:
+        """Keep one memory (optionally rewritten) and delete the others, in one
+        transaction; the vector is recomputed only when the content changes."""
+        current = await self.repo.get(partition_key, keep_id)
+        if current is None:
+            return None
+        vector = None
+        if content is not None and content != current.content:
+            (vector,) = await self.embedder.embed_passages([content])
+        return await self.repo.merge(
+            partition_key,
+            keep_id,
+            merge_ids,
+            content=content if vector is not None else None,
+            tags=tags,
+            importance=importance,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            now=now or _utcnow(),
+            tokens=search_tokens(content) if vector is not None and content is not None else None,
+            # A kept source=user row may gain the group's tags, never new words or weight.
+            protect_keep=self.protects(False)
+            and not (vector is None and importance in (None, current.importance)),
+            protect_merged=self.protects(False),
+        )
+
     async def get(self, partition_key: str, memory_id: str) -> MemoryRecord | None:
         return await self.repo.get(partition_key, memory_id)
 

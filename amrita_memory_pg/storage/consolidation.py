@@ -116,6 +116,11 @@ class ConsolidationStore:
             return None
         return LastRun(row["id"], row["ended_at"], bool(row["ok"]), row["summary"])
 
+    async def recent_runs(self, target_key: str, limit: int) -> list[LastRun]:
+        """The newest ``limit`` finished cycles with a summary (their abstracts)."""
+        rows = await self._pool.fetch(query("recent_cycles"), target_key, limit)
+        return [LastRun(r["id"], r["ended_at"], bool(r["ok"]), r["summary"]) for r in rows]
+
     async def get_cycle(self, target_key: str, cycle_id: int) -> dict[str, Any] | None:
         row = await self._pool.fetchrow(query("get_cycle"), target_key, cycle_id)
         return None if row is None else dict(row.items())

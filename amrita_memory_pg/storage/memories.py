@@ -306,32 +306,111 @@ class MemoryRepository:
         and changes nothing.
         """
         async with self._writing() as conn, conn.transaction():
-            try:
-                row = await conn.fetchrow(
-                    query("update_memory_guarded"),
-                    partition_key,
-                    memory_id,
-                    content if vector is not None else None,
-                    list(tags) if tags is not None else None,
-                    importance,
-                    category is not None,
-                    category,
-                    vector,
-                    fingerprint,
-                    now,
-                    None if tokens is None else list(tokens),
-                    protect_user,
-                )
-            except asyncpg.PostgresError as exc:
-                if exc.sqlstate == PROTECTED:
-                    raise ProtectedMemory(memory_id) from exc
-                raise_if_model_mismatch(exc)
-                raise
-            if row is None:
-                return None
-            record = record_from_row(row)
-            await self.backend.updated(record, vector)
+            return await self._update(
+                conn,
+                partition_key,
+                memory_id,
+                content=content,
+                tags=tags,
+                importance=importance,
+                category=category,
+                vector=vector,
+                fingerprint=fingerprint,
+                now=now,
+                tokens=tokens,
+                protect_user=protect_user,
+            )
+
+    async def _update(
+        self,
+        conn: PoolConnectionProxy,
+        partition_key: str,
+        memory_id: str,
+        *,
+        content: str | None,
+        tags: Sequence[str] | None,
+        importance: int | None,
+        category: Category | None,
+        vector: Vector | None,
+        fingerprint: str,
+        now: datetime,
+        tokens: Sequence[str] | None,
+        protect_user: bool,
+    ) -> MemoryRecord | None:
+        """The update statement and its backend hook, inside the caller's transaction."""
+        try:
+            row = await conn.fetchrow(
+                query("update_memory_guarded"),
+                partition_key,
+                memory_id,
+                content if vector is not None else None,
+                list(tags) if tags is not None else None,
+                importance,
+                category is not None,
+                category,
+                vector,
+                fingerprint,
+                now,
+                None if tokens is None else list(tokens),
+                protect_user,
+            )
+        except asyncpg.PostgresError as exc:
+            if exc.sqlstate == PROTECTED:
+                raise ProtectedMemory(memory_id) from exc
+            raise_if_model_mismatch(exc)
+            raise
+        if row is None:
+            return None
+        record = record_from_row(row)
+        await self.backend.updated(record, vector)
         return record
+
+    async def merge(
+        self,
+        partition_key: str,
+        keep_id: str,
+        merge_ids: Sequence[str],
+        *,
+        content: str | None = None,
+        tags: Sequence[str] | None = None,
+        importance: int | None = None,
+        vector: Vector | None = None,
+        fingerprint: str,
+        now: datetime,
+        tokens: Sequence[str] | None = None,
+        protect_keep: bool = True,
+        protect_merged: bool = True,
+    ) -> tuple[MemoryRecord, list[str]] | None:
+        """Update ``keep_id`` and delete ``merge_ids``, all in ONE transaction (the L3
+        loop's merge of a duplicate group: never half a merge). None, with nothing
+        changed, when ``keep_id`` is not in the partition; the ids actually deleted
+        (foreign or unknown ones delete nothing) come back with the kept record. A
+        protected ``source=user`` row (``protect_keep`` for the kept one, ``protect_merged``
+        for the deleted ones) raises :class:`ProtectedMemory` and rolls the merge back."""
+        async with self._writing() as conn, conn.transaction():
+            record = await self._update(
+                conn,
+                partition_key,
+                keep_id,
+                content=content,
+                tags=tags,
+                importance=importance,
+                category=None,
+                vector=vector,
+                fingerprint=fingerprint,
+                now=now,
+                tokens=tokens,
+                protect_user=protect_keep,
+            )
+            if record is None:
+                return None
+            deleted = [
+                gone
+                for memory_id in merge_ids
+                if (gone := await self._delete(conn, partition_key, memory_id, protect_merged))
+                is not None
+            ]
+        return record, deleted
 
     async def delete(
         self, partition_key: str, memory_id: str, *, protect_user: bool = True
@@ -342,18 +421,23 @@ class MemoryRepository:
         by the database: :class:`ProtectedMemory`, it stays.
         """
         async with self._writing() as conn, conn.transaction():
-            try:
-                deleted = await conn.fetchval(
-                    query("delete_memory_guarded"), partition_key, memory_id, protect_user
-                )
-            except asyncpg.PostgresError as exc:
-                if exc.sqlstate == PROTECTED:
-                    raise ProtectedMemory(memory_id) from exc
-                raise
-            if deleted is None:
-                return False
+            return await self._delete(conn, partition_key, memory_id, protect_user) is not None
+
+    async def _delete(
+        self, conn: PoolConnectionProxy, partition_key: str, memory_id: str, protect_user: bool
+    ) -> str | None:
+        """The delete statement and its backend hook, inside the caller's transaction."""
+        try:
+            deleted: str | None = await conn.fetchval(
+                query("delete_memory_guarded"), partition_key, memory_id, protect_user
+            )
+        except asyncpg.PostgresError as exc:
+            if exc.sqlstate == PROTECTED:
+                raise ProtectedMemory(memory_id) from exc
+            raise
+        if deleted is not None:
             await self.backend.removed([deleted])
-        return True
+        return deleted
 
     # ------------------------------------------------------------------ reads
 

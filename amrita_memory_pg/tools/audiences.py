@@ -11,9 +11,14 @@ tool family is one toolset function and one line in the table.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from amrita_memory_pg.domain.errors import ToolError
 from amrita_memory_pg.services.bot_memories import BotMemories
 from amrita_memory_pg.services.consolidation import LoopDeps
 from amrita_memory_pg.services.knowledge import KnowledgeService
@@ -22,12 +27,15 @@ from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.consolidation import register_loop_tools
+from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import register_knowledge_tools
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
-from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry
 from amrita_memory_pg.tools.scopes import register_scope_tools
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,5 +122,66 @@ def build_registry(audience: Audience, deps: ToolDeps) -> ToolRegistry:
 def compose_registries(
     deps: ToolDeps, audiences: Iterable[Audience]
 ) -> dict[Audience, ToolRegistry]:
-    """A registry for each audience asked for."""
-    return {audience: build_registry(audience, deps) for audience in audiences}
+    """A registry for each audience asked for; the loop borrows its ``allowed_tools``."""
+    registries = {audience: build_registry(audience, deps) for audience in audiences}
+    if "consolidation" in registries:
+        chat = registries.get("chat") or build_registry("chat", deps)
+        borrow_chat_tools(
+            registries["consolidation"], chat, deps.settings.subconscious.allowed_tools
+        )
+    return registries
+
+
+_TARGET = re.compile(
+    r"^(?:(?P<prefix>[A-Za-z0-9]+)_)?(?P<kind>Private|Group|user|group)_(?P<id>.+)$"
+)
+
+
+def target_context(ctx: ToolContext) -> ToolContext:
+    """The chat context whose partitions are the cycle's target: a borrowed chat tool
+    run by the loop acts as if the target user (or, for a group target, a member of
+    that group) had called it."""
+    if ctx.cycle is None:
+        raise ToolError("这个工具只在后台整理循环（L3）中可用")
+    key = ctx.cycle.target_key
+    match = _TARGET.match(key)
+    if match is None:
+        raise ToolError(f"无法从目标 {key} 得出聊天上下文")
+    prefix = match.group("prefix") or "QQPlatform"
+    platform = "qq" if prefix == "QQPlatform" else prefix.removesuffix("Platform")
+    if match.group("kind") in ("Group", "group"):
+        return ToolContext(platform=platform, user_id="subconscious", group_id=match.group("id"))
+    return ToolContext(platform=platform, user_id=match.group("id"))
+
+
+def borrow_chat_tools(loop: ToolRegistry, chat: ToolRegistry, names: Iterable[str]) -> list[str]:
+    """Add the chat tools named in ``[subconscious] allowed_tools`` to the loop's
+    registry, run in the target's context (:func:`target_context`). Only read-only ones:
+    the loop writes through its own tools, which protect ``source=user`` memories. An
+    unknown or refused name is warned about once, here (the reference: «Tool 'X' not
+    found»). Returns the names borrowed."""
+    borrowed: list[str] = []
+    for name in dict.fromkeys(names):
+        tool = chat.get(name)
+        if tool is None:
+            log.warning("[subconscious] allowed_tools: Tool %r not found", name)
+            continue
+        if not tool.read_only:
+            log.warning(
+                "[subconscious] allowed_tools: %r changes data; the loop writes only through "
+                "its own tools (they protect source=user memories), so it is not added",
+                name,
+            )
+            continue
+        if loop.get(name) is not None:
+            continue
+        loop.register(dataclasses.replace(tool, handler=_in_target(tool)))
+        borrowed.append(name)
+    return borrowed
+
+
+def _in_target(tool: Tool[Any]) -> Callable[[Any, ToolContext], Any]:
+    async def handler(args: Any, ctx: ToolContext) -> dict[str, Any]:
+        return await tool.handler(args, target_context(ctx))
+
+    return handler

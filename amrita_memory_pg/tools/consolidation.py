@@ -32,7 +32,7 @@ import json
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from amrita_memory_pg.domain.activity import FALLBACK_TZ, resolve_timezone
 from amrita_memory_pg.domain.consolidation import (
@@ -70,6 +70,13 @@ Importance = Annotated[ImportanceLabel, BeforeValidator(numbers_as_text)]
 SortBy = Annotated[Literal["created_at", "importance", "length"], BeforeValidator(numbers_as_text)]
 
 LIST_PREVIEW_CHARS = 80
+#: get_context's pre-pass: at most this many duplicate groups / cleanup candidates, and
+#: each content cut at this length (the model can read a memory in full if it must)
+CONTEXT_GROUPS = 20
+CONTEXT_CLEANUP = 10
+CONTEXT_CHARS = 80
+MAX_MERGE_IDS = 50
+MAX_MERGE_IDS_CHARS = MAX_MERGE_IDS * (MAX_ID_CHARS + 1)
 SESSION_GAP = timedelta(minutes=30)
 SESSION_LINES = 500
 IMPORTANCE_RANK = {"high": 0, "medium": 1, "low": 2}
@@ -84,91 +91,107 @@ SUMMARY_SYSTEM = (
 )
 
 
+def _storable_ids(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("merge_ids 含有 NUL 字符")
+    return text
+
+
 def _cycle(ctx: ToolContext) -> CycleContext:
     if ctx.cycle is None:
         raise ToolError("这个工具只在后台整理循环（L3）中可用")
     return ctx.cycle
 
 
-def _preview(text: str) -> str:
-    return text if len(text) <= LIST_PREVIEW_CHARS else text[:LIST_PREVIEW_CHARS] + "..."
+def _preview(text: str, limit: int = LIST_PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+#: how get_context's pre-pass items read (one string each: keys would be paid per item)
+BRIEF_FORMAT = "id|importance|content（source=user 的以 id|importance|user| 开头）"
+
+
+def _brief(record: MemoryRecord) -> str:
+    """A memory as get_context's pre-pass shows it: what a merge decision needs."""
+    user = "user|" if record.source == "user" else ""
+    content = _preview(record.content, CONTEXT_CHARS)
+    return f"{record.id}|{record.importance_label or 'medium'}|{user}{content}"
 
 
 # ---------------------------------------------------------------------------- arguments
 
 
 class ReadArgs(ToolArgs):
-    query: Annotated[Text, Field(description="检索关键词", max_length=MAX_QUERY_CHARS)]
-    top_k: Annotated[Integer, Clamp(1, 50), Field(description="返回条数（1–50）")] = 5
-    importance: Annotated[
-        Importance | None, Field(description="只返回该重要程度的记忆（可选）")
-    ] = None
+    query: Annotated[Text, Field(description="关键词", max_length=MAX_QUERY_CHARS)]
+    top_k: Annotated[Integer, Clamp(1, 50)] = 5
+    importance: Importance | None = None
 
 
 class WriteArgs(ToolArgs):
-    content: Annotated[
-        Text, Field(description="记忆内容，一条一个事实", max_length=MAX_CONTENT_CHARS)
-    ]
-    tags: Annotated[Text, Field(description="标签，逗号分隔", max_length=MAX_TAGS_CHARS)]
-    importance: Annotated[Importance, Field(description="重要程度")]
+    content: Annotated[Text, Field(description="一条一个事实", max_length=MAX_CONTENT_CHARS)]
+    tags: Annotated[Text, Field(description="逗号分隔", max_length=MAX_TAGS_CHARS)]
+    importance: Importance
 
 
 class UpdateArgs(ToolArgs):
-    id: Annotated[Text, Field(description="记忆 ID", max_length=MAX_ID_CHARS)]
-    content: Annotated[
-        Text | None, Field(description="新内容（不变则省略）", max_length=MAX_CONTENT_CHARS)
-    ] = None
-    tags: Annotated[
-        Text | None, Field(description="新标签（不变则省略）", max_length=MAX_TAGS_CHARS)
-    ] = None
-    importance: Annotated[Importance | None, Field(description="新的重要程度（不变则省略）")] = None
+    id: Annotated[Text, Field(max_length=MAX_ID_CHARS)]
+    content: Annotated[Text | None, Field(max_length=MAX_CONTENT_CHARS)] = None
+    tags: Annotated[Text | None, Field(max_length=MAX_TAGS_CHARS)] = None
+    importance: Importance | None = None
 
 
 class DeleteArgs(ToolArgs):
-    id: Annotated[Text, Field(description="记忆 ID", max_length=MAX_ID_CHARS)]
+    id: Annotated[Text, Field(max_length=MAX_ID_CHARS)]
+
+
+def _id_list(value: object) -> object:
+    """merge_ids as one string: a JSON array of ids is joined with commas."""
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return numbers_as_text(value)
+
+
+class MergeArgs(ToolArgs):
+    keep_id: Annotated[Text, Field(description="保留的记忆", max_length=MAX_ID_CHARS)]
+    merge_ids: Annotated[
+        str,
+        BeforeValidator(_id_list),
+        AfterValidator(_storable_ids),
+        Field(description="并入后删除的记忆 ID，逗号分隔", max_length=MAX_MERGE_IDS_CHARS),
+    ]
+    content: Annotated[
+        Text | None, Field(description="合并后的内容（省略则不变）", max_length=MAX_CONTENT_CHARS)
+    ] = None
+    importance: Importance | None = None
 
 
 class ListArgs(ToolArgs):
-    limit: Annotated[Integer, Clamp(1, 200), Field(description="条数（1–200）")] = 10
+    limit: Annotated[Integer, Clamp(1, 200)] = 10
 
 
 class StopArgs(ToolArgs):
-    summary: Annotated[Text, Field(description="本轮做了什么（一两句话）", max_length=2000)]
+    summary: Annotated[Text, Field(description="一两句话", max_length=2000)]
 
 
 class SendArgs(ToolArgs):
-    intent: Annotated[Text, Field(description="想对用户说这句话的意图", max_length=500)]
-    memory_context: Annotated[
-        Text, Field(description="相关的记忆内容（可选）", max_length=2000)
-    ] = ""
+    intent: Annotated[Text, Field(description="意图", max_length=500)]
+    memory_context: Annotated[Text, Field(description="相关记忆", max_length=2000)] = ""
 
 
 class ChatContextArgs(ToolArgs):
-    limit: Annotated[Integer, Clamp(1, 100), Field(description="最近的消息条数（1–100）")] = 10
+    limit: Annotated[Integer, Clamp(1, 100)] = 10
 
 
 class DuplicateArgs(ToolArgs):
-    tag: Annotated[
-        Text | None,
-        Field(description="只看标签串完全等于它的记忆（可选）", max_length=MAX_TAGS_CHARS),
-    ] = None
-    importance: Annotated[Importance | None, Field(description="只看该重要程度（可选）")] = None
-    sort_by: Annotated[SortBy, Field(description="排序：created_at | importance | length")] = (
-        "created_at"
+    tag: Annotated[Text | None, Field(description="标签串完全相等", max_length=MAX_TAGS_CHARS)] = (
+        None
     )
-    limit: Annotated[Integer, Field(description="每页条数（默认 40，1–200）")] = 40
-    cursor: Annotated[
-        Text | None, Field(description="上一页返回的 next_cursor（可选）", max_length=2000)
-    ] = None
-    similarity_threshold: Annotated[
-        float | None, Field(description="候选重复组的余弦相似度阈值（默认按配置，0.85）")
-    ] = None
-    candidates_only: Annotated[
-        bool,
-        Field(
-            description="只列出候选重复组的成员，每条只含 id、内容、重要程度（推荐：不必把整个记忆库读进来）"
-        ),
-    ] = False
+    importance: Importance | None = None
+    sort_by: SortBy = "created_at"
+    limit: Annotated[Integer, Field(description="1–200")] = 40
+    cursor: Annotated[Text | None, Field(description="next_cursor", max_length=2000)] = None
+    similarity_threshold: Annotated[float | None, Field(description="余弦相似度")] = None
+    candidates_only: Annotated[bool, Field(description="只列候选重复组成员")] = False
 
 
 class NoArgs(ToolArgs):
@@ -176,11 +199,11 @@ class NoArgs(ToolArgs):
 
 
 class SessionsArgs(ToolArgs):
-    n: Annotated[Integer, Clamp(1, 20), Field(description="最近的会话数（1–20）")] = 5
+    n: Annotated[Integer, Clamp(1, 20)] = 5
 
 
 class RewriteMemoArgs(ToolArgs):
-    content: Annotated[Text, Field(description="备忘录的新全文（压缩后的版本，替换旧内容）")]
+    content: Annotated[Text, Field(description="压缩后的全文")]
 
 
 # ---------------------------------------------------------------------------- handlers
@@ -379,6 +402,75 @@ class LoopTools:
             raise ToolError(f"未找到ID为 {args.id} 的记忆")
         return {"status": "success", "message": "记忆删除成功", "id": record.id}
 
+    async def merge_memories(self, args: MergeArgs, ctx: ToolContext) -> dict[str, Any]:
+        """One duplicate group in one call and one transaction: keep one memory
+        (optionally rewritten), delete the others. All ids are checked first; any
+        problem refuses the whole merge and writes nothing."""
+        cycle = _cycle(ctx)
+        keep_id = args.keep_id.strip()
+        ids: list[str] = []
+        for raw in args.merge_ids.replace("，", ",").split(","):
+            memory_id = raw.strip()
+            if memory_id and memory_id != keep_id and memory_id not in ids:
+                ids.append(memory_id)
+        if not ids:
+            raise ToolError("merge_ids 至少要有一个不同于 keep_id 的记忆 ID；未合并任何内容")
+        if len(ids) > MAX_MERGE_IDS:
+            raise ToolError(f"merge_ids 最多 {MAX_MERGE_IDS} 个；未合并任何内容")
+        keep = await self._existing(cycle, keep_id)
+        others: list[MemoryRecord] = []
+        for memory_id in ids:
+            record = await self.memories.get(cycle.target_key, memory_id)
+            if record is None:
+                raise ToolError(f"未找到ID为 {memory_id} 的记忆；未合并任何内容")
+            if record.source == "user":
+                raise ToolError(f"{memory_id}: {USER_PROTECTED}；未合并任何内容")
+            others.append(record)
+        content = args.content.strip() if args.content is not None else None
+        if content == "":
+            raise ToolError("content 不能为空；未合并任何内容")
+        if content == keep.content:
+            content = None
+        if keep.source == "user" and (
+            content is not None
+            or (args.importance is not None and args.importance != keep.importance_label)
+        ):
+            raise ToolError(f"keep_id {keep.id}: {USER_PROTECTED}；未合并任何内容")
+        # The merged memory keeps every tag of the group (no information lost).
+        tags = list(keep.tags)
+        for record in others:
+            tags.extend(t for t in record.tags if t not in tags)
+        new_tags = tags if tags != list(keep.tags) else None
+        cycle.changed += 1 + len(others)
+        reply: dict[str, Any] = {"status": "success", "id": keep.id, "deleted": len(others)}
+        if cycle.dry_run:
+            reply["dry_run"] = True
+            return reply
+        try:
+            merged = await self.memories.merge(
+                cycle.target_key,
+                keep.id,
+                [r.id for r in others],
+                content=content,
+                tags=new_tags,
+                importance=(
+                    label_to_level(args.importance)
+                    if args.importance and keep.source != "user"
+                    else None
+                ),
+                now=self.loop.clock(),
+            )
+        except EmbeddingError as exc:
+            cycle.changed -= 1 + len(others)
+            raise embedding_failure("合并记忆失败", exc) from exc
+        if merged is None:
+            cycle.changed -= 1 + len(others)
+            raise ToolError(f"未找到ID为 {keep.id} 的记忆；未合并任何内容")
+        _, deleted = merged
+        cycle.changed -= len(others) - len(deleted)
+        reply["deleted"] = len(deleted)
+        return reply
+
     async def list_memory(self, args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = _cycle(ctx)
         page, total = await self.memories.list_page(cycle.target_key, limit=args.limit)
@@ -445,8 +537,9 @@ class LoopTools:
         threshold = self.sub.memory_warn_threshold
         try:
             stats = await self.loop.store.stats(cycle.target_key)
+            records = await self.loop.store.memories(cycle.target_key)
             groups = clusters(
-                [r.id for r in await self.loop.store.memories(cycle.target_key)],
+                [r.id for r in records],
                 await self.loop.store.duplicate_pairs(
                     cycle.target_key, self.sub.duplicate_threshold
                 ),
@@ -462,12 +555,25 @@ class LoopTools:
             )
             reply["memory_warn_threshold"] = threshold
             reply["duplicate_groups"] = len(groups)
+            # The pre-pass itself, so the model can merge in its first turn.
+            by_id = {r.id: r for r in records}
+            shown = groups[:CONTEXT_GROUPS]
+            reply["duplicate_candidates"] = [[_brief(by_id[m]) for m in g] for g in shown]
+            more = len(groups) - len(shown)
             reply["duplicate_hint"] = (
-                f"预筛选发现 {len(groups)} 组疑似重复（相似度 ≥ {self.sub.duplicate_threshold}），"
-                "用 subconscious_duplicate_helper(candidates_only=true) 查看并合并。"
-                if groups
+                f"另有 {more} 组未列出：用 subconscious_duplicate_helper(candidates_only=true) 查看。"
+                if more > 0
                 else ""
             )
+            grouped = {m for g in groups for m in g}
+            low = [r for r in records if r.importance_label == "low" and r.id not in grouped]
+            low.sort(key=lambda r: (r.created_at, r.id))
+            reply["cleanup_candidates"] = [
+                f"{_brief(r)}|{max(0, (now - r.created_at).days)}天前"
+                for r in low[:CONTEXT_CLEANUP]
+            ]
+            if groups or low:
+                reply["candidate_format"] = BRIEF_FORMAT
         except Exception:
             reply.update(memory_total=None, memory_warn_threshold=None, duplicate_groups=None)
             stale.append("memory_stats")
@@ -478,11 +584,24 @@ class LoopTools:
             reply["memo_max_chars"] = cap
             reply["memo_hint"] = (
                 "备忘录已接近上限，用 subconscious_read_memo / subconscious_rewrite_memo 压缩。"
-                if memo.chars >= cap * 0.8
+                if self.sub.enable_memory_compress and memo.chars >= cap * 0.8
                 else ""
             )
         except Exception:
             stale.append("memo")
+        try:
+            runs = await self.loop.store.recent_runs(cycle.target_key, self.sub.max_abstracts)
+            reply["recent_runs"] = [
+                {"at": r.ended_at.astimezone(tz).isoformat(), "ok": r.ok, "summary": r.summary}
+                for r in runs
+            ]
+        except Exception:
+            stale.append("recent_runs")
+        reply["can_send_to_user"] = (
+            self.sub.allow_send_to_user
+            and is_private_key(cycle.target_key)
+            and cycle.cycle_id not in self._sent
+        )
         plan = None
         if self.loop.hooks.idle_plan is not None:
             try:
@@ -753,109 +872,134 @@ def register_loop_tools(
 ) -> LoopTools:
     """Declare the loop's tools 1–11, 19 and the memo tools on ``registry``."""
     tools = LoopTools(memories, memos, loop, settings)
+    # Descriptions are short on purpose: every schema is re-sent with every model call of
+    # a cycle; the system prompt says how to work. ``offer``: shown only when the cycle's
+    # get_context says the tool has something to do (a tool not shown still runs).
     specs: list[Tool[Any]] = [
         Tool(
-            "subconscious_read_memory",
-            "按语义检索目标用户的记忆。",
-            ReadArgs,
-            tools.read_memory,
-            "检索记忆失败",
-        ),
-        Tool(
-            "subconscious_write_memory",
-            "为目标用户写入一条新记忆（整理时合并出的新事实）。",
-            WriteArgs,
-            tools.write_memory,
-            "写入记忆失败",
+            "subconscious_merge_memories",
+            "合并一组重复：保留 keep_id（可给合并后的 content/importance），删除 merge_ids；"
+            "一次调用一组，全部成功或全部不做。",
+            MergeArgs,
+            tools.merge_memories,
+            "合并记忆失败",
         ),
         Tool(
             "subconscious_update_memory",
-            "修改一条记忆；未变化的字段省略。source=user 的记忆只能追加标签。",
+            "修改一条记忆，省略的字段不变。",
             UpdateArgs,
             tools.update_memory,
             "更新记忆失败",
         ),
         Tool(
             "subconscious_delete_memory",
-            "删除一条记忆（不能删除 source=user 的记忆）。",
+            "删除一条记忆。",
             DeleteArgs,
             tools.delete_memory,
             "删除记忆失败",
         ),
         Tool(
+            "subconscious_write_memory",
+            "新增一条记忆。",
+            WriteArgs,
+            tools.write_memory,
+            "写入记忆失败",
+        ),
+        Tool(
+            "subconscious_read_memory",
+            "语义检索记忆。",
+            ReadArgs,
+            tools.read_memory,
+            "检索记忆失败",
+        ),
+        Tool(
             "subconscious_list_memory",
-            "按时间顺序列出前 limit 条记忆（预览）。整理重复时优先用 subconscious_duplicate_helper。",
+            "列出前 limit 条记忆的预览。",
             ListArgs,
             tools.list_memory,
             "列出记忆失败",
+            # superseded by the pre-pass and duplicate_helper's pages (still accepted)
+            offer=lambda c: False,
+        ),
+        Tool(
+            "subconscious_duplicate_helper",
+            "分页列出记忆和候选重复组；candidates_only=true 只列候选。",
+            DuplicateArgs,
+            tools.duplicate_helper,
+            "查重失败",
+            # the pre-pass in get_context shows every group of a store this size
+            offer=lambda c: (
+                bool(c.get("memory_hint"))
+                or int(c.get("duplicate_groups") or 0) > len(c.get("duplicate_candidates") or ())
+            ),
         ),
         Tool(
             ITER_STOP,
-            "结束本轮整理并写下总结。必须在本轮最后调用。",
+            "结束本轮并写总结；可以和最后的修改在同一轮调用。",
             StopArgs,
             tools.iter_stop,
             "结束失败",
         ),
         Tool(
-            "subconscious_send_to_user",
-            "以机器人的口吻给目标用户发一条主动消息（每轮最多一次；仅私聊目标；需 allow_send_to_user）。"
-            "消息在用户下次私聊时送达。",
-            SendArgs,
-            tools.send_to_user,
-            "生成主动消息失败",
-        ),
-        Tool(
-            "subconscious_read_chat_context",
-            "读取目标会话最近的聊天消息。",
-            ChatContextArgs,
-            tools.read_chat_context,
-            "读取聊天记录失败",
-        ),
-        Tool(
-            "subconscious_duplicate_helper",
-            "分页查看记忆并给出预筛选的候选重复组（pgvector 余弦相似度）。"
-            "candidates_only=true 时只列出候选组的成员。",
-            DuplicateArgs,
-            tools.duplicate_helper,
-            "查重失败",
-        ),
-        Tool(
-            "subconscious_get_context",
-            "获取当前环境：时间、上次整理的时间与总结、记忆数量、疑似重复组数、备忘录长度、待处理的知识建议。"
-            "每轮第一个调用。",
-            NoArgs,
-            tools.get_context,
-            "获取环境失败",
-        ),
-        Tool(
-            "subconscious_get_memory_stats",
-            "记忆库统计：总数、按重要程度/标签计数、最早/最新时间、平均长度。",
-            NoArgs,
-            tools.get_memory_stats,
-            "统计失败",
-        ),
-        Tool(
             "subconscious_read_sessions",
-            "最近 n 段会话（30 分钟无消息即分段）的摘要，最新在前。",
+            "最近 n 段会话的摘要。",
             SessionsArgs,
             tools.read_sessions,
             "读取会话失败",
         ),
         Tool(
-            "subconscious_read_memo",
-            "读取目标的备忘录（L1）全文、长度和上限。",
-            NoArgs,
-            tools.read_memo,
-            "读取备忘录失败",
+            "subconscious_read_chat_context",
+            "最近的聊天消息。",
+            ChatContextArgs,
+            tools.read_chat_context,
+            "读取聊天记录失败",
+            # the exact recent lines matter for a proactive message; else read_sessions
+            offer=lambda c: bool(c.get("can_send_to_user")),
         ),
         Tool(
-            "subconscious_rewrite_memo",
-            "用压缩后的全文替换目标的备忘录（L1）：保留所有关键事实，去掉重复和过时内容，不超过上限。",
-            RewriteMemoArgs,
-            tools.rewrite_memo,
-            "改写备忘录失败",
+            "subconscious_send_to_user",
+            "给用户发一条主动消息（每轮最多一次），在其下次私聊时送达。",
+            SendArgs,
+            tools.send_to_user,
+            "生成主动消息失败",
+            offer=lambda c: bool(c.get("can_send_to_user")),
+        ),
+        Tool(
+            "subconscious_get_memory_stats",
+            "记忆库统计。",
+            NoArgs,
+            tools.get_memory_stats,
+            "统计失败",
+            offer=lambda c: bool(c.get("memory_hint")),
+        ),
+        Tool(
+            "subconscious_get_context",
+            "当前环境（本轮开头已由系统调用）。",
+            NoArgs,
+            tools.get_context,
+            "获取环境失败",
+            offer=lambda c: False,
         ),
     ]
+    if settings.subconscious.enable_memory_compress:
+        specs += [
+            Tool(
+                "subconscious_read_memo",
+                "读备忘录（L1）全文。",
+                NoArgs,
+                tools.read_memo,
+                "读取备忘录失败",
+                offer=lambda c: bool(c.get("memo_hint")),
+            ),
+            Tool(
+                "subconscious_rewrite_memo",
+                "用压缩后的全文替换备忘录（L1），保留关键事实，不超过上限。",
+                RewriteMemoArgs,
+                tools.rewrite_memo,
+                "改写备忘录失败",
+                offer=lambda c: bool(c.get("memo_hint")),
+            ),
+        ]
     for tool in specs:
         registry.register(tool)
     return tools

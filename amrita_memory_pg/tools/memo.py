@@ -99,6 +99,7 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
             args=ReadMemoArgs,
             handler=read_memo,
             failure_prefix="读取备忘录失败",
+            read_only=True,
         )
     )
     registry.register(

@@ -445,6 +445,7 @@ def register_memory_tools(
             args=ReadMemoryArgs,
             handler=tools.read_memory,
             failure_prefix="检索记忆失败",
+            read_only=True,
         )
     )
     registry.register(
@@ -472,6 +473,7 @@ def register_memory_tools(
             args=ListMemoryArgs,
             handler=tools.list_memory,
             failure_prefix="列出记忆失败",
+            read_only=True,
         )
     )
     return tools

@@ -48,6 +48,12 @@ class Tool(Generic[ArgsT]):
     handler: Callable[[ArgsT, ToolContext], Awaitable[dict[str, Any]]]
     #: the prefix of unexpected-failure messages, e.g. «写入记忆失败»
     failure_prefix: str = ""
+    #: consolidation loop: whether a cycle is offered this tool, decided on its
+    #: ``subconscious_get_context`` reply (None: always). A tool not offered still runs
+    #: when called by name — offering fewer schemas only saves the model's prompt tokens.
+    offer: Callable[[Mapping[str, Any]], bool] | None = None
+    #: changes nothing: a chat tool the consolidation loop may borrow (``allowed_tools``)
+    read_only: bool = False
 
     def schema(self) -> dict[str, Any]:
         """OpenAI function-calling format."""
@@ -88,6 +94,14 @@ def dumps(payload: Mapping[str, Any], *, compact: bool = False) -> str:
 
 def error_reply(message: str, *, compact: bool = False, **extra: Any) -> str:
     return dumps({"status": "error", "message": message, **extra}, compact=compact)
+
+
+def _without_max_length(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = schema["function"]["parameters"].get("properties") or {}
+    for prop in properties.values():
+        if isinstance(prop, dict):
+            prop.pop("maxLength", None)
+    return schema
 
 
 def _arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
@@ -146,6 +160,16 @@ class ToolRegistry:
     def schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
         chosen = self._tools.values() if names is None else [self._tools[n] for n in names]
         return [tool.schema() for tool in chosen]
+
+    def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The schemas a consolidation cycle is shown, given its get_context reply:
+        without ``maxLength`` (checked on the call all the same; the loop's prompt pays
+        every schema on every model call)."""
+        return [
+            _without_max_length(tool.schema())
+            for tool in self._tools.values()
+            if tool.offer is None or tool.offer(context)
+        ]
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext

@@ -40,6 +40,16 @@ SELECT id, ended_at, ok, summary
  ORDER BY id DESC
  LIMIT 1;
 
+-- name: recent_cycles
+-- The last $2 finished (not dry-run) cycles of target $1 that left a summary, newest
+-- first: the abstracts subconscious_get_context shows ([subconscious] max_abstracts).
+SELECT id, ended_at, ok, summary
+  FROM amrita_memory.consolidation_cycle
+ WHERE target_key = $1 AND ended_at IS NOT NULL AND NOT dry_run
+   AND summary IS NOT NULL AND summary <> ''
+ ORDER BY id DESC
+ LIMIT $2;
+
 -- name: get_cycle
 -- One cycle of target $1 by id $2.
 SELECT target_key, id, trigger, started_at, ended_at, ok, error, iterations, tool_calls,

@@ -226,3 +226,56 @@ async def test_suggestions_a_cycle_reads_are_handled_only_if_it_succeeds(
         done = await mem.run_cycle(TARGET)
         assert done.ok, done.error
         assert (await mem.knowledge.pending_suggestions())[0] == 0
+
+
+async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools_offered(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """The economy of issue 13 item 7: the pre-pass is in the runner's get_context reply,
+    so one model call merges a group (one call, one transaction), deletes a stale item
+    and stops; the schemas sent are only those the cycle needs."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        keep = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=5, tags=("宠物",))
+        dup = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=3, tags=("猫",))
+        other = await add(mem, "用户住在上海", importance=8)
+        old = datetime(2025, 1, 1, tzinfo=UTC)
+        stale = await add(mem, "临时提醒：周五交报告", importance=2, now=old)
+        llm.call(
+            "subconscious_merge_memories",
+            {"keep_id": keep, "merge_ids": [dup], "content": "用户养了一只叫大橘的橘猫"},
+            ("subconscious_delete_memory", {"id": stale}),
+            ("subconscious_iter_stop", {"summary": "合并一组，删一条过期"}),
+        )
+        summary = await mem.run_cycle(TARGET)
+
+        assert summary.ok, summary.error
+        assert (summary.iterations, summary.tool_calls, summary.memories_changed) == (1, 4, 3)
+        context = tool_replies(llm.requests[0])[0]
+        groups = context["duplicate_candidates"]
+        assert [[item.split("|")[0] for item in g] for g in groups] == [[keep, dup]]
+        assert groups[0][0] == f"{keep}|medium|用户喜欢猫，家里养了一只橘猫"
+        assert [c.split("|")[0] for c in context["cleanup_candidates"]] == [stale]
+        offered = {t["function"]["name"] for t in llm.requests[0]["tools"]}
+        assert {"subconscious_merge_memories", "subconscious_iter_stop"} <= offered
+        # nothing to do for these in this cycle (still callable by name)
+        assert offered.isdisjoint(
+            {
+                "subconscious_get_context",
+                "subconscious_list_memory",
+                "subconscious_send_to_user",
+                "subconscious_read_memo",
+                "subconscious_duplicate_helper",
+            }
+        )
+        assert all(
+            "maxLength" not in p
+            for t in llm.requests[0]["tools"]
+            for p in t["function"]["parameters"]["properties"].values()
+        )
+        merged = await mem.memories.get(TARGET, keep)
+        assert merged is not None
+        assert (merged.content, merged.tags) == ("用户养了一只叫大橘的橘猫", ("宠物", "猫"))
+        rows = await mem.pool.fetch(
+            "SELECT id FROM amrita_memory.memory WHERE partition_key = $1", TARGET
+        )
+        assert {r["id"] for r in rows} == {keep, other}

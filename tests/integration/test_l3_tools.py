@@ -3,8 +3,11 @@ source=user memories protected, a dry run that writes nothing, per-cycle validit
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -256,3 +259,150 @@ async def test_read_sessions_splits_the_chat_log_and_summarises_each_session_onc
             summary.cycle_id,
         )
         assert [p["purpose"] for p in purposes] == ["step", "summary", "summary", "step", "step"]
+
+
+def _ctx(cycle_id: int = 1, *, key: str = TARGET, dry_run: bool = False) -> ToolContext:
+    cycle = CycleContext(cycle_id=cycle_id, target_key=key, dry_run=dry_run)
+    return ToolContext(platform="l3", user_id="10001", cycle=cycle)
+
+
+async def _rows(mem: Any) -> list[tuple[Any, ...]]:
+    rows = await mem.pool.fetch(
+        "SELECT partition_key, id, content, tags, importance, updated_at"
+        " FROM amrita_memory.memory ORDER BY id"
+    )
+    return [tuple(r.values()) for r in rows]
+
+
+async def test_merge_memories_refuses_user_rows_unknown_and_foreign_ids_writing_nothing(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        keep = await add(mem, "用户喜欢咖啡")
+        dup = await add(mem, "用户喜欢咖啡。")
+        manual = await add(mem, "用户喜欢咖啡！", source="user")
+        foreign = await add(mem, "用户喜欢咖啡", key="QQPlatform_Private_20002")
+        registry = mem.registries["consolidation"]
+        ctx = _ctx()
+        before = await _rows(mem)
+
+        async def merge(**args: Any) -> dict[str, Any]:
+            result: dict[str, Any] = json.loads(
+                await registry.call("subconscious_merge_memories", args, ctx)
+            )
+            return result
+
+        refusals = [
+            await merge(keep_id=keep, merge_ids=[dup, manual]),  # a user's row in the group
+            await merge(keep_id=keep, merge_ids=f"{dup},nope"),  # an unknown id
+            await merge(keep_id=keep, merge_ids=[dup, foreign]),  # another partition's id
+            await merge(keep_id=foreign, merge_ids=[dup]),  # keep_id of another partition
+            await merge(keep_id=manual, merge_ids=[dup], content="改写"),  # rewrite a user's row
+            await merge(keep_id=keep, merge_ids=[keep]),  # nothing to merge
+        ]
+        assert [r["status"] for r in refusals] == ["error"] * 6
+        assert "source=user" in refusals[0]["message"] and "未合并" in refusals[0]["message"]
+        assert "nope" in refusals[1]["message"]
+        assert foreign in refusals[2]["message"] and foreign in refusals[3]["message"]
+        assert "source=user" in refusals[4]["message"]
+        assert await _rows(mem) == before and ctx.cycle is not None and ctx.cycle.changed == 0
+        # a user's row may be the one kept when its content stays: the others go
+        ok = await merge(keep_id=manual, merge_ids=f"{keep}，{dup}", importance="medium")
+        assert ok == {"status": "success", "id": manual, "deleted": 2}
+        kept = await mem.memories.get(TARGET, manual)
+        assert kept is not None and (kept.content, kept.importance) == ("用户喜欢咖啡！", 5)
+        assert await mem.memories.count(TARGET) == 1
+        assert await mem.memories.get("QQPlatform_Private_20002", foreign) is not None
+
+
+async def test_merge_memories_in_a_dry_run_answers_as_if_done_and_writes_nothing(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        keep = await add(mem, "用户喜欢咖啡")
+        dup = await add(mem, "用户喜欢咖啡。")
+        before = await _rows(mem)
+        ctx = _ctx(dry_run=True)
+        reply = json.loads(
+            await mem.registries["consolidation"].call(
+                "subconscious_merge_memories",
+                {"keep_id": keep, "merge_ids": [dup], "content": "用户每天喝咖啡"},
+                ctx,
+            )
+        )
+        assert reply == {"status": "success", "id": keep, "deleted": 1, "dry_run": True}
+        assert ctx.cycle is not None and ctx.cycle.changed == 2
+        assert await _rows(mem) == before
+
+
+async def test_get_context_shows_the_last_max_abstracts_cycle_summaries(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__max_abstracts=2) as mem:
+        for n in (1, 2, 3):
+            llm.call("subconscious_iter_stop", {"summary": f"第 {n} 轮"})
+            assert (await mem.run_cycle(TARGET)).ok
+        llm.call("subconscious_iter_stop", {"summary": "演练"})
+        await mem.run_cycle(TARGET, dry_run=True)  # a dry run is not a run
+        llm.call("subconscious_iter_stop", {"summary": "第 4 轮"})
+        await mem.run_cycle(TARGET)
+        context = tool_replies(llm.requests[-1])[0]
+        assert [r["summary"] for r in context["recent_runs"]] == ["第 3 轮", "第 2 轮"]
+        assert all(r["ok"] is True for r in context["recent_runs"])
+
+
+async def test_enable_memory_compress_off_takes_the_memo_tools_away(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(
+        db_dsn, tmp_path, llm, memo_max_chars=100, subconscious__enable_memory_compress=False
+    ) as mem:
+        await mem.memos.replace(TARGET, "用户叫小明。" * 15)  # near the cap
+        registry = mem.registries["consolidation"]
+        assert registry.get("subconscious_read_memo") is None
+        assert registry.get("subconscious_rewrite_memo") is None
+        ctx = _ctx()
+        context = json.loads(await registry.call("subconscious_get_context", {}, ctx))
+        assert context["memo_chars"] == 90 and context["memo_hint"] == ""
+        refused = json.loads(
+            await registry.call("subconscious_rewrite_memo", {"content": "压缩"}, ctx)
+        )
+        assert refused["status"] == "error" and "未知工具" in refused["message"]
+        assert (await mem.memos.get(TARGET)).content == "用户叫小明。" * 15
+
+
+async def test_allowed_tools_lends_read_only_chat_tools_acting_as_the_target(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="amrita_memory_pg.tools.audiences"):
+        async with loop_memory(
+            db_dsn,
+            tmp_path,
+            llm,
+            subconscious__allowed_tools=["read_memory", "read_memo", "delete_memory", "nope"],
+        ) as mem:
+            registry = mem.registries["consolidation"]
+            assert registry.get("read_memory") is not None and registry.get("read_memo")
+            assert registry.get("delete_memory") is None  # writes: the loop has its own
+            await add(mem, "用户喜欢咖啡")
+            await add(mem, "另一个人的记忆", key="QQPlatform_Private_20002")
+            await mem.memos.replace(TARGET, "目标的备忘录")
+            await mem.memos.replace(GROUP, "群备忘录")
+            found = json.loads(
+                await registry.call("read_memory", {"query": "咖啡", "scope": "user"}, _ctx())
+            )
+            assert found["status"] == "success"
+            assert [d for docs in found["documents"] for d in docs] == ["用户喜欢咖啡"]
+            memo = json.loads(await registry.call("read_memo", {}, _ctx()))
+            assert "目标的备忘录" in json.dumps(memo, ensure_ascii=False)
+            group = json.loads(await registry.call("read_memo", {}, _ctx(key=GROUP)))
+            assert "群备忘录" in json.dumps(group, ensure_ascii=False)
+            chat = ToolContext(platform="qq", user_id="10001")
+            assert "只在后台整理循环" in await registry.call("read_memo", {}, chat)
+            # offered to the model like the loop's own tools
+            assert "read_memory" in {
+                t["function"]["name"] for t in registry.offered({"memo_hint": ""})
+            }
+    warnings = [r.getMessage() for r in caplog.records]
+    assert sum("'nope' not found" in w for w in warnings) == 1
+    assert sum("'delete_memory' changes data" in w for w in warnings) == 1

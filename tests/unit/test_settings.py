@@ -272,7 +272,7 @@ def test_keys_marked_accepted_only_are_read_nowhere_and_the_others_somewhere() -
     """The marker must stay honest: reading a marked key means dropping its marker."""
     read = _attributes_read_in_the_package()
     marked = [path for path, info in iter_fields() if accepted_only(info)]
-    assert len(marked) == 4  # scheduler, runner, knowledge base built (issues 12, 13)
+    assert len(marked) == 1  # only knowledge_collection_name: knowledge lives in PostgreSQL
     assert all(path[0] == "subconscious" for path in marked)
     assert [path for path in marked if path[-1] in read] == []
     unmarked = [path for path, info in iter_fields() if not accepted_only(info)]
@@ -287,7 +287,8 @@ def test_reference_says_accepted_only_keys_do_nothing_yet() -> None:
     }
     note = "Accepted for compatibility; not used yet (the L3 consolidation loop is not built)"
     assert note in rows["knowledge_collection_name"]
-    assert "Accepted for compatibility; the L3 loop does not use it" in rows["allowed_tools"]
+    assert "Accepted for compatibility" not in rows["allowed_tools"]  # the loop borrows them
+    assert "Accepted for compatibility" not in rows["max_abstracts"]  # get_context shows them
     assert "Accepted for compatibility" not in rows["max_iterations"]  # the loop reads it
     assert (
         "Maximum ReAct rounds per run" in rows["max_iterations"]
