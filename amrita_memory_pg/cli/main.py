@@ -389,6 +389,7 @@ def _register_commands() -> None:
     """Commands living in sibling modules attach themselves to ``cli`` on import."""
     import amrita_memory_pg.cli.consolidate
     import amrita_memory_pg.cli.knowledge
+    import amrita_memory_pg.cli.legacy
     import amrita_memory_pg.cli.memories
     import amrita_memory_pg.cli.ops
     import amrita_memory_pg.cli.profile  # noqa: F401

@@ -214,6 +214,11 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
     click.echo(f"完成，已从 {path.name} 恢复: {counts}")
     if report.kind == "reference-json":
         click.echo(f"  合并: 新增 {report.merged} 条，已存在而保留 {report.kept_existing} 条")
+        for key, n in sorted(report.overflow.items()):
+            limit = state.settings.per_session_memory_limit
+            click.echo(f"  超出每分区上限 {limit}，未导入（最旧的）: {key} {n} 条")
+        if report.skipped:
+            click.echo(f"  跳过 {report.skipped} 条（无法识别的分区键或空文本）")
     if report.reembedded:
         click.echo(f"  已用当前模型重新嵌入 {report.reembedded} 条")
     if report.keys_migrated:

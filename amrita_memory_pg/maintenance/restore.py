@@ -8,7 +8,6 @@ restored verbatim and then re-embedded through the one model-change sequence.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -21,9 +20,7 @@ from typing import Any
 
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import BackupError
-from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, MEDIUM
-from amrita_memory_pg.domain.keys import is_current, to_current
-from amrita_memory_pg.domain.records import parse_tags
+from amrita_memory_pg.domain.legacy import LegacyMemory, convert_memory
 from amrita_memory_pg.maintenance.backup import (
     ARRAY_COLUMNS,
     EXPORT_COLUMNS,
@@ -39,6 +36,7 @@ from amrita_memory_pg.maintenance.backup import (
     store_counts,
 )
 from amrita_memory_pg.maintenance.keys import migrate_keys
+from amrita_memory_pg.maintenance.legacy_import import ImportReport, merge_memories
 from amrita_memory_pg.maintenance.reembed import change_model
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
@@ -47,8 +45,6 @@ from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
-
-_HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass(slots=True)
@@ -62,6 +58,10 @@ class RestoreReport:
     #: reference-plugin backups are merged: rows added, and rows already in the store
     merged: int = 0
     kept_existing: int = 0
+    #: reference-plugin backups: partition → memories that did not fit under the cap
+    overflow: dict[str, int] = field(default_factory=dict)
+    #: reference-plugin backups: entries without a recognisable key or text
+    skipped: int = 0
 
 
 def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -264,9 +264,11 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
     """The reference plugin's ``embed_backup_*.json``: texts + metadata, no vectors.
 
     MERGED into the store, never replacing it: its users restore it into a store that
-    already holds what was written since (memos, newer memories). A memory whose id is
-    already in its partition is kept as it is; ids that are not 32 hex digits get one
-    derived from the partition and the old id, so a second run changes nothing.
+    already holds what was written since (memos, newer memories). It goes through the
+    same merge as ``import-legacy`` (:func:`merge_memories`): keys migrated, an id
+    already in its partition kept as it is, the per-partition cap respected (what does
+    not fit is reported per partition), ids that are not 32 hex digits derived from
+    partition and old id, so a second run changes nothing.
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -279,64 +281,36 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
         raise BackupError(
             f"{path.name} is inconsistent: {len(ids)} ids, {len(documents)} documents, {len(metadatas)} metadatas"
         )
-    now = datetime.now(UTC)
-    records: list[list[Any]] = []
-    skipped = 0
+    # A missing created_at falls back to the backup's own time (stable across runs).
+    when = parse_created_at(data.get("created_at")) or datetime.fromtimestamp(
+        path.stat().st_mtime, UTC
+    )
+    memories: list[LegacyMemory] = []
+    merge = ImportReport(
+        dry_run=False, on_conflict="skip", cap=store.settings.per_session_memory_limit
+    )
+    seen: set[tuple[str, str]] = set()
     for raw_id, text, meta in zip(ids, documents, metadatas, strict=True):
-        meta = meta if isinstance(meta, dict) else {}
-        scope = meta.get("scope") if meta.get("scope") in ("user", "group") else "user"
-        raw_key = str(meta.get("user_id") or "")
-        key = raw_key if is_current(raw_key) else to_current(raw_key, scope)
-        if not key or not isinstance(text, str) or not text:
-            skipped += 1
-            continue
-        created = parse_created_at(meta.get("created_at")) or now
-        memory_id = (
-            raw_id
-            if isinstance(raw_id, str) and _HEX32.match(raw_id)
-            else hashlib.md5(f"{key}|{raw_id}".encode()).hexdigest()
-        )
-        level = LABEL_TO_LEVEL.get(str(meta.get("importance")), MEDIUM)
-        tags = list(parse_tags(meta.get("tags") if isinstance(meta.get("tags"), str) else None))
-        records.append(
-            [
-                memory_id,
-                key,
-                scope,
-                text,
-                tags,
-                level,
-                None,
-                "auto",
-                None,
-                created,
-                created,
-                created,
-            ]
-        )
-    if skipped:
+        converted = convert_memory(raw_id, text, meta, fallback_time=when)
+        if not isinstance(converted, LegacyMemory):
+            merge.skipped.append(converted)
+        elif (converted.partition_key, converted.id) not in seen:
+            seen.add((converted.partition_key, converted.id))
+            memories.append(converted)
+    if merge.skipped:
         log.warning(
             "%s: skipped %d entries without a recognisable partition key or text",
             path.name,
-            skipped,
+            len(merge.skipped),
         )
-    # Embed everything first: a failing embedder leaves the store untouched.
-    vectors = await store.embedder.embed_passages([r[3] for r in records])
     report = RestoreReport(source=path, kind="reference-json")
     report.safety_backup = await _safety_backup(store, path)
-    merge = query("merge_restored_memory")
-    async with store.pool.acquire() as conn, conn.transaction():
-        await lift_statement_timeout(conn)  # one transaction over the whole backup
-        before = await store_counts(conn)
-        await conn.executemany(
-            merge,
-            [(*r, v, store.embedder.fingerprint) for r, v in zip(records, vectors, strict=True)],
-        )
-        merged = (await store_counts(conn))["memory"] - before["memory"]
-        if before["memory"] == 0:
-            # an empty store takes the configured model; a non-empty one keeps its record and
-            # _after_restore re-embeds everything if that model is not the configured one
-            provider = store.embedder.provider
+    stored = (await store_meta.read(store.pool)).fingerprint
+    if await count_all(store.pool) == 0:
+        # an empty store takes the configured model
+        provider = store.embedder.provider
+        await store.embedder.prepare()
+        async with store.pool.acquire() as conn:
             await store_meta.write_model(
                 conn,
                 fingerprint=store.embedder.fingerprint,
@@ -346,7 +320,14 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
                 dim=store.embedder.dim,
                 keep_dim=False,
             )
-    report.merged = merged
-    report.kept_existing = len(records) - merged
-    report.reembedded = merged
+    elif stored != store.embedder.fingerprint:
+        # the live rows first move to the configured model (the safety backup is taken)
+        result = await change_model(store, backup=False)
+        report.reembedded += result.embedded
+    await merge_memories(store, memories, {}, merge)
+    report.merged = merge.counts["memory"]["inserted"]
+    report.kept_existing = merge.counts["memory"]["present"]
+    report.overflow = dict(merge.overflow)
+    report.skipped = len(merge.skipped)
+    report.reembedded += merge.vectors_embedded
     return await _after_restore(store, report)

@@ -85,13 +85,3 @@ SELECT count(*)::integer AS memories
 -- Drop our whole schema before psql replays a pg_restore script of it, in the same
 -- single transaction (psql --single-transaction: a failed replay keeps the old schema).
 DROP SCHEMA IF EXISTS amrita_memory CASCADE;
-
--- name: merge_restored_memory
--- One memory of a reference-plugin backup merged into a live store: a row whose
--- (partition_key, id) already exists is kept as it is, so a restore of an old plugin's
--- backup never overwrites or deletes anything and running it twice changes nothing.
-INSERT INTO amrita_memory.memory (id, partition_key, scope, content, tags, importance, category,
-                                  source, author, created_at, updated_at, tier_since, embedding,
-                                  embed_fingerprint)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-ON CONFLICT (partition_key, id) DO NOTHING;

@@ -1,0 +1,129 @@
+"""``amrita-memory import-legacy``: move in from an amrita_plugin_memory installation.
+
+Non-destructive on both sides: the old directory is only read, and the store keeps
+everything it holds (``--on-conflict`` decides only for ids present on both sides).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from amrita_memory_pg.cli.app import CliState, cli, run_async
+
+
+class _Bar:
+    """click.progressbar on stderr, created when the total is known."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar: Any = None
+        self.shown = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total == 0:
+                return
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.shown)
+        self.shown = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+@cli.command("import-legacy")
+@click.argument("old_data_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option(
+    "--db",
+    "db",
+    default=None,
+    help="The old plugin's database: a SQLite file, sqlite:/// or postgresql:// URL "
+    "(default: nonebot-plugin-orm's data/nonebot_plugin_orm/db.sqlite3).",
+)
+@click.option("--dry-run", is_flag=True, help="Read and report; write nothing.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(["skip", "replace"]),
+    default="skip",
+    show_default=True,
+    help="A memory id or memo already in the store: keep ours (skip) or take the old one.",
+)
+@click.option(
+    "--legacy-config",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="The old config.toml (default: config/amrita_plugin_memory/config.toml of the bot dir).",
+)
+@click.option(
+    "--chroma-dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="The old Chroma persist directory (default: OLD_DATA_DIR/vector_db.chroma), "
+    "e.g. a copy of a remote server's.",
+)
+@click.option(
+    "--write-config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the translated config to this file (never overwrites one).",
+)
+@click.pass_obj
+@run_async
+async def import_legacy_command(
+    state: CliState,
+    old_data_dir: Path,
+    db: str | None,
+    dry_run: bool,
+    on_conflict: str,
+    legacy_config: Path | None,
+    chroma_dir: Path | None,
+    write_config: Path | None,
+) -> None:
+    """Merge an amrita_plugin_memory installation (OLD_DATA_DIR = data/amrita_plugin_memory).
+
+    Memories (Chroma, vectors reused when the model is the same), memos (SQL table),
+    and the old config.toml (printed for review). Knowledge, profile and L3 state are
+    parsed and reported. Existing rows are kept; the per-partition cap is respected;
+    a second run changes nothing; a killed run resumes when started again.
+    """
+    from amrita_memory_pg.bootstrap import open_store
+    from amrita_memory_pg.maintenance.legacy_import import import_legacy
+
+    if write_config is not None and write_config.exists():
+        raise click.ClickException(f"{write_config} 已存在，不覆盖")
+    bar = _Bar("导入记忆")
+    async with open_store(state.settings) as store:
+        try:
+            report = await import_legacy(
+                store,
+                old_data_dir,
+                db=db,
+                config=legacy_config,
+                chroma_dir=chroma_dir,
+                dry_run=dry_run,
+                on_conflict="replace" if on_conflict == "replace" else "skip",
+                progress=bar,
+            )
+        finally:
+            bar.close()
+    for line in report.render():
+        click.echo(line)
+    if report.config_toml is not None:
+        click.echo("\n旧配置翻译为本插件的 config.toml（请检查）:")
+        for note in report.config_notes:
+            click.echo(f"  # {note}")
+        click.echo("-----")
+        click.echo(report.config_toml, nl=False)
+        click.echo("-----")
+        if write_config is not None and not dry_run:
+            write_config.parent.mkdir(parents=True, exist_ok=True)
+            write_config.write_text(report.config_toml, encoding="utf-8")
+            click.echo(f"已写入 {write_config}")
+        elif write_config is None:
+            click.echo("未写入；需要时加 --write-config config/amrita_memory_pg/config.toml")
