@@ -689,8 +689,8 @@ class Settings(BaseSettings):
     protect_manual_memories: bool = Field(
         True,
         description="Memories added by a person (source=user: /memory add, the CLI) are never "
-        "changed or deleted by automatic processes (the chat LLM's tools, extraction, L3); "
-        "the database refuses it too.",
+        "changed or deleted by automatic processes (the chat LLM's tools, extraction, L3, "
+        "the decay sweep); the database refuses it too.",
     )
     chat_log_keep: int = Field(
         200,
