@@ -1,6 +1,6 @@
 """The decay sweep spares manual entries (issue 14, item 2): sweep_batch_v2.
 
-Revision ID: 0015_sweep_protect
+Revision ID: 0014_sweep_protect
 Revises: 0013_import
 Create Date: 2026-12-03
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
-revision: str = "0015_sweep_protect"
+revision: str = "0014_sweep_protect"
 down_revision: str | None = "0013_import"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
