@@ -65,9 +65,12 @@ DEFAULT_CONFIG_PATHS = (
 ACCEPTED_ONLY = "accepted_only"
 #: an L3 target: a current-format personal or group partition key (domain.keys)
 TARGET_KEY = re.compile(r"^[A-Za-z0-9]+Platform_(?:Private|Group)_\S+$")
-_L3_NOT_BUILT: JsonDict = {
-    ACCEPTED_ONLY: "accepted for compatibility; not used yet "
-    "(the L3 consolidation loop is not built)"
+#: The reference kept its knowledge base three times (files, an index, a Chroma
+#: collection) and §10.5 is about keeping them in step; here it lives in PostgreSQL once,
+#: so there is no collection to name.
+_NO_KNOWLEDGE_COLLECTION: JsonDict = {
+    ACCEPTED_ONLY: "accepted so the reference's config files load; the knowledge base "
+    "lives in PostgreSQL, not in a Chroma collection, so nothing reads it"
 }
 
 
@@ -280,7 +283,7 @@ class SubconsciousSettings(_Section):
     knowledge_collection_name: str = Field(
         "amrita_global_knowledge",
         description="Chroma collection of the knowledge base.",
-        json_schema_extra=_L3_NOT_BUILT,
+        json_schema_extra=_NO_KNOWLEDGE_COLLECTION,
     )
     enable_knowledge: bool = Field(
         True,
@@ -703,8 +706,8 @@ class Settings(BaseSettings):
     protect_manual_memories: bool = Field(
         True,
         description="Memories added by a person (source=user: /memory add, the CLI) are never "
-        "changed or deleted by automatic processes (the chat LLM's tools, extraction, L3); "
-        "the database refuses it too.",
+        "changed or deleted by automatic processes (the chat LLM's tools, extraction, L3, "
+        "the decay sweep); the database refuses it too.",
     )
     chat_log_keep: int = Field(
         200,

@@ -1,7 +1,7 @@
 """The token backfill: search tokens for memories that have none (issue 16).
 
 Tokens are made in Python (:func:`amrita_memory_pg.domain.tokens.search_tokens`), so
-neither the migration that added the column (0014_hybrid) nor a restore of a JSONL
+neither the migration that added the column (0015_hybrid) nor a restore of a JSONL
 backup (which carries no tokens: they are recomputed, never trusted from a file) nor a
 merge of the reference plugin's backup can fill them in SQL. This step does, in keyset
 batches over the partial index of untokenized rows: each batch is its own short

@@ -341,7 +341,8 @@ class MemoryService:
         force: bool = False,
     ) -> SweepReport:
         """Demote/purge what outlived its tier; off when ``[decay] enabled/sweep_enabled =
-        false`` unless ``force``."""
+        false`` unless ``force``. ``source=user`` rows are spared while
+        ``protect_manual_memories`` is on."""
         decay = self.settings.decay
         if not force and not (decay.enabled and decay.sweep_enabled):
             return SweepReport(scanned=0, demoted=0, purged=0, kept=0)
@@ -350,6 +351,8 @@ class MemoryService:
             long_term_days=float(decay.long_term_days),
             batch_limit=decay.sweep_batch_limit,
             restart_clock_on_demote=decay.restart_clock_on_demote,
+            # the sweep is an automatic process: it spares manual entries (issue 14)
+            protect_user=self.protects(False),
         )
         return await self.repo.sweep(
             params, now=now or _utcnow(), dry_run=dry_run, max_batches=max_batches

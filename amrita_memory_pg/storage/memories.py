@@ -118,6 +118,8 @@ class SweepParams:
     long_term_days: float
     batch_limit: int
     restart_clock_on_demote: bool
+    #: keep ``source=user`` rows whatever their age (``protect_manual_memories``)
+    protect_user: bool = True
 
 
 class MemoryRepository:
@@ -653,6 +655,7 @@ class MemoryRepository:
             float(params.long_term_days),
             params.batch_limit,
             params.restart_clock_on_demote,
+            params.protect_user,
         )
         totals = [0, 0, 0, 0]
         batches = 0

@@ -1,4 +1,4 @@
--- L2 memory operations, release 4 (migration 0014_hybrid): hybrid vector + keyword search
+-- L2 memory operations, release 4 (migration 0015_hybrid): hybrid vector + keyword search
 -- (issue 16). Released files are never edited: a change is a new file and a new migration.
 --
 -- The keyword side. memory.search_tokens is a tsvector of tokens made in Python
@@ -6,7 +6,7 @@
 -- lower-case Latin words, numbers) and stored with array_to_tsvector, i.e. the lexemes
 -- as given: no parser, no dictionary, no dependence on the cluster's locale. A query is
 -- tokenized by the same function and passed as text[]. NULL search_tokens = not yet
--- tokenized (rows written before 0014, or restored from a JSONL backup): the maintenance
+-- tokenized (rows written before 0015, or restored from a JSONL backup): the maintenance
 -- step amrita_memory_pg/maintenance/tokens.py fills them in; meanwhile they are found by
 -- the vector side only.
 --

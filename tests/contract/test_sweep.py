@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.domain.records import Source
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 from tests.support.data import bulk_insert
@@ -16,9 +17,16 @@ NOW = datetime(2026, 1, 31, tzinfo=UTC)
 KEY = "QQPlatform_Private_10001"
 
 
-async def add(mem: Memory, content: str, importance: int, age: timedelta) -> str:
+async def add(
+    mem: Memory, content: str, importance: int, age: timedelta, source: Source = "auto"
+) -> str:
     rec = await mem.memories.add(
-        partition_key=KEY, scope="user", content=content, importance=importance, now=NOW - age
+        partition_key=KEY,
+        scope="user",
+        content=content,
+        importance=importance,
+        source=source,
+        now=NOW - age,
     )
     return rec.id
 
@@ -154,3 +162,59 @@ async def test_rows_being_edited_are_skipped_not_waited_for(memory: Memory) -> N
     assert await importance_of(memory, busy) == 3
     assert await importance_of(memory, idle) is None
     assert await assert_index_in_step(memory) == {busy}
+
+
+ANCIENT = timedelta(days=1000)  # past every tier lifetime (7 / 25.1 / 90 days)
+
+
+async def _manual_and_auto(mem: Memory) -> dict[str, str]:
+    """A manual and an automatic memory per tier, all far past every lifetime."""
+    return {
+        "user_low": await add(mem, "我喜欢猫", 3, ANCIENT, source="user"),
+        "auto_low": await add(mem, "我喜欢狗", 3, ANCIENT),
+        "user_high": await add(mem, "我的生日是五月一日", 9, ANCIENT, source="user"),
+        "auto_high": await add(mem, "我的生日是六月一日", 9, ANCIENT),
+    }
+
+
+async def test_manual_memories_survive_the_sweep(memory: Memory) -> None:
+    """Issue 14 item 2: the sweep is an automatic process, source=user rows are kept."""
+    ids = await _manual_and_auto(memory)
+    report = await memory.memories.sweep(now=NOW)
+    assert (report.scanned, report.demoted, report.purged, report.kept) == (4, 1, 1, 2)
+    assert await importance_of(memory, ids["user_low"]) == 3
+    assert await importance_of(memory, ids["user_high"]) == 9
+    assert await importance_of(memory, ids["auto_low"]) is None
+    assert await importance_of(memory, ids["auto_high"]) == 5
+    # Much later, still untouched; the automatic ones are long gone, index in step.
+    for days in (100, 200):
+        await memory.memories.sweep(now=NOW + timedelta(days=days))
+    assert await importance_of(memory, ids["user_low"]) == 3
+    assert await importance_of(memory, ids["user_high"]) == 9
+    assert await importance_of(memory, ids["auto_high"]) is None
+    assert await assert_index_in_step(memory) == {ids["user_low"], ids["user_high"]}
+
+
+async def test_manual_memories_swept_like_others_when_unprotected(
+    make_settings: Callable[..., Settings],
+) -> None:
+    async with open_memory(make_settings(protect_manual_memories=False)) as mem:
+        ids = await _manual_and_auto(mem)
+        report = await mem.memories.sweep(now=NOW)
+        assert (report.scanned, report.demoted, report.purged, report.kept) == (4, 2, 2, 0)
+        assert await importance_of(mem, ids["user_low"]) is None
+        assert await importance_of(mem, ids["auto_low"]) is None
+        assert await importance_of(mem, ids["user_high"]) == 5
+        assert await importance_of(mem, ids["auto_high"]) == 5
+        assert await assert_index_in_step(mem) == {ids["user_high"], ids["auto_high"]}
+
+
+async def test_dry_run_counts_manual_memories_as_kept(memory: Memory) -> None:
+    await _manual_and_auto(memory)
+    before = await memory.pool.fetch("SELECT id, importance FROM amrita_memory.memory ORDER BY id")
+    report = await memory.memories.sweep(now=NOW, dry_run=True)
+    assert (report.scanned, report.demoted, report.purged, report.kept) == (4, 1, 1, 2)
+    assert (
+        await memory.pool.fetch("SELECT id, importance FROM amrita_memory.memory ORDER BY id")
+        == before
+    )

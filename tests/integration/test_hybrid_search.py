@@ -285,7 +285,7 @@ async def test_tokens_are_written_updated_and_backfilled(memory: Memory) -> None
         "SELECT tsvector_to_array(search_tokens) FROM amrita_memory.memory WHERE id = $1", first.id
     )
     assert sorted(tokens) == sorted(search_tokens("小宋的科目三考试在五月"))
-    # rows without tokens (written before 0014_hybrid, or restored from JSONL)
+    # rows without tokens (written before 0015_hybrid, or restored from JSONL)
     for i in range(12):
         await store.add(partition_key=KEY, scope="user", content=f"旧记忆 {i} 生日蛋糕", now=NOW)
     await memory.pool.execute("UPDATE amrita_memory.memory SET search_tokens = NULL")

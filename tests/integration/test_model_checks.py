@@ -39,7 +39,7 @@ async def insert(
     sql: str | None = None,
 ) -> Any:
     named = sql is None or sql == query("insert_memory")
-    # the named query (insert_memory_v3 since 0014_hybrid) takes the search tokens after the cap
+    # the named query (insert_memory_v3 since 0015_hybrid) takes the search tokens after the cap
     tokens: tuple[Any, ...] = ([content],) if named else ()
     return await conn.fetchrow(
         sql or query("insert_memory"),

@@ -1,7 +1,7 @@
 """Hybrid retrieval: memory.search_tokens (tsvector + GIN) and release 4 of the L2 functions.
 
-Revision ID: 0014_hybrid
-Revises: 0013_import
+Revision ID: 0015_hybrid
+Revises: 0014_sweep_protect
 Create Date: 2026-12-03
 
 The column is added empty (NULL = not tokenized yet): the tokens are made in Python
@@ -20,8 +20,8 @@ from alembic import op
 
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
-revision: str = "0014_hybrid"
-down_revision: str | None = "0013_import"
+revision: str = "0015_hybrid"
+down_revision: str | None = "0014_sweep_protect"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
