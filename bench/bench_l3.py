@@ -41,7 +41,7 @@ import asyncio
 import json
 import random
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ import reference_l3 as reference
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
+from amrita_memory_pg.domain.profile import Profile, ProfileActor
 from amrita_memory_pg.service import Memory, RegistryLoopTools
 from amrita_memory_pg.services.consolidation import Consolidator
 from amrita_memory_pg.settings import load_settings
@@ -254,7 +255,10 @@ class ReferenceRunner(Consolidator):
 
     user_prompt = reference.USER
 
-    def system_prompt(self, target_key: str, now: datetime) -> str:
+    def system_prompt(
+        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+    ) -> str:
+        # the reference always sends both guides (it offers every tool)
         return reference.system_prompt(key_subject(target_key), now.date().isoformat())
 
     async def _open(self, cycle: Any, progress: Any, messages: list[Any]) -> list[dict[str, Any]]:
@@ -286,7 +290,14 @@ async def main() -> None:
         default=[1, 2, 5, 20],
         help="edits (a merged group or a deletion) per model turn; 20 = all in one turn",
     )
-    per_turns = [max(1, n) for n in parser.parse_args().per_turn]
+    parser.add_argument(
+        "--profile-current",
+        action="store_true",
+        help="give the user a profile newer than every memory (nothing new for it: "
+        "our cycle is not offered the profile tools; the reference always is)",
+    )
+    options = parser.parse_args()
+    per_turns = [max(1, n) for n in options.per_turn]
     count, how = counter()
     with tempfile.TemporaryDirectory(prefix="bench-l3-") as tmp, ScriptedLLM() as llm:
         seen: list[tuple[int, int, int]] = []
@@ -333,6 +344,13 @@ async def main() -> None:
                     number += 1
                     key = f"QQPlatform_Private_{number}"
                     ids = await load(mem, key, now)
+                    if options.profile_current:
+                        await mem.profiles.replace(
+                            key,
+                            Profile(summary="喜欢园艺和做饭。", lines=("周末常去爬山",)),
+                            ProfileActor("cli", "bench"),
+                            operation="bench",
+                        )
                     ours = name.startswith("ours")
                     context: tuple[str, dict[str, Any]] = ("subconscious_get_context", {})
                     reads: list[Turn]
