@@ -13,6 +13,7 @@ opened by :func:`amrita_memory_pg.open_memory` (the composition module ``bootstr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
@@ -191,6 +192,12 @@ class Memory:
             self.l3_hooks.on_success.append(self._complete_suggestions)
             self.l3_hooks.on_failure.append(self._release_suggestions)
             self.l3_hooks.pending_suggestions = self.knowledge.pending_suggestions
+            self.l3_hooks.profile_changed_at = self._profile_changed_at
+
+    async def _profile_changed_at(self, target_key: str) -> datetime | None:
+        """When the target's profile last changed (None: it has none yet)."""
+        last = await self.profiles.history(target_key, 1)
+        return last[0].changed_at if last else None
 
     async def _complete_suggestions(self, cycle_id: int) -> None:
         await self.knowledge.complete_suggestions(cycle_id)

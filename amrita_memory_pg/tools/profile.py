@@ -15,6 +15,7 @@ Arguments and replies follow the reference. Differences (its bugs and weaknesses
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -46,32 +47,21 @@ class ReadProfileArgs(ToolArgs):
     ] = None
 
 
+# The loop's two tools are re-sent with every call of a cycle: short field texts (the
+# tool description and the profile guide say the rest).
+Line = Annotated[Integer | None, Field(description="行号，从 0 开始")]
+
+
 class GetProfileArgs(ToolArgs):
-    start_line: StartLine = None
-    end_line: EndLine = None
+    start_line: Line = None
+    end_line: Annotated[Integer | None, Field(description="不含")] = None
 
 
 class UpdateProfileArgs(ToolArgs):
-    summary: Annotated[
-        Text, Field(description="画像摘要（必填，整体替换旧摘要；不修改时原样传回当前摘要）")
-    ]
-    new_lines: Annotated[
-        Text,
-        Field(
-            description="新的正文行，多行用换行分隔。与 start_line/end_line 一起时替换 "
-            "[start_line, end_line) 行；二者相等时插入到该行之前；为空字符串时删除该范围"
-        ),
-    ]
-    start_line: Annotated[
-        Integer | None,
-        Field(
-            description="替换范围的起始行号（从 0 开始，包含）；与 end_line 同时省略则在末尾追加"
-        ),
-    ] = None
-    end_line: Annotated[
-        Integer | None,
-        Field(description="替换范围的结束行号（不包含）；与 start_line 同时提供或同时省略"),
-    ] = None
+    summary: Annotated[Text, Field(description="新摘要（不改则原样传回）")]
+    new_lines: Annotated[Text, Field(description="正文行，换行分隔；空串为删除该区间")]
+    start_line: Line = None
+    end_line: Annotated[Integer | None, Field(description="不含；与 start_line 同给或同省")] = None
 
 
 def _cycle(ctx: ToolContext) -> CycleContext:
@@ -102,6 +92,13 @@ def register_profile_tools(registry: ToolRegistry, profiles: ProfileService) -> 
             failure_prefix="读取画像失败",
         )
     )
+
+
+def profile_news(context: Mapping[str, Any]) -> bool:
+    """Offer the profile tools to a cycle only when get_context's ``profile_hint`` says
+    the target (a personal partition) has memories newer than its profile: otherwise
+    there is nothing to distil, and both schemas would be paid on every call."""
+    return bool(context.get("profile_hint"))
 
 
 def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileService) -> None:
@@ -142,26 +139,20 @@ def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileService
     registry.register(
         Tool(
             name="subconscious_get_profile",
-            description=(
-                "读取目标用户的画像：摘要与按行编号的正文。start_line/end_line 可选，"
-                "行号从 0 开始，范围不含 end_line；返回 total_lines 与实际范围。"
-            ),
+            description="读画像（摘要与编号正文行）。",
             args=GetProfileArgs,
             handler=get_profile,
             failure_prefix="读取画像失败",
+            offer=profile_news,
         )
     )
     registry.register(
         Tool(
             name="subconscious_update_profile",
-            description=(
-                "增量更新目标用户的画像。summary 必填并整体替换摘要；new_lines 为新正文行。"
-                "start_line 与 end_line 都省略时在末尾追加；都提供时替换 [start_line, end_line) 行"
-                "（相等时为插入，new_lines 为空时为删除）。行号与 subconscious_get_profile 一致，"
-                "超出范围会被拒绝，先读取再修改。每次修改都有历史记录，可由管理员回滚。"
-            ),
+            description="更新画像：无行号时追加 new_lines，有则替换该区间。",
             args=UpdateProfileArgs,
             handler=update_profile,
             failure_prefix="更新画像失败",
+            offer=profile_news,
         )
     )

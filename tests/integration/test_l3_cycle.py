@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from amrita_memory_pg.domain.profile import Profile, ProfileActor
 from amrita_memory_pg.testing_llm import ScriptedLLM
-from tests.support.l3 import TARGET, USAGE, add, cycle_row, loop_memory, tool_replies
+from tests.support.l3 import GROUP, TARGET, USAGE, add, cycle_row, loop_memory, tool_replies
 
 
 @pytest.fixture
@@ -279,3 +280,88 @@ async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools
             "SELECT id FROM amrita_memory.memory WHERE partition_key = $1", TARGET
         )
         assert {r["id"] for r in rows} == {keep, other}
+
+
+KNOWLEDGE_TOOLS = {
+    "subconscious_knowledge_list",
+    "subconscious_knowledge_read",
+    "subconscious_knowledge_create",
+    "subconscious_knowledge_update",
+    "subconscious_knowledge_delete",
+    "subconscious_knowledge_search",
+    "subconscious_read_suggestions",
+}
+PROFILE_TOOLS = {"subconscious_get_profile", "subconscious_update_profile"}
+
+
+def _offered(request: dict[str, object]) -> set[str]:
+    tools = request["tools"]
+    assert isinstance(tools, list)
+    return {t["function"]["name"] for t in tools}
+
+
+async def test_knowledge_and_profile_tools_are_offered_only_when_they_have_work(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """No pending suggestion and a profile newer than every memory: neither the knowledge
+    nor the profile tools (nor their guides) are sent — yet they still run by name; a
+    group target never gets the profile tools, whatever it holds."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        await add(mem, "用户喜欢猫", importance=5)
+        await add(mem, "群里约了周六爬山", key=GROUP, importance=5)
+        await mem.profiles.replace(
+            TARGET, Profile(summary="喜欢猫"), ProfileActor("cli", "test"), operation="test"
+        )
+        llm.call("subconscious_get_profile", {})
+        llm.call("subconscious_knowledge_list", {})
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        summary = await mem.run_cycle(TARGET)
+
+        assert summary.ok, summary.error
+        context = tool_replies(llm.requests[0])[0]
+        assert context["pending_knowledge_suggestions"]["count"] == 0
+        assert context["profile_hint"] == ""
+        offered = _offered(llm.requests[0])
+        assert offered.isdisjoint(KNOWLEDGE_TOOLS | PROFILE_TOOLS)
+        system = llm.requests[0]["messages"][0]["content"]
+        assert "## 用户画像" not in system and "## 全局知识库" not in system
+        # not offered, still run when called by name
+        assert tool_replies(llm.requests[1])[1]["summary"] == "喜欢猫"
+        assert tool_replies(llm.requests[2])[2]["status"] == "success"
+
+        llm.reset()
+        llm.call("subconscious_iter_stop", {"summary": "群"})
+        assert (await mem.run_cycle(GROUP)).ok
+        group_context = tool_replies(llm.requests[0])[0]
+        assert group_context["profile_hint"] == ""
+        assert _offered(llm.requests[0]).isdisjoint(PROFILE_TOOLS)
+
+
+async def test_knowledge_and_profile_tools_are_offered_when_there_is_something_new(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """A pending suggestion offers the knowledge tools; a memory written after the
+    profile's last change offers the profile tools; each guide comes with its tools."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        await mem.profiles.replace(
+            TARGET, Profile(summary="喜欢猫"), ProfileActor("cli", "test"), operation="test"
+        )
+        await add(mem, "用户最近开始学吉他", importance=6)
+        await mem.knowledge.suggest(
+            author_id="10002", action="create", title="猫粮", summary="猫粮品牌", body="皇家"
+        )
+        llm.call("subconscious_read_suggestions", {})
+        llm.call("subconscious_iter_stop", {"summary": "看了建议"})
+        summary = await mem.run_cycle(TARGET)
+
+        assert summary.ok, summary.error
+        context = tool_replies(llm.requests[0])[0]
+        assert context["pending_knowledge_suggestions"]["count"] == 1
+        assert context["profile_hint"] == "画像上次更新后新增 1 条记忆"
+        offered = _offered(llm.requests[0])
+        assert offered >= KNOWLEDGE_TOOLS | PROFILE_TOOLS
+        system = llm.requests[0]["messages"][0]["content"]
+        assert "## 用户画像" in system and "## 全局知识库" in system
+        # fixed for the cycle: every call sends the same tools and system prompt
+        assert all(_offered(r) == offered for r in llm.requests)
+        assert len({r["messages"][0]["content"] for r in llm.requests}) == 1
