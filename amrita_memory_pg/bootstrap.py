@@ -16,6 +16,7 @@ from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
 from amrita_memory_pg.domain.ports import VectorBackend
 from amrita_memory_pg.maintenance.fingerprint import check_fingerprint
 from amrita_memory_pg.maintenance.keys import key_format_version, migrate_keys
+from amrita_memory_pg.maintenance.tokens import backfill_tokens
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings, load_settings
@@ -39,13 +40,16 @@ def create_backend(settings: Settings) -> VectorBackend:
 
 
 async def run_startup_checks(store: Store) -> None:
-    """What a bot runs once before serving: key migration, then the fingerprint check.
+    """What a bot runs once before serving: key migration, token backfill, then the
+    fingerprint check.
 
     The fingerprint check follows ``EMBED_CHECK_ON_STARTUP`` / ``EMBED_MISMATCH_POLICY``
     and may raise :class:`~amrita_memory_pg.domain.errors.FingerprintRefused`.
     """
     if await key_format_version(store.pool) != KEY_FORMAT_VERSION:
         await migrate_keys(store.pool)
+    # Rows from before migration 0012 (or restored without tokens) get their search tokens.
+    await backfill_tokens(store.pool)
     if store.settings.embedding.check_on_startup:
         await store.embedder.prepare()
         await check_fingerprint(store)

@@ -541,6 +541,23 @@ class RetrievalSettings(_Section):
     )
     hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree of those indexes.")
     hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build quality.")
+    # issue 16 (feat/hybrid)
+    default_mode: Literal["vector", "keyword", "hybrid"] = Field(
+        "hybrid",
+        description="How read_memory and /memory search rank when no mode is given: vector "
+        "(similarity × decay, the reference's formula), keyword (BM25 over search tokens × "
+        "decay; no query embedding) or hybrid (both fused, × decay).",
+    )
+    fusion: Literal["rrf", "weighted"] = Field(
+        "weighted",
+        description="How hybrid mode fuses the two rankings: weighted = (1-w) × min-max "
+        "normalised similarity + w × BM25/max BM25 (measured best, README); rrf = "
+        "1/(k+vector rank) + 1/(k+keyword rank).",
+    )
+    rrf_k: float = Field(60.0, gt=0, le=1000, description="The k of reciprocal-rank fusion.")
+    keyword_weight: float = Field(
+        0.5, ge=0, le=1, description="w of the weighted fusion: the keyword share."
+    )
 
 
 class LlmSettings(_Section):

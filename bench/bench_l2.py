@@ -2,7 +2,7 @@
 
 Not a test: it loads N synthetic memories and prints, in one run, our numbers (PostgreSQL
 + pgvector, the product's own named queries ``search_memories`` and ``insert_memory`` from
-``sql/queries/memories.sql``, i.e. ``search_memories_v3`` and ``insert_memory_v2`` with
+``sql/queries/memories.sql``, i.e. ``search_memories_v4`` (vector mode) and ``insert_memory_v3`` with
 their model checks) next to the reference's approach on real
 ChromaDB (``where`` filter + 3x overfetch + Python re-rank for reads; count-then-add for
 writes; read-all-metadata-then-update for the sweep, reference §3.2/§5.2).
@@ -250,7 +250,8 @@ async def pg_search(
     half-life 30 d, boost 1, floor 0.05, no filters, 200 HNSW candidates."""
     return await conn.fetch(
         query("search_memories"),
-        partition, vector, k, now, decay, 30.0, 1.0, 0.05, None, None, None, None, 200,
+        partition, vector, [], "vector", k, now, decay, 30.0, 1.0, 0.05,
+        None, None, None, None, None, 200, "rrf", 60.0, 0.5,
     )  # fmt: skip
 
 
@@ -259,7 +260,7 @@ async def pg_write(conn: Conn, partition: str, vector: Vectors, now: datetime, c
     row = await conn.fetchrow(
         query("insert_memory"),
         partition, "user", "benchmark write", [], 5, None, "auto", None,
-        vector, FINGERPRINT, now, cap, None, None, None,
+        vector, FINGERPRINT, now, cap, ["benchmark", "write"], None, None, None,
     )  # fmt: skip
     if row is None or row["id"] is None:
         raise RuntimeError(f"write refused in {partition}: partition full")

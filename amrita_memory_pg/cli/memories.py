@@ -13,7 +13,14 @@ import click
 
 from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.domain.keys import scope_of_key
-from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, MemoryRecord, parse_tags
+from amrita_memory_pg.domain.records import (
+    CATEGORY_NAMES,
+    SEARCH_MODES,
+    SOURCE_NAMES,
+    MemoryRecord,
+    SearchMode,
+    parse_tags,
+)
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
     InvalidInput,
@@ -117,16 +124,29 @@ async def memory_list(
 @click.argument("query")
 @click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
 @click.option("-k", "--top-k", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    default=None,
+    help="vector | keyword | hybrid (default: [retrieval] default_mode)",
+)
 @click.pass_obj
 @run_async
 async def memory_search(
-    state: CliState, key: str, query: str, category: str | None, top_k: int
+    state: CliState,
+    key: str,
+    query: str,
+    category: str | None,
+    top_k: int,
+    mode: SearchMode | None,
 ) -> None:
     """Search KEY's memories (decay-scored, like read_memory)."""
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
-        hits = await mem.memories.search(key, query, top_k=top_k, category=_category(category))
+        hits = await mem.memories.search(
+            key, query, top_k=top_k, category=_category(category), mode=mode
+        )
     for hit in hits:
         click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
     click.echo(f"{len(hits)} hits")

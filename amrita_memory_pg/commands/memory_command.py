@@ -8,7 +8,8 @@ where the platform has one. All texts are the reference's; the differences are f
 - group delete is checked *before* the id is resolved (no existence leak), superusers
   may delete, and a speaker without a group role is refused (only owner/admin/superuser
   pass);
-- ``search`` shows the decay score beside the raw distance (results are in decay order);
+- ``search`` shows the decay score beside the raw distance (results are in decay order),
+  and takes an optional leading ``mode=vector|keyword|hybrid`` (issue 16);
 - ``add`` is new: a manual entry stored with ``source=user`` (never replaced by
   automatic extraction), importance medium, the speaker as author. Any group member may
   add to the group scope, as anyone can through the LLM's ``write_memory``; only
@@ -44,7 +45,13 @@ from amrita_memory_pg.domain.importance import MEDIUM
 from amrita_memory_pg.domain.keys import GLOBAL_KEY, personal_key, user_key
 from amrita_memory_pg.domain.knowledge import preview
 from amrita_memory_pg.domain.profile import ProfileActor, render_numbered
-from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, MemoryRecord
+from amrita_memory_pg.domain.records import (
+    CATEGORY_NAMES,
+    SEARCH_MODES,
+    SOURCE_NAMES,
+    MemoryRecord,
+    SearchMode,
+)
 from amrita_memory_pg.domain.text import pack_chunks
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
@@ -100,6 +107,9 @@ USAGE_GROUP = (
 USAGE_GLOBAL = "/memory global list|search — 🌐全局记忆（add/delete/clear 仅超级用户）"
 USAGE_EXTRACT = "/memory extract             — 立即从本会话自动提取记忆（群内仅管理）"
 USAGE_CATEGORIES = "类别: preference(偏好) / rule(规则) / event(事件) / knowledge(知识)"
+USAGE_MODES = (
+    "检索方式: … search mode=hybrid|vector|keyword <关键词>（默认见 [retrieval] default_mode）"
+)
 USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
 USAGE_PROFILE = "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
 PROFILE_USAGE = (
@@ -147,7 +157,7 @@ def usage(ctx: ToolContext) -> str:
     lines = ["用法:", *USAGE_USER]
     if ctx.in_group:
         lines.extend(USAGE_GROUP)
-    lines.extend((USAGE_GLOBAL, USAGE_EXTRACT, USAGE_MEMO, USAGE_CATEGORIES))
+    lines.extend((USAGE_GLOBAL, USAGE_EXTRACT, USAGE_MEMO, USAGE_CATEGORIES, USAGE_MODES))
     lines.append(USAGE_PROFILE)
     return "\n".join(lines)
 
@@ -317,6 +327,26 @@ def refusal(action: str, args: str) -> str | None:
     except InvalidInput as exc:
         return f"{name}{exc.reason}"
     return None
+
+
+def search_mode(args: str) -> tuple[SearchMode | None, str, str | None]:
+    """Split ``/memory … search [mode=X] <关键词>``: (mode, query, refusal). Pure.
+
+    No ``mode=`` prefix: (None, args, None), the configured default mode. An unknown
+    mode is refused with a sentence listing the three.
+    """
+    head, _, rest = args.partition(" ")
+    if not head.lower().startswith("mode="):
+        return None, args, None
+    value = head[len("mode=") :].lower()
+    for mode in SEARCH_MODES:
+        if value == mode:
+            return mode, rest.strip(), None
+    return (
+        None,
+        rest.strip(),
+        f"未知的检索方式 {value!r}：可用 mode=hybrid、mode=vector、mode=keyword",
+    )
 
 
 def page_number(args: str, pages: int) -> int:
@@ -574,16 +604,23 @@ class MemoryCommand:
 
     async def _search(self, scope: str, key: str, args: str) -> str:
         label = LABELS[scope]
+        mode, rest, refused = search_mode(args)
+        if refused is not None:
+            return refused
         try:
-            options = parse_options(args)
+            options = parse_options(rest)
         except InvalidInput as exc:
             return exc.reason
         query = options.rest
+        if mode is None:  # the mode may also follow the category option
+            mode, query, refused = search_mode(query)
+            if refused is not None:
+                return refused
         if not query:
             return "请提供搜索关键词，例如: /memory user search 喜欢什么"
         try:
             hits = await self.memories.search(
-                key, query, top_k=SEARCH_TOP_K, category=options.category
+                key, query, top_k=SEARCH_TOP_K, category=options.category, mode=mode
             )
         except Exception as exc:
             log.exception("searching %s failed", key)
@@ -592,7 +629,9 @@ class MemoryCommand:
             return f"{label} 未找到与「{query}」相关的记忆"
         lines = [f"🔍 {label} 搜索「{query}」结果（距离越小越相似）:"]
         lines.extend(
-            f"{format_line(hit.record)} | 距离: {hit.distance:.4f} | 衰减分: {hit.decay_score:.4f}"
+            f"{format_line(hit.record)} | 距离: "
+            + ("-" if hit.distance is None else f"{hit.distance:.4f}")
+            + f" | 衰减分: {hit.decay_score:.4f}"
             for hit in hits
         )
         return "\n".join(lines)

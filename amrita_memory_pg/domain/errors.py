@@ -92,7 +92,7 @@ class PartitionFull(AmritaMemoryError):
 class ProtectedMemory(AmritaMemoryError):
     """An automatic process tried to change or delete a memory a person added (source=user).
 
-    Raised from SQLSTATE AMP01 (``update_memory_v2`` / ``delete_memory_v1``); a person
+    Raised from SQLSTATE AMP01 (``update_memory_v3`` / ``delete_memory_v1``); a person
     changes such a memory with ``/memory`` or the ``amrita-memory`` CLI.
     """
 

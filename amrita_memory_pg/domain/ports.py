@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.records import MemoryRecord, SearchFilter, SearchHit
+from amrita_memory_pg.domain.records import MemoryRecord, Ranking, SearchFilter, SearchHit
 
 Vector = npt.NDArray[np.float32]
 #: One OpenAI chat message (``role``, ``content``, ``tool_calls``, ``tool_call_id``…).
@@ -72,15 +72,17 @@ class VectorBackend(Protocol):
         self,
         pool: Any,
         partition_key: str,
-        vector: Vector,
+        vector: Vector | None,
         *,
         top_k: int,
         where: SearchFilter,
         now: datetime,
         decay: DecayPolicy,
+        ranking: Ranking,
     ) -> list[SearchHit]:
-        """The top_k of the partition for the query ``vector`` by decay score (distance
-        when decay is off)."""
+        """The top_k of the partition for the query (``vector``, and ``ranking.tokens``)
+        by decay score (relevance alone when decay is off), ranked by ``ranking.mode``;
+        ``vector`` is None only in keyword mode."""
         ...
 
     async def added(self, record: MemoryRecord, vector: Vector) -> None:

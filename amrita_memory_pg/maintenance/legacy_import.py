@@ -61,6 +61,7 @@ from amrita_memory_pg.domain.legacy import (
 from amrita_memory_pg.domain.planner import HeatState
 from amrita_memory_pg.domain.ports import Vector
 from amrita_memory_pg.domain.profile import Profile, ProfileActor, parse_profile_file
+from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.domain.validation import (
     InvalidInput,
     check_knowledge_body,
@@ -568,6 +569,10 @@ async def _import_memories(
                 provider.base_url,
             )
             assert len(rows) == len(calls)
+            # Search tokens (issue 16) of every row written, in the same transaction:
+            # import_memory_v1 predates them (a new row would wait for the backfill, a
+            # replaced one would keep the tokens of its old text).
+            tokenized: list[tuple[str, str, str, list[str]]] = []
             for (m, vector), row in zip(calls, rows, strict=True):
                 outcome = row["outcome"]
                 report.counts["memory"][outcome] += 1
@@ -575,6 +580,7 @@ async def _import_memories(
                     report.overflow[m.partition_key] = report.overflow.get(m.partition_key, 0) + 1
                 if outcome not in ("inserted", "replaced"):
                     continue
+                tokenized.append((m.partition_key, m.id, m.content, search_tokens(m.content)))
                 if vector is not None and m.id not in fresh:
                     report.vectors_reused += 1
                 if store.backend.write_hooks:
@@ -586,6 +592,8 @@ async def _import_memories(
                         await store.backend.added(record, vector)
                     else:
                         await store.backend.updated(record, vector)
+            if tokenized:
+                await conn.executemany(query("set_imported_memory_tokens"), tokenized)
         done += len(batch)
         if progress is not None:
             progress(done, total)

@@ -38,6 +38,7 @@ from amrita_memory_pg.maintenance.backup import (
 from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.legacy_import import ImportReport, merge_memories
 from amrita_memory_pg.maintenance.reembed import change_model
+from amrita_memory_pg.maintenance.tokens import backfill_tokens
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.memories import count_all
@@ -149,6 +150,8 @@ async def _safety_backup(store: Store, protect: Path) -> BackupInfo | None:
 async def _after_restore(store: Store, report: RestoreReport) -> RestoreReport:
     keys = await migrate_keys(store.pool)
     report.keys_migrated = keys.changed_rows
+    # Search tokens are never read from a backup: recomputed from the restored texts.
+    await backfill_tokens(store.pool)
     stored = (await store_meta.read(store.pool)).fingerprint
     rows = await count_all(store.pool)
     if rows and stored != store.embedder.fingerprint:

@@ -44,6 +44,7 @@ from amrita_memory_pg.domain.errors import (
 from amrita_memory_pg.domain.keys import scope_of_key
 from amrita_memory_pg.domain.ports import ChatModel, TokenUsage
 from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, Category, ChatLine
+from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.domain.validation import text_problem
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import ExtractionSettings, LlmSettings, Settings
@@ -275,6 +276,7 @@ class Extractor:
                 provider=self.memories.embedder.provider,
                 now=now,
                 before_commit=record_ok,
+                tokens=[search_tokens(e.content) for e in entries],
             )
         except Rejected as exc:
             return await self._finish(

@@ -11,12 +11,15 @@ from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
     MemoryRecord,
+    Ranking,
     Scope,
     SearchFilter,
     SearchHit,
+    SearchMode,
     Source,
     SweepReport,
 )
+from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.settings import DecaySettings, Settings
 from amrita_memory_pg.storage.memories import AddResult, MemoryRepository, SweepParams
 
@@ -71,6 +74,7 @@ class MemoryService:
         """
         (vector,) = await self.embedder.embed_passages([content])
         return await self.repo.add(
+            tokens=search_tokens(content),
             partition_key=partition_key,
             scope=scope,
             content=content,
@@ -106,6 +110,7 @@ class MemoryService:
         """
         (vector,) = await self.embedder.embed_passages([content])
         return await self.repo.write(
+            tokens=search_tokens(content),
             partition_key=partition_key,
             scope=scope,
             content=content,
@@ -155,6 +160,7 @@ class MemoryService:
             vector=vector,
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
+            tokens=search_tokens(content) if vector is not None and content is not None else None,
             protect_user=self.protects(by_person),
         )
 
@@ -248,6 +254,7 @@ class MemoryService:
             vector=vector,
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
+            tokens=search_tokens(content) if vector is not None and content is not None else None,
             # A kept source=user row may gain the group's tags, never new words or weight.
             protect_keep=self.protects(False)
             and not (vector is None and importance in (None, current.importance)),
@@ -270,6 +277,18 @@ class MemoryService:
         """Exact id first; otherwise every id of the partition starting with ``prefix``."""
         return await self.repo.find_by_prefix(partition_key, prefix)
 
+    def ranking(self, mode: SearchMode | None, query: str) -> Ranking:
+        """How a search for ``query`` ranks: ``mode`` or the configured default, the
+        query's search tokens (the same function as the stored ones), the fusion."""
+        retrieval = self.settings.retrieval
+        return Ranking(
+            mode=mode or retrieval.default_mode,
+            tokens=tuple(search_tokens(query)),
+            fusion=retrieval.fusion,
+            rrf_k=retrieval.rrf_k,
+            keyword_weight=retrieval.keyword_weight,
+        )
+
     async def search(
         self,
         partition_key: str,
@@ -280,10 +299,14 @@ class MemoryService:
         scope: Scope | None = None,
         tags: Sequence[str] | None = None,
         category: str | None = None,
+        mode: SearchMode | None = None,
         now: datetime | None = None,
     ) -> list[SearchHit]:
-        """The true top_k by decay score (by distance when decay is disabled)."""
-        vector = await self.embedder.embed_query(query)
+        """The true top_k by decay score; relevance by ``mode`` (default: the configured
+        ``retrieval.default_mode``). Keyword mode embeds nothing, so it also works while
+        the embedding service is down."""
+        ranking = self.ranking(mode, query)
+        vector = None if ranking.mode == "keyword" else await self.embedder.embed_query(query)
         where = SearchFilter(
             importance_min=importance[0] if importance else None,
             importance_max=importance[1] if importance else None,
@@ -291,29 +314,21 @@ class MemoryService:
             tags=tuple(tags) if tags else None,
             category=category,
         )
-        # TEMPORARY until memory_v4 (issue 16's search_memories_*_v4 take p_category):
-        # today's v3 functions have no category filter, so a category search asks for
-        # enough candidates to hold the whole partition (the cap, per_session_memory_limit)
-        # and filters here. Exact while the cap holds; switch to the SQL filter at merge.
-        fetch = top_k
-        if category is not None:
-            fetch = max(top_k, self.settings.per_session_memory_limit, 1)
         try:
-            hits = await self.repo.search(
+            return await self.repo.search(
                 partition_key,
                 vector,
-                top_k=fetch,
+                top_k=top_k,
                 where=where,
                 now=now or _utcnow(),
                 decay=self.policy,
+                ranking=ranking,
             )
-            if category is not None:
-                hits = [h for h in hits if h.record.category == category][:top_k]
-            return hits
         except FingerprintMismatch as exc:
+            dim = "?" if vector is None else str(len(vector))
             raise FingerprintMismatch(
                 f"the stored vectors and the configured model ({self.embedder.describe()}, "
-                f"dimension {len(vector)}) differ: the embedding model changed — run "
+                f"dimension {dim}) differ: the embedding model changed — run "
                 "`amrita-memory reindex`, or configure the model the store was built with"
             ) from exc
 

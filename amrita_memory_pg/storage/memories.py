@@ -2,8 +2,8 @@
 
 It takes vectors, never texts to embed: the service embeds first, outside any
 transaction, so no lock is ever held during an HTTP call. The partition cap is checked
-in the same transaction as the insert (``amrita_memory.insert_memory_v2``; the chat tool
-writes through ``write_memory_v1``, which first returns an identical write made moments
+in the same transaction as the insert (``amrita_memory.insert_memory_v3``; the chat tool
+writes through ``write_memory_v2``, which first returns an identical write made moments
 before, so a retry after a lost reply never makes a duplicate), and every
 write of a vector is checked against the store's model (fingerprint and dimension) by
 the database itself; retrieval is one SQL statement through the configured
@@ -29,6 +29,7 @@ from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
 from amrita_memory_pg.domain.records import (
     Category,
     MemoryRecord,
+    Ranking,
     Scope,
     SearchFilter,
     SearchHit,
@@ -57,11 +58,13 @@ def record_from_row(row: Any) -> MemoryRecord:
 
 
 def hit_from_row(row: Any) -> SearchHit:
+    distance = row["distance"]
     return SearchHit(
         record=record_from_row(row),
-        distance=float(row["distance"]),
+        distance=None if distance is None else float(distance),
         decay_score=float(row["decay_score"]),
         age_days=float(row["age_days"]),
+        keyword_score=float(row["keyword_score"]) if "keyword_score" in row else 0.0,
     )
 
 
@@ -160,11 +163,12 @@ class MemoryRepository:
         fingerprint: str,
         provider: ProviderInfo,
         now: datetime,
+        tokens: Sequence[str] | None = None,
     ) -> MemoryRecord:
         """Insert under the partition cap; raises :class:`PartitionFull` or
         :class:`FingerprintMismatch` (the store holds another model's vectors)."""
         cap = self.cap
-        # insert_memory_v2 is one statement, hence its own transaction: the cap's advisory
+        # insert_memory_v3 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
         async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
@@ -183,6 +187,7 @@ class MemoryRepository:
                     fingerprint,
                     now,
                     cap,
+                    None if tokens is None else list(tokens),
                     provider.protocol,
                     provider.model,
                     provider.base_url,
@@ -227,9 +232,10 @@ class MemoryRepository:
         provider: ProviderInfo,
         now: datetime,
         dedup_seconds: float = 0.0,
+        tokens: Sequence[str] | None = None,
     ) -> AddResult:
         """Insert under the partition cap, or return an identical memory written less than
-        ``dedup_seconds`` before ``now`` (``write_memory_v1``: same partition, scope,
+        ``dedup_seconds`` before ``now`` (``write_memory_v2``: same partition, scope,
         content, author, source and model; checked under the cap's lock, so two
         concurrent identical writes leave one row).
 
@@ -237,7 +243,7 @@ class MemoryRepository:
         failure :class:`DatabaseRefused` (nothing was written) or :class:`OutcomeUnknown`.
         """
         cap = self.cap
-        # write_memory_v1 is one statement, hence its own transaction: the cap's advisory
+        # write_memory_v2 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
         async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
@@ -257,6 +263,7 @@ class MemoryRepository:
                     now,
                     cap,
                     float(dedup_seconds),
+                    None if tokens is None else list(tokens),
                     provider.protocol,
                     provider.model,
                     provider.base_url,
@@ -287,6 +294,7 @@ class MemoryRepository:
         vector: Vector | None = None,
         fingerprint: str,
         now: datetime,
+        tokens: Sequence[str] | None = None,
         protect_user: bool = True,
     ) -> MemoryRecord | None:
         """Change some fields; ``vector`` is given exactly when the content changed.
@@ -311,6 +319,7 @@ class MemoryRepository:
                 vector=vector,
                 fingerprint=fingerprint,
                 now=now,
+                tokens=tokens,
                 protect_user=protect_user,
             )
 
@@ -327,6 +336,7 @@ class MemoryRepository:
         vector: Vector | None,
         fingerprint: str,
         now: datetime,
+        tokens: Sequence[str] | None,
         protect_user: bool,
     ) -> MemoryRecord | None:
         """The update statement and its backend hook, inside the caller's transaction."""
@@ -343,6 +353,7 @@ class MemoryRepository:
                 vector,
                 fingerprint,
                 now,
+                None if tokens is None else list(tokens),
                 protect_user,
             )
         except asyncpg.PostgresError as exc:
@@ -368,6 +379,7 @@ class MemoryRepository:
         vector: Vector | None = None,
         fingerprint: str,
         now: datetime,
+        tokens: Sequence[str] | None = None,
         protect_keep: bool = True,
         protect_merged: bool = True,
     ) -> tuple[MemoryRecord, list[str]] | None:
@@ -389,6 +401,7 @@ class MemoryRepository:
                 vector=vector,
                 fingerprint=fingerprint,
                 now=now,
+                tokens=tokens,
                 protect_user=protect_keep,
             )
             if record is None:
@@ -493,24 +506,33 @@ class MemoryRepository:
         provider: ProviderInfo,
         now: datetime,
         before_commit: Any = None,
+        tokens: Sequence[Sequence[str]] | None = None,
     ) -> tuple[int, int]:
         """Replace the partition's ``source=auto`` memories by ``entries`` (content,
         category, importance) in ONE transaction; ``source=user``/``system`` rows stay.
 
         Under the partition's cap lock: the old auto rows are deleted, each entry inserted
-        through ``insert_memory_v2`` (model check, cap). Anything failing — the cap, another
+        through ``insert_memory_v3`` (model check, cap) with its search ``tokens`` (one list
+        per entry; None = left to the token backfill). Anything failing — the cap, another
         model, the vector index, ``before_commit`` (an awaitable callable given the
         connection, e.g. the run record) — rolls everything back: the old auto set stays.
         Returns (deleted, inserted).
         """
         if len(entries) != len(vectors):
             raise ValueError("one vector per entry")
+        if tokens is not None and len(tokens) != len(entries):
+            raise ValueError("one token list per entry")
+        token_lists: list[list[str] | None] = (
+            [list(t) for t in tokens] if tokens is not None else [None] * len(entries)
+        )
         async with self._writing() as conn, conn.transaction():
             await conn.execute(query("auto_lock_partition"), partition_key)
             gone = [r["id"] for r in await conn.fetch(query("delete_auto_memories"), partition_key)]
             if gone and self.backend.write_hooks:
                 await self.backend.removed(gone)
-            for (content, category, importance), vector in zip(entries, vectors, strict=True):
+            for (content, category, importance), vector, entry_tokens in zip(
+                entries, vectors, token_lists, strict=True
+            ):
                 try:
                     row = await conn.fetchrow(
                         query("insert_auto_memory"),
@@ -523,6 +545,7 @@ class MemoryRepository:
                         fingerprint,
                         now,
                         self.cap,
+                        entry_tokens,
                         provider.protocol,
                         provider.model,
                         provider.base_url,
@@ -579,20 +602,32 @@ class MemoryRepository:
     async def search(
         self,
         partition_key: str,
-        vector: Vector,
+        vector: Vector | None,
         *,
         top_k: int,
         where: SearchFilter,
         now: datetime,
         decay: DecayPolicy,
+        ranking: Ranking | None = None,
     ) -> list[SearchHit]:
-        """The true top_k by decay score (by distance when decay is disabled)."""
+        """The true top_k by decay score (relevance alone when decay is disabled).
+
+        ``ranking`` says how relevance is scored (default: vector similarity, reference
+        §5.1); ``vector`` may be None in keyword mode only.
+        """
         try:
             return await self.backend.search(
-                self.pool, partition_key, vector, top_k=top_k, where=where, now=now, decay=decay
+                self.pool,
+                partition_key,
+                vector,
+                top_k=top_k,
+                where=where,
+                now=now,
+                decay=decay,
+                ranking=ranking or Ranking(),
             )
         except asyncpg.PostgresError as exc:
-            # search_memories_v3 refuses a query of another dimension than the store's
+            # search_memories_v4 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
             raise_if_model_mismatch(exc)
             raise

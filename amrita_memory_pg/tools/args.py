@@ -97,6 +97,24 @@ class Clamp:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Show ``minimum..maximum`` in the schema like :class:`Clamp`, but keep the number as
+    sent: the handler clamps it and says so in its reply (read_memory's ``top_k``, issue 16),
+    instead of silently returning fewer than asked."""
+
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: Any) -> JsonSchemaValue:
+        out: JsonSchemaValue = handler(schema)
+        if self.minimum is not None:
+            out["minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        return out
+
+
 class ToolArgs(BaseModel):
     """Base of every tool's arguments: unknown keys refused, no silent type coercion.
 

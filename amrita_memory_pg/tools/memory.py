@@ -29,16 +29,17 @@ from amrita_memory_pg.domain.errors import (
 )
 from amrita_memory_pg.domain.importance import LABELS, ImportanceLabel, label_to_level
 from amrita_memory_pg.domain.keys import GLOBAL_KEY
-from amrita_memory_pg.domain.records import Category, MemoryRecord, Scope, parse_tags
+from amrita_memory_pg.domain.records import Category, MemoryRecord, Scope, SearchMode, parse_tags
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     MAX_QUERY_CHARS,
     MAX_TAGS_CHARS,
+    clamp,
 )
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs, numbers_as_text
+from amrita_memory_pg.tools.args import Clamp, Integer, Range, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.failures import embedding_failure
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
@@ -53,6 +54,11 @@ TIER_RANGE = {"low": (1, 3), "medium": (4, 7), "high": (8, 10)}
 ToolScope = Annotated[Literal["group", "user", "global"], BeforeValidator(numbers_as_text)]
 Importance = Annotated[ImportanceLabel, BeforeValidator(numbers_as_text)]
 CategoryChoice = Annotated[Category, BeforeValidator(numbers_as_text)]
+ModeChoice = Annotated[SearchMode, BeforeValidator(numbers_as_text)]
+
+#: read_memory's top_k range (reference §4.2 recommendation B11); outside it the reply
+#: says what was clamped (issue 16) instead of silently returning fewer.
+TOP_K_MIN, TOP_K_MAX = 1, 50
 
 ScopeArg = Annotated[
     ToolScope,
@@ -89,7 +95,9 @@ class WriteMemoryArgs(ToolArgs):
 
 class ReadMemoryArgs(ToolArgs):
     query: Annotated[Text, Field(description="检索关键词，用空格分隔", max_length=MAX_QUERY_CHARS)]
-    top_k: Annotated[Integer, Clamp(1, 50), Field(description="返回条数（1–50）")] = 5
+    top_k: Annotated[
+        Integer, Range(TOP_K_MIN, TOP_K_MAX), Field(description="返回条数（1–50）")
+    ] = 5
     importance: Annotated[
         Importance | None, Field(description="只返回该重要程度的记忆（可选）")
     ] = None
@@ -103,6 +111,13 @@ class ReadMemoryArgs(ToolArgs):
     category: Annotated[CategoryChoice | None, Field(description="只返回该类别的记忆（可选）")] = (
         None
     )
+    mode: Annotated[
+        ModeChoice | None,
+        Field(
+            description="检索方式（可选）：hybrid=语义+关键词（默认，适合人名、数字、日期），"
+            "vector=仅语义相似度，keyword=仅关键词匹配"
+        ),
+    ] = None
 
 
 class UpdateMemoryArgs(ToolArgs):
@@ -251,14 +266,16 @@ class MemoryTools:
         if not query:
             raise ToolError("query 不能为空：请给出检索关键词")
         label = args.importance
+        top_k = clamp(args.top_k, TOP_K_MIN, TOP_K_MAX)
         try:
             hits = await self.store.search(
                 partition,
                 query,
-                top_k=args.top_k,
+                top_k=top_k,
                 importance=TIER_RANGE[label] if label else None,
                 tags=parse_tags(args.tags) or None,
                 category=args.category,
+                mode=args.mode,
             )
         except EmbeddingError as exc:
             raise embedding_failure("检索记忆失败", exc) from exc
@@ -282,10 +299,12 @@ class MemoryTools:
             meta["age_days"] = round(hit.age_days, 2)
             if decay_on:
                 meta["decay_score"] = round(hit.decay_score, 4)
+            if hit.keyword_score:
+                meta["keyword_score"] = round(hit.keyword_score, 4)
             metadatas.append(meta)
         # The reference's nested-list shape (one query → one inner list per field),
         # plus the status key it lacked (B11). Ordered by decay score when decay is on.
-        return {
+        reply: dict[str, Any] = {
             "status": "success",
             "ids": [[hit.record.id for hit in hits]],
             "documents": [[hit.record.content for hit in hits]],
@@ -295,7 +314,14 @@ class MemoryTools:
             "uris": None,
             "data": None,
             "included": ["documents", "metadatas", "distances"],
+            "mode": args.mode or self.settings.retrieval.default_mode,
         }
+        if top_k != args.top_k:
+            reply["top_k"] = top_k
+            reply["notice"] = (
+                f"top_k={args.top_k} 超出范围 {TOP_K_MIN}–{TOP_K_MAX}，已按 top_k={top_k} 检索"
+            )
+        return reply
 
     async def update_memory(self, args: UpdateMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         scope, partition = resolve_scope(args.scope, ctx)
@@ -413,7 +439,8 @@ def register_memory_tools(
         Tool(
             name="read_memory",
             description=(
-                "按语义检索长期记忆，结果按 相似度×时间衰减 排序（距离越小越相似，decay_score 越大越相关）。"
+                "检索长期记忆：默认语义相似度与关键词（人名、数字、日期）混合检索，再乘时间衰减排序"
+                "（decay_score 越大越相关；distance 为语义距离，越小越相似）。"
             ),
             args=ReadMemoryArgs,
             handler=tools.read_memory,

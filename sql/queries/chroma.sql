@@ -1,28 +1,40 @@
 -- Statements of the chroma vector backend (amrita_memory_pg/storage/chroma/). PostgreSQL
 -- stays the record of truth: Chroma proposes candidates, and the rows, their filters and
 -- their metadata come from here, so both backends filter with the same function
--- (memory_matches_v1, inlined by the planner) as search_memories_v3.
+-- (memory_matches_v2, inlined by the planner) as search_memories_v4.
 
 -- name: chroma_candidate_rows
 -- Rows of partition $1 that pass the search filters ($2 importance min, $3 max, $4 scope,
--- $5 any of tags; NULL = no filter), at most $6: when no more than the candidate count
--- exist, every one is scored exactly and Chroma is not asked.
+-- $5 any of tags, $6 category; NULL = no filter), at most $7: when no more than the
+-- candidate count exist, every one is scored exactly and Chroma is not asked.
 SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.category,
        m.source, m.author, m.created_at, m.updated_at
   FROM amrita_memory.memory m
  WHERE m.partition_key = $1
-   AND amrita_memory.memory_matches_v1(m.importance, m.scope, m.tags, $2, $3, $4, $5)
- LIMIT $6;
+   AND amrita_memory.memory_matches_v2(m.importance, m.scope, m.tags, m.category,
+                                       $2, $3, $4, $5, $6)
+ LIMIT $7;
 
 -- name: chroma_matching_rows
--- Chroma's nearest ids ($6) that still exist in partition $1 and pass the same filters
--- ($2-$5): its metadata can lag behind the table (the sweep demotes in SQL only).
+-- Chroma's nearest ids ($7) that still exist in partition $1 and pass the same filters
+-- ($2-$6): its metadata can lag behind the table (the sweep demotes in SQL only).
 SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.category,
        m.source, m.author, m.created_at, m.updated_at
   FROM amrita_memory.memory m
  WHERE m.partition_key = $1
-   AND amrita_memory.memory_matches_v1(m.importance, m.scope, m.tags, $2, $3, $4, $5)
-   AND m.id = ANY($6::text[]);
+   AND amrita_memory.memory_matches_v2(m.importance, m.scope, m.tags, m.category,
+                                       $2, $3, $4, $5, $6)
+   AND m.id = ANY($7::text[]);
+
+-- name: chroma_keyword_rows
+-- The keyword side of the chroma backend's keyword and hybrid modes (the vectors are in
+-- Chroma, the tokens here): the $3 rows of partition $1 with the best BM25 for the search
+-- tokens $2 (only rows sharing a token), filters $4-$8 as above, $9 now. BM25 over the
+-- whole filtered partition, exactly as search_memories_v4's exact path computes it.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, keyword_score
+  FROM amrita_memory.score_memories_v1($1, NULL, $2, 'keyword', $3, $9, false, 30, 1, 0.05,
+                                       $4, $5, $6, $7, $8, 'rrf', 60, 0.5, NULL);
 
 -- name: chroma_rebuild_page
 -- One page of a rebuild of the collection: the vectors and the metadata Chroma keeps

@@ -98,3 +98,12 @@ SELECT $1, NULL, $2, $3
  WHERE NOT EXISTS (SELECT 1 FROM amrita_memory.pending_message p
                     WHERE p.target_key = $1 AND p.content = $2 AND p.created_at = $3)
 RETURNING id;
+
+-- name: set_imported_memory_tokens
+-- The search tokens $4 (domain/tokens.py) of memory $2 of partition $1, just imported or
+-- replaced with content $3 in this transaction: import_memory_v1 predates the tokens
+-- (issue 16), so without this a new row waits for the backfill and a replaced row keeps
+-- the tokens of its old text. Guarded by the content, like set_memory_tokens.
+UPDATE amrita_memory.memory
+   SET search_tokens = array_to_tsvector($4::text[])
+ WHERE partition_key = $1 AND id = $2 AND content = $3;

@@ -5,36 +5,42 @@
 -- name: insert_memory
 -- Insert under the per-partition cap: $1 partition, $2 scope, $3 content, $4 tags,
 -- $5 importance (1-10), $6 category, $7 source, $8 author, $9 embedding, $10 the
--- writer's fingerprint, $11 now, $12 cap, $13-$15 protocol/model/base_url (recorded only
--- by the store's first write). id is NULL when the partition is full (rows_before = the
--- count). SQLSTATE AMF01: another embedding model; AMF03: another dimension.
+-- writer's fingerprint, $11 now, $12 cap, $13 the content's search tokens
+-- (domain/tokens.py), $14-$16 protocol/model/base_url (recorded only by the store's first
+-- write). id is NULL when the partition is full (rows_before = the count). SQLSTATE
+-- AMF01: another embedding model; AMF03: another dimension.
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15);
+  FROM amrita_memory.insert_memory_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                      $14, $15, $16);
 
 -- name: write_memory
 -- The chat tool's write: insert_memory's arguments ($1-$12 as there), then $13 the dedup
--- window in seconds (0 = off), $14-$16 protocol/model/base_url. An identical memory (same
--- partition, scope, content, author, source, model) written less than $13 seconds before
--- $11 is returned instead of a new row (duplicate = true): a retry after a lost reply
--- never makes a duplicate. id is NULL when the partition is full. SQLSTATE AMF01 / AMF03
--- as for insert_memory.
+-- window in seconds (0 = off), $14 the search tokens, $15-$17 protocol/model/base_url. An
+-- identical memory (same partition, scope, content, author, source, model) written less
+-- than $13 seconds before $11 is returned instead of a new row (duplicate = true): a
+-- retry after a lost reply never makes a duplicate. id is NULL when the partition is
+-- full. SQLSTATE AMF01 / AMF03 as for insert_memory.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, rows_before, duplicate
-  FROM amrita_memory.write_memory_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                     $14, $15, $16);
+  FROM amrita_memory.write_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                     $14, $15, $16, $17);
 
--- (update_memory moved to sql/queries/seed.sql as update_memory_guarded: update_memory_v2,
--- the manual-entry guard of issue 14.)
+-- (update_memory moved to sql/queries/seed.sql as update_memory_guarded: update_memory_v3,
+-- the manual-entry guard of issue 14, with hybrid's search tokens.)
 
 -- name: search_memories
--- The top $3 of partition $1 for query vector $2 by decay score at $4 ($5 decay on,
--- $6 half-life base days, $7 importance boost, $8 score floor; filters $9-$12:
--- importance min/max, scope, any of tags; $13 HNSW candidates for a large partition).
--- distance = squared L2; decay_score = 1/(1+distance) x max(0.5^(age/half_life), floor).
--- SQLSTATE AMF03 when the query's dimension is not the store's.
+-- The top $5 of partition $1 for query vector $2 (NULL in keyword mode) and search tokens
+-- $3, ranked by mode $4 (vector | keyword | hybrid) times the decay at $6 ($7 decay on,
+-- $8 half-life base days, $9 importance boost, $10 score floor; filters $11-$15:
+-- importance min/max, scope, any of tags, category; $16 HNSW/GIN candidates for a large
+-- partition; $17 fusion rrf | weighted, $18 the RRF k, $19 the keyword weight).
+-- distance = squared L2; vector mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life),
+-- floor), as search_memories_v3. SQLSTATE AMF03 when the query's dimension is not the
+-- store's, 22023 for a bad mode.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
-       created_at, updated_at, distance, decay_score, age_days
-  FROM amrita_memory.search_memories_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+       created_at, updated_at, distance, decay_score, age_days, keyword_score
+  FROM amrita_memory.search_memories_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                        $14, $15, $16, $17, $18, $19);
 
 -- name: get_memory
 -- One memory of partition $1 by its full id $2: a primary-key lookup (partition_key, id).
@@ -94,3 +100,36 @@ SELECT cursor_id
 -- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
   FROM amrita_memory.sweep_batch_v2($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: untokenized_memories
+-- The token backfill (maintenance/tokens.py): up to $2 memories without search tokens
+-- after id $1, in id order (keyset on ix_memory_id, resumable: the cursor is the last id
+-- done, and a finished row no longer matches).
+SELECT partition_key, id, content
+  FROM amrita_memory.memory
+ WHERE id > $1 AND search_tokens IS NULL
+ ORDER BY id
+ LIMIT $2;
+
+-- name: set_memory_tokens
+-- Store the search tokens $4 of memory $2 of partition $1, unless its content changed
+-- since it was read ($3: an edit stored its own tokens meanwhile). $5 true = replace
+-- existing tokens (a re-tokenization), false = only fill in missing ones.
+UPDATE amrita_memory.memory
+   SET search_tokens = array_to_tsvector($4::text[])
+ WHERE partition_key = $1 AND id = $2 AND content = $3
+   AND ($5 OR search_tokens IS NULL);
+
+-- name: memories_page_for_tokens
+-- A re-tokenization of every memory: up to $2 memories after id $1, in id order.
+SELECT partition_key, id, content
+  FROM amrita_memory.memory
+ WHERE id > $1
+ ORDER BY id
+ LIMIT $2;
+
+-- name: count_untokenized_memories
+-- Memories still without search tokens (0 once the backfill is done).
+SELECT count(*)::integer AS n
+  FROM amrita_memory.memory
+ WHERE search_tokens IS NULL;

@@ -4,11 +4,15 @@
 -- column under Citus.
 
 -- name: update_memory_guarded
--- update_memory's arguments ($1-$10), then $11 whether a source=user memory is refused
--- (SQLSTATE AMP01; true for every automatic caller). No row when the id is not there.
+-- Change some fields of one memory of partition $1, id $2: $3 content (only together with
+-- its new embedding $8 and its search tokens $11), $4 tags, $5 importance, $6 whether $7
+-- replaces the category, $9 the writer's fingerprint, $10 now; NULL keeps a field. $12
+-- whether a source=user memory is refused (SQLSTATE AMP01; true for every automatic
+-- caller). No row when the id is not in the partition. SQLSTATE AMF01 / AMF03 as for
+-- insert_memory, 22023 for content without its embedding.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at
-  FROM amrita_memory.update_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+  FROM amrita_memory.update_memory_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
 -- name: delete_memory_guarded
 -- Delete memory $2 of partition $1; $3 refuses a source=user memory (SQLSTATE AMP01).
@@ -152,7 +156,7 @@ SELECT c.id, c.session_key, c.user_id, c.group_id, c.role, c.text, c.created_at
  LIMIT $2;
 
 -- name: auto_lock_partition
--- The partition's cap lock (the key insert_memory_v2 takes), held until the end of the
+-- The partition's cap lock (the key insert_memory_v2/v3 take), held until the end of the
 -- transaction that replaces its source=auto memories.
 SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::text, 0));
 
@@ -164,12 +168,14 @@ DELETE FROM amrita_memory.memory
 RETURNING id;
 
 -- name: insert_auto_memory
--- One extracted memory into partition $1 inside the replacing transaction: insert_memory's
--- arguments (source 'auto', no author, no tags; $6 cap); id NULL when the partition is
--- full (the caller rolls the whole replacement back). SQLSTATE AMF01 / AMF03 as there.
+-- One extracted memory into partition $1 inside the replacing transaction: $2 scope,
+-- $3 content, $4 importance, $5 category, $6 embedding, $7 fingerprint, $8 now, $9 cap,
+-- $10 the content's search tokens, $11-$13 protocol/model/base_url (source 'auto', no
+-- author, no tags); id NULL when the partition is full (the caller rolls the whole
+-- replacement back). SQLSTATE AMF01 / AMF03 as for insert_memory.
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v2($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,
-                                      $6, $7, $8, $9, $10, $11, $12);
+  FROM amrita_memory.insert_memory_v3($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,
+                                      $6, $7, $8, $9, $10, $11, $12, $13);
 
 -- name: record_extraction_run
 -- One extraction run of session $1 on partition $2: $3 trigger, $4 status, $5 reason,

@@ -87,8 +87,10 @@ async def test_stored_importance_and_source(memory: Memory) -> None:
 async def test_read_returns_the_reference_shape_with_status(memory: Memory) -> None:
     spicy = await write(memory, "我喜欢吃辣的川菜", tags="food")
     await write(memory, "明天要去北京出差", tags="trip")
-    data = await call(memory, "read_memory", query="喜欢吃辣的菜", scope="user")
+    # mode=vector: the reference's ranking (hybrid, the default, adds a keyword rank)
+    data = await call(memory, "read_memory", query="喜欢吃辣的菜", scope="user", mode="vector")
     assert data["status"] == "success"  # B11
+    assert data["mode"] == "vector"
     for key in ("ids", "documents", "metadatas", "distances"):
         assert isinstance(data[key], list) and len(data[key]) == 1
     assert data["ids"][0][0] == spicy
@@ -135,6 +137,40 @@ async def test_top_k_is_clamped_to_1_50(memory: Memory) -> None:
         len((await call(memory, "read_memory", query="记忆", scope="user", top_k=10_000))["ids"][0])
         == 3
     )
+
+
+async def test_a_clamped_top_k_says_so_in_the_reply(memory: Memory) -> None:
+    """issue 16: asking for more than 50 is not silently answered with fewer."""
+    for i in range(3):
+        await write(memory, f"记忆 {i}")
+    data = await call(memory, "read_memory", query="记忆", scope="user", top_k=80)
+    assert data["status"] == "success"
+    assert data["top_k"] == 50
+    assert data["notice"] == "top_k=80 超出范围 1–50，已按 top_k=50 检索"
+    low = await call(memory, "read_memory", query="记忆", scope="user", top_k=0)
+    assert low["top_k"] == 1 and "top_k=0 超出范围 1–50" in low["notice"]
+    within = await call(memory, "read_memory", query="记忆", scope="user", top_k=50)
+    assert "notice" not in within and "top_k" not in within
+
+
+async def test_read_memory_modes(memory: Memory) -> None:
+    """mode = vector | keyword | hybrid (default hybrid); anything else is refused."""
+    number = await write(memory, "阿杰的新手机号尾号 2046，旧号码已经停机")
+    await write(memory, "阿杰喜欢打篮球，周末常去球场")
+    for mode in ("vector", "keyword", "hybrid"):
+        data = await call(memory, "read_memory", query="阿杰手机尾号 2046", scope="user", mode=mode)
+        assert data["status"] == "success" and data["mode"] == mode
+        assert data["ids"][0][0] == number
+    keyword = await call(memory, "read_memory", query="2046", scope="user", mode="keyword")
+    assert keyword["ids"] == [[number]]  # only memories sharing a token
+    assert keyword["distances"] == [[None]]  # keyword mode embeds no query
+    assert keyword["metadatas"][0][0]["keyword_score"] > 0
+    default = await call(memory, "read_memory", query="2046", scope="user")
+    assert default["mode"] == "hybrid"
+    for bad in ("fuzzy", "", 3):
+        refused = await call(memory, "read_memory", query="2046", scope="user", mode=bad)
+        assert refused["status"] == "error"
+        assert "mode" in refused["message"] and "hybrid" in refused["message"]
 
 
 async def test_empty_partition_reads_empty_lists(memory: Memory) -> None:
@@ -188,7 +224,8 @@ async def test_sql_scores_match_the_reference_formula(memory: Memory) -> None:
             now=now - timedelta(days=days, hours=5),
         )
     policy = DecayPolicy()
-    hits = await store.search(ALICE.personal_key, "项目 日期", top_k=50, now=now)
+    # vector mode keeps the reference's formula (§5.1); hybrid (the default) fuses ranks
+    hits = await store.search(ALICE.personal_key, "项目 日期", top_k=50, now=now, mode="vector")
     assert len(hits) == 7
     for hit in hits:
         expected = decay_score(hit.distance, hit.age_days, hit.record.importance, policy)
@@ -227,7 +264,7 @@ async def test_decay_disabled_orders_by_distance_without_decay_score(
         await mem.memories.add(
             partition_key=ALICE.personal_key, scope="user", content="喜欢 咖啡 和 茶", now=now
         )
-        data = await call(mem, "read_memory", query="喜欢 咖啡", scope="user")
+        data = await call(mem, "read_memory", query="喜欢 咖啡", scope="user", mode="vector")
         assert data["documents"][0][0] == "喜欢 咖啡"
         assert all("decay_score" not in m for m in data["metadatas"][0])
 

@@ -35,6 +35,10 @@ async def test_memory_add_list_search_and_clear_from_the_cli(db_dsn: str, tmp_pa
     assert "周五不发版" not in listed.stdout and "1 of 1 shown" in listed.stdout
     found = run_cli("memory", "search", "global", "周五不发版", "-c", "rule", env=env)
     assert "周五不发版" in found.stdout and "1 hits" in found.stdout
+    # issue 16: the mode option; keyword mode finds the row by its tokens alone
+    keyword = run_cli("memory", "search", "global", "PostgreSQL", "--mode", "keyword", env=env)
+    assert keyword.returncode == 0, keyword.stderr
+    assert "项目使用 PostgreSQL" in keyword.stdout and "1 hits" in keyword.stdout
 
     declined = run_cli("clear", "global", env=env, input="n\n")
     assert declined.returncode == 1

@@ -129,6 +129,16 @@ async def test_extraction_replaces_the_auto_entries_and_keeps_every_manual_one(
     assert [sorted(r.texts) for r in embedder.embedding_requests] == [
         sorted(["部署前必须先跑测试", "2026-12-03 讨论了部署流程"])
     ]
+    # the extracted entries carry their search tokens (insert_memory_v3): the keyword side
+    # finds them at once, without waiting for the token backfill (issue 16)
+    untokenized = await mem.pool.fetchval(
+        "SELECT count(*) FROM amrita_memory.memory WHERE partition_key = $1 "
+        "AND source = 'auto' AND search_tokens IS NULL",
+        ALICE_KEY,
+    )
+    assert untokenized == 0
+    hits = await mem.memories.search(ALICE_KEY, "2026", top_k=5, mode="keyword")
+    assert [h.record.content for h in hits] == ["2026-12-03 讨论了部署流程"]
     # the model saw the session's line and the scope's memories (manual and automatic)
     prompt = llm.requests[0]["messages"][0]["content"]
     assert "以后部署前都要先跑测试" in prompt

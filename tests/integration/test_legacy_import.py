@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.maintenance.legacy_import import import_legacy
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.testing import StubEmbeddingServer
@@ -278,6 +279,21 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
                 rows[conflict]["embedding"], server.vector(old.memories[conflict][2])
             )
             assert rows[live_id]["content"] == "迁移之后写的新记忆"
+            # issue 16: every imported or replaced row has the search tokens of its new
+            # text at once (not the old text's, not left to the backfill)
+            assert (
+                await mem.pool.fetchval(
+                    "SELECT count(*) FROM amrita_memory.memory WHERE search_tokens IS NULL"
+                )
+                == 0
+            )
+            assert await mem.pool.fetchval(
+                "SELECT search_tokens = array_to_tsvector($3::text[]) FROM amrita_memory.memory "
+                "WHERE partition_key = $1 AND id = $2",
+                "QQPlatform_Private_10001",
+                conflict,
+                search_tokens(old.memories[conflict][2]),
+            )
             memo = await mem.memos.get("QQPlatform_Private_10001")
             assert memo.content == old.memos["QQPlatform_Private_10001"]
             state = await checksum(mem)

@@ -38,10 +38,13 @@ async def insert(
     cap: int = 100,
     sql: str | None = None,
 ) -> Any:
+    named = sql is None or sql == query("insert_memory")
+    # the named query (insert_memory_v3 since 0015_hybrid) takes the search tokens after the cap
+    tokens: tuple[Any, ...] = ([content],) if named else ()
     return await conn.fetchrow(
         sql or query("insert_memory"),
         partition, "user", content, ["t"], 5, None, "user", None,
-        vector, fingerprint, NOW, cap, "hash", "model-a", None,
+        vector, fingerprint, NOW, cap, *tokens, "hash", "model-a", None,
     )  # fmt: skip
 
 
@@ -58,6 +61,7 @@ async def update(conn: asyncpg.Connection, memory_id: str, **changes: Any) -> li
         changes.get("embedding"),
         changes.get("fingerprint", "fp-a"),
         changes.get("now", NOW + timedelta(hours=1)),
+        changes.get("tokens"),
         False,  # the manual-entry guard is not what these tests are about
     )
 

@@ -83,6 +83,12 @@ SIGNATURE = (
 )
 
 
+SIGNATURE_V4 = (
+    "(text, vector, text[], text, integer, timestamptz, boolean, float8, float8, float8, "
+    "integer, integer, text, text[], text, integer, text, float8, float8)"
+)
+
+
 async def test_the_store_calls_v3_and_small_partitions_never_reach_v1_or_v2(
     memory: Memory,
 ) -> None:
@@ -97,7 +103,11 @@ async def test_the_store_calls_v3_and_small_partitions_never_reach_v1_or_v2(
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v2{SIGNATURE}")
     after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
     assert after == before
-    # ...and without v3 the store cannot search: v3 is what it calls.
+    # ...and without v3's entry point (the store calls search_memories_v4 since 0012)...
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v3{SIGNATURE}")
-    with pytest.raises(Exception, match="search_memories_v3"):
+    after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
+    assert after == before
+    # ...but without v4 it cannot search: v4 is what it calls.
+    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v4{SIGNATURE_V4}")
+    with pytest.raises(Exception, match="search_memories_v4"):
         await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)

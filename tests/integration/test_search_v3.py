@@ -83,11 +83,14 @@ async def test_v3_equals_v2_on_small_and_ann_partitions(memory: Memory) -> None:
                     assert await _search(memory, "search_memories_ann_v3", *args) == v1
                 compared += bool(v2)
     assert compared >= 15
-    # The named query the store calls is v3, with the same columns as v2's rows.
+    # The named query the store calls (search_memories_v4 since issue 16) in vector mode
+    # gives v2's rows.
     named = await memory.pool.fetch(
         query("search_memories"),
         SMALL,
         query_vector,
+        [],
+        "vector",
         7,
         NOW,
         True,
@@ -98,7 +101,11 @@ async def test_v3_equals_v2_on_small_and_ann_partitions(memory: Memory) -> None:
         None,
         None,
         None,
+        None,
         200,
+        "rrf",
+        60.0,
+        0.5,
     )
     assert [r["id"] for r in named] == [
         r[0]
@@ -165,9 +172,11 @@ async def test_the_filter_function_inlines_and_the_exact_plan_is_v2s(
         .replace("$3", "7")
         .replace("$4", "'user'")
         .replace("$5", "'{a}'")
-        .replace("$6", "201"),
+        .replace("$6", "NULL")
+        .replace("$7", "201"),
     )
     assert "memory_matches_v1" not in chroma
+    assert "memory_matches_v2" not in chroma
     assert "(m.importance >= 4) AND (m.importance <= 7)" in chroma
     assert "Seq Scan" not in chroma
 
@@ -229,21 +238,31 @@ async def test_a_query_of_another_dimension_is_refused_by_sqlstate(
             "fp",
             NOW,
             100,
+            [f"m{i}"],
             None,
             None,
             None,
         )
     assert await conn.fetchval("SELECT embed_dim FROM amrita_memory.store_meta") == 8
     args = (3, NOW, True, 30.0, 1.0, 0.05, None, None, None, None)
+    # the named query (search_memories_v4) in vector mode: tokens, mode before the v3 args
+    tail = (None, 200, "rrf", 60.0, 0.5)
     assert (
-        len(await conn.fetch(query("search_memories"), SMALL, np.ones(8, np.float32), *args, 200))
+        len(
+            await conn.fetch(
+                query("search_memories"), SMALL, np.ones(8, np.float32), [], "vector", *args, *tail
+            )
+        )
         == 3
     )
     other = np.ones(9, dtype=np.float32)
     for partition in (SMALL, "QQPlatform_Private_empty"):  # refused even where no row would fail
-        with pytest.raises(asyncpg.PostgresError) as info:
-            await conn.fetch(query("search_memories"), partition, other, *args, 200)
-        assert info.value.sqlstate == "AMF03"
+        for mode in ("vector", "hybrid"):
+            with pytest.raises(asyncpg.PostgresError) as info:
+                await conn.fetch(
+                    query("search_memories"), partition, other, ["m1"], mode, *args, *tail
+                )
+            assert info.value.sqlstate == "AMF03"
     # v2 could only fail with pgvector's generic data exception (22000), and only on rows.
     v2 = f"SELECT * FROM amrita_memory.search_memories_v2({ARGS})"
     assert await conn.fetch(v2, "QQPlatform_Private_empty", other, *args) == []

@@ -10,6 +10,7 @@ from amrita_memory_pg.commands.memory_command import (
     USAGE_EXTRACT,
     USAGE_GLOBAL,
     USAGE_MEMO,
+    USAGE_MODES,
     USAGE_PROFILE,
     USAGE_USER,
 )
@@ -26,7 +27,16 @@ from tests.nonebot.support import (
 )
 
 USAGE_PRIVATE = "\n".join(
-    ["用法:", *USAGE_USER, USAGE_GLOBAL, USAGE_EXTRACT, USAGE_MEMO, USAGE_CATEGORIES, USAGE_PROFILE]
+    [
+        "用法:",
+        *USAGE_USER,
+        USAGE_GLOBAL,
+        USAGE_EXTRACT,
+        USAGE_MEMO,
+        USAGE_CATEGORIES,
+        USAGE_MODES,
+        USAGE_PROFILE,
+    ]
 )
 USAGE_GROUP = "\n".join(
     [
@@ -37,11 +47,13 @@ USAGE_GROUP = "\n".join(
         USAGE_EXTRACT,
         USAGE_MEMO,
         USAGE_CATEGORIES,
+        USAGE_MODES,
         USAGE_PROFILE,
     ]
 )
 # the issue-14 lines are there
 assert "/memory user clear" in USAGE_PRIVATE and "-c 类别" in USAGE_PRIVATE
+assert "mode=hybrid|vector|keyword" in USAGE_PRIVATE  # issue 16
 
 
 async def _memo(key: str, text: str) -> None:

@@ -101,6 +101,21 @@ async def test_search_shows_distance_and_decay_score(app: App) -> None:
     )
 
 
+async def test_search_takes_a_mode(app: App) -> None:
+    """issue 16: ``search mode=keyword|vector|hybrid <关键词>``; keyword mode has no distance."""
+    ctx = await _ctx(app, qq_private("x"))
+    assert ADDED.match(await _run(ctx, "user add 阿杰的新号码尾号 2046"))
+    assert ADDED.match(await _run(ctx, "user add 我喜欢猫"))
+    keyword = await _run(ctx, "user search mode=keyword 2046")
+    header, first, *rest = keyword.split("\n")
+    assert header == "🔍 👤个人 搜索「2046」结果（距离越小越相似）:"
+    assert "阿杰的新号码尾号 2046" in first and "距离: - |" in first and rest == []
+    vector = await _run(ctx, "user search mode=vector 猫")
+    assert re.search(r"距离: \d+\.\d{4}", vector.split("\n")[1])
+    refused = await _run(ctx, "user search mode=fuzzy 猫")
+    assert refused.startswith("未知的检索方式 'fuzzy'")
+
+
 async def test_delete_by_prefix_and_not_found(app: App) -> None:
     ctx = await _ctx(app, qq_private("x"))
     match = ADDED.match(await _run(ctx, "user add 临时记忆"))

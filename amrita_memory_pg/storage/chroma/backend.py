@@ -46,8 +46,9 @@ from amrita_memory_pg.domain.decay import (
     similarity_from_distance,
 )
 from amrita_memory_pg.domain.errors import BackendError, FingerprintMismatch
+from amrita_memory_pg.domain.fusion import Candidate, rank_candidates
 from amrita_memory_pg.domain.ports import Vector
-from amrita_memory_pg.domain.records import MemoryRecord, SearchFilter, SearchHit
+from amrita_memory_pg.domain.records import MemoryRecord, Ranking, SearchFilter, SearchHit
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.memories import count_all, record_from_row
@@ -204,12 +205,13 @@ class ChromaBackend:
         self,
         pool: asyncpg.Pool,
         partition_key: str,
-        vector: Vector,
+        vector: Vector | None,
         *,
         top_k: int,
         where: SearchFilter,
         now: datetime,
         decay: DecayPolicy,
+        ranking: Ranking,
     ) -> list[SearchHit]:
         n = max(self.ann_candidates, top_k * decay.overfetch)
         filters = (
@@ -217,19 +219,46 @@ class ChromaBackend:
             where.importance_max,
             where.scope,
             list(where.tags) if where.tags else None,
+            where.category,
         )
+        keyword: dict[str, tuple[MemoryRecord, float]] = {}
+        if ranking.mode != "vector" and ranking.tokens:
+            # BM25 is computed in PostgreSQL, which holds the tokens, over the partition.
+            for row in await pool.fetch(
+                query("chroma_keyword_rows"),
+                partition_key,
+                list(ranking.tokens),
+                n,
+                *filters,
+                now,
+            ):
+                keyword[row["id"]] = (record_from_row(row), float(row["keyword_score"]))
+        if ranking.mode == "keyword" or vector is None:
+            candidates = [Candidate(rec, None, bm25) for rec, bm25 in keyword.values()]
+            return rank_candidates(candidates, ranking=ranking, top_k=top_k, now=now, decay=decay)
         rows = await pool.fetch(query("chroma_candidate_rows"), partition_key, *filters, n + 1)
         if not rows:
             return []
         try:
             if len(rows) <= n:
-                candidates = await self._every_row(partition_key, rows, vector)
+                near = await self._every_row(partition_key, rows, vector)
             else:
-                candidates = await self._nearest(pool, partition_key, vector, n, where, filters)
+                near = await self._nearest(pool, partition_key, vector, n, where, filters)
         except BackendError as exc:
             await _refuse_another_dimension(pool, len(vector), exc)
             raise
-        return rank(candidates, top_k=top_k, now=now, decay=decay)
+        if ranking.mode == "vector":
+            return rank(near, top_k=top_k, now=now, decay=decay)
+        seen = {record.id for record, _ in near}
+        candidates = [
+            Candidate(record, distance, keyword[record.id][1] if record.id in keyword else None)
+            for record, distance in near
+        ]
+        # The HNSW path: keyword matches outside Chroma's nearest join with no vector term.
+        candidates.extend(
+            Candidate(rec, None, bm25) for rid, (rec, bm25) in keyword.items() if rid not in seen
+        )
+        return rank_candidates(candidates, ranking=ranking, top_k=top_k, now=now, decay=decay)
 
     async def added(self, record: MemoryRecord, vector: Vector) -> None:
         meta = vector_metadata(

@@ -316,6 +316,50 @@ class _Share:
 
 _SHARES: dict[Path, _Share] = {}
 
+#: UTF-8 locales tried, in order, for a new cluster (the first this C library knows).
+UTF8_LOCALES = ("C.UTF-8", "C.utf8", "en_US.UTF-8", "en_US.utf8")
+
+
+def utf8_locale() -> str | None:
+    """A UTF-8 locale the C library knows, or None (then initdb keeps its default)."""
+    import locale
+
+    saved = locale.setlocale(locale.LC_CTYPE)
+    try:
+        for name in UTF8_LOCALES:
+            try:
+                locale.setlocale(locale.LC_CTYPE, name)
+            except locale.Error:
+                continue
+            return name
+        return None
+    finally:
+        locale.setlocale(locale.LC_CTYPE, saved)
+
+
+@contextlib.contextmanager
+def _initdb_locale(pgdata: Path) -> Iterator[None]:
+    """Around the package's start: a NEW cluster is initialised with an explicit UTF-8
+    locale (issue 16), not the shell's, which is often ``C``/``POSIX`` in services and
+    containers (pg_trgm and the text-search parser then treat CJK text as non-letters).
+    initdb inherits LC_ALL; an existing cluster (PG_VERSION present) is left exactly as it
+    was initialised: its locale lives in its catalog, and the environment is not touched.
+    """
+    name = None if (pgdata / "PG_VERSION").exists() else utf8_locale()
+    if name is None:
+        yield
+        return
+    saved = {key: os.environ.get(key) for key in ("LC_ALL", "LANG")}
+    os.environ["LC_ALL"] = os.environ["LANG"] = name
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
 
 def _join(pgdata: Path) -> Any:
     """Start the server if needed and register this process; returns the package's handle."""
@@ -329,7 +373,7 @@ def _join(pgdata: Path) -> Any:
             server.ensure_postgres_running()
             server.global_process_id_list.get_and_add(os.getpid())
     if server is None:
-        with _THREAD_GUARD:  # the constructor takes the package lock itself
+        with _THREAD_GUARD, _initdb_locale(pgdata):  # the constructor takes the package lock
             server = module.get_server(pgdata, cleanup_mode="stop")
     # We leave through _Share.leave (also at exit), which knows about restarts.
     atexit.unregister(server._cleanup)

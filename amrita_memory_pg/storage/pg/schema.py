@@ -25,7 +25,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 
 SCHEMA = "amrita_memory"
 
@@ -89,6 +89,12 @@ memory = Table(
     ),
     Column("embedding", VECTOR(), nullable=False, comment="dimension = store_meta.embed_dim"),
     Column("embed_fingerprint", Text, nullable=False),
+    Column(
+        "search_tokens",
+        TSVECTOR(),
+        nullable=True,
+        comment="keyword-search tokens made in Python (domain/tokens.py); NULL = not tokenized yet",
+    ),
     CheckConstraint("id ~ '^[0-9a-f]{32}$'", name="id_hex"),
     CheckConstraint("scope IN ('user', 'group', 'global')", name="scope"),
     CheckConstraint("importance BETWEEN 1 AND 10", name="importance"),
@@ -113,6 +119,14 @@ Index(
 )
 # The id-ordered keyset walks over the whole table (sweep, re-embed, chroma rebuild).
 Index("ix_memory_id", memory.c.id)
+# The keyword side of hybrid search on large partitions (the HNSW path's keyword candidates).
+Index("ix_memory_search_tokens", memory.c.search_tokens, postgresql_using="gin")
+# The token backfill's work list (maintenance/tokens.py): empty once every row has tokens.
+Index(
+    "ix_memory_id_untokenized",
+    memory.c.id,
+    postgresql_where=text("search_tokens IS NULL"),
+)
 
 memo = Table(
     "memo",

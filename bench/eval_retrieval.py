@@ -1,0 +1,387 @@
+"""Retrieval quality, every search mode side by side (issue 16). One command, one table.
+
+    .venv/bin/python bench/eval_retrieval.py                       # LoCoMo dev + zh/en set, local + hash
+    .venv/bin/python bench/eval_retrieval.py --models local --skip-locomo
+    .venv/bin/python bench/eval_retrieval.py --fusion weighted --keyword-weight 0.4
+
+Two sets, each memory written with the product's own insert (``insert_memory_v3``: the
+model check, the cap, the search tokens of ``domain/tokens.py``) on a fresh embedded
+PostgreSQL, each query asked through the chat tool ``read_memory`` (its arguments, the
+query's embedding, ``search_memories_v4``, the reply):
+
+- LoCoMo (``--locomo``, default the shared dev file; read from there, never copied into
+  the repository): every turn of a conversation is one memory of that conversation's
+  partition ("speaker: text", plus the photo caption when there is one); every question
+  of categories 1-4 whose evidence turns exist is a query; hit@k = one of its evidence
+  turns among the first k; MRR over the first 10.
+- ``bench/data/zh_en_retrieval.json``: our own Chinese/English facts and paraphrased
+  queries (names, numbers, dates, cross-lingual pairs), all facts in one partition.
+
+All memories are written at one instant and read moments later, so the time decay is
+~1 for all of them and the table measures relevance. Passages are embedded in batches
+(the tool would embed one at a time: same vectors, minutes slower).
+
+Also printed: the database time of ``search_memories`` per mode on a partition of 100
+memories (``--latency-rows``), the query vector computed beforehand (p50/p95 over
+``--latency-queries`` calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.domain.records import SEARCH_MODES, SearchFilter
+from amrita_memory_pg.domain.tokens import search_tokens
+from amrita_memory_pg.service import Memory
+from amrita_memory_pg.settings import load_settings
+from amrita_memory_pg.tools.context import ToolContext
+
+LOCOMO_FALLBACK = Path("/work/shared/data/locomo/locomo-dev7.json")
+ZH_EN = Path(__file__).resolve().parent / "data" / "zh_en_retrieval.json"
+KS = (1, 5, 10)
+BATCH = 32
+
+
+@dataclass
+class Score:
+    """Hits at 1/5/10 and the reciprocal ranks of one (set, model, mode)."""
+
+    hits: dict[int, int] = field(default_factory=lambda: dict.fromkeys(KS, 0))
+    rr: float = 0.0
+    n: int = 0
+
+    def add(self, ranked: Sequence[str], wanted: set[str]) -> None:
+        self.n += 1
+        for rank, item in enumerate(ranked[: max(KS)], start=1):
+            if item in wanted:
+                self.rr += 1.0 / rank
+                for k in KS:
+                    if rank <= k:
+                        self.hits[k] += 1
+                return
+
+    def row(self) -> list[str]:
+        n = max(self.n, 1)
+        return [f"{self.hits[k] / n:.3f}" for k in KS] + [f"{self.rr / n:.3f}", str(self.n)]
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    wanted: frozenset[str]
+    group: str
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One partition's memories (label → text) and the queries asked of it."""
+
+    user: str
+    memories: dict[str, str]
+    queries: list[Query]
+
+
+def locomo_partitions(path: Path) -> list[Partition]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for number, sample in enumerate(data):
+        conv = sample["conversation"]
+        memories: dict[str, str] = {}
+        for key, turns in conv.items():
+            if not (key.startswith("session_") and isinstance(turns, list)):
+                continue
+            for turn in turns:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares a photo: {turn['blip_caption']}]"
+                memories[turn["dia_id"]] = text
+        queries = []
+        for qa in sample["qa"]:
+            wanted = {e.strip() for e in qa.get("evidence", []) if e.strip() in memories}
+            if qa.get("category") in (1, 2, 3, 4) and wanted:
+                queries.append(Query(qa["question"], frozenset(wanted), "all"))
+        out.append(Partition(f"locomo{number}", memories, queries))
+    return out
+
+
+def zh_en_partitions(path: Path) -> list[Partition]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    memories = {fact["id"]: fact["text"] for fact in data["facts"]}
+    queries = [
+        Query(q["q"], frozenset(q["answer"]), q["kind"])
+        for q in data["queries"]
+        if set(q["answer"]) <= set(memories)
+    ]
+    return [Partition("zh_en", memories, queries)]
+
+
+async def load(mem: Memory, part: Partition, now: datetime) -> dict[str, str]:
+    """Write the partition's memories; returns memory id → label."""
+    ctx = ToolContext(platform="qq", user_id=part.user)
+    labels = list(part.memories)
+    ids: dict[str, str] = {}
+    service = mem.memories
+    for start in range(0, len(labels), BATCH):
+        chunk = labels[start : start + BATCH]
+        texts = [part.memories[label] for label in chunk]
+        vectors = await mem.embedder.embed_passages(texts)
+        for label, text, vector in zip(chunk, texts, vectors, strict=True):
+            record = await service.repo.add(
+                partition_key=ctx.personal_key,
+                scope="user",
+                content=text,
+                vector=vector,
+                fingerprint=mem.embedder.fingerprint,
+                provider=mem.embedder.provider,
+                now=now,
+                tokens=search_tokens(text),
+            )
+            ids[record.id] = label
+        if start % (BATCH * 20) == 0:
+            print(
+                f"    {part.user}: {start + len(chunk)}/{len(labels)}", file=sys.stderr, flush=True
+            )
+    return ids
+
+
+async def ask(
+    mem: Memory, part: Partition, ids: dict[str, str], mode: str, table: dict[str, Score]
+) -> None:
+    ctx = ToolContext(platform="qq", user_id=part.user)
+    for q in part.queries:
+        reply = json.loads(
+            await mem.call_tool(
+                "read_memory", {"query": q.text, "top_k": 10, "scope": "user", "mode": mode}, ctx
+            )
+        )
+        if reply.get("status") != "success":
+            raise SystemExit(f"read_memory failed: {reply}")
+        ranked = [ids.get(i, "?") for i in reply["ids"][0]]
+        for group in {"all", q.group}:
+            table.setdefault(group, Score()).add(ranked, set(q.wanted))
+
+
+async def ask_variants(
+    mem: Memory,
+    loaded: list[tuple[Partition, dict[str, str]]],
+    variants: list[tuple[str, float]],
+    out: dict[str, dict[str, Score]],
+) -> None:
+    """Hybrid fusion variants on the same query vectors (each query embedded once): the
+    repository's search (search_memories_v4), not the tool, so one run compares many."""
+    repo = mem.memories.repo
+    for part, ids in loaded:
+        key = ToolContext(platform="qq", user_id=part.user).personal_key
+        for q in part.queries:
+            vector = await mem.embedder.embed_query(q.text)
+            base = mem.memories.ranking("hybrid", q.text)
+            for fusion, value in variants:
+                ranking = replace(
+                    base,
+                    fusion="rrf" if fusion == "rrf" else "weighted",
+                    rrf_k=value if fusion == "rrf" else base.rrf_k,
+                    keyword_weight=value if fusion == "weighted" else base.keyword_weight,
+                )
+                hits = await repo.search(
+                    key,
+                    vector,
+                    top_k=10,
+                    where=SearchFilter(),
+                    now=datetime.now(UTC),
+                    decay=mem.memories.policy,
+                    ranking=ranking,
+                )
+                ranked = [ids.get(h.record.id, "?") for h in hits]
+                table = out.setdefault(f"hybrid {fusion}={value:g}", {})
+                for group in {"all", q.group}:
+                    table.setdefault(group, Score()).add(ranked, set(q.wanted))
+
+
+async def latency(
+    mem: Memory, part: Partition, rows: int, n: int
+) -> dict[str, tuple[float, float]]:
+    """p50/p95 (ms) of the search statement per mode on ``rows`` memories, DB time."""
+    labels = list(part.memories)[:rows]
+    small = Partition(part.user + "_lat", {k: part.memories[k] for k in labels}, part.queries)
+    await load(mem, small, datetime.now(UTC))
+    key = ToolContext(platform="qq", user_id=small.user).personal_key
+    questions = [q.text for q in part.queries[:n]] or ["hello"]
+    vectors = [await mem.embedder.embed_query(text) for text in questions]
+    repo = mem.memories.repo
+    out: dict[str, tuple[float, float]] = {}
+    for mode in SEARCH_MODES:
+        times: list[float] = []
+        for _ in range(2):  # the first round warms the plan cache
+            times = []
+            for text, vector in zip(questions, vectors, strict=True):
+                ranking = mem.memories.ranking(mode, text)
+                started = time.perf_counter()
+                await repo.search(
+                    key,
+                    None if mode == "keyword" else vector,
+                    top_k=5,
+                    where=SearchFilter(),
+                    now=datetime.now(UTC),
+                    decay=mem.memories.policy,
+                    ranking=ranking,
+                )
+                times.append((time.perf_counter() - started) * 1000)
+        times.sort()
+        out[mode] = (statistics.median(times), times[int(len(times) * 0.95) - 1])
+    return out
+
+
+def print_table(title: str, rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print(f"\n{title}")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |")
+
+
+async def run_model(
+    args: argparse.Namespace, model: str, sets: dict[str, list[Partition]]
+) -> tuple[list[list[str]], list[list[str]]]:
+    workdir = Path(tempfile.mkdtemp(prefix=f"eval-{model}-"))
+    overrides: dict[str, Any] = {
+        "data_dir": str(workdir),
+        "embedding.protocol": model,
+        "per_session_memory_limit": 100_000,
+        "retrieval.fusion": args.fusion,
+        "retrieval.keyword_weight": args.keyword_weight,
+        "retrieval.rrf_k": args.rrf_k,
+    }
+    if args.local_threads is not None:
+        overrides["embedding.local_threads"] = args.local_threads
+    settings = load_settings(env={}, read_default_files=False, overrides=overrides)
+    rows: list[list[str]] = []
+    lat_rows: list[list[str]] = []
+    try:
+        async with open_memory(settings, startup=False) as mem:
+            await mem.embedder.prepare()
+            described = mem.embedder.describe()
+            for set_name, parts in sets.items():
+                started = time.perf_counter()
+                loaded = [(part, await load(mem, part, datetime.now(UTC))) for part in parts]
+                print(
+                    f"  {model}: {set_name} loaded in {time.perf_counter() - started:.0f} s",
+                    file=sys.stderr,
+                )
+                for mode in args.modes:
+                    table: dict[str, Score] = {}
+                    started = time.perf_counter()
+                    for part, ids in loaded:
+                        await ask(mem, part, ids, mode, table)
+                    print(
+                        f"  {model}: {set_name} {mode} in {time.perf_counter() - started:.0f} s",
+                        file=sys.stderr,
+                    )
+                    for group in sorted(table, key=lambda g: (g != "all", g)):
+                        rows.append(
+                            [
+                                set_name if group == "all" else f"{set_name}/{group}",
+                                described,
+                                mode,
+                                *table[group].row(),
+                            ]
+                        )
+                if args.variants:
+                    started = time.perf_counter()
+                    found: dict[str, dict[str, Score]] = {}
+                    await ask_variants(mem, loaded, args.variants, found)
+                    print(
+                        f"  {model}: {set_name} variants in {time.perf_counter() - started:.0f} s",
+                        file=sys.stderr,
+                    )
+                    for name, by_group in found.items():
+                        for group in sorted(by_group, key=lambda g: (g != "all", g)):
+                            label = set_name if group == "all" else f"{set_name}/{group}"
+                            rows.append(
+                                [label, described, f"{name} (repo)", *by_group[group].row()]
+                            )
+            if args.latency_rows and sets:
+                first = next(iter(sets.values()))[0]
+                for mode, (p50, p95) in (
+                    await latency(mem, first, args.latency_rows, args.latency_queries)
+                ).items():
+                    lat_rows.append(
+                        [described, str(args.latency_rows), mode, f"{p50:.2f}", f"{p95:.2f}"]
+                    )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return rows, lat_rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--locomo", type=Path, default=LOCOMO_FALLBACK, help="LoCoMo JSON (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--zh-en", type=Path, default=ZH_EN, help="our zh/en set (default: %(default)s)"
+    )
+    parser.add_argument("--skip-locomo", action="store_true")
+    parser.add_argument("--skip-zh-en", action="store_true")
+    parser.add_argument(
+        "--models", default="local,hash", help="embedding protocols, comma-separated"
+    )
+    parser.add_argument("--modes", default=",".join(SEARCH_MODES))
+    parser.add_argument("--fusion", default="weighted", choices=["rrf", "weighted"])
+    parser.add_argument("--keyword-weight", type=float, default=0.5)
+    parser.add_argument("--rrf-k", type=float, default=60.0)
+    parser.add_argument("--local-threads", type=int, default=None)
+    parser.add_argument(
+        "--variants",
+        default="",
+        help="hybrid fusions to compare on the same query vectors, e.g. rrf:60,weighted:0.3",
+    )
+    parser.add_argument("--latency-rows", type=int, default=100)
+    parser.add_argument("--latency-queries", type=int, default=100)
+    args = parser.parse_args()
+    args.modes = [m for m in args.modes.split(",") if m]
+    args.variants = [
+        (v.split(":")[0], float(v.split(":")[1])) for v in args.variants.split(",") if v
+    ]
+    sets: dict[str, list[Partition]] = {}
+    if not args.skip_locomo:
+        sets["locomo"] = locomo_partitions(args.locomo)
+    if not args.skip_zh_en:
+        sets["zh_en"] = zh_en_partitions(args.zh_en)
+    header = ["set", "model", "mode", "hit@1", "hit@5", "hit@10", "MRR", "queries"]
+    lat_header = ["model", "rows", "mode", "p50 ms", "p95 ms"]
+    all_rows: list[list[str]] = []
+    all_lat: list[list[str]] = []
+    for model in [m for m in args.models.split(",") if m]:
+        rows, lat = asyncio.run(run_model(args, model, sets))
+        all_rows += rows
+        all_lat += lat
+    fusion = f"fusion {args.fusion}" + (
+        f", w={args.keyword_weight}" if args.fusion == "weighted" else f", k={args.rrf_k:g}"
+    )
+    print_table(
+        f"Retrieval quality ({fusion}; decay on, every memory the same age)", all_rows, header
+    )
+    if all_lat:
+        print_table(
+            "search_memories DB time per mode (query vector precomputed)", all_lat, lat_header
+        )
+
+
+if __name__ == "__main__":
+    main()
