@@ -19,7 +19,8 @@ import pyte
 
 REPO = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, str(REPO / "bot.py")]
-COLUMNS, ROWS = 140, 45
+# tall enough for the whole /memory usage in one screen (it grew with issues 12–16)
+COLUMNS, ROWS = 140, 90
 
 
 class ConsoleBotProcess:
