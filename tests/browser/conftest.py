@@ -185,6 +185,8 @@ def web_settings(dsn: str, data_dir: Path, embed_url: str, **overrides: Any) -> 
         "embedding.model_name": "nomic-embed-text",
         "web.password_hash": password_hash(ADMIN_PASSWORD),
         "web.superuser_password_hash": password_hash(SUPER_PASSWORD),
+        # small pages, so that a handful of sample memories spans two
+        "web.page_size": 5,
     }
     values.update(overrides)
     return load_settings(env={}, read_default_files=False, overrides=values)

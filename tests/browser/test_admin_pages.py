@@ -24,6 +24,7 @@ from tests.browser.conftest import (
 
 USER_KEY = "QQPlatform_Private_10001"
 GROUP_KEY = "QQPlatform_Group_777"
+PAGED_KEY = "QQPlatform_Private_20002"
 
 SEED = [
     (USER_KEY, "用户喜欢喝乌龙茶，不加糖", 7, "preference", ("drink",)),
@@ -52,6 +53,10 @@ def server(admin_server: AdminServer) -> AdminServer:
                     source="auto",
                 )
             await mem.memos.replace(USER_KEY, "称呼：小王")
+            for n in range(1, 8):
+                await mem.memories.add(
+                    partition_key=PAGED_KEY, scope="user", content=f"第 {n} 条", importance=n
+                )
 
     run_sync(seed())
     return admin_server
@@ -142,6 +147,21 @@ def test_filters_and_sort(page: Any, server: AdminServer) -> None:
     assert page.locator("#memories tbody tr").count() == 2
     page.goto(f"{server.url}/p/{USER_KEY}/memories?imin=0")
     assert "1–10" in page.locator(".error").first.inner_text()
+
+
+def test_pagination(page: Any, server: AdminServer) -> None:
+    log_in(page, server.url)
+    page.goto(f"{server.url}/p/{PAGED_KEY}/memories?sort=importance_asc")
+    size = server.settings.web.page_size
+    assert size == 5
+    rows = page.locator("#memories tbody tr")
+    assert [r.split("\t")[1] for r in rows.all_inner_texts()] == [f"第 {n} 条" for n in range(1, 6)]
+    assert "共 7 条，第 1/2 页" in page.locator("#pager").inner_text()
+    page.click("#next-page")
+    page.wait_for_load_state()
+    assert "sort=importance_asc" in page.url  # the filters stay on the next page
+    texts = [r.split("\t")[1] for r in page.locator("#memories tbody tr").all_inner_texts()]
+    assert texts == ["第 6 条", "第 7 条"]
 
 
 def test_add_memory(page: Any, server: AdminServer) -> None:
