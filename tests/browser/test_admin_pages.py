@@ -151,6 +151,12 @@ def test_filters_and_sort(page: Any, server: AdminServer) -> None:
     assert page.locator("#memories tbody tr").count() == 1
     page.goto(f"{server.url}/p/{USER_KEY}/memories?tags=pet,work")
     assert page.locator("#memories tbody tr").count() == 2
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?source=auto&scope=user&age=1")
+    assert page.locator("#memories tbody tr").count() == 4
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?source=user")
+    assert page.locator("#memories tbody tr").count() == 0
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?age=abc")
+    assert "应为整数" in page.locator(".error").first.inner_text()
     page.goto(f"{server.url}/p/{USER_KEY}/memories?imin=0")
     assert "1–10" in page.locator(".error").first.inner_text()
     page.goto(f"{server.url}/partitions")
