@@ -36,7 +36,7 @@ CHROMIUM ?= /usr/bin/chromium
 chromium:
 	@test -x $(CHROMIUM) || { \
 	  echo "installing Debian's chromium for the browser tests (tests/browser)"; \
-	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-wqy-microhei >/dev/null; } \
 	  || { echo "could not install chromium: run 'apt-get install -y --no-install-recommends chromium' as root" >&2; exit 1; }; \
 	  test -x $(CHROMIUM) || { echo "$(CHROMIUM) still missing after the install" >&2; exit 1; }; }
 
