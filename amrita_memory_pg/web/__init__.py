@@ -1,0 +1,1 @@
+"""The admin web page (issue 17)."""
