@@ -202,10 +202,18 @@ class JobRunner:
 # ---------------------------------------------------------------------------- operations
 
 
-def memory_operations(mem: Memory) -> dict[str, Operation]:
-    """Backup, sweep and re-embed on ``mem``'s store, as the CLI runs them."""
+def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operation]:
+    """Backup, sweep and re-embed on the memory's store, as the CLI runs them.
+
+    ``source`` is the open memory, or what returns it when a job starts (a page's app
+    gets its memory lazily: the bot's store may open after the app was built).
+    """
+
+    def current() -> Memory:
+        return source if isinstance(source, Memory) else source()
 
     async def backup(job: Job) -> str:
+        mem = current()
         job.update("export")
         info = await create_backup(
             mem.store,
@@ -216,6 +224,7 @@ def memory_operations(mem: Memory) -> dict[str, Operation]:
         return f"{info.stem} ({counts})"
 
     async def sweep(job: Job) -> str:
+        mem = current()
         decay = mem.settings.decay
         if not (decay.enabled and decay.sweep_enabled):
             raise AmritaMemoryError(
@@ -234,6 +243,7 @@ def memory_operations(mem: Memory) -> dict[str, Operation]:
         )
 
     async def reembed(job: Job) -> str:
+        mem = current()
         job.update("backup")
         report = await change_model(
             mem.store,
