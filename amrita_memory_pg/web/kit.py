@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from fastapi import Depends, Request
@@ -117,6 +117,11 @@ def url(request: Request, path: str, **query: Any) -> str:
 def translator_for(request: Request) -> Callable[..., str]:
     """``t(key, **values)`` in this request's UI language."""
     return translator(request.state.lang)
+
+
+def quoted(segment: str) -> str:
+    """One URL path segment (a partition key, an id) with every reserved character escaped."""
+    return quote(segment, safe="")
 
 
 def client_of(request: Request) -> str | None:
@@ -300,6 +305,7 @@ __all__ = [
     "form_text",
     "memory",
     "now",
+    "quoted",
     "redirect",
     "render",
     "translator_for",

@@ -1,6 +1,6 @@
 """The browser harness: Debian's chromium driven by Playwright, the admin app under uvicorn.
 
-One browser per test session; one app (a uvicorn thread on a free port) per module, on a
+One browser for the package; one app (a uvicorn thread on a free port) per module, on a
 database of its own cloned from the migrated template, embedding through the stub HTTP
 server. Nothing is downloaded: Playwright is pointed at ``/usr/bin/chromium`` (``make
 test`` installs the Debian package when it is missing). Screenshots go to
@@ -139,10 +139,12 @@ def chromium_path() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(chromium_path: Path, template_db: str) -> Iterator[Any]:
-    """One Chromium for the session (after the template database: the migration runs its
-    own event loop, which cannot start once Playwright's runs in this thread)."""
+    """One Chromium for all of tests/browser, closed when the package is done: Playwright's
+    sync API keeps its event loop running in the test thread, where no async test of the
+    other packages could run. Started after the template database, whose migration runs
+    an event loop of its own."""
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="amp-chromium-") as profile, sync_playwright() as pw:

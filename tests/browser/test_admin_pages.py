@@ -133,6 +133,12 @@ def test_search_uses_the_tools_search(page: Any, server: AdminServer) -> None:
     assert "乌龙茶" in rows.first.inner_text()
     assert "检索到" in page.locator("#hit-count").inner_text()
     screenshot(page, "search")
+    # the configured default mode (hybrid: embeds the query through the stub server)
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?q=橘猫&imin=5&imax=6")
+    assert page.locator(".error").count() == 0
+    hits = page.locator("#memories tbody tr").all_inner_texts()
+    assert hits and "橘猫" in hits[0]
+    assert all("\t6\t" in h or "\t5\t" in h for h in hits)  # the importance range held
 
 
 def test_filters_and_sort(page: Any, server: AdminServer) -> None:
@@ -145,8 +151,25 @@ def test_filters_and_sort(page: Any, server: AdminServer) -> None:
     assert page.locator("#memories tbody tr").count() == 1
     page.goto(f"{server.url}/p/{USER_KEY}/memories?tags=pet,work")
     assert page.locator("#memories tbody tr").count() == 2
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?source=auto&scope=user&age=1")
+    assert page.locator("#memories tbody tr").count() == 4
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?source=user")
+    assert page.locator("#memories tbody tr").count() == 0
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?age=abc")
+    assert "应为整数" in page.locator(".error").first.inner_text()
     page.goto(f"{server.url}/p/{USER_KEY}/memories?imin=0")
     assert "1–10" in page.locator(".error").first.inner_text()
+    page.goto(f"{server.url}/partitions")
+    page.fill("input[name=key]", "no such key")
+    page.click("form[action$='/open'] button")
+    page.wait_for_load_state()
+    assert "不是有效的分区键" in page.locator("#error-message").inner_text()
+    page.goto(f"{server.url}/partitions")
+    page.fill("input[name=key]", "QQPlatform_Private_55555")  # a partition with no memories yet
+    page.click("form[action$='/open'] button")
+    page.wait_for_load_state()
+    assert page.url.endswith("/p/QQPlatform_Private_55555/memories")
+    assert "没有符合条件的记忆" in page.inner_text("main")
 
 
 def test_pagination(page: Any, server: AdminServer) -> None:

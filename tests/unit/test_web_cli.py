@@ -6,8 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from amrita_memory_pg.cli.main import _register_commands
 from amrita_memory_pg.cli.app import cli
+from amrita_memory_pg.cli.main import _register_commands
 from amrita_memory_pg.web.security import verify_password
 
 

@@ -169,7 +169,7 @@ def read_filters(
 
 @router.get("/p/{key}")
 async def partition_home(request: Request, key: str, _user: kit.Admin) -> Response:
-    return kit.redirect(request, f"/p/{key}/memories")
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")
 
 
 @router.get("/p/{key}/memories")
@@ -370,7 +370,7 @@ async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
             "tags": list(record.tags),
         },
     )
-    return kit.redirect(request, f"/p/{key}/memories", done="added", id=record.id)
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="added", id=record.id)
 
 
 async def _record(request: Request, key: str, memory_id: str) -> MemoryRecord | None:
@@ -460,7 +460,7 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
             },
         },
     )
-    return kit.redirect(request, f"/p/{key}/memories", done="edited", id=memory_id)
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="edited", id=memory_id)
 
 
 @router.get("/p/{key}/memories/{memory_id}/delete")
@@ -507,7 +507,7 @@ async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrit
     )
     if not deleted:
         return _not_found(request, f"{key} / {memory_id}")
-    return kit.redirect(request, f"/p/{key}/memories", done="deleted", id=memory_id)
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="deleted", id=memory_id)
 
 
 @router.get("/p/{key}/clear")
@@ -566,5 +566,5 @@ async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
         detail={"deleted": result.deleted, "backup": backup},
     )
     return kit.redirect(
-        request, f"/p/{key}/memories", done="cleared", n=result.deleted, backup=backup
+        request, f"/p/{kit.quoted(key)}/memories", done="cleared", n=result.deleted, backup=backup
     )

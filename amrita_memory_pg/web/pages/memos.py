@@ -95,4 +95,4 @@ async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Respons
         partition_key=key,
         detail={"before": current.content, "after": content, "version": written.version},
     )
-    return kit.redirect(request, f"/p/{key}/memo", done="memo")
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memo", done="memo")

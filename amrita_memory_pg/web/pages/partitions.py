@@ -50,6 +50,6 @@ async def open_partition(request: Request, _user: kit.Admin) -> Response:
     """The "open partition" box: a valid key goes to its memories, else an inline error."""
     key = request.query_params.get("key", "").strip()
     if valid_key(key):
-        return kit.redirect(request, f"/p/{key}/memories")
+        return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")
     t = kit.translator_for(request)
     return kit.render(request, "error.html", status_code=400, message=t("error.bad_key", key=key))
