@@ -117,10 +117,14 @@ class JobRunner:
         *,
         clock: Callable[[], datetime] = _utcnow,
         keep: int = KEEP_FINISHED,
+        on_finish: Callable[[Job], Awaitable[None]] | None = None,
     ) -> None:
         self.operations = dict(operations)
         self.clock = clock
         self.keep = keep
+        #: told about every job that ended, done or failed (the page audits the outcome);
+        #: its own failure is logged, never raised into the job
+        self.on_finish = on_finish
         self._jobs: dict[str, Job] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
@@ -158,6 +162,15 @@ class JobRunner:
             self._finish(job, "done", None)
         finally:
             self._tasks.pop(job.id, None)
+        await self._tell(job)
+
+    async def _tell(self, job: Job) -> None:
+        if self.on_finish is None:
+            return
+        try:
+            await self.on_finish(job)
+        except Exception:
+            log.exception("recording the end of %s job %s failed", job.kind, job.id)
 
     def _finish(self, job: Job, state: str, error: str | None) -> None:
         job.state = state

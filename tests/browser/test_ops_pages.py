@@ -280,6 +280,9 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     assert server.sql("SELECT count(*) AS n FROM amrita_memory.memory")[0]["n"] == 0
     (audit,) = audit_rows(server, "job.sweep")
     assert (audit["actor"], audit["role"], audit["ok"]) == ("root", "superuser", True)
+    (end,) = audit_rows(server, "job.sweep.end")  # the outcome, recorded when it ended
+    assert end["target_id"] == audit["target_id"] and end["ok"] is True
+    assert f"purged {OLD_ROWS}" in end["detail"]
     page.goto(f"{server.url}/status")
     assert "1 full passes" in page.locator("#status-sweep").inner_text()
     assert page.locator("#jobs tbody tr").count() == 1

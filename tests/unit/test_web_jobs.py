@@ -66,3 +66,24 @@ async def test_only_the_newest_finished_jobs_are_kept() -> None:
     assert runner.get(ids[0]) is None
     with pytest.raises(JobRefused):
         await runner.wait(ids[0])
+
+
+async def test_the_end_of_every_job_is_told_and_a_failing_listener_changes_nothing() -> None:
+    told: list[tuple[str, str]] = []
+
+    async def listener(job: Job) -> None:
+        told.append((job.kind, job.state))
+        if job.kind == "bad":
+            raise RuntimeError("the audit table is gone")
+
+    async def ok(job: Job) -> str:
+        return "ok"
+
+    async def bad(job: Job) -> str:
+        raise ValueError("nope")
+
+    runner = JobRunner({"ok": ok, "bad": bad}, on_finish=listener)
+    first = await runner.wait(runner.start("ok", by="x").id)
+    second = await runner.wait(runner.start("bad", by="x").id)
+    assert told == [("ok", "done"), ("bad", "failed")]
+    assert (first.state, second.state, second.error) == ("done", "failed", "nope")

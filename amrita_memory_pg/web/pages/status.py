@@ -13,9 +13,11 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from amrita_memory_pg.domain.errors import JobRefused
+from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.maintenance.status import describe_sweep
+from amrita_memory_pg.storage.admin import AdminStore
 from amrita_memory_pg.web import kit, opsview
-from amrita_memory_pg.web.jobs import JOB_KINDS, JobRunner, memory_operations
+from amrita_memory_pg.web.jobs import JOB_KINDS, Job, JobRunner, memory_operations
 
 router = APIRouter()
 NAV = [kit.NavItem("status", "/status", "nav.status")]
@@ -26,7 +28,28 @@ def runner(request: Request) -> JobRunner:
     app: FastAPI = request.app
     found: JobRunner | None = getattr(app.state, "webops_jobs", None)
     if found is None:
-        found = JobRunner(memory_operations(kit.state(request).memory_source))
+        admin = kit.state(request)
+        source = admin.memory_source
+        secrets = kit.secrets_of(admin.settings)
+
+        def clean(text: str) -> str:
+            return redact(text, secrets)
+
+        async def finished(job: Job) -> None:
+            # the job's outcome is a write too: one more audit row when it ends
+            await AdminStore(source().pool).audit(
+                actor=job.started_by,
+                role="superuser",
+                client=None,
+                action=f"job.{job.kind}.end",
+                partition_key=None,
+                target_id=job.id,
+                detail={"result": clean(job.result or ""), "error": clean(job.error or "")},
+                ok=job.state == "done",
+                at=job.finished_at or job.started_at,
+            )
+
+        found = JobRunner(memory_operations(source), on_finish=finished)
         app.state.webops_jobs = found
     return found
 
