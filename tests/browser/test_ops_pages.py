@@ -250,6 +250,10 @@ def test_l3_runs_next_window_and_heatmap(page: Any, server: AdminServer) -> None
     screenshot(page, "ops-l3")
     page.goto(f"{server.url}/l3?target={GROUP}")
     assert page.locator("#l3-runs tbody tr").count() == 1
+    page.goto(f"{server.url}/l3?lang=en")
+    assert page.locator("h1").inner_text() == "L3 runs"
+    assert "Next planned window" in page.locator(".next-window").first.inner_text()
+    assert page.locator(".heatmap .day").all_inner_texts()[0] == "Mon"
 
 
 def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServer) -> None:
