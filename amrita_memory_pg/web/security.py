@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 Role = Literal["admin", "superuser"]
 
-#: scrypt cost: 16 MiB and about 50 ms per check, the interactive-login recommendation
+#: scrypt cost: 16 MiB and ~10 ms per check here, the interactive-login recommendation
 SCRYPT_N = 2**14
 SCRYPT_R = 8
 SCRYPT_P = 1

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 ADMIN_PASSWORD = "admin-pass-123"
 SUPER_PASSWORD = "super-pass-456"
-#: hashed once per session: scrypt takes ~50 ms each
+#: hashed once per session (scrypt costs 16 MiB and ~10 ms each)
 _HASHES: dict[str, str] = {}
 
 
