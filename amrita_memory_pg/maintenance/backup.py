@@ -110,11 +110,6 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 #: the rest: the search tokens (issue 16), made by this version's tokenizer from the text
 #: (maintenance/tokens.py runs after every restore), never trusted from a file
 DERIVED_COLUMNS: dict[str, frozenset[str]] = {"memory": frozenset({"search_tokens"})}
-#: called as (phase, rows done, rows total) while a backup is taken: ``export`` per
-#: batch of rows written, then ``dump`` (waiting for pg_dump) and ``done``
-BackupProgress = Callable[[str, int, int], None]
-#: rows written between two ``export`` progress calls
-PROGRESS_EVERY = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +192,12 @@ async def run_tool(*argv: str) -> None:
 
 
 # ---------------------------------------------------------------------------- create
+
+#: called as (phase, rows done, rows total) while a backup is taken: ``export`` per
+#: batch of rows written, then ``dump`` (waiting for pg_dump) and ``done``
+BackupProgress = Callable[[str, int, int], None]
+#: rows written between two ``export`` progress calls
+PROGRESS_EVERY = 500
 
 
 async def create_backup(
