@@ -187,3 +187,8 @@ class SuggestionRefused(KnowledgeError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class JobRefused(AmritaMemoryError):
+    """A background job was not started (one of its kind is running, or the kind is
+    unknown); nothing ran."""

@@ -92,6 +92,8 @@ class Suggestion:
     reason: str
     author_id: str
     created_at: datetime
+    #: pending | claimed (by a running L3 cycle) | done
+    status: str = "pending"
 
 
 def is_kid(text: str) -> bool:

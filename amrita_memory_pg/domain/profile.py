@@ -95,6 +95,17 @@ class Profile:
 
 
 @dataclass(frozen=True, slots=True)
+class ProfileInfo:
+    """One line of a profile listing: whose, which version, how long, when last changed."""
+
+    partition_key: str
+    version: int
+    summary: str
+    line_count: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ProfileLimits:
     """The ``[profile]`` caps (settings), checked before anything is written."""
 

@@ -27,7 +27,7 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -193,11 +193,28 @@ async def run_tool(*argv: str) -> None:
 
 # ---------------------------------------------------------------------------- create
 
+#: called as (phase, rows done, rows total) while a backup is taken: ``export`` per
+#: batch of rows written, then ``dump`` (waiting for pg_dump) and ``done``
+BackupProgress = Callable[[str, int, int], None]
+#: rows written between two ``export`` progress calls
+PROGRESS_EVERY = 500
+
 
 async def create_backup(
-    store: Store, *, reason: str = "manual", keep: int | None = None
+    store: Store,
+    *,
+    reason: str = "manual",
+    keep: int | None = None,
+    progress: BackupProgress | None = None,
 ) -> BackupInfo:
-    """Dump + JSONL from one snapshot, then rotate. Returns the new backup."""
+    """Dump + JSONL from one snapshot, then rotate. Returns the new backup.
+
+    ``progress`` (a web page's background job) hears how far the export is."""
+
+    def report(phase: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress(phase, done, total)
+
     directory = store.backups_dir
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
@@ -239,11 +256,18 @@ async def create_backup(
                     "dim": meta.dim,
                     "counts": counts,
                 }
+                total = sum(counts.values())
+                written = 0
+                report("export", 0, total)
                 with tmp_jsonl.open("w", encoding="utf-8") as out:
                     out.write(json.dumps(header, ensure_ascii=False) + "\n")
                     for kind in EXPORT_COLUMNS:
                         async for row in export_rows(conn, kind):
                             out.write(_row_to_json(kind, row) + "\n")
+                            written += 1
+                            if written % PROGRESS_EVERY == 0:
+                                report("export", written, total)
+                report("dump", written, total)
             finally:
                 await dump  # the snapshot must stay open until pg_dump has it
         os.replace(tmp_dump, directory / f"{stem}.dump")
@@ -254,6 +278,7 @@ async def create_backup(
         raise
     info = BackupInfo(stem, directory, now, reason, counts, meta.fingerprint, meta.model)
     rotate(directory, keep if keep is not None else store.settings.embedding.reembed_backup_keep)
+    report("done", written, total)
     return info
 
 

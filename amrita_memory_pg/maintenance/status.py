@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from amrita_memory_pg.domain.errors import BackendError
@@ -25,6 +26,15 @@ from amrita_memory_pg.storage.queries import query
 TOP_PARTITIONS = 10
 
 
+@dataclass(frozen=True, slots=True)
+class SweepCursor:
+    """Where the decay sweep stands: the next run continues after ``cursor_id``."""
+
+    cursor_id: str
+    passes: int
+    updated_at: datetime
+
+
 @dataclass
 class StatusReport:
     server: ServerInfo
@@ -43,6 +53,8 @@ class StatusReport:
     backend: str = "pgvector"
     #: a secondary index (chroma): its vector count against the table's rows
     vectors: str = ""
+    #: the decay sweep's cursor (None before the first sweep)
+    sweep: SweepCursor | None = None
 
 
 async def collect_server_status(settings: Settings, target: ServerTarget) -> StatusReport:
@@ -90,6 +102,9 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
         (r["partition_key"], r["memories"])
         for r in await pool.fetch(query("status_top_partitions"), TOP_PARTITIONS)
     ]
+    sweep = await pool.fetchrow(query("status_sweep_state"))
+    if sweep is not None:
+        report.sweep = SweepCursor(sweep["cursor_id"], sweep["passes"], sweep["updated_at"])
     check: Any = getattr(store.backend, "check", None)
     if check is not None:
         where = getattr(store.backend, "location", store.backend.name)
@@ -101,6 +116,16 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
             report.vectors = f"{store.backend.name} at {where}: {in_index} for {in_pg} memories"
             if in_pg != in_index:
                 report.vectors += " (run `amrita-memory index rebuild`)"
+
+
+def describe_sweep(sweep: SweepCursor) -> str:
+    """``cursor after m_abc…, 3 full passes, moved 2026-12-01 03:00 UTC`` (CLI and web)."""
+    if not sweep.cursor_id and sweep.passes == 0:
+        return "not run yet"
+    where = f"after {sweep.cursor_id}" if sweep.cursor_id else "at the start"
+    return (
+        f"cursor {where}, {sweep.passes} full passes, moved {sweep.updated_at:%Y-%m-%d %H:%M} UTC"
+    )
 
 
 def render_status(report: StatusReport) -> str:
@@ -163,6 +188,8 @@ def render_status(report: StatusReport) -> str:
             )
         if report.by_tier:
             lines.append("by tier:     " + ", ".join(f"{k} {v}" for k, v in report.by_tier.items()))
+        if report.sweep is not None:
+            lines.append(f"sweep:       {describe_sweep(report.sweep)}")
         if report.partitions:
             lines.append("分布:")
             lines.extend(f"  {key}: {n}" for key, n in report.partitions)

@@ -338,6 +338,64 @@ class KnowledgeService:
     async def pending_suggestions(self, limit: int = 20) -> tuple[int, list[dict[str, Any]]]:
         return await self.repo.pending_suggestions(limit)
 
+    async def suggestion(self, suggestion_id: int) -> Suggestion:
+        """One suggestion with its body (the admin page shows it before accept/reject)."""
+        found = await self.repo.suggestion(suggestion_id)
+        if found is None:
+            raise KnowledgeError(f"知识建议 #{suggestion_id} 不存在（可能已处理并清理）")
+        return found
+
+    async def _pending(self, suggestion_id: int) -> Suggestion:
+        found = await self.suggestion(suggestion_id)
+        if found.status == "claimed":
+            raise KnowledgeError(
+                f"知识建议 #{suggestion_id} 正由后台记忆管家（L3 周期）处理，不能再手动处理"
+            )
+        if found.status != "pending":
+            raise KnowledgeError(f"知识建议 #{suggestion_id} 已处理过")
+        return found
+
+    async def accept_suggestion(
+        self, suggestion_id: int, *, now: datetime | None = None
+    ) -> KnowledgeWrite:
+        """An operator accepts a pending suggestion: its entry is created (or the entry it
+        names updated, title/summary/body replaced) and it leaves the queue.
+
+        Validated before anything changes; then taken from the queue (a cycle cannot
+        claim it meanwhile), then written; a failed write puts it back as pending.
+        """
+        found = await self._pending(suggestion_id)
+        _field("title", lambda: check_knowledge_title(found.title))
+        _field("summary", lambda: check_knowledge_summary(found.summary))
+        self._body(found.body)
+        if found.action == "update" and not found.kid:
+            raise KnowledgeError(f"知识建议 #{suggestion_id} 是更新建议，却没有给出 kid")
+        moment = now or _utcnow()
+        if not await self.repo.take_suggestion(suggestion_id, moment):
+            raise KnowledgeError(f"知识建议 #{suggestion_id} 刚被处理或认领，请刷新后再看")
+        try:
+            if found.action == "update" and found.kid:
+                return await self.update(
+                    found.kid,
+                    title=found.title,
+                    summary=found.summary,
+                    body=found.body,
+                    now=moment,
+                )
+            return await self.create(
+                title=found.title, summary=found.summary, body=found.body, now=moment
+            )
+        except BaseException:
+            await self.repo.untake_suggestion(suggestion_id)
+            raise
+
+    async def reject_suggestion(self, suggestion_id: int, *, now: datetime | None = None) -> None:
+        """An operator rejects a pending suggestion: it leaves the queue unwritten (kept
+        as done for a day, so the suggester's rate limit still counts it)."""
+        await self._pending(suggestion_id)
+        if not await self.repo.take_suggestion(suggestion_id, now or _utcnow()):
+            raise KnowledgeError(f"知识建议 #{suggestion_id} 刚被处理或认领，请刷新后再看")
+
     # ------------------------------------------------------------------ grants
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from amrita_memory_pg.domain.decay import DecayPolicy
@@ -339,6 +339,7 @@ class MemoryService:
         dry_run: bool = False,
         max_batches: int | None = None,
         force: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> SweepReport:
         """Demote/purge what outlived its tier; off when ``[decay] enabled/sweep_enabled =
         false`` unless ``force``. ``source=user`` rows are spared while
@@ -355,5 +356,9 @@ class MemoryService:
             protect_user=self.protects(False),
         )
         return await self.repo.sweep(
-            params, now=now or _utcnow(), dry_run=dry_run, max_batches=max_batches
+            params,
+            now=now or _utcnow(),
+            dry_run=dry_run,
+            max_batches=max_batches,
+            progress=progress,
         )

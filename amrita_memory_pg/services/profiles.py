@@ -22,6 +22,7 @@ from amrita_memory_pg.domain.profile import (
     ProfileActor,
     ProfileChange,
     ProfileEdit,
+    ProfileInfo,
     ProfileLimits,
     ProfileWindow,
     apply_edit,
@@ -179,6 +180,10 @@ class ProfileService:
             if version is not None:
                 return ProfileUpdate(Profile(after.summary, after.lines, version), True, operation)
         raise _busy()
+
+    async def listing(self, limit: int, offset: int = 0) -> tuple[int, list[ProfileInfo]]:
+        """(total, a page of profiles), the most recently changed first."""
+        return await self.store.listing(max(1, limit), max(0, offset))
 
     async def history(self, partition_key: str, limit: int | None = None) -> list[ProfileChange]:
         """The kept changes, newest first."""

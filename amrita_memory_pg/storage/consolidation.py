@@ -44,6 +44,32 @@ class PartitionStats:
     avg_length: int
 
 
+@dataclass(frozen=True, slots=True)
+class CycleRow:
+    """One L3 cycle as a run list shows it (``ended_at``/``ok`` None while it runs)."""
+
+    target_key: str
+    id: int
+    trigger: str
+    started_at: datetime
+    ended_at: datetime | None
+    ok: bool | None
+    error: str | None
+    iterations: int
+    tool_calls: int
+    memories_changed: int
+    prompt_tokens: int
+    completion_tokens: int
+    summary: str | None
+    dry_run: bool
+
+    @property
+    def outcome(self) -> str:
+        """running | ok | failed (dry runs say so too)."""
+        word = "running" if self.ok is None else ("ok" if self.ok else "failed")
+        return f"{word} (dry run)" if self.dry_run else word
+
+
 class ConsolidationStore:
     """The L3 tables on one pool."""
 
@@ -124,6 +150,14 @@ class ConsolidationStore:
     async def get_cycle(self, target_key: str, cycle_id: int) -> dict[str, Any] | None:
         row = await self._pool.fetchrow(query("get_cycle"), target_key, cycle_id)
         return None if row is None else dict(row.items())
+
+    async def cycles(
+        self, target_key: str | None, limit: int, offset: int = 0
+    ) -> tuple[int, list[CycleRow]]:
+        """(matching count, a page of cycles newest first), of one target or of all."""
+        rows = await self._pool.fetch(query("list_cycles"), target_key, limit, offset)
+        total = int(rows[0]["total"]) if rows else 0
+        return total, [CycleRow(**{k: v for k, v in r.items() if k != "total"}) for r in rows]
 
     # ------------------------------------------------------------------ pending messages
     async def queue_message(

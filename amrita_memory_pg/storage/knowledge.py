@@ -61,6 +61,7 @@ def _suggestion(row: Any) -> Suggestion:
         reason=row["reason"],
         author_id=row["author_id"],
         created_at=row["created_at"],
+        status=row.get("status", "claimed"),
     )
 
 
@@ -300,6 +301,21 @@ class KnowledgeRepository:
         rows = await self.pool.fetch(query("knowledge_pending_suggestions"), limit)
         total = rows[0]["total"] if rows else 0
         return total, [{k: v for k, v in r.items() if k != "total"} for r in rows]
+
+    async def suggestion(self, suggestion_id: int) -> Suggestion | None:
+        """One suggestion with its body and queue status (None: pruned or never made)."""
+        row = await self.pool.fetchrow(query("knowledge_suggestion_get"), suggestion_id)
+        return None if row is None else _suggestion(row)
+
+    async def take_suggestion(self, suggestion_id: int, now: datetime) -> bool:
+        """An operator handles a pending suggestion: done; False when it is not pending."""
+        async with self._writing() as conn:
+            return bool(await conn.fetchval(query("knowledge_suggestion_take"), suggestion_id, now))
+
+    async def untake_suggestion(self, suggestion_id: int) -> None:
+        """Undo :meth:`take_suggestion` after the accept's write failed."""
+        async with self._writing() as conn:
+            await conn.execute(query("knowledge_suggestion_untake"), suggestion_id)
 
     # ------------------------------------------------------------------ grants
 

@@ -15,7 +15,7 @@ queries of ``sql/queries/memories.sql``, one method each.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -641,8 +641,12 @@ class MemoryRepository:
         now: datetime,
         dry_run: bool = False,
         max_batches: int | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> SweepReport:
         """Demote/purge what outlived its tier (reference §5.2), batch by batch.
+
+        ``progress`` hears the rows scanned so far after each batch (a background job's
+        progress bar; the CLI passes none).
 
         A run starts at the persisted cursor and walks to the end of the table, then from
         the start back to where it began: one full pass, each batch its own transaction.
@@ -678,6 +682,8 @@ class MemoryRepository:
             assert row is not None
             batches += 1
             self._accumulate(totals, row)
+            if progress is not None:
+                progress(totals[0])
             if row["purged_ids"] and not dry_run:
                 await self.backend.removed(list(row["purged_ids"]))
             if row["wrapped"]:

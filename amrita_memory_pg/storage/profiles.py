@@ -19,7 +19,7 @@ from typing import Any
 
 import asyncpg
 
-from amrita_memory_pg.domain.profile import Profile, ProfileActor, ProfileChange
+from amrita_memory_pg.domain.profile import Profile, ProfileActor, ProfileChange, ProfileInfo
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
 
@@ -71,6 +71,21 @@ class ProfileStore:
         ):
             await conn.execute(query("lock_profile_key"), partition_key)
             yield LockedProfile(conn, partition_key, await _fetch(conn, partition_key))
+
+    async def listing(self, limit: int, offset: int = 0) -> tuple[int, list[ProfileInfo]]:
+        """(how many profiles there are, a page of them, the most recently changed first)."""
+        rows = await self._pool.fetch(query("profile_list"), limit, offset)
+        total = int(rows[0]["total"]) if rows else 0
+        return total, [
+            ProfileInfo(
+                partition_key=r["partition_key"],
+                version=r["version"],
+                summary=r["summary"],
+                line_count=r["line_count"],
+                updated_at=r["updated_at"],
+            )
+            for r in rows
+        ]
 
     async def history(self, partition_key: str, limit: int) -> list[ProfileChange]:
         """The newest ``limit`` changes, newest first (line counts, not lines)."""

@@ -57,6 +57,18 @@ SELECT target_key, id, trigger, started_at, ended_at, ok, error, iterations, too
   FROM amrita_memory.consolidation_cycle
  WHERE target_key = $1 AND id = $2;
 
+-- name: list_cycles
+-- A page of L3 cycles, newest first: of target $1 only (its primary key walked backwards),
+-- or of every target when $1 is NULL (the admin page's run list); $2 rows from offset $3,
+-- with the number of matching cycles in every row.
+SELECT target_key, id, trigger, started_at, ended_at, ok, error, iterations, tool_calls,
+       memories_changed, prompt_tokens, completion_tokens, summary, dry_run,
+       count(*) OVER ()::integer AS total
+  FROM amrita_memory.consolidation_cycle
+ WHERE $1::text IS NULL OR target_key = $1
+ ORDER BY started_at DESC, target_key, id DESC
+ LIMIT $2 OFFSET $3;
+
 -- name: queue_pending_message
 -- A proactive message for target $1 from cycle $2: $3 content, $4 created at. Returns its id.
 INSERT INTO amrita_memory.pending_message (target_key, cycle_id, content, created_at)

@@ -78,6 +78,32 @@ SELECT id, action, kid, title, summary, reason, author_id, status, claimed_by_cy
  ORDER BY id
  LIMIT $1;
 
+-- name: knowledge_suggestion_get
+-- One suggestion by id $1 with its body and queue status (the admin page's detail and
+-- what an accept writes); no row when it was pruned or never existed.
+SELECT id, action, kid, title, summary, body, reason, author_id, status, claimed_by_cycle,
+       created_at
+  FROM amrita_memory.knowledge_suggestion
+ WHERE id = $1;
+
+-- name: knowledge_suggestion_take
+-- An operator handles pending suggestion $1 at $2 (accepted or rejected on the admin
+-- page): it leaves the queue as done, and stays counted by the rate limit until pruned.
+-- Only a pending one: a suggestion claimed by a running L3 cycle is the cycle's. true when taken.
+WITH taken AS (
+    UPDATE amrita_memory.knowledge_suggestion
+       SET status = 'done', handled_at = $2
+     WHERE id = $1 AND status = 'pending'
+    RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM taken) AS taken;
+
+-- name: knowledge_suggestion_untake
+-- Put suggestion $1 back in the queue after an accept whose write failed (the embedder
+-- was down, the entry to update was deleted meanwhile): pending again, as before.
+UPDATE amrita_memory.knowledge_suggestion
+   SET status = 'pending', handled_at = NULL
+ WHERE id = $1 AND status = 'done';
+
 -- name: knowledge_counts
 -- Entries, unhandled suggestions and grants, for `status`.
 SELECT (SELECT count(*) FROM amrita_memory.knowledge)::integer AS entries,

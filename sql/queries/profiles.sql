@@ -62,3 +62,13 @@ WITH moved AS (
 UPDATE amrita_memory.profile
    SET partition_key = $2
  WHERE partition_key = $1;
+
+-- name: profile_list
+-- A page of profiles, the most recently changed first: key, version, summary and line
+-- count ($1 rows from offset $2), with the number of profiles in every row. A whole-table
+-- read for the admin page, not a chat path.
+SELECT partition_key, version, summary, cardinality(lines)::integer AS line_count, updated_at,
+       count(*) OVER ()::integer AS total
+  FROM amrita_memory.profile
+ ORDER BY updated_at DESC, partition_key
+ LIMIT $1 OFFSET $2;

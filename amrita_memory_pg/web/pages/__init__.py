@@ -10,21 +10,30 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from amrita_memory_pg.web.pages import audit, memories, memos, partitions
+from amrita_memory_pg.web.pages import (
+    audit,
+    knowledge,
+    l3,
+    memories,
+    memos,
+    partitions,
+    profiles,
+    status,
+)
 
 PAGES: list[ModuleType] = [
     partitions,
     memories,
     memos,
+    knowledge,
+    profiles,
+    l3,
+    status,
     audit,
 ]
 
 #: pages announced in the navigation but not built yet: (key, label key); each renders
 #: an honest "not built yet" page at /planned/<key>
 PLANNED: list[tuple[str, str]] = [
-    ("knowledge", "nav.knowledge"),
-    ("profiles", "nav.profiles"),
-    ("l3", "nav.l3"),
-    ("status", "nav.status"),
     ("inspector", "nav.inspector"),
 ]

@@ -1,0 +1,107 @@
+"""Status (schema revision, embedding fingerprint, backups, sweep cursor: the data of
+``amrita-memory status``) and the maintenance buttons: backup, decay sweep, re-embed.
+
+Each button starts a background job (:mod:`amrita_memory_pg.web.jobs`) in this process
+— superuser only, CSRF-checked, audited — and leads to its progress view, which a
+small script refreshes from ``/status/jobs/<id>.json`` (without JavaScript the page
+reloads itself every two seconds). One job of each kind at a time.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from amrita_memory_pg.domain.errors import JobRefused
+from amrita_memory_pg.domain.redact import redact
+from amrita_memory_pg.maintenance.status import describe_sweep
+from amrita_memory_pg.storage.admin import AdminStore
+from amrita_memory_pg.web import kit, opsview
+from amrita_memory_pg.web.jobs import JOB_KINDS, Job, JobRunner, memory_operations
+
+router = APIRouter()
+NAV = [kit.NavItem("status", "/status", "nav.status")]
+
+
+def runner(request: Request) -> JobRunner:
+    """The app's job runner (one per app, made on first use)."""
+    app: FastAPI = request.app
+    found: JobRunner | None = getattr(app.state, "webops_jobs", None)
+    if found is None:
+        admin = kit.state(request)
+        source = admin.memory_source
+        secrets = kit.secrets_of(admin.settings)
+
+        def clean(text: str) -> str:
+            return redact(text, secrets)
+
+        async def finished(job: Job) -> None:
+            # the job's outcome is a write too: one more audit row when it ends
+            await AdminStore(source().pool).audit(
+                actor=job.started_by,
+                role="superuser",
+                client=None,
+                action=f"job.{job.kind}.end",
+                partition_key=None,
+                target_id=job.id,
+                detail={"result": clean(job.result or ""), "error": clean(job.error or "")},
+                ok=job.state == "done",
+                at=job.finished_at or job.started_at,
+            )
+
+        found = JobRunner(memory_operations(source), on_finish=finished)
+        app.state.webops_jobs = found
+    return found
+
+
+async def _status(request: Request, *, errors: list[str], status_code: int = 200) -> Response:
+    report = await opsview.status_report(kit.memory(request))
+    return kit.render(
+        request,
+        "status.html",
+        status_code=status_code,
+        report=report,
+        sweep=describe_sweep(report.sweep) if report.sweep else None,
+        jobs=runner(request).jobs(),
+        kinds=JOB_KINDS,
+        errors=errors,
+    )
+
+
+@router.get("/status")
+async def status(request: Request, _user: kit.Admin) -> Response:
+    return await _status(request, errors=[])
+
+
+@router.post("/status/jobs/{kind}")
+async def start_job(request: Request, kind: str, user: kit.SuperuserWrite) -> Response:
+    t = kit.translator_for(request)
+    if kind not in JOB_KINDS:
+        return kit.render(
+            request, "error.html", status_code=404, message=t("error.not_found", what=kind)
+        )
+    try:
+        job = runner(request).start(kind, by=user.name)
+    except JobRefused as exc:
+        return await _status(request, errors=[kit.clean(request, str(exc))], status_code=409)
+    await kit.audit(request, user, f"job.{kind}", target_id=job.id, detail={"kind": kind})
+    return kit.redirect(request, f"/status/jobs/{job.id}")
+
+
+@router.get("/status/jobs/{job_id}.json")
+async def job_json(request: Request, job_id: str, _user: kit.Admin) -> Response:
+    job = runner(request).get(job_id)
+    if job is None:
+        return JSONResponse({"status": "error", "message": f"no job {job_id}"}, status_code=404)
+    return JSONResponse(job.as_dict())
+
+
+@router.get("/status/jobs/{job_id}")
+async def job_page(request: Request, job_id: str, _user: kit.Admin) -> Response:
+    t = kit.translator_for(request)
+    job = runner(request).get(job_id)
+    if job is None:
+        return kit.render(
+            request, "error.html", status_code=404, message=t("error.not_found", what=job_id)
+        )
+    return kit.render(request, "job.html", job=job)
