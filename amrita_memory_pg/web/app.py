@@ -106,6 +106,10 @@ def create_admin_app(
                 try:
                     yield
                 finally:
+                    # jobs still running end (cancelled) while their store is still open
+                    jobs = getattr(_app.state, "webops_jobs", None)
+                    if jobs is not None:
+                        await jobs.aclose()
                     holder.clear()
 
         def source() -> Memory:
