@@ -82,7 +82,7 @@ async def _knowledge(pool: Any, batch_size: int, retokenize: bool, max_batches: 
             for r in rows
         ]
         async with pool.acquire() as conn:
-            await conn.executemany(query("knowledge_set_tokens"), args)
+            await conn.executemany(query("backfill_knowledge_tokens"), args)
         done += len(rows)
         cursor = rows[-1]["kid"]
     return done

@@ -57,6 +57,11 @@ SELECT kid, title, summary, body, created_at, updated_at
 SELECT kid, title, summary, distance, keyword_score, score
   FROM amrita_memory.knowledge_search_v2($1, $2, $3, $4, $5, $6, $7);
 
+-- name: backfill_knowledge_tokens
+-- The token backfill's write (maintenance/tokens.py): knowledge_set_tokens' arguments; $6
+-- false = fill in missing tokens only, true = a re-tokenization (--all).
+SELECT amrita_memory.knowledge_set_tokens_v1($1, $2, $3, $4, $5, $6) AS stored;
+
 -- name: untokenized_knowledge
 -- The token backfill (maintenance/tokens.py): up to $2 entries without search tokens
 -- after kid $1, in kid order (keyset on the partial index ix_knowledge_kid_untokenized).
