@@ -343,7 +343,11 @@ def main() -> None:
     )
     parser.add_argument("--modes", default=",".join(SEARCH_MODES))
     parser.add_argument("--fusion", default="weighted", choices=["rrf", "weighted"])
-    parser.add_argument("--keyword-weight", type=float, default=RetrievalSettings().keyword_weight)
+    parser.add_argument(
+        "--keyword-weight",
+        type=float,
+        default=RetrievalSettings.model_fields["keyword_weight"].default,
+    )
     parser.add_argument("--rrf-k", type=float, default=60.0)
     parser.add_argument("--local-threads", type=int, default=None)
     parser.add_argument(
