@@ -1,8 +1,8 @@
 """Knowledge-base benchmark: the exact-scan search and the line-window read as the entry
 count grows. Not a test: it prints a table.
 
-Goes through the product's own service and named queries (``knowledge_create_v1``,
-``knowledge_search_v1``, ``knowledge_read_v1``, ``knowledge_list_v1``) on a throwaway
+Goes through the product's own service and named queries (``knowledge_create_v2``,
+``knowledge_search_v2`` in each mode, ``knowledge_read_v1``, ``knowledge_list_v1``) on a throwaway
 embedded server, with the in-process hashing embedder (no model runs; embedding time is
 part of the create and search columns, and tiny). Times are client wall times of one
 call, median of ``--repeat`` calls, round trips included.
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.domain.records import SEARCH_MODES, SearchMode
 from amrita_memory_pg.settings import load_settings
 
 
@@ -55,7 +56,10 @@ async def run(sizes: list[int], dim: int, repeat: int, body_lines: int) -> None:
                 f"# knowledge: {dim}-d hash embedder, body {body_lines} lines / {len(body)} chars, "
                 f"median of {repeat}"
             )
-            print("entries | create ms | search top5 ms | read 20 lines ms | list ms")
+            print(
+                "entries | create ms | search top5 ms vector / keyword / hybrid "
+                "| read 20 lines ms | list ms"
+            )
             for size in sorted(sizes):
                 create_ms: list[float] = []
                 while len(kids) < size:
@@ -66,11 +70,18 @@ async def run(sizes: list[int], dim: int, repeat: int, body_lines: int) -> None:
                     )
                     create_ms.append((time.perf_counter() - started) * 1000)
                     kids.append(written.kid)
-                search = await _median_ms(repeat, lambda i: kb.search(f"主题 {i * 7} 摘要", 5))
+                search: list[float] = []
+                for mode in SEARCH_MODES:
+
+                    async def ask(i: int, m: SearchMode = mode) -> Any:
+                        return await kb.search(f"主题 {i * 7} 摘要", 5, mode=m)
+
+                    search.append(await _median_ms(repeat, ask))
                 read = await _median_ms(repeat, lambda i: kb.read(kids[i % len(kids)], 10, 30))
                 listing = await _median_ms(max(3, repeat // 10), lambda i: kb.entries())
                 create = statistics.median(create_ms) if create_ms else float("nan")
-                print(f"{size:>7} | {create:9.2f} | {search:14.2f} | {read:16.2f} | {listing:7.1f}")
+                modes = " / ".join(f"{ms:.2f}" for ms in search)
+                print(f"{size:>7} | {create:9.2f} | {modes:>24} | {read:16.2f} | {listing:7.1f}")
 
 
 def main() -> None:

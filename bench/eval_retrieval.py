@@ -46,7 +46,7 @@ from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.records import SEARCH_MODES, SearchFilter
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.service import Memory
-from amrita_memory_pg.settings import load_settings
+from amrita_memory_pg.settings import RetrievalSettings, load_settings
 from amrita_memory_pg.tools.context import ToolContext
 
 LOCOMO_FALLBACK = Path("/work/shared/data/locomo/locomo-dev7.json")
@@ -343,7 +343,11 @@ def main() -> None:
     )
     parser.add_argument("--modes", default=",".join(SEARCH_MODES))
     parser.add_argument("--fusion", default="weighted", choices=["rrf", "weighted"])
-    parser.add_argument("--keyword-weight", type=float, default=0.5)
+    parser.add_argument(
+        "--keyword-weight",
+        type=float,
+        default=RetrievalSettings.model_fields["keyword_weight"].default,
+    )
     parser.add_argument("--rrf-k", type=float, default=60.0)
     parser.add_argument("--local-threads", type=int, default=None)
     parser.add_argument(

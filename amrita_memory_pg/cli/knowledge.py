@@ -19,6 +19,7 @@ import click
 from amrita_memory_pg.bootstrap import open_store
 from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.domain.knowledge import KNOWLEDGE_NODE, preview
+from amrita_memory_pg.domain.records import SEARCH_MODES, SearchMode
 from amrita_memory_pg.maintenance.knowledge import (
     export_markdown,
     import_markdown,
@@ -145,16 +146,26 @@ async def knowledge_rm(state: CliState, kid: str, yes: bool) -> None:
 @knowledge.command("search")
 @click.argument("query")
 @click.option("--top-k", type=click.IntRange(1, 50), default=5, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    default=None,
+    help="vector | keyword | hybrid (default: [retrieval] default_mode)",
+)
 @click.pass_obj
 @run_async
-async def knowledge_search(state: CliState, query: str, top_k: int) -> None:
-    """Semantic search over the summaries."""
+async def knowledge_search(
+    state: CliState, query: str, top_k: int, mode: SearchMode | None
+) -> None:
+    """Search the entries: vector (summary), keyword (title + summary + body) or hybrid.
+    Columns: kid, score (what the mode ranks by), distance (- without a vector), title."""
     async with service(state) as kb:
-        hits = await kb.search(query, top_k)
+        hits = await kb.search(query, top_k, mode=mode)
     if not hits:
         click.echo("没有结果")
     for h in hits:
-        click.echo(f"{h.kid}  {h.distance:.4f}  {h.title} — {preview(h.summary, 40)}")
+        distance = "-" if h.distance is None else f"{h.distance:.4f}"
+        click.echo(f"{h.kid}  {h.score:.4f}  {distance}  {h.title} — {preview(h.summary, 40)}")
 
 
 @knowledge.command("export")

@@ -184,23 +184,30 @@ async def status(state: CliState) -> None:
 
 @cli.group()
 def tokens() -> None:
-    """Search tokens of the memories (the keyword side of hybrid search)."""
+    """Search tokens of the memories and the knowledge base (the keyword side of hybrid search)."""
 
 
 @tokens.command("backfill")
-@click.option("--all", "everything", is_flag=True, help="Recompute every memory's tokens.")
+@click.option(
+    "--all", "everything", is_flag=True, help="Recompute every memory's and entry's tokens."
+)
 @click.option("--batches", type=click.IntRange(min=1), default=None, help="Stop after N batches.")
 @click.pass_obj
 @run_async
 async def tokens_backfill(state: CliState, everything: bool, batches: int | None) -> None:
-    """Give memories without search tokens their tokens (also run at startup and after a
-    restore); --all recomputes them all, after the token rules changed. Resumable."""
+    """Give memories and knowledge entries without search tokens their tokens (also run at
+    startup and after a restore); --all recomputes them all, after the token rules
+    changed. Resumable."""
     from amrita_memory_pg.bootstrap import open_memory
     from amrita_memory_pg.maintenance.tokens import backfill_tokens
 
     async with open_memory(state.settings, startup=False) as mem:
         report = await backfill_tokens(mem.pool, retokenize=everything, max_batches=batches)
     click.echo(f"tokenized {report.tokenized} memories; {report.remaining} still without tokens")
+    click.echo(
+        f"tokenized {report.knowledge_tokenized} knowledge entries; "
+        f"{report.knowledge_remaining} still without tokens"
+    )
 
 
 # ---------------------------------------------------------------------------- sweep

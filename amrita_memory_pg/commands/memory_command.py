@@ -125,7 +125,7 @@ PROFILE_HISTORY_LINES = 10
 USAGE_KNOWLEDGE = (
     "/memory knowledge list                 — 列出知识库（需知识库权限）",
     "/memory knowledge read <kid> [起始行] [结束行] — 阅读条目",
-    "/memory knowledge search <关键词>       — 检索知识库",
+    "/memory knowledge search [mode=hybrid|vector|keyword] <关键词> — 检索知识库",
     "/memory knowledge suggest <标题> | <摘要> | <正文> [| <理由>] — 提交知识建议（任何人）",
     "/memory knowledge grant|revoke <用户ID> — 授予/撤销 memory.knowledge（仅超级用户）",
 )
@@ -807,16 +807,25 @@ class MemoryCommand:
             )
         return "\n".join(lines)
 
-    async def _knowledge_search(self, kb: KnowledgeService, query: str) -> str:
+    async def _knowledge_search(self, kb: KnowledgeService, args: str) -> str:
+        mode, query, refused = search_mode(args)
+        if refused is not None:
+            return refused
         if not query:
             return "请提供搜索关键词，例如: /memory knowledge search 猫的饮食"
-        hits = await kb.search(query, SEARCH_TOP_K)
+        hits = await kb.search(query, SEARCH_TOP_K, mode=mode)
         if not hits:
             return f"📚 知识库中未找到与「{query}」相关的条目"
-        lines = [f"🔍 知识库搜索「{query}」结果（距离越小越相似）:"]
-        lines.extend(
-            f"[{h.kid}] {h.title} — {preview(h.summary, 40)} | 距离: {h.distance:.4f}" for h in hits
-        )
+        ranked_by_score = (mode or kb.settings.retrieval.default_mode) != "vector"
+        order = "按得分排序，越高越相关" if ranked_by_score else "距离越小越相似"
+        lines = [f"🔍 知识库搜索「{query}」结果（{order}）:"]
+        for h in hits:
+            line = f"[{h.kid}] {h.title} — {preview(h.summary, 40)}"
+            if h.distance is not None:
+                line += f" | 距离: {h.distance:.4f}"
+            if ranked_by_score:
+                line += f" | 得分: {h.score:.4f}"
+            lines.append(line)
         return "\n".join(lines)
 
     async def _suggest(self, ctx: ToolContext, kb: KnowledgeService, args: str) -> str:

@@ -68,10 +68,23 @@ class KnowledgeEntry:
 
 @dataclass(frozen=True, slots=True)
 class KnowledgeHit:
+    """One search result: what ``knowledge_search_v2`` ranked it by."""
+
     kid: str
     title: str
     summary: str
-    distance: float
+    #: L2 distance of the summary vector to the query; None in keyword mode (no vector)
+    distance: float | None
+    #: BM25 of the query's tokens over title + summary + body (0 = no shared token)
+    keyword_score: float = 0.0
+    #: what the mode ranks by (vector: 1/(1+distance²); keyword: BM25; hybrid: fused)
+    score: float = 0.0
+
+
+def knowledge_search_text(title: str, summary: str, body: str) -> str:
+    """The text an entry's search tokens are made from: the whole entry, title first (a
+    newline between parts, so no token spans two of them). The vector stays the summary's."""
+    return f"{title}\n{summary}\n{body}"
 
 
 @dataclass(frozen=True, slots=True)

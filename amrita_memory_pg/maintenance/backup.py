@@ -109,7 +109,11 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 #: kind of row → columns a JSONL backup leaves out because a restore recomputes them from
 #: the rest: the search tokens (issue 16), made by this version's tokenizer from the text
 #: (maintenance/tokens.py runs after every restore), never trusted from a file
-DERIVED_COLUMNS: dict[str, frozenset[str]] = {"memory": frozenset({"search_tokens"})}
+DERIVED_COLUMNS: dict[str, frozenset[str]] = {
+    "memory": frozenset({"search_tokens"}),
+    # search_len is generated from search_tokens
+    "knowledge": frozenset({"search_tokens", "search_len"}),
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
-"""The token backfill: search tokens for memories that have none (issue 16).
+"""The token backfill: search tokens for memories and knowledge entries that have none
+(issue 16).
 
 Tokens are made in Python (:func:`amrita_memory_pg.domain.tokens.search_tokens`), so
-neither the migration that added the column (0015_hybrid) nor a restore of a JSONL
+neither the migrations that added the columns (0015_hybrid, 0017_kb_hybrid) nor a restore of a JSONL
 backup (which carries no tokens: they are recomputed, never trusted from a file) nor a
 merge of the reference plugin's backup can fill them in SQL. This step does, in keyset
 batches over the partial index of untokenized rows: each batch is its own short
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from amrita_memory_pg.domain.knowledge import knowledge_search_text
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.storage.queries import query
 
@@ -29,14 +31,13 @@ class TokenReport:
     tokenized: int
     #: memories still without tokens afterwards (rows written meanwhile without them)
     remaining: int
+    #: knowledge entries given tokens (migration 0017_kb_hybrid; title + summary + body)
+    knowledge_tokenized: int = 0
+    #: knowledge entries still without tokens afterwards
+    knowledge_remaining: int = 0
 
 
-async def backfill_tokens(
-    pool: Any, *, batch_size: int = 500, retokenize: bool = False, max_batches: int | None = None
-) -> TokenReport:
-    """Give every memory without search tokens its tokens; ``retokenize`` recomputes all
-    (after the token rules changed: ``TOKENIZER_VERSION``). ``max_batches`` stops early;
-    a later run continues (the rows done no longer match)."""
+async def _memories(pool: Any, batch_size: int, retokenize: bool, max_batches: int | None) -> int:
     page = query("memories_page_for_tokens") if retokenize else query("untokenized_memories")
     cursor = ""
     done = 0
@@ -54,5 +55,54 @@ async def backfill_tokens(
             await conn.executemany(query("set_memory_tokens"), args)
         done += len(rows)
         cursor = rows[-1]["id"]
+    return done
+
+
+async def _knowledge(pool: Any, batch_size: int, retokenize: bool, max_batches: int | None) -> int:
+    """The same walk over the knowledge base, in kid order; an entry edited meanwhile
+    keeps the tokens its edit stored (knowledge_set_tokens_v1 compares the text)."""
+    page = query("knowledge_page_for_tokens") if retokenize else query("untokenized_knowledge")
+    cursor = ""
+    done = 0
+    batches = 0
+    while max_batches is None or batches < max_batches:
+        rows = await pool.fetch(page, cursor, batch_size)
+        if not rows:
+            break
+        batches += 1
+        args = [
+            (
+                r["kid"],
+                r["title"],
+                r["summary"],
+                r["body"],
+                search_tokens(knowledge_search_text(r["title"], r["summary"], r["body"])),
+                retokenize,
+            )
+            for r in rows
+        ]
+        async with pool.acquire() as conn:
+            await conn.executemany(query("backfill_knowledge_tokens"), args)
+        done += len(rows)
+        cursor = rows[-1]["kid"]
+    return done
+
+
+async def backfill_tokens(
+    pool: Any, *, batch_size: int = 500, retokenize: bool = False, max_batches: int | None = None
+) -> TokenReport:
+    """Give every memory and knowledge entry without search tokens its tokens;
+    ``retokenize`` recomputes all (after the token rules changed: ``TOKENIZER_VERSION``).
+    ``max_batches`` stops each of the two walks early; a later run continues (the rows
+    done no longer match)."""
+    done = await _memories(pool, batch_size, retokenize, max_batches)
+    kb_batch = max(1, batch_size // 10)  # an entry may be 100,000 characters
+    kb_done = await _knowledge(pool, kb_batch, retokenize, max_batches)
     remaining = int(await pool.fetchval(query("count_untokenized_memories")))
-    return TokenReport(tokenized=done, remaining=remaining)
+    kb_remaining = int(await pool.fetchval(query("count_untokenized_knowledge")))
+    return TokenReport(
+        tokenized=done,
+        remaining=remaining,
+        knowledge_tokenized=kb_done,
+        knowledge_remaining=kb_remaining,
+    )

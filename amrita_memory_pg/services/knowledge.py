@@ -35,6 +35,8 @@ from amrita_memory_pg.domain.knowledge import (
     normalize_body,
 )
 from amrita_memory_pg.domain.ports import Embedder
+from amrita_memory_pg.domain.records import SEARCH_MODES, Ranking, SearchMode
+from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.domain.validation import (
     MAX_ID_CHARS,
     MAX_QUERY_CHARS,
@@ -162,13 +164,35 @@ class KnowledgeService:
             raise KnowledgeNotFound(kid)
         return entry
 
-    async def search(self, query: str, top_k: int = 5) -> list[KnowledgeHit]:
+    def ranking(self, mode: SearchMode | None, query: str) -> Ranking:
+        """How a search for ``query`` ranks: ``mode`` or ``[retrieval] default_mode``, the
+        query's search tokens, the fusion — the settings of the memories' search."""
+        retrieval = self.settings.retrieval
+        chosen = mode or retrieval.default_mode
+        if chosen not in SEARCH_MODES:
+            raise KnowledgeError(f"未知的检索方式 mode={chosen!r}：可用 hybrid、vector、keyword")
+        return Ranking(
+            mode=chosen,
+            tokens=tuple(search_tokens(query)),
+            fusion=retrieval.fusion,
+            rrf_k=retrieval.rrf_k,
+            keyword_weight=retrieval.keyword_weight,
+        )
+
+    async def search(
+        self, query: str, top_k: int = 5, *, mode: SearchMode | None = None
+    ) -> list[KnowledgeHit]:
+        """The best ``top_k`` entries; relevance by ``mode`` (default: the configured
+        ``retrieval.default_mode``): vector = the summary's vector, keyword = BM25 over
+        title + summary + body (embeds nothing: works while the embedder is down),
+        hybrid = both fused."""
         text = _field("query", lambda: check_text(query.strip(), max_chars=MAX_QUERY_CHARS))
         if not text:
             raise KnowledgeError("query 不能为空")
         top_k = max(1, min(top_k, SEARCH_TOP_K_MAX))
-        vector = await self.embedder.embed_query(text)
-        return await self.repo.search(vector, top_k)
+        ranking = self.ranking(mode, text)
+        vector = None if ranking.mode == "keyword" else await self.embedder.embed_query(text)
+        return await self.repo.search(vector, top_k, ranking)
 
     # ------------------------------------------------------------------ writes
 

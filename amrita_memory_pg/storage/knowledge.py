@@ -2,9 +2,14 @@
 
 It takes vectors, never texts to embed (the service embeds first, outside any
 transaction). Every statement is a named query of ``sql/queries/knowledge.sql``; the
-writes are the functions of ``sql/functions/knowledge_v1.sql``, which check the
-configured limits themselves and answer with a status that is mapped here to the
-domain errors — never by parsing text. Time is an argument.
+writes are the functions of ``sql/functions/knowledge_v1.sql`` and ``knowledge_v2.sql``,
+which check the configured limits themselves and answer with a status that is mapped
+here to the domain errors — never by parsing text. Time is an argument.
+
+Every write stores the entry's search tokens (:func:`~amrita_memory_pg.domain.tokens.search_tokens`
+of title + summary + body, issue 16): a create passes them with the row; an update gets
+the text back from ``knowledge_update_v2`` (a line-range edit makes the new body in SQL)
+and stores the tokens of that text in the same transaction.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from amrita_memory_pg.domain.knowledge import (
     KnowledgeWindow,
     KnowledgeWrite,
     Suggestion,
+    knowledge_search_text,
 )
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector
+from amrita_memory_pg.domain.records import Ranking
+from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.storage.memories import raise_if_model_mismatch
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
@@ -131,6 +139,7 @@ class KnowledgeRepository:
                 fingerprint,
                 self.max_chars,
                 now,
+                search_tokens(knowledge_search_text(title, summary, body)),
                 *_model(provider),
             )
         return _write_result(row, self.max_chars)
@@ -149,7 +158,7 @@ class KnowledgeRepository:
         provider: ProviderInfo | None = None,
         now: datetime,
     ) -> KnowledgeWrite:
-        async with self._writing() as conn:
+        async with self._writing() as conn, conn.transaction():
             row = await conn.fetchrow(
                 query("knowledge_update"),
                 kid,
@@ -164,6 +173,15 @@ class KnowledgeRepository:
                 now,
                 *_model(provider),
             )
+            if row is not None and row["status"] == "updated" and row["title"] is not None:
+                text = (row["title"], row["summary"], row["body"])
+                await conn.fetchval(
+                    query("knowledge_set_tokens"),
+                    kid,
+                    *text,
+                    search_tokens(knowledge_search_text(*text)),
+                    True,
+                )
         return _write_result(row, self.max_chars)
 
     async def delete(self, kid: str) -> bool:
@@ -212,10 +230,32 @@ class KnowledgeRepository:
             updated_at=row["updated_at"],
         )
 
-    async def search(self, vector: Vector, top_k: int) -> list[KnowledgeHit]:
-        rows = await self.pool.fetch(query("knowledge_search"), vector, top_k)
+    async def search(
+        self, vector: Vector | None, top_k: int, ranking: Ranking | None = None
+    ) -> list[KnowledgeHit]:
+        """The ``top_k`` best entries by ``ranking`` (default: vector, release 1's order);
+        ``vector`` may be None in keyword mode only."""
+        ranking = ranking or Ranking()
+        rows = await self.pool.fetch(
+            query("knowledge_search"),
+            vector,
+            list(ranking.tokens),
+            ranking.mode,
+            top_k,
+            ranking.fusion,
+            ranking.rrf_k,
+            ranking.keyword_weight,
+        )
         return [
-            KnowledgeHit(r["kid"], r["title"], r["summary"], float(r["distance"])) for r in rows
+            KnowledgeHit(
+                r["kid"],
+                r["title"],
+                r["summary"],
+                None if r["distance"] is None else float(r["distance"]),
+                float(r["keyword_score"]),
+                float(r["score"]),
+            )
+            for r in rows
         ]
 
     async def exists(self, kid: str) -> bool:

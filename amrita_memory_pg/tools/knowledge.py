@@ -26,6 +26,7 @@ from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.errors import KnowledgeError, ToolError
 from amrita_memory_pg.domain.knowledge import KnowledgeWindow, Suggestion, preview
+from amrita_memory_pg.domain.records import SearchMode
 from amrita_memory_pg.domain.validation import (
     MAX_ID_CHARS,
     MAX_KNOWLEDGE_SUMMARY_CHARS,
@@ -67,6 +68,8 @@ Body = Annotated[Text, Field(description="正文（Markdown，按行编号）", 
 StartLine = Annotated[Integer | None, Field(description="起始行（从 0 开始，含）")]
 EndLine = Annotated[Integer | None, Field(description="结束行（不含；省略则到末尾）")]
 Action = Annotated[Literal["create", "update"], BeforeValidator(numbers_as_text)]
+#: read_memory's mode argument (tools/memory.py): the same values, default and refusal
+ModeChoice = Annotated[SearchMode, BeforeValidator(numbers_as_text)]
 
 
 class NoArgs(ToolArgs):
@@ -82,6 +85,13 @@ class ReadArgs(ToolArgs):
 class SearchArgs(ToolArgs):
     query: Annotated[Text, Field(description="检索内容", max_length=MAX_QUERY_CHARS)]
     top_k: Annotated[Integer, Clamp(1, 50), Field(description="返回条数（1–50）")] = 5
+    mode: Annotated[
+        ModeChoice | None,
+        Field(
+            description="检索方式（可选）：hybrid=语义+关键词（默认，适合名称、数字、日期），"
+            "vector=仅摘要语义相似度，keyword=仅关键词匹配（标题、摘要与正文）"
+        ),
+    ] = None
 
 
 class SuggestArgs(ToolArgs):
@@ -221,12 +231,22 @@ def register_knowledge_tools(
         return _window(await knowledge.read(args.kid, args.start_line, args.end_line))
 
     async def search_entries(args: SearchArgs, ctx: ToolContext) -> dict[str, Any]:
-        hits = await knowledge.search(args.query, args.top_k)
-        items = [
-            {"kid": h.kid, "title": h.title, "summary": h.summary, "distance": h.distance}
-            for h in hits
-        ]
-        return {"status": "success", "items": items, "total": len(items)}
+        mode = args.mode or knowledge.settings.retrieval.default_mode
+        hits = await knowledge.search(args.query, args.top_k, mode=mode)
+        items = []
+        for h in hits:
+            # release 1's keys first; distance is null in keyword mode (no vector)
+            item: dict[str, Any] = {
+                "kid": h.kid,
+                "title": h.title,
+                "summary": h.summary,
+                "distance": h.distance,
+                "score": round(h.score, 4),
+            }
+            if h.keyword_score:
+                item["keyword_score"] = round(h.keyword_score, 4)
+            items.append(item)
+        return {"status": "success", "items": items, "total": len(items), "mode": mode}
 
     async def suggest(args: SuggestArgs, ctx: ToolContext) -> dict[str, Any]:
         sid, pending = await knowledge.suggest(
@@ -326,7 +346,8 @@ def register_knowledge_tools(
         chat.register(
             Tool(
                 name="knowledge_search",
-                description="按语义检索全局知识库（匹配条目摘要），返回 kid、标题、摘要与距离。只读，需要知识库权限。",
+                description="检索全局知识库（默认语义+关键词：摘要的语义相似度与标题、摘要、正文的关键词），"
+                "返回 kid、标题、摘要、距离与得分。只读，需要知识库权限。",
                 args=SearchArgs,
                 handler=guarded(search_entries, reader=True),
                 failure_prefix="检索知识库失败",
@@ -396,7 +417,7 @@ def register_knowledge_tools(
             ),
             Tool(
                 name="subconscious_knowledge_search",
-                description="语义检索知识库。",
+                description="检索知识库（语义+关键词，可选 mode）。",
                 args=SearchArgs,
                 handler=guarded(loop_only(search_entries)),
                 failure_prefix="检索知识库失败",

@@ -1,7 +1,7 @@
 """The admin web page's audit log (issue 17): every write made through the page.
 
 Revision ID: 0018_web_audit
-Revises: 0016_injection
+Revises: 0017_kb_hybrid
 Create Date: 2026-12-03
 
 One table, append-only from the application's side (amrita_memory_pg/storage/admin_audit.py).
@@ -18,7 +18,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0018_web_audit"
-down_revision: str | None = "0016_injection"
+down_revision: str | None = "0017_kb_hybrid"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

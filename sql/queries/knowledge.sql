@@ -1,22 +1,31 @@
 -- The knowledge base, its suggestion queue and permission grants
 -- (amrita_memory_pg/storage/knowledge.py, one typed wrapper each). Entries are read and
--- written through the functions of sql/functions/knowledge_v1.sql, which check the
+-- written through the functions of sql/functions/knowledge_v1.sql and knowledge_v2.sql
+-- (release 2: search tokens and hybrid search, issue 16), which check the
 -- configured limits in the write itself and report refusals in a status column.
 
 -- name: knowledge_create
 -- Create entry $1 (title $2, summary $3, body $4, summary vector $5 of fingerprint $6)
--- unless the body exceeds $7 characters; $8 = now; $9-$11 = the embedder's protocol,
--- model and base URL (recorded by the store's first write). status created | too_long | exists.
+-- unless the body exceeds $7 characters; $8 = now; $9 = the search tokens of title +
+-- summary + body (domain/tokens.py); $10-$12 = the embedder's protocol, model and base
+-- URL (recorded by the store's first write). status created | too_long | exists.
 SELECT status, kid, total_lines, char_count
-  FROM amrita_memory.knowledge_create_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+  FROM amrita_memory.knowledge_create_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
 -- name: knowledge_update
 -- Update entry $1: title $2, summary $3, body $4 (NULL = keep); $5/$6 = the line range
 -- the body replaces (NULL start = the whole body); $7/$8 = the new summary's vector and
 -- fingerprint; $9 = max body characters; $10 = now; $11-$13 = the embedder's protocol,
--- model and base URL.
-SELECT status, kid, total_lines, char_count
-  FROM amrita_memory.knowledge_update_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+-- model and base URL. The entry's text after the update comes back (title, summary,
+-- body; NULL when refused) and its search tokens are cleared: the caller stores the new
+-- ones with knowledge_set_tokens in the same transaction.
+SELECT status, kid, total_lines, char_count, title, summary, body
+  FROM amrita_memory.knowledge_update_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: knowledge_set_tokens
+-- Store the search tokens $5 of entry $1 made from title $2, summary $3, body $4, unless
+-- its text changed since; $6 true = replace existing tokens, false = fill in missing ones.
+SELECT amrita_memory.knowledge_set_tokens_v1($1, $2, $3, $4, $5, $6) AS stored;
 
 -- name: knowledge_delete
 -- Delete entry $1; false when there was none.
@@ -40,9 +49,41 @@ SELECT kid, title, summary, body, created_at, updated_at
  WHERE kid = $1;
 
 -- name: knowledge_search
--- The $2 entries nearest to query vector $1 (exact scan, same dimension only).
-SELECT kid, title, summary, distance
-  FROM amrita_memory.knowledge_search_v1($1, $2);
+-- The $4 best entries for query vector $1 (NULL in keyword mode) and search tokens $2 by
+-- mode $3 (vector | keyword | hybrid); $5 fusion rrf | weighted, $6 the RRF k, $7 the
+-- keyword weight. distance = L2 of the summary vector (NULL: keyword mode or another
+-- dimension), keyword_score = BM25, score = what the mode ranks by. SQLSTATE 22023 for a
+-- bad mode.
+SELECT kid, title, summary, distance, keyword_score, score
+  FROM amrita_memory.knowledge_search_v2($1, $2, $3, $4, $5, $6, $7);
+
+-- name: backfill_knowledge_tokens
+-- The token backfill's write (maintenance/tokens.py): knowledge_set_tokens' arguments; $6
+-- false = fill in missing tokens only, true = a re-tokenization (--all).
+SELECT amrita_memory.knowledge_set_tokens_v1($1, $2, $3, $4, $5, $6) AS stored;
+
+-- name: untokenized_knowledge
+-- The token backfill (maintenance/tokens.py): up to $2 entries without search tokens
+-- after kid $1, in kid order (keyset on the partial index ix_knowledge_kid_untokenized).
+SELECT kid, title, summary, body
+  FROM amrita_memory.knowledge
+ WHERE kid > $1 AND search_tokens IS NULL
+ ORDER BY kid
+ LIMIT $2;
+
+-- name: knowledge_page_for_tokens
+-- A re-tokenization of every entry: up to $2 entries after kid $1, in kid order.
+SELECT kid, title, summary, body
+  FROM amrita_memory.knowledge
+ WHERE kid > $1
+ ORDER BY kid
+ LIMIT $2;
+
+-- name: count_untokenized_knowledge
+-- Entries still without search tokens (0 once the backfill is done).
+SELECT count(*)::integer AS n
+  FROM amrita_memory.knowledge
+ WHERE search_tokens IS NULL;
 
 -- name: knowledge_exists
 -- Whether entry $1 exists (a suggestion to update it must name a real entry).

@@ -137,7 +137,16 @@ async def test_loop_tools_create_read_update_search_delete(mem: Memory) -> None:
     found = await loop(mem, "subconscious_knowledge_search", {"query": "意式浓缩的萃取时间"})
     assert found["status"] == "success" and found["items"][0]["kid"] == other
     assert found["items"][0]["distance"] == pytest.approx(0.0, abs=1e-5)
-    assert set(found["items"][0]) == {"kid", "title", "summary", "distance"}
+    # release 1's keys, plus what hybrid mode (the default) ranked by
+    assert set(found["items"][0]) == {
+        "kid",
+        "title",
+        "summary",
+        "distance",
+        "score",
+        "keyword_score",
+    }
+    assert found["mode"] == "hybrid"
 
     deleted = await loop(mem, "subconscious_knowledge_delete", {"kid": other})
     assert deleted == {"status": "success", "message": "知识删除成功", "kid": other}

@@ -73,3 +73,14 @@ async def test_knowledge_over_http_and_through_an_outage(db_dsn: str, tmp_path: 
                 )
             )
             assert edited["status"] == "success"
+            # keyword mode embeds nothing: it finds the entry (by its new title) during the
+            # outage, without one request to the embedder
+            asked = len(server.embedding_requests)
+            by_word = json.loads(
+                await mem.call_tool(
+                    "knowledge_search", {"query": "新标题", "mode": "keyword"}, SUPER
+                )
+            )
+            assert by_word["status"] == "success" and by_word["items"][0]["kid"] == kid
+            assert by_word["items"][0]["distance"] is None
+            assert len(server.embedding_requests) == asked

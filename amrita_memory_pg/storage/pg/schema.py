@@ -13,6 +13,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
+    Computed,
     DateTime,
     ForeignKeyConstraint,
     Identity,
@@ -214,6 +215,20 @@ knowledge = Table(
     Column("embed_fingerprint", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column(
+        "search_tokens",
+        TSVECTOR(),
+        nullable=True,
+        comment="keyword-search tokens of title + summary + body made in Python "
+        "(domain/tokens.py); NULL = not tokenized yet",
+    ),
+    Column(
+        "search_len",
+        Integer,
+        Computed("length(search_tokens)", persisted=True),
+        nullable=True,
+        comment="number of search tokens (BM25 length normalisation without reading the tsvector)",
+    ),
     CheckConstraint("kid <> ''", name="kid_nonempty"),
     CheckConstraint("kid ~ '^[0-9a-f]{8,32}$'", name="kid_format"),
     CheckConstraint(
@@ -224,6 +239,14 @@ knowledge = Table(
     # by the write functions (sql/functions/knowledge_v1.sql).
     CheckConstraint("char_length(body) <= 100000", name="body_ceiling"),
     comment="Global knowledge base (L3); its vectors are re-embedded and backed up with the memories",
+)
+
+# The keyword side of knowledge search (knowledge_search_v2) and the token backfill's work list.
+Index("ix_knowledge_search_tokens", knowledge.c.search_tokens, postgresql_using="gin")
+Index(
+    "ix_knowledge_kid_untokenized",
+    knowledge.c.kid,
+    postgresql_where=text("search_tokens IS NULL"),
 )
 
 knowledge_suggestion = Table(
