@@ -659,6 +659,41 @@ class InjectionSettings(_Section):
     )
 
 
+class TrailSettings(_Section):
+    """The memory's trail (issue 17): who recalled a memory and who changed it, bounded."""
+
+    access_log: bool = Field(
+        True,
+        description="Log every recall of a memory (read_memory, /memory search, the CLI, "
+        "the per-turn injection): when, which chat, which query (redacted), its score.",
+    )
+    access_per_memory: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Recalls kept per memory, counted apart for injections and searches "
+        "(the oldest go in the same statement that logs a new one).",
+    )
+    log_injection: bool = Field(
+        True,
+        description="Also log the memories injected into each turn (surface inject).",
+    )
+    history_per_memory: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Changes kept per memory in its history (who: a person, the chat LLM, "
+        "extraction, the L3 loop, an import, the system).",
+    )
+    history_keep_deleted_days: int = Field(
+        30,
+        ge=0,
+        le=3650,
+        description="Days the history of a deleted memory is kept (it goes when its "
+        "partition next deletes something after that).",
+    )
+
+
 class Settings(BaseSettings):
     """Everything the package reads: ``Settings()`` reads the process environment and the
     default TOML file; :func:`load_settings` picks the file and the environment explicitly.
@@ -725,6 +760,7 @@ class Settings(BaseSettings):
     llm: LlmSettings = Field(default_factory=LlmSettings)  # type: ignore[arg-type]
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)  # type: ignore[arg-type]
     injection: InjectionSettings = Field(default_factory=InjectionSettings)  # type: ignore[arg-type]
+    trail: TrailSettings = Field(default_factory=TrailSettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
         # The sources are built inside super().__init__; they find the environment and the
@@ -802,6 +838,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "llm": LlmSettings,
     "extraction": ExtractionSettings,
     "injection": InjectionSettings,
+    "trail": TrailSettings,
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import getpass
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from amrita_memory_pg.domain.trail import Actor, set_actor
 from amrita_memory_pg.settings import Settings, load_settings
 
 T = TypeVar("T")
@@ -63,3 +65,5 @@ def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
         format="%(levelname)s %(name)s: %(message)s",
     )
     ctx.obj = CliState(config, debug)
+    # The change history names the operator of every write this process makes (issue 17).
+    set_actor(Actor("person", f"cli:{getpass.getuser()}"))
