@@ -5,12 +5,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit nonebot-test install clean bench
+.PHONY: run test lint typecheck unit nonebot-test install clean bench chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,chroma,nonebot,amrita,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,chroma,nonebot,amrita,bench,web]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,9 +30,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The browser tests (tests/browser) drive Debian's chromium through Playwright; nothing is
+# downloaded at run time. Installed here when missing (as root, like CI).
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  echo "installing Debian's chromium for the browser tests (tests/browser)"; \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+	  || { echo "could not install chromium: run 'apt-get install -y --no-install-recommends chromium' as root" >&2; exit 1; }; \
+	  test -x $(CHROMIUM) || { echo "$(CHROMIUM) still missing after the install" >&2; exit 1; }; }
+
 # The NoneBot tests (tests/nonebot, nonebug) are a second pytest session: nonebug
 # initialises NoneBot for its whole session, which the rest of the suite must not see.
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider

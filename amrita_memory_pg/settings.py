@@ -694,6 +694,59 @@ class TrailSettings(_Section):
     )
 
 
+class WebSettings(_Section):
+    """The admin web page (issue 17): off unless configured. ``amrita-memory web`` serves it
+    standalone; the NoneBot plugin mounts it on its FastAPI driver when ``enabled``. A login
+    needs ``password_hash`` (or ``superuser_password_hash``), made by
+    ``amrita-memory web hash-password``; the clear-partition page and the audit log need the
+    superuser password."""
+
+    enabled: bool = Field(
+        False,
+        description="Mount the admin page on the NoneBot plugin's FastAPI driver "
+        "(`amrita-memory web` serves it whether or not this is on).",
+    )
+    path: str = Field(
+        "/memory-admin", description="URL path the page is served under (starts with /)."
+    )
+    password_hash: SecretStr = Field(
+        SecretStr(""),
+        description="Hash of the admin password (`amrita-memory web hash-password`); "
+        "empty = no admin login.",
+    )
+    superuser_password_hash: SecretStr = Field(
+        SecretStr(""),
+        description="Hash of the superuser password: also clear a partition and read the "
+        "audit log; empty = no superuser login.",
+    )
+    session_secret: SecretStr = Field(
+        SecretStr(""),
+        description="Key that signs the session cookie; empty = generated once and kept in "
+        "<data_dir>/web/session_secret.",
+    )
+    session_hours: float = Field(12.0, gt=0, le=24 * 30, description="How long a login lasts.")
+    secure_cookie: bool = Field(
+        False, description="Mark the session cookie Secure (set it when served over HTTPS)."
+    )
+    host: str = Field("127.0.0.1", description="Address `amrita-memory web` listens on.")
+    port: int = Field(8765, ge=1, le=65535, description="Port `amrita-memory web` listens on.")
+    login_attempts_per_minute: int = Field(
+        5,
+        ge=1,
+        le=1000,
+        description="Failed logins allowed per client address per minute; more get HTTP 429.",
+    )
+    page_size: int = Field(50, ge=5, le=500, description="Memories per page in the memory list.")
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        value = value.strip()
+        if not value.startswith("/") or value != value.rstrip("/") or " " in value:
+            raise ValueError("must start with / and not end with / (e.g. /memory-admin)")
+        return value
+
+
 class Settings(BaseSettings):
     """Everything the package reads: ``Settings()`` reads the process environment and the
     default TOML file; :func:`load_settings` picks the file and the environment explicitly.
@@ -761,6 +814,7 @@ class Settings(BaseSettings):
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)  # type: ignore[arg-type]
     injection: InjectionSettings = Field(default_factory=InjectionSettings)  # type: ignore[arg-type]
     trail: TrailSettings = Field(default_factory=TrailSettings)  # type: ignore[arg-type]
+    web: WebSettings = Field(default_factory=WebSettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
         # The sources are built inside super().__init__; they find the environment and the
@@ -839,6 +893,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "extraction": ExtractionSettings,
     "injection": InjectionSettings,
     "trail": TrailSettings,
+    "web": WebSettings,
 }
 
 

@@ -65,7 +65,7 @@ def _candidate(row: Any) -> Candidate:
         content=row["content"],
         importance=int(row["importance"]),
         category=row["category"],
-        updated_at=row["updated_at"],
+        updated_epoch=row["updated_epoch"],
     )
 
 

@@ -1,7 +1,7 @@
 """The memory's trail (issue 17, item 4): access log, change history, paused partitions.
 
 Revision ID: 0019_trail
-Revises: 0015_hybrid
+Revises: 0018_web_audit
 Create Date: 2026-12-03
 
 memory_access (recalls, newest N per memory, gone with its memory), memory_change (the
@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0019_trail"
-down_revision: str | None = "0015_hybrid"
+down_revision: str | None = "0018_web_audit"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -40,47 +40,16 @@ SELECT count(*)::integer AS n
    AND ($3::integer IS NULL OR importance >= $3::integer);
 
 -- name: memory_block
--- Everything one turn injects, in ONE round trip: the memos of $1 (non-empty), the
--- scopes chat $2 has loaded, and up to $4 memories of the partitions $3 plus the loaded
--- ones (importance desc, then most recently updated), plus the $6 memories of those
--- partitions nearest to query vector $5 (none when $6 = 0 or $5 is NULL). kind says which
--- part a row belongs to: memo | loaded | memory | relevant | profile (the summary of
--- profile $7, when $7 is not NULL: [profile] inject_summary). The partitions are one array
--- (partition_key = ANY(...)), so each is read through the partition btree, never a scan
--- of the whole table.
-WITH loaded AS (
-    SELECT l.scope_key, l.loaded_at
-      FROM amrita_memory.loaded_scope l
-     WHERE l.chat_key = $2
-), keys AS (
-    SELECT array_cat($3::text[], coalesce(array_agg(scope_key), '{}'::text[])) AS k
-      FROM loaded
-)
-SELECT 'memo' AS kind, o.partition_key, o.content, NULL::text AS id, NULL::smallint AS importance,
-       NULL::text AS category, o.updated_at
-  FROM amrita_memory.memo o
- WHERE o.partition_key = ANY($1::text[]) AND o.content <> ''
-UNION ALL
-SELECT 'loaded', l.scope_key, NULL, NULL, NULL, NULL, l.loaded_at
-  FROM loaded l
-UNION ALL
-(SELECT 'memory', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
-   FROM amrita_memory.memory m
-  WHERE m.partition_key = ANY((SELECT k FROM keys)::text[])
-  ORDER BY m.importance DESC, m.updated_at DESC, m.id
-  LIMIT $4)
-UNION ALL
-(SELECT 'relevant', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
-   FROM amrita_memory.memory m
-  WHERE $6::integer > 0 AND $5::vector IS NOT NULL
-    AND m.partition_key = ANY((SELECT k FROM keys)::text[])
-    AND vector_dims(m.embedding) = vector_dims($5::vector)
-  ORDER BY vector_l2_squared_distance(m.embedding, $5::vector), m.id
-  LIMIT $6)
-UNION ALL
-SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at
-  FROM amrita_memory.profile p
- WHERE p.partition_key = $7::text AND p.summary <> '';
+-- Everything one turn injects, in ONE round trip (memos, loaded scopes, candidates,
+-- relevant memories, profile summary): sql/functions/injection_v1.sql, planned once per
+-- connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
+-- vector (NULL: none), $6 how many relevant memories, $7 profile key (NULL: none).
+-- updated_at arrives as epoch seconds: 200 floats decode in a fraction of the time of
+-- 200 timestamptz (bench/bench_injection.py).
+SELECT b.kind, b.partition_key, b.content, b.id, b.importance, b.category,
+       extract(epoch FROM b.updated_at)::float8 AS updated_epoch
+  FROM amrita_memory.memory_block_v1($1::text[], $2::text, $3::text[], $4::integer,
+                                     $5::vector, $6::integer, $7::text) b;
 
 -- name: load_scope
 -- Chat $1 loads partition $2 (speaker $3) at $4; loading it again refreshes the time.

@@ -68,7 +68,20 @@ async def test_the_embedder_recovers_after_an_outage_under_a_burst() -> None:
                 if await one("probe", 0.0) == "ok":
                     break
                 await asyncio.sleep(0.5)
-            after = Counter(await asyncio.gather(*(one(f"after-{i}", 0.2) for i in range(50))))
-            assert after == Counter({"ok": 50})
+            # The bug left every slot a ghost: every later call failed with PoolTimeout, for
+            # good. A loaded 2-core machine may still time a few reads out while the stub's
+            # threads wind down, so the burst may run again (at most 3 times); no run may
+            # see a PoolTimeout, and one run must be all ok.
+            bursts: list[Counter[str]] = []
+            for attempt in range(3):
+                after = Counter(
+                    await asyncio.gather(*(one(f"after{attempt}-{i}", 0.2) for i in range(50)))
+                )
+                bursts.append(after)
+                assert after["PoolTimeout"] == 0, bursts
+                if after == Counter({"ok": 50}):
+                    break
+                await asyncio.sleep(2.0)
+            assert bursts[-1] == Counter({"ok": 50}), bursts
         finally:
             await embedder.aclose()

@@ -28,6 +28,7 @@ import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.storage.pg.session import mark_session_changed
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import memory_on
@@ -86,6 +87,31 @@ async def test_pool_connections_carry_the_server_side_timeouts(db_dsn: str, tmp_
             assert await conn.fetchval("SHOW lock_timeout") == "1500ms"
         # The same (only) connection, back from the pool: its defaults are back.
         assert await mem.pool.fetchval("SHOW statement_timeout") == "3s"
+
+
+async def test_a_clean_release_skips_the_reset_round_trip(db_dsn: str, tmp_path: Path) -> None:
+    """The pool resets only connections marked by a session-level change: an unmarked
+    session setting survives release (no RESET ALL round trip was sent), a marked one and an
+    open transaction do not."""
+    async with memory_on(
+        db_dsn, tmp_path, database__pool_min_size=1, database__pool_max_size=1
+    ) as mem:
+        async with mem.pool.acquire() as conn:
+            assert conn.get_reset_query() == ""
+            await conn.execute("SET application_name = 'unmarked'")
+        assert await mem.pool.fetchval("SHOW application_name") == "unmarked"
+        async with mem.pool.acquire() as conn:
+            await lift_statement_timeout(conn, local=False)
+            assert "RESET ALL" in conn.get_reset_query()
+            assert conn.get_reset_query() == ""  # asked once per release
+            mark_session_changed(conn)
+        assert await mem.pool.fetchval("SHOW application_name") != "unmarked"
+        conn = await mem.pool.acquire()
+        tr = conn.transaction()
+        await tr.start()
+        await conn.execute("SET LOCAL application_name = 'in_tx'")
+        await mem.pool.release(conn)  # asyncpg still rolls back what was left open
+        assert await mem.pool.fetchval("SHOW application_name") != "in_tx"
 
 
 async def test_lock_timeout_refuses_cleanly_and_writes_nothing(db_dsn: str, tmp_path: Path) -> None:

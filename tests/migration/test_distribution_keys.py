@@ -38,8 +38,9 @@ REFERENCE = {
     "knowledge_suggestion",
     "permission_grant",
 }
-#: stays on the coordinator, where migrations run
-LOCAL = {"alembic_version"}
+#: stays on the coordinator, where migrations run (and the admin page's audit log: a few
+#: rows per operator action; its partition_key is a filter, not a distribution key)
+LOCAL = {"alembic_version", "admin_audit"}
 
 PRIMARY_KEYS = """
 SELECT c.relname AS table_name,

@@ -18,6 +18,12 @@ from amrita_memory_pg.testing_llm import ScriptedLLM
 from tests.support.pg import PgServer
 
 SUPERUSER_ID = "10000"
+ADMIN_PASSWORD = "nb-admin-pass"
+#: hash_password(ADMIN_PASSWORD) made once (scrypt at import time would slow every run)
+ADMIN_PASSWORD_HASH = (
+    "scrypt$16384$8$1$c2FsdHNhbHRzYWx0c2FsdA$"
+    "_xYkb-hLoRucicBRWEknl-nZkgGglOMLf4RAkbxzxtJdg8Dx6Qe_CCaqyf8ctW1eSps8FEDCX0dVykehDd7nzg"
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,6 +73,8 @@ async def after_nonebot_init(
     config.embedding_proctol = "hash"
     config.amrita_memory_data_dir = str(nb_data_dir)
     config.amrita_memory_decay = {"sweep_interval_hours": 12}
+    # issue 17: the admin page mounted on the driver (tests/nonebot/test_admin_mount.py)
+    config.amrita_memory_web = {"enabled": True, "password_hash": ADMIN_PASSWORD_HASH}
     config.llm_base_url = llm_stub.base_url
     config.llm_model = "stub-model"
     config.llm_api_key = "sk-test"

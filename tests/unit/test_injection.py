@@ -37,7 +37,7 @@ def cand(
         content=text or f"记忆{i:02d}",
         importance=importance,
         category=None,
-        updated_at=NOW - timedelta(days=days_old),
+        updated_epoch=(NOW - timedelta(days=days_old)).timestamp(),
     )
 
 

@@ -66,7 +66,7 @@ def test_changed_fields_and_redaction_of_a_history_side() -> None:
 
 
 def _c(key: str, cid: str, importance: int = 5) -> Candidate:
-    return Candidate(cid, key, f"memory {cid}", importance, None, NOW)
+    return Candidate(cid, key, f"memory {cid}", importance, None, NOW.timestamp())
 
 
 def test_the_block_leaves_out_everything_of_a_paused_partition() -> None:

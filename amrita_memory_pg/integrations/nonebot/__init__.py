@@ -58,6 +58,7 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.web import mount_admin  # noqa: E402
 from amrita_memory_pg.service import Memory  # noqa: E402
 from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 
@@ -83,6 +84,8 @@ driver = get_driver()
 # Fails here, at load time, on an unknown AMRITA_MEMORY_* key (ConfigError names it).
 settings = settings_from_driver_config(driver.config.model_dump())
 runtime = Runtime(settings)
+#: whether the admin web page is mounted on the driver's FastAPI app ([web] enabled)
+admin_mounted = mount_admin(settings, runtime)
 #: the AmritaBot registration (tools + memo hook), when AmritaBot runs in this process
 amrita_installation: Any = None
 

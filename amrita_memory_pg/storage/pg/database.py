@@ -15,6 +15,7 @@ import asyncpg
 from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
+from amrita_memory_pg.storage.pg.session import PooledConnection
 from amrita_memory_pg.storage.pg.timeouts import server_timeouts
 from amrita_memory_pg.storage.queries import query
 
@@ -182,6 +183,7 @@ async def create_pool(dsn: str, db: DatabaseSettings) -> asyncpg.Pool:
             # issue 11 F7: the server times out first (statement/lock_timeout < command_timeout)
             server_settings=server_timeouts(db),
             init=init,
+            connection_class=PooledConnection,  # no reset round trip per release
         )
     except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
         raise DatabaseUnavailable(

@@ -654,3 +654,28 @@ paused_partition = Table(
     comment="Partitions whose memory is paused: kept, not injected, not recalled, "
     "not written by automatic processes",
 )
+admin_audit = Table(
+    "admin_audit",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column("actor", Text, nullable=False, comment="the name given at login"),
+    Column("role", Text, nullable=False, comment="admin | superuser"),
+    Column("client", Text, nullable=True, comment="the client address the request came from"),
+    Column("action", Text, nullable=False, comment="what was done, e.g. memory.add, memo.edit"),
+    Column("partition_key", Text, nullable=True, comment="the partition written to"),
+    Column("target_id", Text, nullable=True, comment="the memory id / kid / job id"),
+    Column(
+        "detail",
+        JSONB,
+        nullable=False,
+        server_default=text("'{}'::jsonb"),
+        comment="the write's arguments and outcome (secrets redacted)",
+    ),
+    Column("ok", Boolean, nullable=False, comment="false = refused or failed, nothing written"),
+    CheckConstraint("role IN ('admin', 'superuser')", name="role"),
+    PrimaryKeyConstraint("id"),
+    comment="Writes made through the admin web page: who, what, when, and whether it took",
+)
+Index("ix_admin_audit_at", admin_audit.c.at)
+Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)

@@ -15,6 +15,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.settings import DatabaseSettings
+from amrita_memory_pg.storage.pg.session import mark_session_changed
 from amrita_memory_pg.storage.queries import query
 
 
@@ -36,4 +37,6 @@ async def lift_statement_timeout(
     otherwise for the session, which the pool's ``RESET ALL`` undoes on release.
     ``lock_timeout`` stays: a maintenance statement queued behind a lock would stall
     every chat write queued behind it."""
+    if not local:
+        mark_session_changed(conn)  # the pool resets only connections marked so
     await conn.fetchval(query("lift_statement_timeout"), local)

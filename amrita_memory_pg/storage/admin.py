@@ -1,0 +1,169 @@
+"""What the admin web page reads and writes beyond the services: its lists and its audit log.
+
+The page searches, adds, edits and deletes memories through :class:`MemoryService` (the
+same code and SQL as the tools); only its browse lists (every filter at once, sorted,
+paged) and the ``admin_audit`` table are its own, as the named queries of
+``sql/queries/web.sql``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from amrita_memory_pg.domain.records import MemoryRecord
+from amrita_memory_pg.storage.memories import record_from_row
+from amrita_memory_pg.storage.queries import query
+
+#: the sort orders of the memory list (``admin_memory_page``'s $11)
+MEMORY_SORTS = (
+    "created_desc",
+    "created_asc",
+    "updated_desc",
+    "updated_asc",
+    "importance_desc",
+    "importance_asc",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """The memory list's filters; None = any."""
+
+    scope: str | None = None
+    category: str | None = None
+    source: str | None = None
+    importance_min: int | None = None
+    importance_max: int | None = None
+    tags: tuple[str, ...] | None = None
+    created_since: datetime | None = None
+    sort: str = "created_desc"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionUsage:
+    partition_key: str
+    memories: int
+    high: int
+    medium: int
+    low: int
+    scope_user: int
+    scope_group: int
+    scope_global: int
+    oldest: datetime | None
+    newest: datetime | None
+    content_bytes: int
+    memo_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: int
+    at: datetime
+    actor: str
+    role: str
+    client: str | None
+    action: str
+    partition_key: str | None
+    target_id: str | None
+    detail: Mapping[str, Any]
+    ok: bool
+
+
+class AdminStore:
+    """The admin page's own queries on an asyncpg pool."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def audit(
+        self,
+        *,
+        actor: str,
+        role: str,
+        client: str | None,
+        action: str,
+        partition_key: str | None,
+        target_id: str | None,
+        detail: Mapping[str, Any],
+        ok: bool,
+        at: datetime,
+    ) -> int:
+        """Append one audit row; its id."""
+        value = await self.pool.fetchval(
+            query("admin_audit_insert"),
+            actor,
+            role,
+            client,
+            action,
+            partition_key,
+            target_id,
+            json.dumps(dict(detail), ensure_ascii=False, default=str),
+            ok,
+            at,
+        )
+        return int(value)
+
+    async def audit_page(
+        self,
+        *,
+        limit: int,
+        offset: int = 0,
+        partition_key: str | None = None,
+        action_prefix: str | None = None,
+    ) -> tuple[list[AuditEntry], int]:
+        rows = await self.pool.fetch(
+            query("admin_audit_page"), limit, offset, partition_key, action_prefix
+        )
+        entries = [
+            AuditEntry(
+                id=r["id"],
+                at=r["at"],
+                actor=r["actor"],
+                role=r["role"],
+                client=r["client"],
+                action=r["action"],
+                partition_key=r["partition_key"],
+                target_id=r["target_id"],
+                detail=json.loads(r["detail"]),
+                ok=r["ok"],
+            )
+            for r in rows
+        ]
+        return entries, int(rows[0]["total"]) if rows else 0
+
+    async def partition_page(
+        self, *, limit: int, offset: int = 0, contains: str | None = None
+    ) -> tuple[list[PartitionUsage], int]:
+        """Partitions by size, with the ``partition_usage`` view's counts."""
+        rows = await self.pool.fetch(query("admin_partition_page"), limit, offset, contains)
+        usage = [PartitionUsage(**{k: r[k] for k in PartitionUsage.__slots__}) for r in rows]
+        return usage, int(rows[0]["total"]) if rows else 0
+
+    async def memory_page(
+        self, partition_key: str, where: MemoryQuery, *, limit: int, offset: int = 0
+    ) -> tuple[list[MemoryRecord], int]:
+        """One page of a partition's memories with every filter of the list."""
+        if where.sort not in MEMORY_SORTS:
+            raise ValueError(f"unknown sort {where.sort!r}")
+        tags: Sequence[str] | None = list(where.tags) if where.tags else None
+        rows = await self.pool.fetch(
+            query("admin_memory_page"),
+            partition_key,
+            limit,
+            offset,
+            where.scope,
+            where.category,
+            where.source,
+            where.importance_min,
+            where.importance_max,
+            tags,
+            where.created_since,
+            where.sort,
+        )
+        return [record_from_row(r) for r in rows], int(rows[0]["total"]) if rows else 0

@@ -1,0 +1,313 @@
+"""What a page module uses: who is asking (and may they), the memory, rendering, redirects
+and the audit helper. The seam other pages are built on; keep its names stable.
+
+A page module (``web/pages/<name>.py``) defines ``router = APIRouter()`` and ``NAV`` (a
+list of :class:`NavItem`, possibly empty) and is listed once in ``web/pages/__init__.py``.
+Its handlers take one of the annotated users:
+
+* :data:`Admin` — any logged-in user (GET pages);
+* :data:`AdminWrite` — a logged-in user whose form carries the session's CSRF token
+  (every POST; a missing or wrong token is refused with 403 before the handler runs);
+* :data:`Superuser` / :data:`SuperuserWrite` — the same for the superuser role.
+
+Writes call :func:`audit` once with the outcome; bad input is answered by re-rendering
+the form with an inline error and writes nothing (not audited: nothing happened).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated, Any
+from urllib.parse import quote, urlencode
+
+import jinja2
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from markupsafe import Markup, escape
+
+from amrita_memory_pg.domain.errors import NotReady
+from amrita_memory_pg.domain.redact import redact
+from amrita_memory_pg.service import Memory
+from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage.admin import AdminStore
+from amrita_memory_pg.web.i18n import translator
+from amrita_memory_pg.web.security import LoginLimiter, Session, csrf_ok
+
+#: name of the signed session cookie
+SESSION_COOKIE = "amp_admin_session"
+
+
+@dataclass(frozen=True, slots=True)
+class NavItem:
+    """One entry of the navigation bar: ``path`` is relative to the page's base path."""
+
+    key: str
+    path: str
+    label: str
+    superuser: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AdminUser:
+    """The logged-in person: ``name`` as typed at login (the audit's actor), ``role``,
+    and the client address the request came from."""
+
+    name: str
+    role: str
+    client: str | None
+
+    @property
+    def superuser(self) -> bool:
+        return self.role == "superuser"
+
+
+class LoginRequired(Exception):
+    """No valid session: a GET is redirected to the login page, anything else gets 401."""
+
+
+class SuperuserRequired(Exception):
+    """A superuser-only page or write asked for by an admin (403)."""
+
+
+class CsrfRefused(Exception):
+    """A POST without this session's CSRF token (403, nothing written)."""
+
+
+@dataclass
+class AdminState:
+    """What the app keeps for its pages (``app.state.admin``)."""
+
+    settings: Settings
+    #: the open memory; raises :class:`NotReady` while the bot's store is not open
+    memory_source: Callable[[], Memory]
+    secret: bytes
+    env: jinja2.Environment
+    limiter: LoginLimiter
+    nav: list[NavItem] = field(default_factory=list)
+    #: pages announced but not built yet: (key, label key)
+    planned: list[tuple[str, str]] = field(default_factory=list)
+    clock: Callable[[], float] = time.time
+
+
+def state(request: Request) -> AdminState:
+    value: AdminState = request.app.state.admin
+    return value
+
+
+def session(request: Request) -> Session:
+    """This request's session (set by the app's middleware; anonymous when not logged in)."""
+    value: Session = request.state.session
+    return value
+
+
+def base(request: Request) -> str:
+    """The path the admin app is mounted at ("" when it is the root app)."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def url(request: Request, path: str, **query: Any) -> str:
+    """``path`` under the base path, with the non-empty ``query`` values."""
+    items = {k: v for k, v in query.items() if v not in (None, "")}
+    return base(request) + path + (("?" + urlencode(items)) if items else "")
+
+
+def translator_for(request: Request) -> Callable[..., str]:
+    """``t(key, **values)`` in this request's UI language."""
+    return translator(request.state.lang)
+
+
+def quoted(segment: str) -> str:
+    """One URL path segment (a partition key, an id) with every reserved character escaped."""
+    return quote(segment, safe="")
+
+
+def client_of(request: Request) -> str | None:
+    return request.client.host if request.client else None
+
+
+def memory(request: Request) -> Memory:
+    """The open memory (raises :class:`NotReady`: the app answers 503 with the reason)."""
+    return state(request).memory_source()
+
+
+def admin_store(request: Request) -> AdminStore:
+    return AdminStore(memory(request).pool)
+
+
+def now(request: Request) -> datetime:
+    return datetime.fromtimestamp(state(request).clock(), UTC)
+
+
+def require_admin(request: Request) -> AdminUser:
+    current = session(request)
+    if not current.logged_in:
+        raise LoginRequired()
+    return AdminUser(current.name or "admin", current.role or "admin", client_of(request))
+
+
+def require_superuser(request: Request) -> AdminUser:
+    user = require_admin(request)
+    if not user.superuser:
+        raise SuperuserRequired()
+    return user
+
+
+async def check_csrf(request: Request) -> None:
+    form = await request.form()
+    if not csrf_ok(session(request), form.get("csrf")):
+        raise CsrfRefused()
+
+
+async def require_write(request: Request) -> AdminUser:
+    user = require_admin(request)
+    await check_csrf(request)
+    return user
+
+
+async def require_superuser_write(request: Request) -> AdminUser:
+    user = require_superuser(request)
+    await check_csrf(request)
+    return user
+
+
+Admin = Annotated[AdminUser, Depends(require_admin)]
+AdminWrite = Annotated[AdminUser, Depends(require_write)]
+Superuser = Annotated[AdminUser, Depends(require_superuser)]
+SuperuserWrite = Annotated[AdminUser, Depends(require_superuser_write)]
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """Configured secrets that must never reach a page or the audit log."""
+    return [
+        settings.embedding.api_key.get_secret_value(),
+        settings.llm.api_key.get_secret_value(),
+        settings.extraction.api_key.get_secret_value(),
+        settings.subconscious.llm_api_key.get_secret_value(),
+        settings.web.session_secret.get_secret_value(),
+        settings.web.password_hash.get_secret_value(),
+        settings.web.superuser_password_hash.get_secret_value(),
+    ]
+
+
+def clean(request: Request, text: str) -> str:
+    """``text`` through the one redaction (domain/redact.py), with the configured secrets."""
+    return redact(text, secrets_of(state(request).settings))
+
+
+def form_text(form: Mapping[str, Any], name: str) -> str:
+    """A form field as text ("" when absent; an uploaded file is not text), with the
+    browser's CRLF line ends (HTML forms send them) made the ``\n`` every other surface writes."""
+    value = form.get(name)
+    return value.replace("\r\n", "\n").replace("\r", "\n") if isinstance(value, str) else ""
+
+
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """Render ``templates/<template>`` with the layout's context: ``t`` (the strings),
+    ``lang``, ``url``, ``user``, ``csrf`` (put it in every form as a hidden ``csrf``
+    field: ``{{ csrf_field() }}``), ``nav`` and ``planned``."""
+    admin = state(request)
+    lang: str = request.state.lang
+    current = session(request)
+    t = translator(lang)
+    user = (
+        AdminUser(current.name or "admin", current.role or "admin", client_of(request))
+        if current.logged_in
+        else None
+    )
+
+    def link(path: str, **query: Any) -> str:
+        return url(request, path, **query)
+
+    def csrf_field() -> Markup:
+        return Markup(f'<input type="hidden" name="csrf" value="{escape(current.csrf)}">')
+
+    values = {
+        "request": request,
+        "t": t,
+        "lang": lang,
+        "url": link,
+        "static": lambda name: link(f"/static/{name}"),
+        "user": user,
+        "csrf": current.csrf,
+        "csrf_field": csrf_field,
+        "nav": [n for n in admin.nav if user is not None and (user.superuser or not n.superuser)],
+        "planned": admin.planned if user is not None else [],
+        "current_path": request.url.path,
+        "done": None,
+    }
+    values.update(context)
+    html = admin.env.get_template(template).render(values)
+    return HTMLResponse(html, status_code=status_code)
+
+
+def redirect(request: Request, path: str, **query: Any) -> RedirectResponse:
+    """303 to ``path`` under the base path (after a POST: the browser then GETs it)."""
+    return RedirectResponse(url(request, path, **query), status_code=303)
+
+
+async def audit(
+    request: Request,
+    user: AdminUser,
+    action: str,
+    *,
+    partition_key: str | None = None,
+    target_id: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+    ok: bool = True,
+) -> None:
+    """Record one write of the page in ``admin_audit`` (who, what, when, outcome).
+
+    ``action`` is ``<area>.<verb>`` (``memory.add``, ``memo.edit``, ``partition.clear``);
+    text values of ``detail`` go through the redaction first.
+    """
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return clean(request, value)
+        if isinstance(value, Mapping):
+            return {str(k): scrub(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [scrub(v) for v in value]
+        return value
+
+    await admin_store(request).audit(
+        actor=user.name,
+        role=user.role,
+        client=user.client,
+        action=action,
+        partition_key=partition_key,
+        target_id=target_id,
+        detail=scrub(dict(detail or {})),
+        ok=ok,
+        at=now(request),
+    )
+
+
+__all__ = [
+    "Admin",
+    "AdminState",
+    "AdminUser",
+    "AdminWrite",
+    "CsrfRefused",
+    "LoginRequired",
+    "NavItem",
+    "NotReady",
+    "Superuser",
+    "SuperuserRequired",
+    "SuperuserWrite",
+    "admin_store",
+    "audit",
+    "base",
+    "clean",
+    "form_text",
+    "memory",
+    "now",
+    "quoted",
+    "redirect",
+    "render",
+    "translator_for",
+    "url",
+]

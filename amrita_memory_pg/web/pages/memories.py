@@ -1,0 +1,570 @@
+"""A partition's memories: browse with filters, sort and pages; search with the tools'
+service (``MemoryService.search``, the same SQL as ``read_memory``); add, edit, delete
+(after a confirm page) and clear the partition (superuser, after a confirm page with the
+code ``maintenance/clear.py`` hands out).
+
+Input goes through ``domain/validation.py`` (the one validation); a refused field
+re-renders the form with the reason and writes nothing. What a person writes here is
+``source=user`` (protected from automatic processes), written ``by_person``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from amrita_memory_pg.domain.errors import (
+    AmritaMemoryError,
+    PartitionFull,
+    ProtectedMemory,
+)
+from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.domain.records import (
+    CATEGORIES,
+    CATEGORY_NAMES,
+    SEARCH_MODES,
+    SOURCE_NAMES,
+    Category,
+    MemoryRecord,
+    SearchHit,
+    SearchMode,
+    parse_tags,
+)
+from amrita_memory_pg.domain.validation import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TAGS_CHARS,
+    InvalidInput,
+    check_text,
+    parse_category,
+    parse_importance,
+    parse_int,
+)
+from amrita_memory_pg.storage.admin import MEMORY_SORTS, MemoryQuery
+from amrita_memory_pg.web import kit
+from amrita_memory_pg.web.pages.partitions import page_number, valid_key
+
+router = APIRouter()
+NAV: list[kit.NavItem] = []
+
+SCOPES = ("user", "group", "global")
+#: a search shows at most this many hits (the tools' top_k cap)
+SEARCH_TOP_K = 50
+MAX_AGE_DAYS = 36500
+DONE = ("added", "edited", "deleted", "cleared")
+
+
+class BadKey(Exception):
+    pass
+
+
+def partition(request: Request, key: str) -> str:
+    if not valid_key(key):
+        raise BadKey(key)
+    return key
+
+
+def _bad_key(request: Request, key: str) -> Response:
+    t = kit.translator_for(request)
+    return kit.render(request, "error.html", status_code=404, message=t("error.bad_key", key=key))
+
+
+@dataclass
+class Filters:
+    q: str = ""
+    mode: str = ""
+    scope: str = ""
+    category: str = ""
+    source: str = ""
+    imin: str = ""
+    imax: str = ""
+    tags: str = ""
+    age: str = ""
+    sort: str = "created_desc"
+    page: int = 1
+
+    def query(self, **changes: Any) -> dict[str, Any]:
+        values = {**self.__dict__, **changes}
+        return {k: v for k, v in values.items() if v not in ("", None) and (k, v) != ("page", 1)}
+
+
+def read_filters(
+    params: Mapping[str, str], t: Callable[..., str], now: datetime
+) -> tuple[Filters, MemoryQuery, SearchMode | None, list[str]]:
+    """The list's filters from the query string; unknown choices fall back to "any",
+    typed values are checked (each error is one line for the page)."""
+    errors: list[str] = []
+
+    def choice(name: str, allowed: tuple[str, ...]) -> str:
+        value = params.get(name, "")
+        return value if value in allowed else ""
+
+    f = Filters(
+        q=params.get("q", "").strip(),
+        mode=choice("mode", SEARCH_MODES),
+        scope=choice("scope", SCOPES),
+        category=params.get("category", "").strip(),
+        source=choice("source", tuple(SOURCE_NAMES)),
+        imin=params.get("imin", "").strip(),
+        imax=params.get("imax", "").strip(),
+        tags=params.get("tags", "").strip(),
+        age=params.get("age", "").strip(),
+        sort=choice("sort", MEMORY_SORTS) or "created_desc",
+        page=page_number(params.get("page")),
+    )
+    if f.q:
+        try:
+            f.q = check_text(f.q, max_chars=MAX_QUERY_CHARS)
+        except InvalidInput as exc:
+            errors.append(t("invalid.query", reason=exc.reason))
+    category: str | None = None
+    if f.category:
+        try:
+            category = parse_category(f.category)
+        except InvalidInput as exc:
+            errors.append(t("invalid.category", reason=exc.reason))
+    bounds: list[int | None] = []
+    for value in (f.imin, f.imax):
+        if not value:
+            bounds.append(None)
+            continue
+        try:
+            bounds.append(parse_importance(value))
+        except InvalidInput as exc:
+            errors.append(t("invalid.importance", reason=exc.reason))
+            bounds.append(None)
+    tags: tuple[str, ...] = ()
+    if f.tags:
+        try:
+            tags = parse_tags(check_text(f.tags, max_chars=MAX_TAGS_CHARS))
+        except InvalidInput as exc:
+            errors.append(t("invalid.tags", reason=exc.reason))
+    since = None
+    if f.age:
+        try:
+            days = parse_int(f.age)
+            if not 1 <= days <= MAX_AGE_DAYS:
+                raise InvalidInput(f"1–{MAX_AGE_DAYS}")
+            since = now - timedelta(days=days)
+        except InvalidInput:
+            errors.append(t("invalid.number", field=t("memories.age"), value=f.age[:20]))
+    where = MemoryQuery(
+        scope=f.scope or None,
+        category=category,
+        source=f.source or None,
+        importance_min=bounds[0],
+        importance_max=bounds[1],
+        tags=tags or None,
+        created_since=since,
+        sort=f.sort,
+    )
+    mode: SearchMode | None = f.mode if f.mode in SEARCH_MODES else None
+    return f, where, mode, errors
+
+
+@router.get("/p/{key}")
+async def partition_home(request: Request, key: str, _user: kit.Admin) -> Response:
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")
+
+
+@router.get("/p/{key}/memories")
+async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
+    try:
+        key = partition(request, key)
+    except BadKey:
+        return _bad_key(request, key)
+    t = kit.translator_for(request)
+    settings = kit.state(request).settings
+    mem = kit.memory(request)
+    f, where, mode, errors = read_filters(request.query_params, t, kit.now(request))
+    size = settings.web.page_size
+    records: list[MemoryRecord] = []
+    hits: list[SearchHit] = []
+    total = 0
+    if not errors and f.q:
+        try:
+            found = await mem.memories.search(
+                key,
+                f.q,
+                top_k=SEARCH_TOP_K,
+                importance=(where.importance_min or 1, where.importance_max or 10)
+                if where.importance_min or where.importance_max
+                else None,
+                scope=where.scope,  # type: ignore[arg-type]
+                tags=where.tags,
+                category=where.category,
+                mode=mode,
+            )
+            hits = [
+                h
+                for h in found
+                if (where.source is None or h.record.source == where.source)
+                and (where.created_since is None or h.record.created_at >= where.created_since)
+            ]
+        except AmritaMemoryError as exc:
+            errors.append(t("refused.failed", reason=kit.clean(request, str(exc))))
+    elif not errors:
+        records, total = await kit.admin_store(request).memory_page(
+            key, where, limit=size, offset=(f.page - 1) * size
+        )
+    used = await mem.memories.count(key)
+    done = request.query_params.get("done", "")
+    done_text = None
+    if done in DONE:
+        done_text = t(
+            f"done.{done}",
+            id=request.query_params.get("id", "")[:MAX_ID_CHARS],
+            n=request.query_params.get("n", "")[:10],
+            backup=request.query_params.get("backup", "")[:300],
+        )
+    return kit.render(
+        request,
+        "memories.html",
+        key=key,
+        f=f,
+        errors=errors,
+        records=records,
+        hits=hits,
+        searched=bool(f.q) and not errors,
+        total=total,
+        pages=max(1, -(-total // size)),
+        used=used,
+        cap=settings.per_session_memory_limit,
+        default_mode=settings.retrieval.default_mode,
+        modes=SEARCH_MODES,
+        scopes=SCOPES,
+        categories=CATEGORIES,
+        category_names=CATEGORY_NAMES,
+        sources=SOURCE_NAMES,
+        sorts=MEMORY_SORTS,
+        top_k=SEARCH_TOP_K,
+        done=done_text,
+    )
+
+
+@dataclass
+class MemoryForm:
+    content: str = ""
+    category: str = ""
+    importance: str = "5"
+    tags: str = ""
+
+
+def read_memory_form(
+    form: Mapping[str, Any], t: Callable[..., str]
+) -> tuple[MemoryForm, dict[str, Any], list[str]]:
+    """The add/edit form through the one validation: (what was typed, clean values, errors)."""
+    typed = MemoryForm(
+        content=kit.form_text(form, "content"),
+        category=kit.form_text(form, "category").strip(),
+        importance=kit.form_text(form, "importance").strip(),
+        tags=kit.form_text(form, "tags"),
+    )
+    errors: list[str] = []
+    values: dict[str, Any] = {}
+    try:
+        content = check_text(typed.content.strip(), max_chars=MAX_CONTENT_CHARS)
+        if not content:
+            errors.append(t("invalid.content_empty"))
+        values["content"] = content
+    except InvalidInput as exc:
+        errors.append(t("invalid.content", reason=exc.reason))
+    values["category"] = None
+    if typed.category:
+        try:
+            values["category"] = parse_category(typed.category)
+        except InvalidInput as exc:
+            errors.append(t("invalid.category", reason=exc.reason))
+    try:
+        values["importance"] = parse_importance(typed.importance)
+    except InvalidInput as exc:
+        errors.append(t("invalid.importance", reason=exc.reason))
+    try:
+        values["tags"] = parse_tags(check_text(typed.tags, max_chars=MAX_TAGS_CHARS))
+    except InvalidInput as exc:
+        errors.append(t("invalid.tags", reason=exc.reason))
+    return typed, values, errors
+
+
+def _form_page(
+    request: Request,
+    key: str,
+    typed: MemoryForm,
+    errors: list[str],
+    *,
+    record: MemoryRecord | None = None,
+    status_code: int = 200,
+) -> Response:
+    return kit.render(
+        request,
+        "memory_form.html",
+        status_code=status_code,
+        key=key,
+        form=typed,
+        errors=errors,
+        record=record,
+        categories=CATEGORIES,
+        category_names=CATEGORY_NAMES,
+    )
+
+
+@router.get("/p/{key}/memories/new")
+async def add_form(request: Request, key: str, _user: kit.Admin) -> Response:
+    if not valid_key(key):
+        return _bad_key(request, key)
+    return _form_page(request, key, MemoryForm(), [])
+
+
+@router.post("/p/{key}/memories/new")
+async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
+    if not valid_key(key):
+        return _bad_key(request, key)
+    t = kit.translator_for(request)
+    typed, values, errors = read_memory_form(await request.form(), t)
+    if errors:
+        return _form_page(request, key, typed, errors, status_code=400)
+    mem = kit.memory(request)
+    category: Category | None = values["category"]
+    try:
+        record = await mem.memories.add(
+            partition_key=key,
+            scope=scope_of_key(key),
+            content=values["content"],
+            tags=values["tags"],
+            importance=values["importance"],
+            category=category,
+            source="user",
+            author=f"web:{user.name}",
+            now=kit.now(request),
+        )
+    except AmritaMemoryError as exc:
+        message = (
+            t("refused.full", cap=mem.settings.per_session_memory_limit)
+            if isinstance(exc, PartitionFull)
+            else t("refused.failed", reason=kit.clean(request, str(exc)))
+        )
+        await kit.audit(
+            request,
+            user,
+            "memory.add",
+            partition_key=key,
+            detail={"content": values["content"], "error": str(exc)},
+            ok=False,
+        )
+        return _form_page(request, key, typed, [message], status_code=409)
+    await kit.audit(
+        request,
+        user,
+        "memory.add",
+        partition_key=key,
+        target_id=record.id,
+        detail={
+            "content": record.content,
+            "importance": record.importance,
+            "category": record.category,
+            "tags": list(record.tags),
+        },
+    )
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="added", id=record.id)
+
+
+async def _record(request: Request, key: str, memory_id: str) -> MemoryRecord | None:
+    if not valid_key(key) or not memory_id or len(memory_id) > MAX_ID_CHARS:
+        return None
+    return await kit.memory(request).memories.get(key, memory_id)
+
+
+def _not_found(request: Request, what: str) -> Response:
+    t = kit.translator_for(request)
+    return kit.render(
+        request, "error.html", status_code=404, message=t("error.not_found", what=what)
+    )
+
+
+@router.get("/p/{key}/memories/{memory_id}/edit")
+async def edit_form(request: Request, key: str, memory_id: str, _user: kit.Admin) -> Response:
+    record = await _record(request, key, memory_id)
+    if record is None:
+        return _not_found(request, f"{key} / {memory_id}")
+    typed = MemoryForm(
+        content=record.content,
+        category=record.category or "",
+        importance=str(record.importance),
+        tags=", ".join(record.tags),
+    )
+    return _form_page(request, key, typed, [], record=record)
+
+
+@router.post("/p/{key}/memories/{memory_id}/edit")
+async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite) -> Response:
+    record = await _record(request, key, memory_id)
+    if record is None:
+        return _not_found(request, f"{key} / {memory_id}")
+    t = kit.translator_for(request)
+    typed, values, errors = read_memory_form(await request.form(), t)
+    if errors:
+        return _form_page(request, key, typed, errors, record=record, status_code=400)
+    mem = kit.memory(request)
+    try:
+        updated = await mem.memories.update(
+            key,
+            memory_id,
+            content=values["content"],
+            tags=values["tags"],
+            importance=values["importance"],
+            category=values["category"],
+            now=kit.now(request),
+            by_person=True,
+        )
+    except AmritaMemoryError as exc:
+        message = (
+            t("refused.protected")
+            if isinstance(exc, ProtectedMemory)
+            else t("refused.failed", reason=kit.clean(request, str(exc)))
+        )
+        await kit.audit(
+            request,
+            user,
+            "memory.edit",
+            partition_key=key,
+            target_id=memory_id,
+            detail={"error": str(exc)},
+            ok=False,
+        )
+        return _form_page(request, key, typed, [message], record=record, status_code=409)
+    if updated is None:
+        return _not_found(request, f"{key} / {memory_id}")
+    await kit.audit(
+        request,
+        user,
+        "memory.edit",
+        partition_key=key,
+        target_id=memory_id,
+        detail={
+            "before": {
+                "content": record.content,
+                "importance": record.importance,
+                "category": record.category,
+                "tags": list(record.tags),
+            },
+            "after": {
+                "content": updated.content,
+                "importance": updated.importance,
+                "category": updated.category,
+                "tags": list(updated.tags),
+            },
+        },
+    )
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="edited", id=memory_id)
+
+
+@router.get("/p/{key}/memories/{memory_id}/delete")
+async def delete_confirm(request: Request, key: str, memory_id: str, _user: kit.Admin) -> Response:
+    record = await _record(request, key, memory_id)
+    if record is None:
+        return _not_found(request, f"{key} / {memory_id}")
+    return kit.render(request, "confirm_delete.html", key=key, record=record)
+
+
+@router.post("/p/{key}/memories/{memory_id}/delete")
+async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrite) -> Response:
+    record = await _record(request, key, memory_id)
+    if record is None:
+        return _not_found(request, f"{key} / {memory_id}")
+    mem = kit.memory(request)
+    t = kit.translator_for(request)
+    try:
+        deleted = await mem.memories.delete(key, memory_id, by_person=True)
+    except AmritaMemoryError as exc:
+        await kit.audit(
+            request,
+            user,
+            "memory.delete",
+            partition_key=key,
+            target_id=memory_id,
+            detail={"error": str(exc)},
+            ok=False,
+        )
+        return kit.render(
+            request,
+            "error.html",
+            status_code=409,
+            message=t("refused.failed", reason=kit.clean(request, str(exc))),
+        )
+    await kit.audit(
+        request,
+        user,
+        "memory.delete",
+        partition_key=key,
+        target_id=memory_id,
+        detail={"content": record.content, "importance": record.importance},
+        ok=deleted,
+    )
+    if not deleted:
+        return _not_found(request, f"{key} / {memory_id}")
+    return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="deleted", id=memory_id)
+
+
+@router.get("/p/{key}/clear")
+async def clear_confirm(request: Request, key: str, _user: kit.Superuser) -> Response:
+    from amrita_memory_pg.maintenance.clear import plan_clear
+
+    if not valid_key(key):
+        return _bad_key(request, key)
+    plan = await plan_clear(kit.memory(request).store, key, kit.now(request))
+    return kit.render(request, "confirm_clear.html", key=key, plan=plan, error=None, typed="")
+
+
+@router.post("/p/{key}/clear")
+async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Response:
+    from amrita_memory_pg.maintenance.clear import clear_partition, plan_clear
+
+    if not valid_key(key):
+        return _bad_key(request, key)
+    t = kit.translator_for(request)
+    mem = kit.memory(request)
+    typed = kit.form_text(await request.form(), "token").strip()[:20]
+    plan = await plan_clear(mem.store, key, kit.now(request))
+    if plan.count == 0 or not plan.accepts(typed, kit.now(request)):
+        return kit.render(
+            request,
+            "confirm_clear.html",
+            status_code=400,
+            key=key,
+            plan=plan,
+            typed=typed,
+            error=None if plan.count == 0 else t("confirm.token_wrong"),
+        )
+    try:
+        result = await clear_partition(mem.store, key)
+    except AmritaMemoryError as exc:
+        await kit.audit(
+            request,
+            user,
+            "partition.clear",
+            partition_key=key,
+            detail={"error": str(exc)},
+            ok=False,
+        )
+        return kit.render(
+            request,
+            "error.html",
+            status_code=500,
+            message=t("refused.failed", reason=kit.clean(request, str(exc))),
+        )
+    backup = str(result.backup.jsonl_path)
+    await kit.audit(
+        request,
+        user,
+        "partition.clear",
+        partition_key=key,
+        detail={"deleted": result.deleted, "backup": backup},
+    )
+    return kit.redirect(
+        request, f"/p/{kit.quoted(key)}/memories", done="cleared", n=result.deleted, backup=backup
+    )

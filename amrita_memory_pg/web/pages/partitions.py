@@ -1,0 +1,55 @@
+"""Partitions with their counts and cap usage (the ``partition_usage`` view)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from amrita_memory_pg.domain.keys import GLOBAL_KEY, is_current
+from amrita_memory_pg.web import kit
+
+router = APIRouter()
+NAV = [kit.NavItem("partitions", "/partitions", "nav.partitions")]
+
+PAGE_SIZE = 50
+MAX_KEY_CHARS = 200
+
+
+def valid_key(key: str) -> bool:
+    """``global`` or a current-format partition key (what every surface writes)."""
+    return len(key) <= MAX_KEY_CHARS and (key == GLOBAL_KEY or is_current(key))
+
+
+def page_number(text: str | None) -> int:
+    """A page number from the query string (1 for anything that is not a positive int)."""
+    return int(text) if text and text.isascii() and text.isdigit() and 0 < int(text) < 10**6 else 1
+
+
+@router.get("/partitions")
+async def partitions(request: Request, _user: kit.Admin) -> Response:
+    contains = request.query_params.get("q", "").strip()[:MAX_KEY_CHARS] or None
+    page = page_number(request.query_params.get("page"))
+    rows, total = await kit.admin_store(request).partition_page(
+        limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, contains=contains
+    )
+    cap = kit.state(request).settings.per_session_memory_limit
+    return kit.render(
+        request,
+        "partitions.html",
+        rows=rows,
+        total=total,
+        page=page,
+        pages=max(1, -(-total // PAGE_SIZE)),
+        q=contains or "",
+        cap=cap,
+        error=None,
+    )
+
+
+@router.get("/open")
+async def open_partition(request: Request, _user: kit.Admin) -> Response:
+    """The "open partition" box: a valid key goes to its memories, else an inline error."""
+    key = request.query_params.get("key", "").strip()
+    if valid_key(key):
+        return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")
+    t = kit.translator_for(request)
+    return kit.render(request, "error.html", status_code=400, message=t("error.bad_key", key=key))

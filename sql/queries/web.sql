@@ -1,0 +1,57 @@
+-- The admin web page (amrita_memory_pg/web, issue 17): its lists and its audit log.
+-- Operator pages, not per-message paths; every memory filter starts from the partition.
+
+-- name: admin_audit_insert
+-- One audited write of the admin page: $1 actor, $2 role, $3 client address, $4 action,
+-- $5 partition key, $6 target id, $7 detail (jsonb), $8 whether it took, $9 when.
+INSERT INTO amrita_memory.admin_audit
+       (actor, role, client, action, partition_key, target_id, detail, ok, at)
+VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9)
+RETURNING id;
+
+-- name: admin_audit_page
+-- The newest audited writes, $1 rows from offset $2, optionally of one partition ($3,
+-- NULL = all) or one action prefix ($4, NULL = all), each with the matching total.
+SELECT id, at, actor, role, client, action, partition_key, target_id, detail::text AS detail,
+       ok, count(*) OVER ()::integer AS total
+  FROM amrita_memory.admin_audit
+ WHERE ($3::text IS NULL OR partition_key = $3)
+   AND ($4::text IS NULL OR left(action, length($4)) = $4)
+ ORDER BY at DESC, id DESC
+ LIMIT $1 OFFSET $2;
+
+-- name: admin_partition_page
+-- Partitions with their usage (the partition_usage view), those whose key contains $3
+-- (NULL = all; strpos, so % and _ are literal), largest first, $1 rows from offset $2,
+-- each with the matching total.
+SELECT partition_key, memories, high, medium, low, scope_user, scope_group, scope_global,
+       oldest, newest, content_bytes, memo_chars, count(*) OVER ()::integer AS total
+  FROM amrita_memory.partition_usage
+ WHERE $3::text IS NULL OR strpos(lower(partition_key), lower($3)) > 0
+ ORDER BY memories DESC, partition_key
+ LIMIT $1 OFFSET $2;
+
+-- name: admin_memory_page
+-- One page of partition $1's memories with the page's filters, each NULL = any: $4 scope,
+-- $5 category, $6 source, $7..$8 importance range, $9 tags (ANY of them), $10 created at
+-- or after; sorted by $11 (created | updated | importance, each _asc or _desc; ties by
+-- id), $2 rows from offset $3, each with the matching total.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, count(*) OVER ()::integer AS total
+  FROM amrita_memory.memory
+ WHERE partition_key = $1
+   AND ($4::text IS NULL OR scope = $4)
+   AND ($5::text IS NULL OR category = $5)
+   AND ($6::text IS NULL OR source = $6)
+   AND ($7::integer IS NULL OR importance >= $7)
+   AND ($8::integer IS NULL OR importance <= $8)
+   AND ($9::text[] IS NULL OR tags && $9)
+   AND ($10::timestamptz IS NULL OR created_at >= $10)
+ ORDER BY CASE WHEN $11::text = 'created_asc' THEN created_at END ASC,
+          CASE WHEN $11::text = 'created_desc' THEN created_at END DESC,
+          CASE WHEN $11::text = 'updated_asc' THEN updated_at END ASC,
+          CASE WHEN $11::text = 'updated_desc' THEN updated_at END DESC,
+          CASE WHEN $11::text = 'importance_asc' THEN importance END ASC,
+          CASE WHEN $11::text = 'importance_desc' THEN importance END DESC,
+          created_at DESC, id
+ LIMIT $2 OFFSET $3;

@@ -1,0 +1,42 @@
+"""The admin page on the bot's own FastAPI driver (issue 17): mounted under [web] path
+when enabled, reading the plugin's open memory; login and a page over HTTP."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import nonebot
+
+from tests.nonebot.conftest import ADMIN_PASSWORD
+
+
+async def test_the_admin_page_is_mounted_on_the_driver() -> None:
+    from amrita_memory_pg.integrations.nonebot import admin_mounted, runtime
+
+    assert admin_mounted
+    memory = runtime.require()
+    await memory.memos.replace("QQPlatform_Private_42", "称呼：阿四")
+    transport = httpx.ASGITransport(app=nonebot.get_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://bot") as client:
+        refused = await client.get("/memory-admin/partitions")
+        assert refused.status_code == 303
+        assert refused.headers["location"].startswith("/memory-admin/login?next=")
+        form = await client.get("/memory-admin/login")
+        assert form.status_code == 200
+        token = re.search(r'name="csrf" value="([^"]+)"', form.text)
+        assert token is not None
+        wrong = await client.post(
+            "/memory-admin/login", data={"password": "nope", "csrf": token.group(1)}
+        )
+        assert wrong.status_code == 401
+        ok = await client.post(
+            "/memory-admin/login",
+            data={"password": ADMIN_PASSWORD, "csrf": token.group(1), "name": "bot-admin"},
+        )
+        assert ok.status_code == 303
+        page = await client.get("/memory-admin/partitions")
+        assert page.status_code == 200
+        assert "QQPlatform_Private_42" in page.text
+        memo = await client.get("/memory-admin/p/QQPlatform_Private_42/memo")
+        assert "称呼：阿四" in memo.text
