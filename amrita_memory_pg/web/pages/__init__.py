@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from amrita_memory_pg.web.pages import audit, memories, memos, partitions
+from amrita_memory_pg.web.pages import audit, memories, memos, partitions, trail
 
 PAGES: list[ModuleType] = [
     partitions,
     memories,
     memos,
+    trail,
     audit,
 ]
 
@@ -26,5 +27,4 @@ PLANNED: list[tuple[str, str]] = [
     ("profiles", "nav.profiles"),
     ("l3", "nav.l3"),
     ("status", "nav.status"),
-    ("inspector", "nav.inspector"),
 ]
