@@ -125,3 +125,18 @@ def test_the_command_parser_knows_pause_and_resume() -> None:
     assert parse_command("pause", in_group=False).kind == "pause"
     parsed = parse_command("resume QQPlatform_Group_1", in_group=True)
     assert (parsed.kind, parsed.sub, parsed.args) == ("pause", "resume", "QQPlatform_Group_1")
+
+
+def test_a_cli_command_writes_as_the_operator_without_leaking_into_the_process() -> None:
+    from amrita_memory_pg.cli.app import run_async
+
+    seen: list[Actor | None] = []
+
+    @run_async
+    async def command() -> None:
+        seen.append(current_actor())
+
+    command()
+    (actor,) = seen
+    assert actor is not None and actor.kind == "person" and (actor.id or "").startswith("cli:")
+    assert current_actor() is None
