@@ -4,7 +4,7 @@ Revision ID: 0019_trail
 Revises: 0018_web_audit
 Create Date: 2026-12-03
 
-memory_access (recalls, newest N per memory, gone with its memory), memory_change (the
+memory_access (recalls, newest N per memory, dropped with its memory by the trigger), memory_change (the
 history, written by statement triggers on memory that read the writer from the
 transaction setting amrita_memory.actor), paused_partition. The functions and triggers
 are sql/functions/trail_v1.sql: read its header for the bounds and the actor kinds.
@@ -57,13 +57,6 @@ def upgrade() -> None:
         sa.CheckConstraint(
             "surface IN ('tool', 'command', 'cli', 'web', 'l3', 'inject', 'relevant')",
             name=op.f("ck_memory_access_surface"),
-        ),
-        sa.ForeignKeyConstraint(
-            ["partition_key", "memory_id"],
-            ["amrita_memory.memory.partition_key", "amrita_memory.memory.id"],
-            name=op.f("fk_memory_access_partition_key_memory"),
-            ondelete="CASCADE",
-            onupdate="CASCADE",
         ),
         sa.PrimaryKeyConstraint("partition_key", "memory_id", "seq", name=op.f("pk_memory_access")),
         schema=SCHEMA,

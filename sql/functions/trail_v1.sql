@@ -6,7 +6,9 @@
 -- Bounds. memory_access keeps, per memory, the newest p_keep recalls by a search (tool,
 -- /memory, CLI, web) and the newest p_keep injections into a turn, counted apart so that
 -- the injection of every turn never pushes the searches out; the rows go with their
--- memory (foreign key ON DELETE CASCADE). memory_change keeps, per memory, the newest
+-- memory (the delete trigger below drops them, and moves them when a key migration
+-- renames the partition). No foreign key: it would cost every logged row a lock on its
+-- memory and forbid TRUNCATE of the memory table. memory_change keeps, per memory, the newest
 -- amrita_memory.history_keep changes (default 20); the history of a deleted memory is
 -- kept amrita_memory.history_keep_deleted_days (default 30) after its delete, then goes
 -- when its partition next deletes something. Both trims are set-based SQL in the writing
@@ -144,6 +146,18 @@ BEGIN
             RETURNING partition_key, memory_id)
         SELECT array_agg(partition_key), array_agg(memory_id) INTO v_parts, v_ids FROM ins;
     END IF;
+    -- The access log follows its memory: gone with it, renamed with its partition.
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM amrita_memory.memory_access a
+         USING trail_old o
+         WHERE a.partition_key = o.partition_key AND a.memory_id = o.id;
+    ELSIF TG_OP = 'UPDATE' THEN
+        UPDATE amrita_memory.memory_access a
+           SET partition_key = n.partition_key
+          FROM trail_old o JOIN trail_new n ON n.id = o.id
+         WHERE o.partition_key <> n.partition_key
+           AND a.partition_key = o.partition_key AND a.memory_id = o.id;
+    END IF;
     IF v_ids IS NULL THEN
         RETURN NULL;
     END IF;
@@ -194,7 +208,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION amrita_memory.record_memory_change_v1() IS
-'Statement trigger on memory: one memory_change row per memory whose shown fields changed, actor from amrita_memory.actor; refuses automatic writes to a paused partition (SQLSTATE AMZ01); keeps the newest history_keep changes per memory and drops the history of memories deleted more than history_keep_deleted_days ago.';
+'Statement trigger on memory: one memory_change row per memory whose shown fields changed, actor from amrita_memory.actor; drops (moves) the access log of deleted (re-keyed) memories; refuses automatic writes to a paused partition (SQLSTATE AMZ01); keeps the newest history_keep changes per memory and drops the history of memories deleted more than history_keep_deleted_days ago.';
 
 CREATE TRIGGER trail_memory_insert
     AFTER INSERT ON amrita_memory.memory
@@ -213,7 +227,7 @@ CREATE TRIGGER trail_memory_delete
 -- Record that the memories p_ids (of the partitions p_partitions, pairwise) were recalled
 -- at p_at through p_surface (tool | command | cli | web | l3 | inject | relevant), by chat
 -- p_chat and speaker p_who, for p_query (redacted and cut by the caller) with p_scores
--- (NULL = none). Ids no longer there are skipped (no foreign-key failure). Then, per
+-- (NULL = none). Ids no longer there are skipped (nothing logged for a memory gone). Then, per
 -- memory, only the newest p_keep rows of the logged surface's class stay (injections
 -- and other recalls are kept apart).
 -- Returns the rows written. One statement: the read path pays one round trip.

@@ -400,3 +400,17 @@ async def test_the_cli_pauses_inspects_and_shows_a_memorys_trail(
     assert "1 changes" in history.stdout
     recalls = run_cli("memory", "accesses", KEY, mid, env=env)
     assert recalls.returncode == 0 and "0 recalls" in recalls.stdout  # inspecting is no recall
+
+
+async def test_the_access_log_follows_its_memory_through_a_key_change_and_a_delete(
+    mem: Memory,
+) -> None:
+    cat = await write(mem, "用户喜欢猫")
+    await call(mem, "read_memory", {"query": "猫", "scope": "user"}, ALICE)
+    renamed = "QQPlatform_Private_77777"
+    await mem.pool.execute(
+        "UPDATE amrita_memory.memory SET partition_key = $1 WHERE id = $2", renamed, cat
+    )
+    assert await accesses(mem) == [] and len(await accesses(mem, renamed)) == 1
+    await mem.pool.execute("DELETE FROM amrita_memory.memory WHERE id = $1", cat)
+    assert await accesses(mem, renamed) == []

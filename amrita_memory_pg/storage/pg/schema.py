@@ -599,12 +599,6 @@ memory_access = Table(
         name="surface",
     ),
     PrimaryKeyConstraint("partition_key", "memory_id", "seq"),
-    ForeignKeyConstraint(
-        ["partition_key", "memory_id"],
-        ["amrita_memory.memory.partition_key", "amrita_memory.memory.id"],
-        ondelete="CASCADE",
-        onupdate="CASCADE",
-    ),
     comment="Recalls of a memory (searches and injections), newest N per memory (log_access_v1)",
 )
 
