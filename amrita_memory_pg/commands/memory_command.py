@@ -118,6 +118,7 @@ USAGE_CATEGORIES = "类别: preference(偏好) / rule(规则) / event(事件) / 
 USAGE_MODES = (
     "检索方式: … search mode=hybrid|vector|keyword <关键词>（默认见 [retrieval] default_mode）"
 )
+#: a superuser option, not in the usage (like ``dmn``): the README documents it
 USAGE_PAUSE = "/memory pause|resume [user|group|global|分区键] — 暂停/恢复某作用域的记忆（仅超级用户；默认本会话）"
 USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
 USAGE_PROFILE = "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
@@ -168,8 +169,6 @@ def usage(ctx: ToolContext) -> str:
         lines.extend(USAGE_GROUP)
     lines.extend((USAGE_GLOBAL, USAGE_EXTRACT, USAGE_MEMO, USAGE_CATEGORIES, USAGE_MODES))
     lines.append(USAGE_PROFILE)
-    if ctx.is_superuser:
-        lines.append(USAGE_PAUSE)
     return "\n".join(lines)
 
 
@@ -767,7 +766,7 @@ class MemoryCommand:
             "global": GLOBAL_KEY,
         }.get(target, target)
         if not key or any(ch.isspace() for ch in key):
-            return "用法: /memory pause|resume [user|group|global|分区键]"
+            return "用法: " + USAGE_PAUSE
         try:
             if sub in ("pause", "暂停"):
                 done = await trail.pause(key, by=f"person:{ctx.user_id}")
