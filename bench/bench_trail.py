@@ -8,7 +8,8 @@ and times, A and B interleaved turn by turn so that machine noise hits both alik
 * ``read_memory`` search (hybrid, top 5): without the trail (``recall`` not given) vs
   with it (ONE more statement: recall_v1 = pause check + access log + trim);
 * the per-turn block (``memory_block``, injection on): without the trail vs with it
-  (one query for the paused partitions among its keys, one to log the injected ones);
+  (one query for the paused partitions among its keys, the injected ones logged in the
+  background), and without vs the pause check alone (injection log off);
 * an update of one memory's importance: history trigger disabled vs enabled (the
   trigger's insert + per-memory trim; the actor's set_config round trip included).
 
@@ -32,6 +33,7 @@ from pathlib import Path
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.keys import GLOBAL_KEY
 from amrita_memory_pg.domain.trail import Actor, Recall, acting
+from amrita_memory_pg.services.trail import TrailService
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.tools.context import ToolContext
 
@@ -95,7 +97,7 @@ async def main(memories: int, rounds: int) -> None:
                 if key == ctx.personal_key:
                     ids.append(record.id)
             service = mem.memories
-            trail = service.trail
+            trail = mem.trail
             recall = Recall("tool", ctx.session_key, ctx.user_id)
 
             async def search_plain() -> object:
@@ -116,11 +118,23 @@ async def main(memories: int, rounds: int) -> None:
             async def block_logged() -> object:
                 return await mem.memory_block(ctx)
 
+            pause_only = TrailService(
+                trail.store, settings.trail.model_copy(update={"log_injection": False})
+            )
+
+            async def block_pause_only() -> object:
+                mem.bot_memories.trail = pause_only
+                try:
+                    return await mem.memory_block(ctx)
+                finally:
+                    mem.bot_memories.trail = trail
+
             for _ in range(20):  # warm-up: connections, prepared statements, the tokenizer
                 await search_logged()
                 await block_logged()
             s_plain, s_logged = await pair(rounds, search_plain, search_logged)
             b_plain, b_logged = await pair(rounds, block_plain, block_logged)
+            b_plain2, b_pause = await pair(rounds, block_plain, block_pause_only)
 
             target = ids[0]
             level = [1]
@@ -159,6 +173,8 @@ async def main(memories: int, rounds: int) -> None:
     print(f"read_memory search   with trail:    {stats(s_logged)}")
     print(f"memory_block turn    without trail: {stats(b_plain)}")
     print(f"memory_block turn    with trail:    {stats(b_logged)}")
+    print(f"memory_block turn    without trail: {stats(b_plain2)}  (second pair)")
+    print(f"memory_block turn    pause only:    {stats(b_pause)}  (no injection log)")
     print(f"update importance    no history:    {stats(w_plain)}")
     print(f"update importance    with history:  {stats(w_logged)}")
     print(f"rows kept: memory_access {logged}, memory_change {history} (bounded per memory)")
