@@ -114,4 +114,8 @@ async def open_memory(
     async with open_store(resolve_settings(settings, overrides)) as store:
         if startup:
             await run_startup_checks(store)
-        yield Memory(store)
+        memory = Memory(store)
+        try:
+            yield memory
+        finally:
+            await memory.trail.flush()  # the last turn's access log, before the pool closes

@@ -29,12 +29,14 @@ from amrita_memory_pg.services.consolidation import (
     utcnow,
 )
 from amrita_memory_pg.services.extraction import Extractor, endpoint
+from amrita_memory_pg.services.inspector import Inspection, inspect_chat
 from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.services.trail import TrailService, history_bounds
 from amrita_memory_pg.settings import loop_llm
 from amrita_memory_pg.storage.activity import ActivityStore
 from amrita_memory_pg.storage.bot_memories import BotMemoryStore
@@ -44,6 +46,7 @@ from amrita_memory_pg.storage.l3_state import L3StateStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.storage.profiles import ProfileStore
+from amrita_memory_pg.storage.trail import TrailStore
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
@@ -81,6 +84,8 @@ class Memory:
         self.database = store.database
         self.embedder = store.embedder
         self.backend = store.backend
+        #: issue 17: access log, change history and paused partitions
+        self.trail = TrailService(TrailStore(store.pool), settings.trail)
         #: L2 memories: the service embeds, the repository writes and searches
         self.memories = MemoryService(
             MemoryRepository(
@@ -88,9 +93,11 @@ class Memory:
                 store.backend,
                 cap=settings.per_session_memory_limit,
                 acquire_timeout=settings.database.connect_timeout,
+                history=history_bounds(settings.trail),
             ),
             store.embedder,
             settings,
+            trail=self.trail,
         )
         #: L1 memos; the cap is enforced by the database write
         self.memos = MemoStore(
@@ -146,7 +153,9 @@ class Memory:
             settings,
         )
         #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
-        self.bot_memories = BotMemories(BotMemoryStore(store.pool), store.embedder, settings)
+        self.bot_memories = BotMemories(
+            BotMemoryStore(store.pool), store.embedder, settings, trail=self.trail
+        )
         #: issue 14: automatic extraction; its model only when extraction is enabled
         self.extraction_model: ChatModel | None = None
         if settings.extraction.enabled and is_configured(endpoint(settings)):
@@ -243,6 +252,13 @@ class Memory:
         )
         return await self.bot_memories.block(speaker, message=message)
 
+    async def inspect(
+        self, chat_key: str, *, user_id: str | None = None, message: str | None = None
+    ) -> Inspection:
+        """ "What the bot sees": the exact block the next turn of ``chat_key`` injects and
+        its memories with token counts (issue 17); logs nothing."""
+        return await inspect_chat(self.bot_memories, chat_key, user_id=user_id, message=message)
+
     async def run_cycle(
         self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
     ) -> CycleSummary:
@@ -293,6 +309,7 @@ class Memory:
         return await self.take_pending_messages(ctx.personal_key)
 
     async def close(self) -> None:
+        await self.trail.flush()  # never raises: a failed log write is a warning
         if self._loop_model is not None:
             await self._loop_model.aclose()
         try:

@@ -663,6 +663,41 @@ class InjectionSettings(_Section):
     )
 
 
+class TrailSettings(_Section):
+    """The memory's trail (issue 17): who recalled a memory and who changed it, bounded."""
+
+    access_log: bool = Field(
+        True,
+        description="Log every recall of a memory (read_memory, /memory search, the CLI, "
+        "the per-turn injection): when, which chat, which query (redacted), its score.",
+    )
+    access_per_memory: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Recalls kept per memory, counted apart for injections and searches "
+        "(the oldest go in the same statement that logs a new one).",
+    )
+    log_injection: bool = Field(
+        True,
+        description="Also log the memories injected into each turn (surface inject).",
+    )
+    history_per_memory: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Changes kept per memory in its history (who: a person, the chat LLM, "
+        "extraction, the L3 loop, an import, the system).",
+    )
+    history_keep_deleted_days: int = Field(
+        30,
+        ge=0,
+        le=3650,
+        description="Days the history of a deleted memory is kept (it goes when its "
+        "partition next deletes something after that).",
+    )
+
+
 class WebSettings(_Section):
     """The admin web page (issue 17): off unless configured. ``amrita-memory web`` serves it
     standalone; the NoneBot plugin mounts it on its FastAPI driver when ``enabled``. A login
@@ -782,6 +817,7 @@ class Settings(BaseSettings):
     llm: LlmSettings = Field(default_factory=LlmSettings)  # type: ignore[arg-type]
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)  # type: ignore[arg-type]
     injection: InjectionSettings = Field(default_factory=InjectionSettings)  # type: ignore[arg-type]
+    trail: TrailSettings = Field(default_factory=TrailSettings)  # type: ignore[arg-type]
     web: WebSettings = Field(default_factory=WebSettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
@@ -860,6 +896,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "llm": LlmSettings,
     "extraction": ExtractionSettings,
     "injection": InjectionSettings,
+    "trail": TrailSettings,
     "web": WebSettings,
 }
 

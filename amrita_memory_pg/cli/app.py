@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import getpass
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.settings import Settings, load_settings
 
 T = TypeVar("T")
@@ -37,11 +39,17 @@ class CliState:
 
 
 def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
-    """Run an async click callback in a fresh event loop."""
+    """Run an async click callback in a fresh event loop, its writes the operator's."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
-        return asyncio.run(fn(*args, **kwargs))
+        async def as_operator() -> T:
+            # The change history names the operator of every write a command makes
+            # (issue 17); scoped to this command's loop, never the calling process.
+            with acting(Actor("person", f"cli:{getpass.getuser()}")):
+                return await fn(*args, **kwargs)
+
+        return asyncio.run(as_operator())
 
     return wrapper
 

@@ -424,6 +424,7 @@ def _register_commands() -> None:
     import amrita_memory_pg.cli.memories
     import amrita_memory_pg.cli.ops
     import amrita_memory_pg.cli.profile
+    import amrita_memory_pg.cli.trail
     import amrita_memory_pg.cli.web  # noqa: F401
 
 

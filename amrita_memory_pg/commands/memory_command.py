@@ -40,7 +40,12 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from amrita_memory_pg.domain.consolidation import CycleSummary
-from amrita_memory_pg.domain.errors import KnowledgeError, PartitionFull, ProfileRefused
+from amrita_memory_pg.domain.errors import (
+    KnowledgeError,
+    MemoryPaused,
+    PartitionFull,
+    ProfileRefused,
+)
 from amrita_memory_pg.domain.importance import MEDIUM
 from amrita_memory_pg.domain.keys import GLOBAL_KEY, personal_key, user_key
 from amrita_memory_pg.domain.knowledge import preview
@@ -53,6 +58,7 @@ from amrita_memory_pg.domain.records import (
     SearchMode,
 )
 from amrita_memory_pg.domain.text import pack_chunks
+from amrita_memory_pg.domain.trail import Actor, Recall, acting
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
@@ -83,6 +89,8 @@ PROFILE_SUBS = frozenset({"profile", "画像"})
 DMN_SUBS = frozenset({"dmn", "run", "触发"})
 KNOWLEDGE_SUBS = frozenset({"knowledge", "知识库"})
 EXTRACT_SUBS = frozenset({"extract", "提取"})
+#: issue 17: pause / resume a scope's memory (superusers)
+PAUSE_SUBS = frozenset({"pause", "resume", "暂停", "恢复"})
 LEGACY_ACTIONS = frozenset({"list", "search", "delete"})
 #: lines ``/memory knowledge read <kid>`` shows when no range is given
 KNOWLEDGE_READ_LINES = 40
@@ -110,6 +118,8 @@ USAGE_CATEGORIES = "类别: preference(偏好) / rule(规则) / event(事件) / 
 USAGE_MODES = (
     "检索方式: … search mode=hybrid|vector|keyword <关键词>（默认见 [retrieval] default_mode）"
 )
+#: a superuser option, not in the usage (like ``dmn``): the README documents it
+USAGE_PAUSE = "/memory pause|resume [user|group|global|分区键] — 暂停/恢复某作用域的记忆（仅超级用户；默认本会话）"
 USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
 USAGE_PROFILE = "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
 PROFILE_USAGE = (
@@ -261,7 +271,7 @@ class Parsed:
     ``usage`` (anything unrecognised), or ``action`` on ``scope`` with ``args``.
     """
 
-    kind: Literal["memo", "dmn", "extract", "usage", "action", "profile", "knowledge"]
+    kind: Literal["memo", "dmn", "extract", "usage", "action", "profile", "knowledge", "pause"]
     sub: str = ""
     scope: Literal["user", "group", "global"] = "user"
     action: str = ""
@@ -291,6 +301,8 @@ def parse_command(text: str, *, in_group: bool) -> Parsed:
         return Parsed("knowledge", sub=sub, action=action, args=args)
     if sub in EXTRACT_SUBS:
         return Parsed("extract", sub=sub)
+    if sub in PAUSE_SUBS:
+        return Parsed("pause", sub=sub, args=rest)
     if sub in ("user", "global") or (sub == "group" and in_group):
         action_parts = rest.split(maxsplit=1)
         action = action_parts[0] if action_parts else ""
@@ -384,7 +396,13 @@ class MemoryCommand:
         self.extractor = extractor
 
     async def run(self, ctx: ToolContext, text: str) -> Reply:
-        """Parse and execute one ``/memory …`` (``text`` is everything after the command)."""
+        """Parse and execute one ``/memory …`` (``text`` is everything after the command).
+
+        Every write it makes is recorded in the change history as this person's."""
+        with acting(Actor("person", ctx.user_id)):
+            return await self._run(ctx, text)
+
+    async def _run(self, ctx: ToolContext, text: str) -> Reply:
         parsed = parse_command(text, in_group=ctx.in_group)
         if parsed.kind == "memo":
             return await self._memo(ctx)
@@ -398,6 +416,10 @@ class MemoryCommand:
             return TextReply(await self._knowledge(ctx, parsed.action, parsed.args))
         if parsed.kind == "extract":
             return TextReply(await self._extract(ctx))
+        if parsed.kind == "pause":
+            if not ctx.is_superuser:
+                return TextReply(f"未知选项：{parsed.sub}")
+            return TextReply(await self._pause(ctx, parsed.sub, parsed.args))
         if parsed.kind == "usage":
             return TextReply(usage(ctx))
 
@@ -419,7 +441,7 @@ class MemoryCommand:
         if action in ("", "list"):
             return TextReply(await self._list(scope, key, args))
         if action == "search":
-            return TextReply(await self._search(scope, key, args))
+            return TextReply(await self._search(ctx, scope, key, args))
         if action == "delete":
             return TextReply(await self._delete(ctx, scope, key, args))
         if action == "add":
@@ -602,7 +624,7 @@ class MemoryCommand:
             lines.append(f"下一页: /memory {scope} list {page + 1}{shown}")
         return "\n".join(lines)
 
-    async def _search(self, scope: str, key: str, args: str) -> str:
+    async def _search(self, ctx: ToolContext, scope: str, key: str, args: str) -> str:
         label = LABELS[scope]
         mode, rest, refused = search_mode(args)
         if refused is not None:
@@ -620,8 +642,15 @@ class MemoryCommand:
             return "请提供搜索关键词，例如: /memory user search 喜欢什么"
         try:
             hits = await self.memories.search(
-                key, query, top_k=SEARCH_TOP_K, category=options.category, mode=mode
+                key,
+                query,
+                top_k=SEARCH_TOP_K,
+                category=options.category,
+                mode=mode,
+                recall=Recall("command", ctx.session_key, ctx.user_id),
             )
+        except MemoryPaused:
+            return f"⏸ {label} 的记忆已暂停（超级用户可用 /memory resume 恢复），暂停期间不检索"
         except Exception as exc:
             log.exception("searching %s failed", key)
             return f"搜索记忆失败: {_reason(exc)}"
@@ -721,6 +750,36 @@ class MemoryCommand:
             f"✅ 已清空 {label} 的 {result.deleted} 条记忆。清空前的备份: {result.backup.stem}"
             f"（恢复: amrita-memory backup restore {result.backup.jsonl_path.name}）"
         )
+
+    async def _pause(self, ctx: ToolContext, sub: str, args: str) -> str:
+        """``/memory pause|resume [user|group|global|<key>]`` (superusers; default: this
+        chat's partition). Paused: kept, not injected, not recalled, not written by the
+        chat LLM, extraction or L3; people still manage it."""
+        trail = self.memories.trail
+        if trail is None:
+            return "暂停不可用：本进程没有打开记忆轨迹"
+        target = args.strip()
+        key = {
+            "": ctx.session_key,
+            "user": ctx.personal_key,
+            "group": ctx.group_key,
+            "global": GLOBAL_KEY,
+        }.get(target, target)
+        if not key or any(ch.isspace() for ch in key):
+            return "用法: " + USAGE_PAUSE
+        try:
+            if sub in ("pause", "暂停"):
+                done = await trail.pause(key, by=f"person:{ctx.user_id}")
+                return (
+                    f"⏸ 已暂停 {key} 的记忆：保留不删除，但不再注入、不再检索，自动流程不再写入"
+                    if done
+                    else f"{key} 的记忆本来就已暂停"
+                )
+            done = await trail.resume(key)
+        except Exception as exc:
+            log.exception("pausing/resuming %s failed", key)
+            return f"操作失败: {_reason(exc)}"
+        return f"▶ 已恢复 {key} 的记忆" if done else f"{key} 的记忆没有暂停"
 
     async def _extract(self, ctx: ToolContext) -> str:
         if ctx.in_group and not ctx.is_group_admin:

@@ -101,6 +101,15 @@ class ProtectedMemory(AmritaMemoryError):
         self.memory_id = memory_id
 
 
+class MemoryPaused(AmritaMemoryError):
+    """The memory of a partition is paused (issue 17): kept, but not injected, not
+    recalled and not written by automatic processes (the chat LLM, extraction, L3)."""
+
+    def __init__(self, partition_key: str) -> None:
+        super().__init__(f"the memory of {partition_key} is paused")
+        self.partition_key = partition_key
+
+
 class MemoTooLong(AmritaMemoryError):
     """A memo write was refused because the result would exceed ``memo_max_chars``.
 

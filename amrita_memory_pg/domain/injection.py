@@ -69,6 +69,17 @@ def line_of(
 
 
 @dataclass(frozen=True, slots=True)
+class Kept:
+    """One memory the block shows: its line, what the line costs, whether it was kept
+    as relevant to the message (the inspector and the access log read these)."""
+
+    candidate: Candidate
+    line: str
+    tokens: int
+    relevant: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Selection:
     """The lines kept, in display order, and what the budget cost."""
 
@@ -76,6 +87,8 @@ class Selection:
     relevant_lines: list[str]
     tokens: int
     evicted: int
+    #: the kept memories in display order (plain lines first, then the relevant ones)
+    kept: tuple[Kept, ...] = ()
 
 
 def select(
@@ -105,7 +118,7 @@ def select(
         age = (now_epoch - c.updated_epoch) / 86400.0
         return (not is_relevant, -recency_score(c.importance, age, half_life_days), priority_key(c))
 
-    kept: list[tuple[bool, Candidate, str]] = []
+    kept: list[tuple[bool, Candidate, str, int]] = []
     used = 0
     for is_relevant, c in sorted(pool, key=score):
         if budget - used < MIN_LINE_TOKENS:
@@ -113,14 +126,16 @@ def select(
         line = line_of(c, scope_labels, category_names)
         cost = count(line)
         if used + cost <= budget:
-            kept.append((is_relevant, c, line))
+            kept.append((is_relevant, c, line, cost))
             used += cost
     kept.sort(key=lambda item: priority_key(item[1]))
+    shown = [k for k in kept if not k[0]] + [k for k in kept if k[0]]
     return Selection(
-        lines=[line for is_relevant, _, line in kept if not is_relevant],
-        relevant_lines=[line for is_relevant, _, line in kept if is_relevant],
+        lines=[line for is_relevant, _, line, _ in kept if not is_relevant],
+        relevant_lines=[line for is_relevant, _, line, _ in kept if is_relevant],
         tokens=used,
         evicted=len(pool) - len(kept),
+        kept=tuple(Kept(c, line, cost, is_relevant) for is_relevant, c, line, cost in shown),
     )
 
 

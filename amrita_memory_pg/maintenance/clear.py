@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from amrita_memory_pg.maintenance.backup import BackupInfo, create_backup
 from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.services.trail import history_bounds
 from amrita_memory_pg.storage.memories import MemoryRepository
 
 WINDOW_SECONDS = 600
@@ -60,6 +61,7 @@ def _repository(store: Store) -> MemoryRepository:
         store.backend,
         cap=settings.per_session_memory_limit,
         acquire_timeout=settings.database.connect_timeout,
+        history=history_bounds(settings.trail),
     )
 
 

@@ -62,6 +62,7 @@ from amrita_memory_pg.domain.planner import HeatState
 from amrita_memory_pg.domain.ports import Vector
 from amrita_memory_pg.domain.profile import Profile, ProfileActor, parse_profile_file
 from amrita_memory_pg.domain.tokens import search_tokens
+from amrita_memory_pg.domain.trail import Actor
 from amrita_memory_pg.domain.validation import (
     InvalidInput,
     check_knowledge_body,
@@ -78,6 +79,7 @@ from amrita_memory_pg.storage.chroma.reference import ChromaData, read_reference
 from amrita_memory_pg.storage.memories import record_from_row
 from amrita_memory_pg.storage.profiles import ProfileStore
 from amrita_memory_pg.storage.queries import load_queries, query
+from amrita_memory_pg.storage.trail import act
 
 log = logging.getLogger(__name__)
 
@@ -549,6 +551,8 @@ async def _import_memories(
                 progress(done, total)
             continue
         async with store.pool.acquire() as conn, conn.transaction():
+            # The change history records these rows as the import's (issue 17).
+            await act(conn, actor=Actor("import", "legacy"))
             # One statement for the batch (import_memory_v1 per row, in order).
             rows = await conn.fetch(
                 query("import_memories"),

@@ -10,12 +10,15 @@ Always ONE SQL query per turn (plus one query embedding when ``relevant_top_k`` 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from amrita_memory_pg.domain.injection import (
+    Selection,
     TokenCounter,
     render_bot_memories,
     scope_labels_for,
@@ -26,9 +29,13 @@ from amrita_memory_pg.domain.memo import render_memo_block
 from amrita_memory_pg.domain.ports import Embedder, MembershipCheck
 from amrita_memory_pg.domain.profile import render_profile_block
 from amrita_memory_pg.domain.records import CATEGORY_NAMES
+from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.llm.tokens import token_counter
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.bot_memories import BotMemoryStore
+from amrita_memory_pg.storage.bot_memories import BlockRows, BotMemoryStore
+
+if TYPE_CHECKING:
+    from amrita_memory_pg.services.trail import TrailService
 
 #: lines whose token count is remembered (a few hundred memories per active chat)
 COUNT_CACHE_LINES = 8192
@@ -74,6 +81,37 @@ class Membership:
     source: str = field(default="chat_log")
 
 
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """Everything one turn's block is made of (the inspector shows it; :meth:`BotMemories.block`
+    returns its ``text``): the parts, the kept memories with their token counts, and the
+    partitions left out because they are paused."""
+
+    text: str
+    memo: str
+    profile: str
+    memories: str
+    selection: Selection
+    loaded: list[str]
+    paused: frozenset[str]
+    #: candidates read before the budget (after the pause filter)
+    candidates: int
+
+
+def without_paused(rows: BlockRows, paused: frozenset[str]) -> BlockRows:
+    """The block's rows without anything of a paused partition (issue 17): its memo, its
+    memories, its relevant memories, its profile, and a loaded scope that is paused."""
+    if not paused:
+        return rows
+    return dataclasses.replace(
+        rows,
+        memos={k: v for k, v in rows.memos.items() if k not in paused},
+        loaded=[k for k in rows.loaded if k not in paused],
+        memories=[c for c in rows.memories if c.partition_key not in paused],
+        relevant=[c for c in rows.relevant if c.partition_key not in paused],
+    )
+
+
 class BotMemories:
     """Builds the block; loads and unloads scopes into a chat."""
 
@@ -84,12 +122,15 @@ class BotMemories:
         settings: Settings,
         *,
         counter: TokenCounter | None = None,
+        trail: TrailService | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self._counter = counter
         self.membership = Membership(ChatLogMembership(store))
+        #: issue 17: paused partitions are left out; injected memories are logged
+        self.trail = trail
 
     @property
     def count(self) -> TokenCounter:
@@ -107,7 +148,21 @@ class BotMemories:
         message: str | None = None,
         now: datetime | None = None,
     ) -> str:
-        """The per-turn system text ("" = inject nothing). One SQL query."""
+        """The per-turn system text ("" = inject nothing). One SQL query for the block,
+        one for the paused partitions among its keys; what was injected is logged in the
+        background (the turn does not wait for it)."""
+        return (await self.compose(speaker, message=message, now=now)).text
+
+    async def compose(
+        self,
+        speaker: Speaker,
+        *,
+        message: str | None = None,
+        now: datetime | None = None,
+        log: bool = True,
+    ) -> Composition:
+        """The block and what it is made of — exactly what :meth:`block` injects (the
+        inspector calls this with ``log=False``: looking is not a recall)."""
         settings = self.settings
         injection = settings.injection
         personal = bool(speaker.group_key) and settings.memo_inject_personal_in_group
@@ -129,6 +184,15 @@ class BotMemories:
             top_k=injection.relevant_top_k,
             profile_key=speaker.personal_key if settings.profile.inject_summary else None,
         )
+        paused: frozenset[str] = frozenset()
+        if self.trail is not None:
+            # Python-side until memory_block_v1 filters paused partitions itself.
+            paused = await self.trail.paused_among(
+                [*memo_keys, *scope_keys, *rows.loaded, speaker.personal_key]
+            )
+            rows = without_paused(rows, paused)
+            if speaker.personal_key in paused:
+                rows = dataclasses.replace(rows, profile="")
         memo = render_memo_block(
             rows.memos.get(speaker.session_key, ""),
             rows.memos.get(speaker.personal_key) if personal else None,
@@ -148,7 +212,30 @@ class BotMemories:
         )
         memories = render_bot_memories(selection, rows.loaded)
         profile = render_profile_block(rows.profile, speaker=speaker.user_id)
-        return "\n\n".join(part for part in (memo, profile, memories) if part)
+        text = "\n\n".join(part for part in (memo, profile, memories) if part)
+        if log and self.trail is not None and selection.kept:
+            self.trail.log_injected_soon(
+                [
+                    (
+                        k.candidate.partition_key,
+                        k.candidate.id,
+                        "relevant" if k.relevant else "inject",
+                    )
+                    for k in selection.kept
+                ],
+                Recall("inject", speaker.session_key, speaker.user_id),
+                query=message,
+            )
+        return Composition(
+            text=text,
+            memo=memo,
+            profile=profile,
+            memories=memories,
+            selection=selection,
+            loaded=list(rows.loaded),
+            paused=paused,
+            candidates=len(rows.memories),
+        )
 
     async def load(
         self, chat_key: str, scope_key: str, user_id: str, now: datetime | None = None

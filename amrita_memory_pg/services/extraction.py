@@ -39,12 +39,14 @@ from amrita_memory_pg.domain.errors import (
     AmritaMemoryError,
     EmbeddingError,
     LlmError,
+    MemoryPaused,
     PartitionFull,
 )
 from amrita_memory_pg.domain.keys import scope_of_key
 from amrita_memory_pg.domain.ports import ChatModel, TokenUsage
 from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, Category, ChatLine
 from amrita_memory_pg.domain.tokens import search_tokens
+from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.domain.validation import text_problem
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import ExtractionSettings, LlmSettings, Settings
@@ -161,6 +163,10 @@ class Outcome:
     usage: TokenUsage = field(default_factory=TokenUsage)
 
 
+#: the reason recorded for a run on a paused scope (issue 17)
+PAUSED_REASON = "the memory of this scope is paused: nothing extracted (the lines are marked read)"
+
+
 class Extractor:
     """Runs extractions on one store with one chat model (None: extraction unavailable)."""
 
@@ -235,6 +241,13 @@ class Extractor:
                 session_key, partition, "empty", "no new chat lines since the last extraction"
             )
         until = lines[-1].id
+        trail = self.memories.trail
+        if trail is not None and await trail.is_paused(partition):
+            # issue 17: a paused scope is not written by automatic processes; the lines
+            # are marked read (a rejected run), so they are not retried after resuming.
+            return await self._finish(
+                session_key, partition, trigger, "rejected", PAUSED_REASON, until, TokenUsage(), now
+            )
         records, _total = await self.memories.list_page(
             partition, limit=max(self.settings.per_session_memory_limit, 1), offset=0
         )
@@ -267,16 +280,13 @@ class Extractor:
                     finished_at=datetime.now(UTC),
                 )
 
-            replaced, inserted = await self.memories.repo.replace_auto(
-                partition,
-                scope_of_key(partition),
-                [(e.content, e.category, e.importance) for e in entries],
-                vectors,
-                fingerprint=self.memories.embedder.fingerprint,
-                provider=self.memories.embedder.provider,
-                now=now,
-                before_commit=record_ok,
-                tokens=[search_tokens(e.content) for e in entries],
+            with acting(Actor("extraction", session_key)):
+                replaced, inserted = await self._replace(
+                    partition, entries, vectors, now, record_ok
+                )
+        except MemoryPaused:
+            return await self._finish(
+                session_key, partition, trigger, "rejected", PAUSED_REASON, until, usage, now
             )
         except Rejected as exc:
             return await self._finish(
@@ -306,6 +316,27 @@ class Extractor:
             usage.total_tokens,
         )
         return Outcome(session_key, partition, "ok", None, inserted, replaced, usage)
+
+    async def _replace(
+        self,
+        partition: str,
+        entries: Sequence[Any],
+        vectors: Sequence[Any],
+        now: datetime,
+        record_ok: Any,
+    ) -> tuple[int, int]:
+        """The replacement of the partition's auto memories, in one transaction."""
+        return await self.memories.repo.replace_auto(
+            partition,
+            scope_of_key(partition),
+            [(e.content, e.category, e.importance) for e in entries],
+            vectors,
+            fingerprint=self.memories.embedder.fingerprint,
+            provider=self.memories.embedder.provider,
+            now=now,
+            before_commit=record_ok,
+            tokens=[search_tokens(e.content) for e in entries],
+        )
 
     async def _finish(
         self,

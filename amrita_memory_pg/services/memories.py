@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.errors import FingerprintMismatch
+from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
 from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
@@ -20,8 +21,12 @@ from amrita_memory_pg.domain.records import (
     SweepReport,
 )
 from amrita_memory_pg.domain.tokens import search_tokens
+from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.settings import DecaySettings, Settings
 from amrita_memory_pg.storage.memories import AddResult, MemoryRepository, SweepParams
+
+if TYPE_CHECKING:
+    from amrita_memory_pg.services.trail import TrailService
 
 
 def _utcnow() -> datetime:
@@ -48,8 +53,17 @@ class MemoryService:
     L3 loop control the clock.
     """
 
-    def __init__(self, repo: MemoryRepository, embedder: Embedder, settings: Settings) -> None:
+    def __init__(
+        self,
+        repo: MemoryRepository,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        trail: TrailService | None = None,
+    ) -> None:
         self.repo = repo
+        #: the access log and the pause (issue 17); None: searches log nothing
+        self.trail = trail
         self.embedder = embedder
         self.settings = settings
         self.policy = decay_policy(settings.decay)
@@ -301,10 +315,15 @@ class MemoryService:
         category: str | None = None,
         mode: SearchMode | None = None,
         now: datetime | None = None,
+        recall: Recall | None = None,
     ) -> list[SearchHit]:
         """The true top_k by decay score; relevance by ``mode`` (default: the configured
         ``retrieval.default_mode``). Keyword mode embeds nothing, so it also works while
-        the embedding service is down."""
+        the embedding service is down.
+
+        ``recall`` (who searches: the chat tool, /memory, the CLI) logs the hits in the
+        access log and honours a paused partition: :class:`MemoryPaused`, no hits. Without
+        it (an operator's own view) nothing is logged and a pause is not checked."""
         ranking = self.ranking(mode, query)
         vector = None if ranking.mode == "keyword" else await self.embedder.embed_query(query)
         where = SearchFilter(
@@ -314,13 +333,14 @@ class MemoryService:
             tags=tuple(tags) if tags else None,
             category=category,
         )
+        at = now or _utcnow()
         try:
-            return await self.repo.search(
+            hits = await self.repo.search(
                 partition_key,
                 vector,
                 top_k=top_k,
                 where=where,
-                now=now or _utcnow(),
+                now=at,
                 decay=self.policy,
                 ranking=ranking,
             )
@@ -331,6 +351,13 @@ class MemoryService:
                 f"dimension {dim}) differ: the embedding model changed — run "
                 "`amrita-memory reindex`, or configure the model the store was built with"
             ) from exc
+        if (
+            recall is not None
+            and self.trail is not None
+            and await self.trail.after_search(partition_key, hits, recall, query, now=at)
+        ):
+            raise MemoryPaused(partition_key)
+        return hits
 
     async def sweep(
         self,

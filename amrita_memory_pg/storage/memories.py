@@ -24,7 +24,12 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.errors import FingerprintMismatch, PartitionFull, ProtectedMemory
+from amrita_memory_pg.domain.errors import (
+    FingerprintMismatch,
+    MemoryPaused,
+    PartitionFull,
+    ProtectedMemory,
+)
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
 from amrita_memory_pg.domain.records import (
     Category,
@@ -38,6 +43,7 @@ from amrita_memory_pg.domain.records import (
 )
 from amrita_memory_pg.storage.pg.outcome import classify, write_connection
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.trail import DEFAULT_BOUNDS, PAUSED, HistoryBounds, act, acts
 
 
 def record_from_row(row: Any) -> MemoryRecord:
@@ -77,6 +83,13 @@ MODEL_MISMATCH = frozenset({FINGERPRINT_MISMATCH, DIMENSION_MISMATCH})
 
 #: SQLSTATE of the manual-entry guard (sql/functions/protect_manual_v1.sql)
 PROTECTED = "AMP01"
+
+
+def raise_if_paused(exc: asyncpg.PostgresError, partition_key: str) -> None:
+    """Raise :class:`MemoryPaused` from an automatic write refused on a paused partition
+    (SQLSTATE AMZ01, the trail trigger); return otherwise."""
+    if exc.sqlstate == PAUSED:
+        raise MemoryPaused(partition_key) from exc
 
 
 def raise_if_model_mismatch(exc: asyncpg.PostgresError) -> None:
@@ -132,8 +145,11 @@ class MemoryRepository:
         *,
         cap: int,
         acquire_timeout: float | None = None,
+        history: HistoryBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.pool = pool
+        #: the change history's bounds, handed to its trigger with the writer (issue 17)
+        self.history = history
         self.backend = backend
         #: ``per_session_memory_limit``: checked by the insert itself
         self.cap = cap
@@ -171,7 +187,10 @@ class MemoryRepository:
         # insert_memory_v3 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
-        async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
+        explicit = self.backend.write_hooks or acts(self.history)
+        async with self._writing() as conn, _transaction(conn, explicit):
+            if explicit:
+                await act(conn, self.history)
             try:
                 row = await conn.fetchrow(
                     query("insert_memory"),
@@ -194,6 +213,7 @@ class MemoryRepository:
                 )
             except asyncpg.PostgresError as exc:
                 raise_if_model_mismatch(exc)
+                raise_if_paused(exc, partition_key)
                 raise
             assert row is not None
             if row["id"] is None:
@@ -246,7 +266,10 @@ class MemoryRepository:
         # write_memory_v2 is one statement, hence its own transaction: the cap's advisory
         # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
         # explicit transaction around insert + hook — three round trips instead of one.
-        async with self._writing() as conn, _transaction(conn, self.backend.write_hooks):
+        explicit = self.backend.write_hooks or acts(self.history)
+        async with self._writing() as conn, _transaction(conn, explicit):
+            if explicit:
+                await act(conn, self.history)
             try:
                 row = await conn.fetchrow(
                     query("write_memory"),
@@ -270,6 +293,7 @@ class MemoryRepository:
                 )
             except asyncpg.PostgresError as exc:
                 raise_if_model_mismatch(exc)
+                raise_if_paused(exc, partition_key)
                 raise
             assert row is not None
             if row["id"] is None:
@@ -308,6 +332,7 @@ class MemoryRepository:
         and changes nothing.
         """
         async with self._writing() as conn, conn.transaction():
+            await act(conn, self.history)
             return await self._update(
                 conn,
                 partition_key,
@@ -360,6 +385,7 @@ class MemoryRepository:
             if exc.sqlstate == PROTECTED:
                 raise ProtectedMemory(memory_id) from exc
             raise_if_model_mismatch(exc)
+            raise_if_paused(exc, partition_key)
             raise
         if row is None:
             return None
@@ -390,6 +416,7 @@ class MemoryRepository:
         protected ``source=user`` row (``protect_keep`` for the kept one, ``protect_merged``
         for the deleted ones) raises :class:`ProtectedMemory` and rolls the merge back."""
         async with self._writing() as conn, conn.transaction():
+            await act(conn, self.history, op="merge", note=keep_id)
             record = await self._update(
                 conn,
                 partition_key,
@@ -423,6 +450,7 @@ class MemoryRepository:
         by the database: :class:`ProtectedMemory`, it stays.
         """
         async with self._writing() as conn, conn.transaction():
+            await act(conn, self.history)
             return await self._delete(conn, partition_key, memory_id, protect_user) is not None
 
     async def _delete(
@@ -436,6 +464,7 @@ class MemoryRepository:
         except asyncpg.PostgresError as exc:
             if exc.sqlstate == PROTECTED:
                 raise ProtectedMemory(memory_id) from exc
+            raise_if_paused(exc, partition_key)
             raise
         if deleted is not None:
             await self.backend.removed([deleted])
@@ -526,8 +555,15 @@ class MemoryRepository:
             [list(t) for t in tokens] if tokens is not None else [None] * len(entries)
         )
         async with self._writing() as conn, conn.transaction():
+            await act(conn, self.history)
             await conn.execute(query("auto_lock_partition"), partition_key)
-            gone = [r["id"] for r in await conn.fetch(query("delete_auto_memories"), partition_key)]
+            try:
+                gone = [
+                    r["id"] for r in await conn.fetch(query("delete_auto_memories"), partition_key)
+                ]
+            except asyncpg.PostgresError as exc:
+                raise_if_paused(exc, partition_key)
+                raise
             if gone and self.backend.write_hooks:
                 await self.backend.removed(gone)
             for (content, category, importance), vector, entry_tokens in zip(
@@ -552,6 +588,7 @@ class MemoryRepository:
                     )
                 except asyncpg.PostgresError as exc:
                     raise_if_model_mismatch(exc)
+                    raise_if_paused(exc, partition_key)
                     raise
                 assert row is not None
                 if row["id"] is None:
@@ -584,6 +621,7 @@ class MemoryRepository:
     async def clear(self, partition_key: str) -> int:
         """Delete every memory of the partition (a person's ``clear``); returns how many."""
         async with self._writing() as conn, conn.transaction():
+            await act(conn, self.history)
             gone = [r["id"] for r in await conn.fetch(query("clear_partition"), partition_key)]
             if gone:
                 await self.backend.removed(gone)

@@ -43,6 +43,7 @@ from amrita_memory_pg.domain.consolidation import (
 from amrita_memory_pg.domain.errors import (
     EmbeddingError,
     FingerprintMismatch,
+    MemoryPaused,
     MemoTooLong,
     PartitionFull,
     ToolError,
@@ -50,6 +51,7 @@ from amrita_memory_pg.domain.errors import (
 from amrita_memory_pg.domain.importance import ImportanceLabel, label_to_level
 from amrita_memory_pg.domain.keys import is_personal_key
 from amrita_memory_pg.domain.records import ChatLine, MemoryRecord, Scope, parse_tags
+from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
@@ -272,7 +274,13 @@ class LoopTools:
                 top_k=args.top_k,
                 importance=TIER_RANGE[args.importance] if args.importance else None,
                 now=self.loop.clock(),
+                recall=Recall("l3", cycle.target_key, f"cycle {cycle.cycle_id}"),
             )
+        except MemoryPaused:
+            return {
+                "status": "paused",
+                "message": f"{cycle.target_key} 的记忆已被管理员暂停：本轮不读取也不修改记忆，请直接结束",
+            }
         except EmbeddingError as exc:
             raise embedding_failure("检索记忆失败", exc) from exc
         except FingerprintMismatch as exc:

@@ -23,6 +23,7 @@ from pydantic import BeforeValidator, Field
 from amrita_memory_pg.domain.errors import (
     EmbeddingError,
     FingerprintMismatch,
+    MemoryPaused,
     PartitionFull,
     ProtectedMemory,
     ToolError,
@@ -30,6 +31,7 @@ from amrita_memory_pg.domain.errors import (
 from amrita_memory_pg.domain.importance import LABELS, ImportanceLabel, label_to_level
 from amrita_memory_pg.domain.keys import GLOBAL_KEY
 from amrita_memory_pg.domain.records import Category, MemoryRecord, Scope, SearchMode, parse_tags
+from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
@@ -199,6 +201,30 @@ def can_edit(record: MemoryRecord, ctx: ToolContext, settings: Settings) -> bool
     return ctx.is_group_admin or ctx.is_superuser or record.author == ctx.user_id
 
 
+def paused_refusal(partition: str, action: str) -> ToolError:
+    """The refusal of a write to a paused scope (the database refuses it too, AMZ01)."""
+    return ToolError(
+        f"未能{action}：该作用域（{partition}）的记忆已被管理员暂停，暂停期间不读取也不写入记忆，"
+        "什么都没有改变。请不要重试，正常回答用户即可",
+        paused=True,
+    )
+
+
+def paused_reply(partition: str) -> dict[str, Any]:
+    """read_memory / list_memory of a paused scope: a clear status, no memories."""
+    return {
+        "status": "paused",
+        "message": f"该作用域（{partition}）的记忆已被管理员暂停：暂停期间不提供记忆，请直接回答用户",
+    }
+
+
+def recall_of(ctx: ToolContext) -> Recall:
+    """Who recalls, for the access log: the chat tool, or the L3 loop's cycle."""
+    if ctx.cycle is not None:
+        return Recall("l3", ctx.cycle.target_key, f"cycle {ctx.cycle.cycle_id}")
+    return Recall("tool", ctx.session_key, ctx.user_id)
+
+
 def _clean_content(value: str) -> str:
     text = value.strip()
     if not text:
@@ -243,6 +269,8 @@ class MemoryTools:
             raise embedding_failure("写入记忆失败", exc) from exc
         except FingerprintMismatch as exc:
             raise ToolError(f"写入记忆失败: {exc}") from exc
+        except MemoryPaused as exc:
+            raise paused_refusal(partition, "写入") from exc
         record = written.record
         reply: dict[str, Any] = {
             "memory_id": record.id,
@@ -276,7 +304,10 @@ class MemoryTools:
                 tags=parse_tags(args.tags) or None,
                 category=args.category,
                 mode=args.mode,
+                recall=recall_of(ctx),
             )
+        except MemoryPaused:
+            return paused_reply(partition)
         except EmbeddingError as exc:
             raise embedding_failure("检索记忆失败", exc) from exc
         except FingerprintMismatch as exc:
@@ -353,6 +384,8 @@ class MemoryTools:
             raise ToolError(f"更新记忆失败: {exc}") from exc
         except ProtectedMemory as exc:  # became protected between the read and the write
             raise protected_refusal("修改") from exc
+        except MemoryPaused as exc:
+            raise paused_refusal(partition, "修改") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
@@ -370,12 +403,16 @@ class MemoryTools:
             deleted = await self.store.delete(partition, record.id)
         except ProtectedMemory as exc:
             raise protected_refusal("删除") from exc
+        except MemoryPaused as exc:
+            raise paused_refusal(partition, "删除") from exc
         if not deleted:
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆删除成功", "id": record.id}
 
     async def list_memory(self, args: ListMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         _scope, partition = resolve_scope(args.scope, ctx)
+        if self.store.trail is not None and await self.store.trail.is_paused(partition):
+            return paused_reply(partition)
         limit, offset = args.limit, args.offset
         page, total = await self.store.list_filtered(
             partition, limit=limit, offset=offset, category=args.category

@@ -20,7 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from amrita_memory_pg.domain.errors import DatabaseError, ToolError
+from amrita_memory_pg.domain.errors import DatabaseError, MemoryPaused, ToolError
+from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.domain.validation import plain
 from amrita_memory_pg.storage.pg.outcome import classify
 from amrita_memory_pg.tools.args import ArgumentError, ToolArgs, openai_parameters, parse_args
@@ -171,6 +172,13 @@ class ToolRegistry:
             if tool.offer is None or tool.offer(context)
         ]
 
+    def actor(self, ctx: ToolContext) -> Actor:
+        """Who the change history names for this audience's writes: the chat LLM of the
+        speaker's chat, or the L3 loop's cycle."""
+        if ctx.cycle is not None:
+            return Actor("l3", f"cycle {ctx.cycle.cycle_id} · {ctx.cycle.target_key}")
+        return Actor("llm", ctx.session_key)
+
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
     ) -> str:
@@ -182,9 +190,17 @@ class ToolRegistry:
                 f"未知工具 {plain(str(name))}；可用工具: {available}", compact=self.compact
             )
         try:
-            result = await tool.run(_arguments(name, arguments), ctx)
+            with acting(self.actor(ctx)):
+                result = await tool.run(_arguments(name, arguments), ctx)
         except ToolError as exc:
             return error_reply(exc.message, compact=self.compact, **exc.extra)
+        except MemoryPaused as exc:  # any tool's write on a paused scope (AMZ01)
+            return error_reply(
+                f"该作用域（{exc.partition_key}）的记忆已被管理员暂停：暂停期间自动流程不能修改记忆，"
+                "什么都没有改变。请不要重试",
+                compact=self.compact,
+                paused=True,
+            )
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
             prefix = tool.failure_prefix or f"{name} 失败"
             # issue 11 F7: never an empty message; say whether anything changed, what to do.

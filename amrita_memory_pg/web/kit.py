@@ -30,6 +30,7 @@ from markupsafe import Markup, escape
 
 from amrita_memory_pg.domain.errors import NotReady
 from amrita_memory_pg.domain.redact import redact
+from amrita_memory_pg.domain.trail import Actor, set_actor
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.admin import AdminStore
@@ -161,15 +162,24 @@ async def check_csrf(request: Request) -> None:
         raise CsrfRefused()
 
 
+def _acting_as(user: AdminUser) -> None:
+    """Name the writer for the change history (issue 17): every write of this request is
+    ``person:web:<name>``. Set in the request's own task (this dependency is awaited
+    there), so it holds for the handler and ends with the request."""
+    set_actor(Actor("person", f"web:{user.name}"))
+
+
 async def require_write(request: Request) -> AdminUser:
     user = require_admin(request)
     await check_csrf(request)
+    _acting_as(user)
     return user
 
 
 async def require_superuser_write(request: Request) -> AdminUser:
     user = require_superuser(request)
     await check_csrf(request)
+    _acting_as(user)
     return user
 
 

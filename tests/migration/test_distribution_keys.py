@@ -23,6 +23,10 @@ DISTRIBUTED = {
     # issue 14: the chat whose log a run read / the chat that loaded a scope
     "extraction_run": "session_key",
     "loaded_scope": "chat_key",
+    # issue 17: the trail of a memory, and a paused partition
+    "memory_access": "partition_key",
+    "memory_change": "partition_key",
+    "paused_partition": "partition_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {

@@ -26,7 +26,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, JSONB, TSVECTOR
 
 SCHEMA = "amrita_memory"
 
@@ -594,6 +594,83 @@ loaded_scope = Table(
     comment="Scopes loaded read-only into a chat (memory_load_context) until unloaded or the session expires",
 )
 
+# ---------------------------------------------------------------- issue 17: the trail
+# Who recalled a memory, who changed it, which partitions are paused (0019_trail;
+# the triggers and functions are sql/functions/trail_v1.sql).
+
+memory_access = Table(
+    "memory_access",
+    metadata,
+    Column("partition_key", Text, nullable=False),
+    Column("memory_id", Text, nullable=False),
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column(
+        "surface",
+        Text,
+        nullable=False,
+        comment="tool | command | cli | web | l3 | inject | relevant",
+    ),
+    Column("chat_key", Text, nullable=True, comment="the chat that recalled it (session key)"),
+    Column("who", Text, nullable=True, comment="the speaker's user id, or the operator"),
+    Column("query", Text, nullable=True, comment="the search text, redacted and cut"),
+    Column(
+        "score", DOUBLE_PRECISION, nullable=True, comment="the hit's decay score (NULL: injected)"
+    ),
+    CheckConstraint(
+        "surface IN ('tool', 'command', 'cli', 'web', 'l3', 'inject', 'relevant')",
+        name="surface",
+    ),
+    PrimaryKeyConstraint("partition_key", "memory_id", "seq"),
+    comment="Recalls of a memory (searches and injections), newest N per memory (log_access_v1)",
+)
+
+memory_change = Table(
+    "memory_change",
+    metadata,
+    Column("partition_key", Text, nullable=False),
+    Column("memory_id", Text, nullable=False),
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column(
+        "actor_kind",
+        Text,
+        nullable=False,
+        comment="person | llm | extraction | l3 | import | system",
+    ),
+    Column("actor_id", Text, nullable=True, comment="the person, chat, session or cycle"),
+    Column("op", Text, nullable=False, comment="create | update | delete | merge | tag"),
+    Column("before", JSONB, nullable=True, comment="the shown fields before (NULL: created)"),
+    Column("after", JSONB, nullable=True, comment="the shown fields after (NULL: deleted)"),
+    Column("note", Text, nullable=True, comment="e.g. the id a merge kept"),
+    CheckConstraint(
+        "actor_kind IN ('person', 'llm', 'extraction', 'l3', 'import', 'system')",
+        name="actor_kind",
+    ),
+    CheckConstraint("op IN ('create', 'update', 'delete', 'merge', 'tag')", name="op"),
+    PrimaryKeyConstraint("partition_key", "memory_id", "seq"),
+    comment="Change history per memory (statement triggers on memory), newest N per memory",
+)
+# The retention of deleted memories' history walks only the delete rows of a partition.
+Index(
+    "ix_memory_change_partition_key_at",
+    memory_change.c.partition_key,
+    memory_change.c.at,
+    postgresql_where=text("after IS NULL"),
+)
+
+paused_partition = Table(
+    "paused_partition",
+    metadata,
+    Column("partition_key", Text, nullable=False),
+    Column("paused_at", DateTime(timezone=True), nullable=False),
+    Column("paused_by", Text, nullable=False, comment="who paused it (person id / operator)"),
+    Column("reason", Text, nullable=True),
+    CheckConstraint("partition_key <> ''", name="partition_nonempty"),
+    PrimaryKeyConstraint("partition_key"),
+    comment="Partitions whose memory is paused: kept, not injected, not recalled, "
+    "not written by automatic processes",
+)
 admin_audit = Table(
     "admin_audit",
     metadata,

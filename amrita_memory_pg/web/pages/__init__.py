@@ -19,6 +19,7 @@ from amrita_memory_pg.web.pages import (
     partitions,
     profiles,
     status,
+    trail,
 )
 
 PAGES: list[ModuleType] = [
@@ -29,11 +30,10 @@ PAGES: list[ModuleType] = [
     profiles,
     l3,
     status,
+    trail,
     audit,
 ]
 
 #: pages announced in the navigation but not built yet: (key, label key); each renders
 #: an honest "not built yet" page at /planned/<key>
-PLANNED: list[tuple[str, str]] = [
-    ("inspector", "nav.inspector"),
-]
+PLANNED: list[tuple[str, str]] = []

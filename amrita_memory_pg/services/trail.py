@@ -1,0 +1,155 @@
+"""The memory's trail as the surfaces use it (issue 17, item 4): log recalls without
+ever failing a read, honour paused partitions, read a memory's log and history.
+
+A recall is logged in ONE statement after the search (``recall_v1``), which also says
+whether the partition is paused: the read path pays one round trip for both. The
+memories injected into a turn are logged in the background (:meth:`log_injected_soon`):
+the turn never waits for it, and while one such write is still running the next turn's
+is skipped and counted (``dropped``) rather than queued — under load the log thins out,
+the chat does not slow down. A failure to log is a warning, never a failed read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from amrita_memory_pg.domain.records import SearchHit
+from amrita_memory_pg.domain.trail import AccessEntry, ChangeEntry, Recall, log_query
+from amrita_memory_pg.settings import TrailSettings
+from amrita_memory_pg.storage.trail import HistoryBounds, PauseState, TrailStore
+
+log = logging.getLogger(__name__)
+
+
+def history_bounds(settings: TrailSettings) -> HistoryBounds:
+    """The ``[trail]`` history bounds as the repository hands them to the trigger."""
+    return HistoryBounds(settings.history_per_memory, settings.history_keep_deleted_days)
+
+
+class TrailService:
+    """Access log, change history and pause on one :class:`TrailStore`."""
+
+    def __init__(self, store: TrailStore, settings: TrailSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self._pending: asyncio.Task[int] | None = None
+        #: injected-memory logs skipped because the previous one was still being written
+        self.dropped = 0
+
+    def log_injected_soon(
+        self,
+        memories: Sequence[tuple[str, str, str]],
+        recall: Recall,
+        *,
+        query: str | None = None,
+    ) -> None:
+        """:meth:`log_injected` in the background (at most one at a time; see the module)."""
+        if not memories or not (self.settings.access_log and self.settings.log_injection):
+            return
+        if self._pending is not None and not self._pending.done():
+            self.dropped += 1
+            return
+        self._pending = asyncio.get_running_loop().create_task(
+            self.log_injected(list(memories), recall, query=query, now=datetime.now(UTC))
+        )
+
+    async def flush(self) -> None:
+        """Wait for the background log write, if one is running (close, tests)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending
+
+    async def after_search(
+        self,
+        partition_key: str,
+        hits: Sequence[SearchHit],
+        recall: Recall,
+        query: str | None,
+        *,
+        now: datetime | None = None,
+    ) -> bool:
+        """Log the hits of a search of one partition; True when it is paused (the caller
+        withholds the hits). A failure here logs a warning and counts as not paused: the
+        search itself just succeeded on the same database."""
+        try:
+            return await self.store.recall(
+                partition_key,
+                [h.record.id for h in hits],
+                [h.decay_score for h in hits],
+                at=now or datetime.now(UTC),
+                recall=recall,
+                query_text=log_query(query),
+                keep=self.settings.access_per_memory,
+                log=self.settings.access_log,
+            )
+        except Exception as exc:  # the trail must never fail a read
+            log.warning("logging the recall of %s failed: %s", partition_key, exc)
+            return False
+
+    async def log_injected(
+        self,
+        memories: Iterable[tuple[str, str, str]],
+        recall: Recall,
+        *,
+        query: str | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """Log (partition, id, surface) triples injected into one turn; never raises."""
+        if not (self.settings.access_log and self.settings.log_injection):
+            return 0
+        written = 0
+        by_surface: dict[str, list[tuple[str, str]]] = {}
+        for partition, memory_id, surface in memories:
+            by_surface.setdefault(surface, []).append((partition, memory_id))
+        at = now or datetime.now(UTC)
+        for surface, pairs in by_surface.items():
+            try:
+                written += await self.store.log_access(
+                    [p for p, _ in pairs],
+                    [i for _, i in pairs],
+                    None,
+                    at=at,
+                    recall=Recall(surface, recall.chat_key, recall.who),  # type: ignore[arg-type]
+                    query_text=log_query(query) if surface == "relevant" else None,
+                    keep=self.settings.access_per_memory,
+                )
+            except Exception as exc:  # the trail must never fail a turn
+                log.warning("logging the injected memories failed: %s", exc)
+        return written
+
+    async def paused_among(self, keys: Sequence[str]) -> frozenset[str]:
+        return await self.store.paused_among(keys)
+
+    async def is_paused(self, partition_key: str) -> bool:
+        return partition_key in await self.store.paused_among([partition_key])
+
+    async def pause(
+        self, partition_key: str, *, by: str, reason: str | None = None, now: datetime | None = None
+    ) -> bool:
+        """Pause a partition's memory (False: it already was)."""
+        return await self.store.pause(
+            partition_key, by=by, at=now or datetime.now(UTC), reason=reason
+        )
+
+    async def resume(self, partition_key: str) -> bool:
+        """Resume a partition's memory (False: it was not paused)."""
+        return await self.store.resume(partition_key)
+
+    async def state(self, partition_key: str) -> PauseState | None:
+        return await self.store.state(partition_key)
+
+    async def paused(self) -> list[PauseState]:
+        return await self.store.paused()
+
+    async def access_log(
+        self, partition_key: str, memory_id: str, limit: int = 50
+    ) -> list[AccessEntry]:
+        return await self.store.access_log(partition_key, memory_id, limit)
+
+    async def history(
+        self, partition_key: str, memory_id: str, limit: int = 50
+    ) -> list[ChangeEntry]:
+        return await self.store.history(partition_key, memory_id, limit)
