@@ -148,9 +148,9 @@ class BotMemories:
         message: str | None = None,
         now: datetime | None = None,
     ) -> str:
-        """The per-turn system text ("" = inject nothing). One SQL query for the block,
-        one for the paused partitions among its keys; what was injected is logged in the
-        background (the turn does not wait for it)."""
+        """The per-turn system text ("" = inject nothing). One SQL query (paused partitions
+        are left out by it); what was injected is logged in the background, one statement
+        the turn does not wait for (``[trail] log_injection``)."""
         return (await self.compose(speaker, message=message, now=now)).text
 
     async def compose(
@@ -184,15 +184,12 @@ class BotMemories:
             top_k=injection.relevant_top_k,
             profile_key=speaker.personal_key if settings.profile.inject_summary else None,
         )
-        paused: frozenset[str] = frozenset()
-        if self.trail is not None:
-            # Python-side until memory_block_v1 filters paused partitions itself.
-            paused = await self.trail.paused_among(
-                [*memo_keys, *scope_keys, *rows.loaded, speaker.personal_key]
-            )
-            rows = without_paused(rows, paused)
-            if speaker.personal_key in paused:
-                rows = dataclasses.replace(rows, profile="")
+        # The block query left paused partitions out and named them (memory_block_v2);
+        # the pure filter below only guards that contract.
+        paused = rows.paused
+        rows = without_paused(rows, paused)
+        if speaker.personal_key in paused:
+            rows = dataclasses.replace(rows, profile="")
         memo = render_memo_block(
             rows.memos.get(speaker.session_key, ""),
             rows.memos.get(speaker.personal_key) if personal else None,

@@ -31,6 +31,8 @@ class BlockRows:
     relevant: list[Candidate]
     #: the speaker's profile summary ("" when not asked for or empty)
     profile: str = ""
+    #: the partitions asked for that are paused (issue 17): left out of everything above
+    paused: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,7 @@ class BotMemoryStore:
         memories: list[Candidate] = []
         relevant: list[Candidate] = []
         profile = ""
+        paused: set[str] = set()
         for row in rows:
             kind = row["kind"]
             if kind == "memo":
@@ -129,9 +132,11 @@ class BotMemoryStore:
                 memories.append(_candidate(row))
             elif kind == "profile":
                 profile = row["content"]
+            elif kind == "paused":
+                paused.add(row["partition_key"])
             else:
                 relevant.append(_candidate(row))
-        return BlockRows(memos, loaded, memories, relevant, profile)
+        return BlockRows(memos, loaded, memories, relevant, profile, frozenset(paused))
 
     # ------------------------------------------------------------------ loaded scopes
 

@@ -41,14 +41,14 @@ SELECT count(*)::integer AS n
 
 -- name: memory_block
 -- Everything one turn injects, in ONE round trip (memos, loaded scopes, candidates,
--- relevant memories, profile summary): sql/functions/injection_v1.sql, planned once per
--- connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
+-- relevant memories, profile summary, and one row of kind paused per paused partition,
+-- which is left out): sql/functions/injection_v2.sql, planned once per connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
 -- vector (NULL: none), $6 how many relevant memories, $7 profile key (NULL: none).
 -- updated_at arrives as epoch seconds: 200 floats decode in a fraction of the time of
 -- 200 timestamptz (bench/bench_injection.py).
 SELECT b.kind, b.partition_key, b.content, b.id, b.importance, b.category,
        extract(epoch FROM b.updated_at)::float8 AS updated_epoch
-  FROM amrita_memory.memory_block_v1($1::text[], $2::text, $3::text[], $4::integer,
+  FROM amrita_memory.memory_block_v2($1::text[], $2::text, $3::text[], $4::integer,
                                      $5::vector, $6::integer, $7::text) b;
 
 -- name: load_scope

@@ -360,6 +360,11 @@ async def test_the_inspector_shows_exactly_the_block_the_hook_injects(mem: Memor
     assert paused.paused == [GROUP] and "群里约定周五聚餐" not in paused.text
     assert paused.text == await mem.memory_block(ALICE_IN_GROUP)
     assert "paused (left out): " + GROUP in paused.render()
+    # a paused scope loaded into the chat is left out by the same one query
+    await mem.trail.pause(KEY, by="person:root")
+    both = await mem.inspect(GROUP, user_id="10001")
+    assert sorted(both.paused) == sorted([GROUP, KEY]) and KEY not in both.loaded
+    assert "用户喜欢猫" not in both.text and "全局规则：礼貌" in both.text
 
 
 async def test_the_cli_pauses_inspects_and_shows_a_memorys_trail(

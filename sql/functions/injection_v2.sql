@@ -1,0 +1,89 @@
+-- Per-turn injection (issues 14 and 17), version 2: memory_block_v1 (injection_v1.sql)
+-- that leaves paused partitions out in the same round trip. Released files are never
+-- edited: a change is a new file (injection_v3.sql) installed by a new migration.
+--
+-- A partition in amrita_memory.paused_partition keeps its memories but is not injected:
+-- no memo, no memories, no relevant memories, no profile summary, and a loaded scope that
+-- is paused is not loaded. One row of kind 'paused' names each paused partition among the
+-- keys asked for (p_memo_keys, p_scope_keys, the loaded scopes, p_profile_key), so the
+-- caller can say what was left out (the inspector) without a second query.
+-- The plan is generic for the reason given in injection_v1.sql.
+--   psql> SELECT kind, partition_key, left(content, 30)
+--           FROM amrita_memory.memory_block_v2(ARRAY['qq_private_10001'], 'qq_private_10001',
+--                ARRAY['global', 'qq_private_10001'], 20, NULL, 0, NULL);
+CREATE OR REPLACE FUNCTION amrita_memory.memory_block_v2(
+    p_memo_keys text[],
+    p_chat_key text,
+    p_scope_keys text[],
+    p_limit integer,
+    p_query vector,
+    p_top_k integer,
+    p_profile_key text
+) RETURNS TABLE (
+    kind text,
+    partition_key text,
+    content text,
+    id text,
+    importance smallint,
+    category text,
+    updated_at timestamptz
+)
+LANGUAGE sql STABLE
+SET plan_cache_mode = force_generic_plan
+AS $fn$
+WITH loaded AS (
+    SELECT l.scope_key, l.loaded_at
+      FROM amrita_memory.loaded_scope l
+     WHERE l.chat_key = p_chat_key
+), asked AS (
+    SELECT array_cat(array_cat(p_memo_keys, p_scope_keys),
+                     array_cat(coalesce((SELECT array_agg(loaded.scope_key) FROM loaded),
+                                        '{}'::text[]),
+                               CASE WHEN p_profile_key IS NULL THEN '{}'::text[]
+                                    ELSE ARRAY[p_profile_key] END)) AS k
+), paused AS (
+    SELECT DISTINCT pp.partition_key
+      FROM amrita_memory.paused_partition pp
+     WHERE pp.partition_key = ANY((SELECT asked.k FROM asked)::text[])
+), keys AS (
+    SELECT coalesce(array_agg(DISTINCT u.k), '{}'::text[]) AS k
+      FROM (SELECT unnest(p_scope_keys) AS k
+            UNION ALL
+            SELECT loaded.scope_key FROM loaded) u
+     WHERE NOT EXISTS (SELECT 1 FROM paused WHERE paused.partition_key = u.k)
+)
+SELECT 'paused'::text, paused.partition_key, NULL::text, NULL::text, NULL::smallint,
+       NULL::text, NULL::timestamptz
+  FROM paused
+UNION ALL
+SELECT 'memo', o.partition_key, o.content, NULL, NULL, NULL, o.updated_at
+  FROM amrita_memory.memo o
+ WHERE o.partition_key = ANY(p_memo_keys) AND o.content <> ''
+   AND NOT EXISTS (SELECT 1 FROM paused WHERE paused.partition_key = o.partition_key)
+UNION ALL
+SELECT 'loaded', l.scope_key, NULL, NULL, NULL, NULL, l.loaded_at
+  FROM loaded l
+ WHERE NOT EXISTS (SELECT 1 FROM paused WHERE paused.partition_key = l.scope_key)
+UNION ALL
+(SELECT 'memory', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
+   FROM amrita_memory.memory m
+  WHERE m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
+  ORDER BY m.importance DESC, m.updated_at DESC, m.id
+  LIMIT p_limit)
+UNION ALL
+(SELECT 'relevant', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
+   FROM amrita_memory.memory m
+  WHERE p_top_k > 0 AND p_query IS NOT NULL
+    AND m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
+    AND vector_dims(m.embedding) = vector_dims(p_query)
+  ORDER BY vector_l2_squared_distance(m.embedding, p_query), m.id
+  LIMIT p_top_k)
+UNION ALL
+SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at
+  FROM amrita_memory.profile p
+ WHERE p.partition_key = p_profile_key AND p.summary <> ''
+   AND NOT EXISTS (SELECT 1 FROM paused WHERE paused.partition_key = p.partition_key)
+$fn$;
+
+COMMENT ON FUNCTION amrita_memory.memory_block_v2(text[], text, text[], integer, vector, integer, text) IS
+    'memory_block_v1 without paused partitions (no memo, memories, profile or loaded scope of a paused partition), plus one row of kind paused per paused partition asked for. Generic plan.';
