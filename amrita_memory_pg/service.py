@@ -191,7 +191,18 @@ class Memory:
             )
             consolidator = self.consolidator
 
+            trail = self.trail
+
             async def scheduled(target_key: str) -> CycleSummary:
+                # A paused partition is left alone (issue 17): no cycle, no model call;
+                # its next window is planned as after a quiet cycle.
+                if await trail.is_paused(target_key):
+                    return CycleSummary(
+                        cycle_id=0,
+                        target_key=target_key,
+                        ok=True,
+                        summary="skipped: the partition is paused",
+                    )
                 return await consolidator.run(target_key, trigger="scheduled")
 
             # The scheduler's windows start the loop's cycles; the loop shows the plan.

@@ -307,6 +307,24 @@ async def test_a_paused_partition_is_kept_but_not_recalled_injected_or_written_b
     assert (await call(mem, "read_memory", {"query": "猫", "scope": "user"}, ALICE))["ids"][0]
 
 
+async def test_the_scheduler_skips_a_paused_target_without_a_cycle_or_a_model_call(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    with ScriptedLLM() as llm:
+        async with loop_memory(db_dsn, tmp_path, llm) as mem:
+            target = "QQPlatform_Private_10001"
+            await mem.trail.pause(target, by="person:root")
+            summary, planned = await mem.scheduling.run_cycle(target)
+            assert summary.ok and summary.cycle_id == 0 and "paused" in (summary.summary or "")
+            assert planned is not None  # the next window is still planned
+            assert llm.requests == []
+            cycles = await mem.pool.fetchval(
+                "SELECT count(*) FROM amrita_memory.consolidation_cycle WHERE target_key = $1",
+                target,
+            )
+            assert cycles == 0
+
+
 async def test_extraction_of_a_paused_scope_is_rejected_and_marks_the_lines_read(
     db_dsn: str, tmp_path: Path
 ) -> None:
