@@ -61,14 +61,10 @@ class ExtractionRun:
 
 
 def _candidate(row: Any) -> Candidate:
-    return Candidate(
-        id=row["id"],
-        partition_key=row["partition_key"],
-        content=row["content"],
-        importance=int(row["importance"]),
-        category=row["category"],
-        updated_epoch=row["updated_epoch"],
-    )
+    """A block row (kind, partition_key, content, id, importance, category, updated_epoch)
+    as a candidate; positional, as the block reads 200 a turn."""
+    _kind, partition_key, content, memory_id, importance, category, updated = row
+    return Candidate(memory_id, partition_key, content, int(importance), category, updated)
 
 
 def _line(row: Any) -> ChatLine:
@@ -123,17 +119,17 @@ class BotMemoryStore:
         profile = ""
         paused: set[str] = set()
         for row in rows:
-            kind = row["kind"]
-            if kind == "memo":
-                memos[row["partition_key"]] = row["content"]
-            elif kind == "loaded":
-                loaded.append(row["partition_key"])
-            elif kind == "memory":
+            kind = row[0]
+            if kind == "memory":  # most rows: positional, as _candidate reads them
                 memories.append(_candidate(row))
+            elif kind == "memo":
+                memos[row[1]] = row[2]
+            elif kind == "loaded":
+                loaded.append(row[1])
             elif kind == "profile":
-                profile = row["content"]
+                profile = row[2]
             elif kind == "paused":
-                paused.add(row["partition_key"])
+                paused.add(row[1])
             else:
                 relevant.append(_candidate(row))
         return BlockRows(memos, loaded, memories, relevant, profile, frozenset(paused))
