@@ -577,6 +577,9 @@ async def _import_memories(
             # import_memory_v1 predates them (a new row would wait for the backfill, a
             # replaced one would keep the tokens of its old text).
             tokenized: list[tuple[str, str, str, list[str]]] = []
+            if store.backend.write_hooks:
+                # Hold the index's write gate until commit (see chroma_write_gate).
+                await conn.execute(query("chroma_write_gate"))
             for (m, vector), row in zip(calls, rows, strict=True):
                 outcome = row["outcome"]
                 report.counts["memory"][outcome] += 1
