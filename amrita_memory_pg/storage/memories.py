@@ -110,6 +110,15 @@ async def count_all(conn: Any) -> int:
     return int(await conn.fetchval(query("count_all_memories")))
 
 
+async def hold_index_gate(conn: Any, backend: VectorBackend) -> None:
+    """Before a transaction's first backend hook: hold the index's write gate until
+    commit, so that a Chroma rebuild never compares ids while a write has reached
+    Chroma but not yet committed (or rolled back) in PostgreSQL. Nothing for a backend
+    without write hooks."""
+    if backend.write_hooks:
+        await conn.execute(query("chroma_write_gate"))
+
+
 def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextManager[Any]:
     return conn.transaction() if explicit else contextlib.nullcontext()
 
@@ -163,11 +172,7 @@ class MemoryRepository:
         return write_connection(self.pool, acquire_timeout=self.acquire_timeout)
 
     async def _gate(self, conn: PoolConnectionProxy) -> None:
-        """Before a transaction's first backend hook: hold the index's write gate until
-        commit, so that a Chroma rebuild never compares ids while a write has reached
-        Chroma but not yet committed (or rolled back) in PostgreSQL."""
-        if self.backend.write_hooks:
-            await conn.execute(query("chroma_write_gate"))
+        await hold_index_gate(conn, self.backend)
 
     async def _purged(self, ids: list[str]) -> None:
         """Tell the index about rows a sweep batch deleted (already committed). Under the
