@@ -76,7 +76,7 @@ from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings, accepted_only, iter_fields, load_settings
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.chroma.reference import ChromaData, read_reference_collection
-from amrita_memory_pg.storage.memories import record_from_row
+from amrita_memory_pg.storage.memories import hold_index_gate, record_from_row
 from amrita_memory_pg.storage.profiles import ProfileStore
 from amrita_memory_pg.storage.queries import load_queries, query
 from amrita_memory_pg.storage.trail import act
@@ -577,6 +577,7 @@ async def _import_memories(
             # import_memory_v1 predates them (a new row would wait for the backfill, a
             # replaced one would keep the tokens of its old text).
             tokenized: list[tuple[str, str, str, list[str]]] = []
+            await hold_index_gate(conn, store.backend)
             for (m, vector), row in zip(calls, rows, strict=True):
                 outcome = row["outcome"]
                 report.counts["memory"][outcome] += 1

@@ -110,6 +110,15 @@ async def count_all(conn: Any) -> int:
     return int(await conn.fetchval(query("count_all_memories")))
 
 
+async def hold_index_gate(conn: Any, backend: VectorBackend) -> None:
+    """Before a transaction's first backend hook: hold the index's write gate until
+    commit, so that a Chroma rebuild never compares ids while a write has reached
+    Chroma but not yet committed (or rolled back) in PostgreSQL. Nothing for a backend
+    without write hooks."""
+    if backend.write_hooks:
+        await conn.execute(query("chroma_write_gate"))
+
+
 def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextManager[Any]:
     return conn.transaction() if explicit else contextlib.nullcontext()
 
@@ -161,6 +170,20 @@ class MemoryRepository:
         :class:`DatabaseRefused` (certainly no effect) or :class:`OutcomeUnknown`
         (issue 11, F7)."""
         return write_connection(self.pool, acquire_timeout=self.acquire_timeout)
+
+    async def _gate(self, conn: PoolConnectionProxy) -> None:
+        await hold_index_gate(conn, self.backend)
+
+    async def _purged(self, ids: list[str]) -> None:
+        """Tell the index about rows a sweep batch deleted (already committed). Under the
+        write gate: a rebuild's last pass re-copies rows missing from Chroma, and must not
+        re-copy one of these after its removal reached Chroma."""
+        if not self.backend.write_hooks:
+            await self.backend.removed(ids)
+            return
+        async with self._writing() as conn, conn.transaction():
+            await self._gate(conn)
+            await self.backend.removed(ids)
 
     # ------------------------------------------------------------------ writes
 
@@ -233,6 +256,7 @@ class MemoryRepository:
             )
             # Inside the transaction: if a secondary index refuses it, the insert rolls back.
             if self.backend.write_hooks:
+                await self._gate(conn)
                 await self.backend.added(record, vector)
         return record
 
@@ -303,6 +327,7 @@ class MemoryRepository:
                 return AddResult(record, duplicate=True)
             # Inside the transaction: if a secondary index refuses it, the insert rolls back.
             if self.backend.write_hooks:
+                await self._gate(conn)
                 await self.backend.added(record, vector)
         return AddResult(record)
 
@@ -390,6 +415,7 @@ class MemoryRepository:
         if row is None:
             return None
         record = record_from_row(row)
+        await self._gate(conn)
         await self.backend.updated(record, vector)
         return record
 
@@ -467,6 +493,7 @@ class MemoryRepository:
             raise_if_paused(exc, partition_key)
             raise
         if deleted is not None:
+            await self._gate(conn)
             await self.backend.removed([deleted])
         return deleted
 
@@ -564,6 +591,7 @@ class MemoryRepository:
             except asyncpg.PostgresError as exc:
                 raise_if_paused(exc, partition_key)
                 raise
+            await self._gate(conn)  # before the removal and the inserts' hooks below
             if gone and self.backend.write_hooks:
                 await self.backend.removed(gone)
             for (content, category, importance), vector, entry_tokens in zip(
@@ -624,6 +652,7 @@ class MemoryRepository:
             await act(conn, self.history)
             gone = [r["id"] for r in await conn.fetch(query("clear_partition"), partition_key)]
             if gone:
+                await self._gate(conn)
                 await self.backend.removed(gone)
         return len(gone)
 
@@ -723,7 +752,7 @@ class MemoryRepository:
             if progress is not None:
                 progress(totals[0])
             if row["purged_ids"] and not dry_run:
-                await self.backend.removed(list(row["purged_ids"]))
+                await self._purged(list(row["purged_ids"]))
             if row["wrapped"]:
                 if until is None and start:
                     wrapped = True

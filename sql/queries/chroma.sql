@@ -59,3 +59,16 @@ SELECT id
 SELECT id, partition_key, scope, importance, created_at, embedding
   FROM amrita_memory.memory
  WHERE id = ANY($1::text[]);
+
+-- name: chroma_write_gate
+-- Taken (shared, until commit) by every write transaction that also writes to Chroma,
+-- before its Chroma call: a rebuild's last pass holds the same key exclusively, so it
+-- compares the two sides only when no transaction has touched Chroma without having
+-- committed or rolled back yet.
+SELECT pg_advisory_xact_lock_shared(hashtextextended('amrita_memory.chroma_index', 0));
+
+-- name: chroma_rebuild_gate
+-- A rebuild's last pass (compare ids, fix the differences) runs in a transaction holding
+-- this key exclusively: it waits for the writes already in flight and holds new ones
+-- (chroma_write_gate) until it commits.
+SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.chroma_index', 0));

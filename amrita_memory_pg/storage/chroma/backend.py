@@ -318,8 +318,9 @@ class ChromaBackend:
 
         For after a re-embed (new model, maybe a new dimension) and for recovery (a lost
         or wiped collection, a restored database). Writes made meanwhile go to the new
-        collection; a last pass compares ids on both sides and fixes the ones that were
-        inserted or deleted while their batch was being copied. (A content edit racing
+        collection; a last pass, holding the write gate (see :meth:`_reconcile`), compares
+        ids on both sides and fixes the ones that were inserted or deleted while their
+        batch was being copied. (A content edit racing
         its own row's copy can keep the old vector until the next rebuild: run it when
         the bot is quiet if that matters.)
         """
@@ -374,12 +375,25 @@ class ChromaBackend:
         return await self._run("list the vectors", read)
 
     async def _reconcile(self, pool: asyncpg.Pool, batch_size: int) -> None:
-        in_chroma = await self.vector_ids()
-        in_pg = {r["id"] for r in await pool.fetch(query("chroma_all_ids"))}
-        await self.removed(sorted(in_chroma - in_pg))
-        missing = sorted(in_pg - in_chroma)
-        for chunk in _chunks(missing, batch_size):
-            await self._upsert_rows(await pool.fetch(query("chroma_rows_by_id"), chunk))
+        """Make the collection hold exactly the table's ids.
+
+        A write reaches Chroma *before* its transaction commits (the hooks run inside
+        it), so two plain reads can disagree about a write in flight: Chroma already
+        has the new id while PostgreSQL does not show it yet (and removing it would
+        lose it for good once it commits), or a delete already left Chroma while its row
+        is still visible (and re-copying it would bring it back). So the pass runs under
+        the write gate held exclusively: every write transaction takes it shared before
+        its first Chroma call (``chroma_write_gate``), hence none is in flight here and
+        new ones wait until this transaction ends. Chroma is read first, then the table.
+        """
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(query("chroma_rebuild_gate"))
+            in_chroma = await self.vector_ids()
+            in_pg = {r["id"] for r in await conn.fetch(query("chroma_all_ids"))}
+            await self.removed(sorted(in_chroma - in_pg))
+            missing = sorted(in_pg - in_chroma)
+            for chunk in _chunks(missing, batch_size):
+                await self._upsert_rows(await conn.fetch(query("chroma_rows_by_id"), chunk))
 
     # ------------------------------------------------------------------ search paths
 
