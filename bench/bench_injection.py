@@ -7,7 +7,9 @@ Chinese and English), turns ``[injection]`` on with the default budget (800 cl10
 tokens) and times:
 
 * ``memory_block`` — the whole turn: the ONE SQL query (memos, loaded scopes, the 200
-  candidates), the budget selection with the real tokenizer, the rendering;
+  candidates — sent only when their version changed since the chat's last turn), the
+  budget selection with the real tokenizer, the rendering; and the same turn when the
+  candidates changed every turn (all 200 sent and decoded);
 * ``select`` — the pure selection + token counting alone, on the same 200 candidates.
 
     .venv/bin/python bench/bench_injection.py                 # 200 candidates, 500 turns
@@ -112,6 +114,14 @@ async def main(candidates: int, budget: int, turns: int) -> None:
                 await mem.memory_block(ctx)
                 whole.append(time.perf_counter() - started)
 
+            # the same turn when the candidates changed since the last one (all sent again)
+            changed: list[float] = []
+            for _ in range(turns):
+                mem.bot_memories.forget_candidates()
+                started = time.perf_counter()
+                await mem.memory_block(ctx)
+                changed.append(time.perf_counter() - started)
+
             # floors on the same pool: one round trip, and a plain read of as many rows
             floor_rt: list[float] = []
             floor_rows: list[float] = []
@@ -149,6 +159,7 @@ async def main(candidates: int, budget: int, turns: int) -> None:
     )
     print(f"kept {len(chosen.lines)} lines = {chosen.tokens} tokens, evicted {chosen.evicted}")
     print(f"memory_block (1 SQL query + select + render): {percentiles(whole)}")
+    print(f"  the same, candidates changed every turn:    {percentiles(changed)}")
     print(f"select alone (token counting + eviction):      {percentiles(pure)}")
     print(f"floor: SELECT 1 round trip:                    {percentiles(floor_rt)}")
     print(f"floor: list_page of {candidates // 2} rows (one partition):  {percentiles(floor_rows)}")

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from amrita_memory_pg.domain.injection import (
+    Candidate,
     Selection,
     TokenCounter,
     render_bot_memories,
@@ -39,6 +41,10 @@ if TYPE_CHECKING:
 
 #: lines whose token count is remembered (a few hundred memories per active chat)
 COUNT_CACHE_LINES = 8192
+#: a chat, the partitions it reads, the candidate limit
+HeldKey = tuple[str, tuple[str, ...], int]
+#: chats whose candidates are held between turns (a few hundred small tuples each)
+CANDIDATE_CACHE_CHATS = 1024
 
 
 def remembered(count: TokenCounter, size: int = COUNT_CACHE_LINES) -> TokenCounter:
@@ -131,6 +137,9 @@ class BotMemories:
         self.membership = Membership(ChatLogMembership(store))
         #: issue 17: paused partitions are left out; injected memories are logged
         self.trail = trail
+        #: per chat and scope set: (version, candidates) of the last turn — the block query
+        #: does not send candidates again while their version is unchanged
+        self._candidates: OrderedDict[HeldKey, tuple[int, list[Candidate]]] = OrderedDict()
 
     @property
     def count(self) -> TokenCounter:
@@ -175,6 +184,8 @@ class BotMemories:
         vector = None
         if injection.enabled and injection.relevant_top_k > 0 and message and message.strip():
             vector = await self.embedder.embed_query(message)
+        cache_key = (speaker.session_key, tuple(scope_keys), injection.max_candidates)
+        held = self._candidates.get(cache_key)
         rows = await self.store.block(
             memo_keys=memo_keys,
             chat_key=speaker.session_key,
@@ -183,7 +194,9 @@ class BotMemories:
             query_vector=vector,
             top_k=injection.relevant_top_k,
             profile_key=speaker.personal_key if settings.profile.inject_summary else None,
+            known_version=held[0] if held is not None else None,
         )
+        rows = self._current_candidates(cache_key, held, rows)
         # The block query left paused partitions out and named them (memory_block_v2);
         # the pure filter below only guards that contract.
         paused = rows.paused
@@ -233,6 +246,31 @@ class BotMemories:
             paused=paused,
             candidates=len(rows.memories),
         )
+
+    def forget_candidates(self) -> None:
+        """Drop the held candidates: the next turn of every chat reads them all again
+        (the benchmark's changed-every-turn figure; nothing else needs it — a change to
+        the data changes the version)."""
+        self._candidates.clear()
+
+    def _current_candidates(
+        self,
+        cache_key: HeldKey,
+        held: tuple[int, list[Candidate]] | None,
+        rows: BlockRows,
+    ) -> BlockRows:
+        """The rows with this turn's candidates: the held ones when the query said their
+        version is unchanged (it then sent none), else the ones it sent (now held)."""
+        if rows.version is None:
+            return rows
+        if held is not None and held[0] == rows.version and not rows.memories:
+            self._candidates.move_to_end(cache_key)
+            return dataclasses.replace(rows, memories=held[1])
+        self._candidates[cache_key] = (rows.version, rows.memories)
+        self._candidates.move_to_end(cache_key)
+        while len(self._candidates) > CANDIDATE_CACHE_CHATS:
+            self._candidates.popitem(last=False)
+        return rows
 
     async def load(
         self, chat_key: str, scope_key: str, user_id: str, now: datetime | None = None

@@ -33,6 +33,9 @@ class BlockRows:
     profile: str = ""
     #: the partitions asked for that are paused (issue 17): left out of everything above
     paused: frozenset[str] = frozenset()
+    #: the candidates' version; when it equals the one the caller passed, ``memories`` is
+    #: empty and the caller's copy is current
+    version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,7 @@ class BotMemoryStore:
         query_vector: Vector | None = None,
         top_k: int = 0,
         profile_key: str | None = None,
+        known_version: int | None = None,
     ) -> BlockRows:
         """Memos, loaded scopes, candidates, relevant memories and the profile summary
         of ``profile_key`` (None: not asked for): one query."""
@@ -111,6 +115,7 @@ class BotMemoryStore:
             query_vector,
             top_k if query_vector is not None else 0,
             profile_key,
+            known_version,
         )
         memos: dict[str, str] = {}
         loaded: list[str] = []
@@ -118,6 +123,7 @@ class BotMemoryStore:
         relevant: list[Candidate] = []
         profile = ""
         paused: set[str] = set()
+        version: int | None = None
         for row in rows:
             kind = row[0]
             if kind == "memory":  # most rows: positional, as _candidate reads them
@@ -130,9 +136,11 @@ class BotMemoryStore:
                 profile = row[2]
             elif kind == "paused":
                 paused.add(row[1])
+            elif kind == "version":
+                version = int(row[3])
             else:
                 relevant.append(_candidate(row))
-        return BlockRows(memos, loaded, memories, relevant, profile, frozenset(paused))
+        return BlockRows(memos, loaded, memories, relevant, profile, frozenset(paused), version)
 
     # ------------------------------------------------------------------ loaded scopes
 

@@ -7,10 +7,15 @@
 -- is paused is not loaded. One row of kind 'paused' names each paused partition among the
 -- keys asked for (p_memo_keys, p_scope_keys, the loaded scopes, p_profile_key), so the
 -- caller can say what was left out (the inspector) without a second query.
+-- One row of kind 'version' carries (in id) a fingerprint of the candidates — their ids,
+-- importance, category, content, update time, and the partitions read. When p_known equals
+-- it, the candidates are not sent again: the caller still holds them from an earlier turn
+-- (memories rarely change between turns; sending and decoding 200 rows was most of a turn's
+-- cost, bench/bench_injection.py). p_known NULL always sends them.
 -- The plan is generic for the reason given in injection_v1.sql.
 --   psql> SELECT kind, partition_key, left(content, 30)
 --           FROM amrita_memory.memory_block_v2(ARRAY['qq_private_10001'], 'qq_private_10001',
---                ARRAY['global', 'qq_private_10001'], 20, NULL, 0, NULL);
+--                ARRAY['global', 'qq_private_10001'], 20, NULL, 0, NULL, NULL);
 CREATE OR REPLACE FUNCTION amrita_memory.memory_block_v2(
     p_memo_keys text[],
     p_chat_key text,
@@ -18,7 +23,8 @@ CREATE OR REPLACE FUNCTION amrita_memory.memory_block_v2(
     p_limit integer,
     p_query vector,
     p_top_k integer,
-    p_profile_key text
+    p_profile_key text,
+    p_known bigint
 ) RETURNS TABLE (
     kind text,
     partition_key text,
@@ -51,6 +57,18 @@ WITH loaded AS (
             UNION ALL
             SELECT loaded.scope_key FROM loaded) u
      WHERE NOT EXISTS (SELECT 1 FROM paused WHERE paused.partition_key = u.k)
+), cand AS (
+    SELECT m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
+      FROM amrita_memory.memory m
+     WHERE m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
+     ORDER BY m.importance DESC, m.updated_at DESC, m.id
+     LIMIT p_limit
+), ver AS (
+    SELECT coalesce(bit_xor(hashtextextended(
+               c.id || ':' || c.importance || ':' || coalesce(c.category, '') || ':'
+               || extract(epoch FROM c.updated_at) || ':' || c.content, 0)), 0)
+           # hashtextextended(array_to_string((SELECT keys.k FROM keys), ','), count(*)) AS v
+      FROM cand c
 )
 SELECT 'paused'::text, paused.partition_key, NULL::text, NULL::text, NULL::smallint,
        NULL::text, NULL::timestamptz
@@ -65,11 +83,11 @@ SELECT 'loaded', l.scope_key, NULL, NULL, NULL, NULL, l.loaded_at
   FROM loaded l
  WHERE NOT EXISTS (SELECT 1 FROM paused WHERE paused.partition_key = l.scope_key)
 UNION ALL
-(SELECT 'memory', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
-   FROM amrita_memory.memory m
-  WHERE m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
-  ORDER BY m.importance DESC, m.updated_at DESC, m.id
-  LIMIT p_limit)
+SELECT 'version', NULL, NULL, (SELECT ver.v FROM ver)::text, NULL, NULL, NULL
+UNION ALL
+SELECT 'memory', c.partition_key, c.content, c.id, c.importance, c.category, c.updated_at
+  FROM cand c
+ WHERE p_known IS DISTINCT FROM (SELECT ver.v FROM ver)
 UNION ALL
 (SELECT 'relevant', m.partition_key, m.content, m.id, m.importance, m.category, m.updated_at
    FROM amrita_memory.memory m
@@ -85,5 +103,5 @@ SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at
    AND NOT EXISTS (SELECT 1 FROM paused WHERE paused.partition_key = p.partition_key)
 $fn$;
 
-COMMENT ON FUNCTION amrita_memory.memory_block_v2(text[], text, text[], integer, vector, integer, text) IS
-    'memory_block_v1 without paused partitions (no memo, memories, profile or loaded scope of a paused partition), plus one row of kind paused per paused partition asked for. Generic plan.';
+COMMENT ON FUNCTION amrita_memory.memory_block_v2(text[], text, text[], integer, vector, integer, text, bigint) IS
+    'memory_block_v1 without paused partitions (no memo, memories, profile or loaded scope of a paused partition), plus one row of kind paused per paused partition asked for, and a version row: the candidates are sent only when p_known differs from it. Generic plan.';

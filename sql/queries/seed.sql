@@ -43,13 +43,14 @@ SELECT count(*)::integer AS n
 -- Everything one turn injects, in ONE round trip (memos, loaded scopes, candidates,
 -- relevant memories, profile summary, and one row of kind paused per paused partition,
 -- which is left out): sql/functions/injection_v2.sql, planned once per connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
--- vector (NULL: none), $6 how many relevant memories, $7 profile key (NULL: none).
+-- vector (NULL: none), $6 how many relevant memories, $7 profile key (NULL: none),
+-- $8 the candidates' version the caller holds (NULL: none; equal: they are not sent).
 -- updated_at arrives as epoch seconds: 200 floats decode in a fraction of the time of
 -- 200 timestamptz (bench/bench_injection.py).
 SELECT b.kind, b.partition_key, b.content, b.id, b.importance, b.category,
        extract(epoch FROM b.updated_at)::float8 AS updated_epoch
   FROM amrita_memory.memory_block_v2($1::text[], $2::text, $3::text[], $4::integer,
-                                     $5::vector, $6::integer, $7::text) b;
+                                     $5::vector, $6::integer, $7::text, $8::bigint) b;
 
 -- name: load_scope
 -- Chat $1 loads partition $2 (speaker $3) at $4; loading it again refreshes the time.
