@@ -14,7 +14,7 @@ query's embedding, ``search_memories_v4``, the reply):
   partition ("speaker: text", plus the photo caption when there is one); every question
   of categories 1-4 whose evidence turns exist is a query; hit@k = one of its evidence
   turns among the first k; MRR over the first 10.
-- ``bench/data/zh_en_retrieval.json``: our own Chinese/English facts and paraphrased
+- ``tests/data/zh_en_retrieval.json``: our own Chinese/English facts and paraphrased
   queries (names, numbers, dates, cross-lingual pairs), all facts in one partition.
 
 All memories are written at one instant and read moments later, so the time decay is
@@ -50,7 +50,7 @@ from amrita_memory_pg.settings import RetrievalSettings, load_settings
 from amrita_memory_pg.tools.context import ToolContext
 
 LOCOMO_FALLBACK = Path("/work/shared/data/locomo/locomo-dev7.json")
-ZH_EN = Path(__file__).resolve().parent / "data" / "zh_en_retrieval.json"
+ZH_EN = Path(__file__).resolve().parents[1] / "tests" / "data" / "zh_en_retrieval.json"
 KS = (1, 5, 10)
 BATCH = 32
 
