@@ -189,24 +189,11 @@ class Memory:
                 settings=settings.subconscious,
                 hooks=self.l3_hooks,
             )
-            consolidator = self.consolidator
-
-            trail = self.trail
-
-            async def scheduled(target_key: str) -> CycleSummary:
-                # A paused partition is left alone (issue 17): no cycle, no model call;
-                # its next window is planned as after a quiet cycle.
-                if await trail.is_paused(target_key):
-                    return CycleSummary(
-                        cycle_id=0,
-                        target_key=target_key,
-                        ok=True,
-                        summary="skipped: the partition is paused",
-                    )
-                return await consolidator.run(target_key, trigger="scheduled")
-
-            # The scheduler's windows start the loop's cycles; the loop shows the plan.
-            self.scheduling.runner = scheduled
+            # The scheduler's windows start the loop's cycles; the loop shows the plan. A
+            # paused partition is left alone however a cycle is started (issue 27): the
+            # runner checks first; its next window is planned as after a quiet cycle.
+            self.scheduling.runner = self.consolidator
+            self.l3_hooks.paused = self.trail.is_paused
             self.l3_hooks.idle_plan = self._idle_plan
             # W15: suggestions a cycle claimed are handled only if it succeeds.
             self.l3_hooks.on_success.append(self._complete_suggestions)

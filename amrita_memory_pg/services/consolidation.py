@@ -98,6 +98,13 @@ class L3Hooks:
     #: when a personal partition's profile last changed (None: it has no profile yet);
     #: get_context counts the memories written since, to offer the profile tools
     profile_changed_at: Callable[[str], Awaitable[datetime | None]] | None = None
+    #: whether a partition is paused (issue 27): a paused target gets no cycle, however
+    #: started (scheduler, CLI, /memory dmn); None until wired
+    paused: Callable[[str], Awaitable[bool]] | None = None
+
+
+#: the summary of a cycle not run because its target is paused
+PAUSED_SUMMARY = "skipped: the partition is paused"
 
 
 class CycleLlm:
@@ -218,7 +225,15 @@ class Consolidator:
     async def run(
         self, target_key: str, *, dry_run: bool = False, trigger: str = "manual"
     ) -> CycleSummary:
-        """One cycle now. Never raises for a model or tool failure: the summary says."""
+        """One cycle now. Never raises for a model or tool failure: the summary says.
+
+        A paused target is checked first, in the database, and gets no cycle at all: no
+        cycle row, no model call, nothing read out (a failing check raises, it is never
+        read as "not paused")."""
+        if self.hooks.paused is not None and await self.hooks.paused(target_key):
+            return CycleSummary(
+                cycle_id=0, target_key=target_key, ok=True, summary=PAUSED_SUMMARY, dry_run=dry_run
+            )
         lock = self._running.setdefault(target_key, asyncio.Lock())
         if lock.locked():
             return CycleSummary(

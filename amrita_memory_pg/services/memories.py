@@ -323,7 +323,14 @@ class MemoryService:
 
         ``recall`` (who searches: the chat tool, /memory, the CLI) logs the hits in the
         access log and honours a paused partition: :class:`MemoryPaused`, no hits. Without
-        it (an operator's own view) nothing is logged and a pause is not checked."""
+        it (an operator's own view) nothing is logged and a pause is not checked.
+
+        The pause is checked FIRST — before the embedding call and the search — and a
+        failing check raises (it is never read as "not paused"); the access log's own
+        answer is the second look, for a pause that lands during the search."""
+        trail = self.trail if recall is not None else None
+        if trail is not None and await trail.is_paused(partition_key):
+            raise MemoryPaused(partition_key)
         ranking = self.ranking(mode, query)
         vector = None if ranking.mode == "keyword" else await self.embedder.embed_query(query)
         where = SearchFilter(
@@ -352,9 +359,9 @@ class MemoryService:
                 "`amrita-memory reindex`, or configure the model the store was built with"
             ) from exc
         if (
-            recall is not None
-            and self.trail is not None
-            and await self.trail.after_search(partition_key, hits, recall, query, now=at)
+            trail is not None
+            and recall is not None
+            and await trail.after_search(partition_key, hits, recall, query, now=at)
         ):
             raise MemoryPaused(partition_key)
         return hits

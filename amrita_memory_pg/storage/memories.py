@@ -26,7 +26,6 @@ from asyncpg.pool import PoolConnectionProxy
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import (
     FingerprintMismatch,
-    MemoryPaused,
     PartitionFull,
     ProtectedMemory,
 )
@@ -43,7 +42,13 @@ from amrita_memory_pg.domain.records import (
 )
 from amrita_memory_pg.storage.pg.outcome import classify, write_connection
 from amrita_memory_pg.storage.queries import query
-from amrita_memory_pg.storage.trail import DEFAULT_BOUNDS, PAUSED, HistoryBounds, act, acts
+from amrita_memory_pg.storage.trail import (
+    DEFAULT_BOUNDS,
+    HistoryBounds,
+    act,
+    acts,
+    raise_if_paused,
+)
 
 
 def record_from_row(row: Any) -> MemoryRecord:
@@ -83,13 +88,6 @@ MODEL_MISMATCH = frozenset({FINGERPRINT_MISMATCH, DIMENSION_MISMATCH})
 
 #: SQLSTATE of the manual-entry guard (sql/functions/protect_manual_v1.sql)
 PROTECTED = "AMP01"
-
-
-def raise_if_paused(exc: asyncpg.PostgresError, partition_key: str) -> None:
-    """Raise :class:`MemoryPaused` from an automatic write refused on a paused partition
-    (SQLSTATE AMZ01, the trail trigger); return otherwise."""
-    if exc.sqlstate == PAUSED:
-        raise MemoryPaused(partition_key) from exc
 
 
 def raise_if_model_mismatch(exc: asyncpg.PostgresError) -> None:

@@ -20,6 +20,7 @@ from amrita_memory_pg.domain.errors import MemoTooLong
 from amrita_memory_pg.domain.records import Memo, MemoWrite
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.trail import act, acts, raise_if_paused
 
 
 class MemoStore:
@@ -33,11 +34,23 @@ class MemoStore:
         #: longest wait for a pooled connection before a write is refused (None = no limit)
         self.acquire_timeout = acquire_timeout
 
-    async def _write(self, sql: str, *args: Any) -> Any:
+    async def _write(self, sql: str, partition_key: str, *args: Any) -> Any:
         """One write statement; a driver failure comes out as ``DatabaseRefused`` (no effect)
-        or ``OutcomeUnknown`` (issue 11 F7: an append retried blindly would repeat itself)."""
+        or ``OutcomeUnknown`` (issue 11 F7: an append retried blindly would repeat itself).
+
+        The writer (the task's actor) is told to the database in the same transaction: an
+        automatic one is refused on a paused partition (pause_v1.sql, :class:`MemoryPaused`).
+        """
         async with write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn:
-            return await conn.fetchrow(sql, *args)
+            try:
+                if not acts():
+                    return await conn.fetchrow(sql, partition_key, *args)
+                async with conn.transaction():
+                    await act(conn)
+                    return await conn.fetchrow(sql, partition_key, *args)
+            except asyncpg.PostgresError as exc:
+                raise_if_paused(exc, partition_key)
+                raise
 
     async def get(self, partition_key: str) -> Memo:
         """The memo of a partition ("" with version 0 when there is none)."""

@@ -22,6 +22,7 @@ import asyncpg
 from amrita_memory_pg.domain.profile import Profile, ProfileActor, ProfileChange, ProfileInfo
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.trail import act, raise_if_paused
 
 
 class LockedProfile:
@@ -64,13 +65,20 @@ class ProfileStore:
     @contextlib.asynccontextmanager
     async def locked(self, partition_key: str) -> AsyncIterator[LockedProfile]:
         """The profile read under its edit lock, in a transaction that commits when the
-        block ends (and rolls back, writing nothing, when it raises)."""
+        block ends (and rolls back, writing nothing, when it raises). The writer (the
+        task's actor) is told to the database: an automatic one is refused on a paused
+        partition (pause_v1.sql, :class:`MemoryPaused`)."""
         async with (
             write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn,
             conn.transaction(),
         ):
+            await act(conn)
             await conn.execute(query("lock_profile_key"), partition_key)
-            yield LockedProfile(conn, partition_key, await _fetch(conn, partition_key))
+            try:
+                yield LockedProfile(conn, partition_key, await _fetch(conn, partition_key))
+            except asyncpg.PostgresError as exc:
+                raise_if_paused(exc, partition_key)
+                raise
 
     async def listing(self, limit: int, offset: int = 0) -> tuple[int, list[ProfileInfo]]:
         """(how many profiles there are, a page of them, the most recently changed first)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import asyncpg
 
+from amrita_memory_pg.domain.errors import MemoryPaused
 from amrita_memory_pg.domain.trail import (
     AccessEntry,
     Actor,
@@ -25,8 +26,15 @@ from amrita_memory_pg.domain.trail import (
 )
 from amrita_memory_pg.storage.queries import query
 
-#: SQLSTATE of an automatic write to a paused partition (trail_v1.sql)
+#: SQLSTATE of an automatic write to a paused partition (trail_v1.sql, pause_v1.sql)
 PAUSED = "AMZ01"
+
+
+def raise_if_paused(exc: asyncpg.PostgresError, partition_key: str) -> None:
+    """Raise :class:`MemoryPaused` from an automatic write refused on a paused partition
+    (SQLSTATE AMZ01: the memory, memo and profile triggers); return otherwise."""
+    if exc.sqlstate == PAUSED:
+        raise MemoryPaused(partition_key) from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 from amrita_memory_pg.domain.errors import ToolError
 from amrita_memory_pg.services.bot_memories import BotMemories
-from amrita_memory_pg.services.consolidation import LoopDeps
+from amrita_memory_pg.services.consolidation import ITER_STOP, LoopDeps
 from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
@@ -29,11 +29,16 @@ from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.consolidation import register_loop_tools
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import register_knowledge_tools
+from amrita_memory_pg.tools.loop_common import loop_paused
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry
 from amrita_memory_pg.tools.scopes import register_scope_tools
+from amrita_memory_pg.usecases.memories import MemoryCases
+from amrita_memory_pg.usecases.memos import MemoCases
+from amrita_memory_pg.usecases.pause import PauseGate
+from amrita_memory_pg.usecases.profiles import ProfileCases
 
 log = logging.getLogger(__name__)
 
@@ -57,35 +62,51 @@ class ToolDeps:
 Toolset = Callable[[ToolRegistry, ToolDeps], object]
 
 
+def pause_gate(deps: ToolDeps) -> PauseGate:
+    """The pause check of every automatic tool (the trail's; none without a trail)."""
+    trail = deps.memories.trail
+    return PauseGate(trail.is_paused if trail is not None else None)
+
+
+def memory_cases(deps: ToolDeps) -> MemoryCases:
+    return MemoryCases(deps.memories, pause_gate(deps))
+
+
+def memo_cases(deps: ToolDeps) -> MemoCases:
+    return MemoCases(deps.memos, pause_gate(deps))
+
+
 def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """write/read/update/delete/list_memory (L2)."""
-    register_memory_tools(registry, deps.memories, deps.settings)
+    register_memory_tools(registry, memory_cases(deps), deps.settings)
 
 
 def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """memory_load_context / memory_unload_context (issue 14)."""
-    register_scope_tools(registry, deps.bot_memories, deps.memories)
+    register_scope_tools(registry, deps.bot_memories, memory_cases(deps))
 
 
 def memo_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """read/append/update_memo (L1)."""
-    register_memo_tools(registry, deps.memos, deps.settings)
+    register_memo_tools(registry, memo_cases(deps), deps.settings)
 
 
 def loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """The loop's tools 1–11 and 19 of reference §8.8, and its memo tools (D4)."""
     if deps.loop is not None:
-        register_loop_tools(registry, deps.memories, deps.memos, deps.loop, deps.settings)
+        register_loop_tools(
+            registry, memory_cases(deps), memo_cases(deps), deps.loop, deps.settings
+        )
 
 
 def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """read_profile: the speaker's own profile (§4.11)."""
-    register_profile_tools(registry, deps.profiles)
+    register_profile_tools(registry, ProfileCases(deps.profiles, pause_gate(deps)))
 
 
 def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """subconscious_get_profile / subconscious_update_profile (§8.8 items 20–21)."""
-    register_profile_loop_tools(registry, deps.profiles)
+    register_profile_loop_tools(registry, ProfileCases(deps.profiles, pause_gate(deps)))
 
 
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -116,6 +137,12 @@ def build_registry(audience: Audience, deps: ToolDeps) -> ToolRegistry:
     registry = ToolRegistry(audience)
     for toolset in TOOLSETS[audience]:
         toolset(registry, deps)
+    if audience == "consolidation":
+        # A paused target is neither read nor written: every tool checks first, but the
+        # stop (it reads and writes nothing of the target, and ends the cycle).
+        registry.gate = pause_gate(deps).check
+        registry.ungated = frozenset({ITER_STOP})
+        registry.on_paused = loop_paused
     return registry
 
 

@@ -3,7 +3,8 @@
 Names, descriptions, arguments and JSON replies follow the reference so prompts written
 for it keep working. The memo is the chat's session memo (§2.3): the group's in a group
 chat, else the speaker's. A refused write (over ``memo_max_chars``) returns the
-reference's message plus the current length, and leaves the old memo intact.
+reference's message plus the current length, and leaves the old memo intact. A paused
+scope's memo is neither read nor written (issue 27): the memory tools' paused replies.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pydantic import Field
 
 from amrita_memory_pg.domain.errors import MemoTooLong, ToolError
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.tools.args import Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.memory import paused_read, paused_write
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.usecases.memos import MemoCases
 
 
 def too_long_error(exc: MemoTooLong) -> ToolError:
@@ -41,22 +43,12 @@ class UpdateMemoArgs(ToolArgs):
     content: Annotated[Text, Field(description="备忘录的新全文（替换旧内容）")]
 
 
-def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Settings) -> None:
+def register_memo_tools(registry: ToolRegistry, memos: MemoCases, settings: Settings) -> None:
     """Declare the three memo tools on ``registry``."""
     limit = settings.memo_max_chars
 
-    async def refuse_oversize(ctx: ToolContext, text: str, *, appending: bool) -> None:
-        """A text longer than the cap can never fit: refuse it without sending it to the
-        database, in the same words and with the same numbers the database's check gives
-        (for an append, the length of the joined memo)."""
-        if len(text) <= limit:
-            return
-        current = await memos.get(ctx.session_key)
-        length = len(text) + (current.chars + 1 if appending and current.chars else 0)
-        raise too_long_error(MemoTooLong(length, limit, current.chars))
-
     async def read_memo(args: ReadMemoArgs, ctx: ToolContext) -> dict[str, Any]:
-        memo = await memos.get(ctx.session_key)
+        memo = await memos.read(ctx.session_key)
         return {
             "status": "success",
             "memo": memo.content,
@@ -68,7 +60,6 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
         addition = args.content.strip()
         if not addition:
             raise ToolError("追加内容为空")
-        await refuse_oversize(ctx, addition, appending=True)
         try:
             written = await memos.append(ctx.session_key, addition)
         except MemoTooLong as exc:
@@ -82,7 +73,6 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
 
     async def update_memo(args: UpdateMemoArgs, ctx: ToolContext) -> dict[str, Any]:
         content = args.content  # not stripped: "" clears the memo
-        await refuse_oversize(ctx, content, appending=False)
         try:
             written = await memos.replace(ctx.session_key, content)
         except MemoTooLong as exc:
@@ -99,6 +89,7 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
             args=ReadMemoArgs,
             handler=read_memo,
             failure_prefix="读取备忘录失败",
+            on_paused=paused_read,
             read_only=True,
         )
     )
@@ -112,6 +103,7 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
             args=AppendMemoArgs,
             handler=append_memo,
             failure_prefix="追加备忘录失败",
+            on_paused=paused_write("追加备忘录"),
         )
     )
     registry.register(
@@ -127,5 +119,6 @@ def register_memo_tools(registry: ToolRegistry, memos: MemoStore, settings: Sett
             args=UpdateMemoArgs,
             handler=update_memo,
             failure_prefix="更新备忘录失败",
+            on_paused=paused_write("更新备忘录"),
         )
     )

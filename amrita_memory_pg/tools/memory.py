@@ -15,14 +15,13 @@ is on (checked here for a clear reply, and again by the database).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.errors import (
-    EmbeddingError,
-    FingerprintMismatch,
     MemoryPaused,
     PartitionFull,
     ProtectedMemory,
@@ -39,12 +38,12 @@ from amrita_memory_pg.domain.validation import (
     MAX_TAGS_CHARS,
     clamp,
 )
-from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Clamp, Integer, Range, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.failures import embedding_failure
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.usecases.memories import MemoryCases, required_text
+from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory
 
 PREVIEW_CHARS = 50
 
@@ -225,52 +224,70 @@ def recall_of(ctx: ToolContext) -> Recall:
     return Recall("tool", ctx.session_key, ctx.user_id)
 
 
-def _clean_content(value: str) -> str:
-    text = value.strip()
-    if not text:
-        raise ToolError("content 不能为空：请给出要记住的具体内容")
-    return text
+def paused_read(exc: MemoryPaused) -> dict[str, Any]:
+    """A read tool's reply for a paused scope (``Tool.on_paused``)."""
+    return paused_reply(exc.partition_key)
+
+
+def paused_write(action: str) -> Callable[[MemoryPaused], dict[str, Any]]:
+    """A write tool's refusal for a paused scope (``Tool.on_paused``)."""
+
+    def refuse(exc: MemoryPaused) -> dict[str, Any]:
+        raise paused_refusal(exc.partition_key, action)
+
+    return refuse
 
 
 class MemoryTools:
-    """Handlers bound to one store and one settings object."""
+    """The chat's L2 handlers: parse, check the speaker's rights, call the use case, reply.
 
-    def __init__(self, store: MemoryService, settings: Settings) -> None:
-        self.store = store
+    Embedding and model-mismatch failures and a paused scope are mapped once, at the
+    registry's edge (``failure_prefix``, ``on_paused``)."""
+
+    def __init__(self, cases: MemoryCases, settings: Settings) -> None:
+        self.cases = cases
         self.settings = settings
 
     def _refuse_protected(self, record: MemoryRecord, action: str) -> None:
         if record.source == "user" and self.settings.protect_manual_memories:
             raise protected_refusal(action)
 
+    async def _editable(
+        self, partition: str, memory_id: str, ctx: ToolContext, action: str
+    ) -> MemoryRecord:
+        """The memory ``ctx``'s speaker may ``action`` (修改 / 删除), else a refusal."""
+        record = await self.cases.get(partition, memory_id)
+        if record is None:
+            raise ToolError("未找到指定ID的记忆")
+        if not can_edit(record, ctx, self.settings):
+            raise ToolError(
+                f"无权{action}👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以{action}"
+            )
+        self._refuse_protected(record, action)
+        return record
+
     async def write_memory(self, args: WriteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         scope, partition = resolve_scope(args.scope, ctx)
         require_global_writer(scope, ctx, "写入")
-        content = _clean_content(args.content)
-        tags = parse_tags(args.tags)
+        content = required_text(args.content, "content 不能为空：请给出要记住的具体内容")
+        new = NewMemory(
+            partition_key=partition,
+            scope=scope,
+            content=content,
+            tags=parse_tags(args.tags),
+            importance=label_to_level(args.importance),
+            category=args.category,
+            source="auto",
+            author=ctx.user_id,
+        )
         try:
-            written = await self.store.write(
-                partition_key=partition,
-                scope=scope,
-                content=content,
-                tags=tags,
-                importance=label_to_level(args.importance),
-                category=args.category,
-                source="auto",
-                author=ctx.user_id,
-            )
+            written = await self.cases.write(new)
         except PartitionFull as exc:
             raise ToolError(
                 f"当前会话的记忆数量已达上限（{exc.limit} 条），未写入。"
                 "请先用 list_memory 查看，再用 update_memory 合并相近的记忆或用 delete_memory 删除过时的记忆后重试",
                 limit=exc.limit,
             ) from exc
-        except EmbeddingError as exc:
-            raise embedding_failure("写入记忆失败", exc) from exc
-        except FingerprintMismatch as exc:
-            raise ToolError(f"写入记忆失败: {exc}") from exc
-        except MemoryPaused as exc:
-            raise paused_refusal(partition, "写入") from exc
         record = written.record
         reply: dict[str, Any] = {
             "memory_id": record.id,
@@ -290,15 +307,13 @@ class MemoryTools:
 
     async def read_memory(self, args: ReadMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         _scope, partition = resolve_scope(args.scope, ctx)
-        query = args.query.strip()
-        if not query:
-            raise ToolError("query 不能为空：请给出检索关键词")
+        query = required_text(args.query, "query 不能为空：请给出检索关键词")
         label = args.importance
         top_k = clamp(args.top_k, TOP_K_MIN, TOP_K_MAX)
-        try:
-            hits = await self.store.search(
-                partition,
-                query,
+        hits = await self.cases.search(
+            MemoryQuery(
+                partition_key=partition,
+                text=query,
                 top_k=top_k,
                 importance=TIER_RANGE[label] if label else None,
                 tags=parse_tags(args.tags) or None,
@@ -306,12 +321,7 @@ class MemoryTools:
                 mode=args.mode,
                 recall=recall_of(ctx),
             )
-        except MemoryPaused:
-            return paused_reply(partition)
-        except EmbeddingError as exc:
-            raise embedding_failure("检索记忆失败", exc) from exc
-        except FingerprintMismatch as exc:
-            raise ToolError(f"检索记忆失败: {exc}") from exc
+        )
         decay_on = self.settings.decay.enabled
         metadatas = []
         for hit in hits:
@@ -362,30 +372,21 @@ class MemoryTools:
             raise ToolError(
                 "update_memory 至少需要 content、tags、importance、category 之一；未修改任何内容"
             )
-        record = await self.store.get(partition, args.id)
-        if record is None:
-            raise ToolError("未找到指定ID的记忆")
-        if not can_edit(record, ctx, self.settings):
-            raise ToolError("无权修改👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以修改")
-        self._refuse_protected(record, "修改")
-        content = _clean_content(args.content) if args.content is not None else None
+        record = await self._editable(partition, args.id, ctx, "修改")
+        change = MemoryChange(
+            content=(
+                required_text(args.content, "content 不能为空：请给出要记住的具体内容")
+                if args.content is not None
+                else None
+            ),
+            tags=parse_tags(args.tags) if args.tags is not None else None,
+            importance=label_to_level(args.importance) if args.importance else None,
+            category=args.category,
+        )
         try:
-            updated = await self.store.update(
-                partition,
-                record.id,
-                content=content,
-                tags=parse_tags(args.tags) if args.tags is not None else None,
-                importance=label_to_level(args.importance) if args.importance else None,
-                category=args.category,
-            )
-        except EmbeddingError as exc:
-            raise embedding_failure("更新记忆失败", exc) from exc
-        except FingerprintMismatch as exc:
-            raise ToolError(f"更新记忆失败: {exc}") from exc
+            updated = await self.cases.change(partition, record.id, change)
         except ProtectedMemory as exc:  # became protected between the read and the write
             raise protected_refusal("修改") from exc
-        except MemoryPaused as exc:
-            raise paused_refusal(partition, "修改") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
@@ -393,28 +394,19 @@ class MemoryTools:
     async def delete_memory(self, args: DeleteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         scope, partition = resolve_scope(args.scope, ctx)
         require_global_writer(scope, ctx, "删除")
-        record = await self.store.get(partition, args.id)
-        if record is None:
-            raise ToolError("未找到指定ID的记忆")
-        if not can_edit(record, ctx, self.settings):
-            raise ToolError("无权删除👥群共享记忆：仅群主、管理员、超级用户或该记忆的作者可以删除")
-        self._refuse_protected(record, "删除")
+        record = await self._editable(partition, args.id, ctx, "删除")
         try:
-            deleted = await self.store.delete(partition, record.id)
+            deleted = await self.cases.delete(partition, record.id)
         except ProtectedMemory as exc:
             raise protected_refusal("删除") from exc
-        except MemoryPaused as exc:
-            raise paused_refusal(partition, "删除") from exc
         if not deleted:
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆删除成功", "id": record.id}
 
     async def list_memory(self, args: ListMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         _scope, partition = resolve_scope(args.scope, ctx)
-        if self.store.trail is not None and await self.store.trail.is_paused(partition):
-            return paused_reply(partition)
         limit, offset = args.limit, args.offset
-        page, total = await self.store.list_filtered(
+        page, total = await self.cases.page(
             partition, limit=limit, offset=offset, category=args.category
         )
         if total == 0:
@@ -454,10 +446,10 @@ class MemoryTools:
 
 
 def register_memory_tools(
-    registry: ToolRegistry, store: MemoryService, settings: Settings
+    registry: ToolRegistry, cases: MemoryCases, settings: Settings
 ) -> MemoryTools:
     """Declare the five L2 tools on ``registry``."""
-    tools = MemoryTools(store, settings)
+    tools = MemoryTools(cases, settings)
     assert LABELS == ("low", "medium", "high")  # the enum order the LLM is shown
     registry.register(
         Tool(
@@ -470,6 +462,7 @@ def register_memory_tools(
             args=WriteMemoryArgs,
             handler=tools.write_memory,
             failure_prefix="写入记忆失败",
+            on_paused=paused_write("写入"),
         )
     )
     registry.register(
@@ -482,6 +475,7 @@ def register_memory_tools(
             args=ReadMemoryArgs,
             handler=tools.read_memory,
             failure_prefix="检索记忆失败",
+            on_paused=paused_read,
             read_only=True,
         )
     )
@@ -492,6 +486,7 @@ def register_memory_tools(
             args=UpdateMemoryArgs,
             handler=tools.update_memory,
             failure_prefix="更新记忆失败",
+            on_paused=paused_write("修改"),
         )
     )
     registry.register(
@@ -501,6 +496,7 @@ def register_memory_tools(
             args=DeleteMemoryArgs,
             handler=tools.delete_memory,
             failure_prefix="删除记忆失败",
+            on_paused=paused_write("删除"),
         )
     )
     registry.register(
@@ -510,6 +506,7 @@ def register_memory_tools(
             args=ListMemoryArgs,
             handler=tools.list_memory,
             failure_prefix="列出记忆失败",
+            on_paused=paused_read,
             read_only=True,
         )
     )

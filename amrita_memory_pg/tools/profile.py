@@ -22,10 +22,11 @@ from pydantic import Field
 
 from amrita_memory_pg.domain.errors import ProfileRefused, ToolError
 from amrita_memory_pg.domain.profile import ProfileActor, make_edit
-from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.tools.args import Integer, Text, ToolArgs
 from amrita_memory_pg.tools.context import CycleContext, ToolContext
+from amrita_memory_pg.tools.memory import paused_read
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.usecases.profiles import ProfileCases
 
 #: the reference's refusal (§4.11), with the rule as it is here
 READ_REFUSED = "无权限读取该画像（仅可读取当前发言人自己的画像）"
@@ -70,7 +71,7 @@ def _cycle(ctx: ToolContext) -> CycleContext:
     return ctx.cycle
 
 
-def register_profile_tools(registry: ToolRegistry, profiles: ProfileService) -> None:
+def register_profile_tools(registry: ToolRegistry, profiles: ProfileCases) -> None:
     """``read_profile`` (the chat's)."""
 
     async def read_profile(args: ReadProfileArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -90,6 +91,7 @@ def register_profile_tools(registry: ToolRegistry, profiles: ProfileService) -> 
             args=ReadProfileArgs,
             handler=read_profile,
             failure_prefix="读取画像失败",
+            on_paused=paused_read,
         )
     )
 
@@ -101,7 +103,7 @@ def profile_news(context: Mapping[str, Any]) -> bool:
     return bool(context.get("profile_hint"))
 
 
-def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileService) -> None:
+def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileCases) -> None:
     """``subconscious_get_profile`` and ``subconscious_update_profile`` (the L3 loop's)."""
 
     async def get_profile(args: GetProfileArgs, ctx: ToolContext) -> dict[str, Any]:

@@ -55,6 +55,9 @@ class Tool(Generic[ArgsT]):
     offer: Callable[[Mapping[str, Any]], bool] | None = None
     #: changes nothing: a chat tool the consolidation loop may borrow (``allowed_tools``)
     read_only: bool = False
+    #: the reply when the partition is paused (:class:`MemoryPaused` from the use case or
+    #: the database): a reply, or a :class:`ToolError` raised; None: the generic refusal
+    on_paused: Callable[[MemoryPaused], dict[str, Any]] | None = None
 
     def schema(self) -> dict[str, Any]:
         """OpenAI function-calling format."""
@@ -130,6 +133,12 @@ class ToolRegistry:
         self.compact = audience == "consolidation"
         #: other names a tool is called by: accepted by :meth:`call`, never in the schemas
         self._aliases: dict[str, str] = {}
+        #: run first for every call of a cycle with its target (the loop's pause check:
+        #: raises :class:`MemoryPaused`); tools in :attr:`ungated` skip it
+        self.gate: Callable[[str], Awaitable[None]] | None = None
+        self.ungated: frozenset[str] = frozenset()
+        #: the paused reply of a tool that names none (None: the generic refusal)
+        self.on_paused: Callable[[MemoryPaused], dict[str, Any]] | None = None
 
     def register(self, tool: Tool[Any]) -> None:
         if tool.name in self._tools or tool.name in self._aliases:
@@ -191,16 +200,17 @@ class ToolRegistry:
             )
         try:
             with acting(self.actor(ctx)):
+                if (
+                    self.gate is not None
+                    and ctx.cycle is not None
+                    and tool.name not in self.ungated
+                ):
+                    await self.gate(ctx.cycle.target_key)
                 result = await tool.run(_arguments(name, arguments), ctx)
         except ToolError as exc:
             return error_reply(exc.message, compact=self.compact, **exc.extra)
-        except MemoryPaused as exc:  # any tool's write on a paused scope (AMZ01)
-            return error_reply(
-                f"该作用域（{exc.partition_key}）的记忆已被管理员暂停：暂停期间自动流程不能修改记忆，"
-                "什么都没有改变。请不要重试",
-                compact=self.compact,
-                paused=True,
-            )
+        except MemoryPaused as exc:  # a paused scope: checked first, and by the database (AMZ01)
+            return self._paused(tool, exc)
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
             prefix = tool.failure_prefix or f"{name} 失败"
             # issue 11 F7: never an empty message; say whether anything changed, what to do.
@@ -212,3 +222,18 @@ class ToolRegistry:
                 log.exception("tool %s failed", name)
             return error_reply(message, compact=self.compact)
         return dumps(result, compact=self.compact)
+
+    def _paused(self, tool: Tool[Any], exc: MemoryPaused) -> str:
+        """The one mapping of a paused partition to the model's reply."""
+        on_paused = tool.on_paused or self.on_paused
+        if on_paused is not None:
+            try:
+                return dumps(on_paused(exc), compact=self.compact)
+            except ToolError as refused:
+                return error_reply(refused.message, compact=self.compact, **refused.extra)
+        return error_reply(
+            f"该作用域（{exc.partition_key}）的记忆已被管理员暂停：暂停期间自动流程不能修改记忆，"
+            "什么都没有改变。请不要重试",
+            compact=self.compact,
+            paused=True,
+        )

@@ -24,10 +24,11 @@ from pydantic import Field
 from amrita_memory_pg.domain.errors import ToolError
 from amrita_memory_pg.domain.keys import GLOBAL_KEY, group_key
 from amrita_memory_pg.services.bot_memories import BotMemories
-from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.tools.args import Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.memory import paused_write
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.usecases.memories import MemoryCases
 
 PREVIEW_ITEMS = 20
 _GROUP = re.compile(r"^\s*group\s*[:：]\s*(?P<id>[0-9A-Za-z_.-]{1,64})\s*$")
@@ -68,12 +69,15 @@ def scope_key_of(spec: str, ctx: ToolContext) -> tuple[str, str | None]:
 
 
 class ScopeTools:
-    def __init__(self, bot: BotMemories, memories: MemoryService) -> None:
+    """Load / unload a scope; neither the chat nor the scope may be paused (issue 27)."""
+
+    def __init__(self, bot: BotMemories, memories: MemoryCases) -> None:
         self.bot = bot
         self.memories = memories
 
     async def load(self, args: LoadContextArgs, ctx: ToolContext) -> dict[str, Any]:
         key, gid = scope_key_of(args.scope, ctx)
+        await self.memories.gate.check(ctx.session_key)
         if key == ctx.session_key:
             raise ToolError("这就是当前对话的作用域，它的记忆本来就可用，无需装载")
         if key == GLOBAL_KEY:
@@ -86,7 +90,7 @@ class ScopeTools:
                 raise ToolError(
                     f"无权装载群 {gid} 的记忆：只有该群的成员或管理员可以装载（未确认你是该群成员）。没有装载任何内容"
                 )
-        records, total = await self.memories.list_page(key, limit=PREVIEW_ITEMS, offset=0)
+        records, total = await self.memories.page(key, limit=PREVIEW_ITEMS, offset=0)
         await self.bot.load(ctx.session_key, key, ctx.user_id)
         return {
             "status": "success",
@@ -109,6 +113,7 @@ class ScopeTools:
 
     async def unload(self, args: UnloadContextArgs, ctx: ToolContext) -> dict[str, Any]:
         key, _gid = scope_key_of(args.scope, ctx)
+        await self.memories.gate.check(ctx.session_key)
         if not await self.bot.unload(ctx.session_key, key):
             loaded = await self.bot.loaded(ctx.session_key)
             shown = "、".join(loaded) or "（无）"
@@ -117,7 +122,7 @@ class ScopeTools:
 
 
 def register_scope_tools(
-    registry: ToolRegistry, bot: BotMemories, memories: MemoryService
+    registry: ToolRegistry, bot: BotMemories, memories: MemoryCases
 ) -> ScopeTools:
     tools = ScopeTools(bot, memories)
     registry.register(
@@ -130,6 +135,7 @@ def register_scope_tools(
             args=LoadContextArgs,
             handler=tools.load,
             failure_prefix="装载记忆失败",
+            on_paused=paused_write("装载"),
         )
     )
     registry.register(
@@ -139,6 +145,7 @@ def register_scope_tools(
             args=UnloadContextArgs,
             handler=tools.unload,
             failure_prefix="卸载记忆失败",
+            on_paused=paused_write("卸载"),
         )
     )
     return tools

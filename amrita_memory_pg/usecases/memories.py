@@ -1,0 +1,134 @@
+"""L2 memories for every surface: the pause first, then the service (issue 22)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from amrita_memory_pg.domain.records import MemoryRecord, SearchHit
+from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.storage.memories import AddResult
+from amrita_memory_pg.usecases.pause import PauseGate
+from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory, Refusal
+
+
+def required_text(value: str, refusal: str) -> str:
+    """``value`` stripped; :class:`Refusal` with ``refusal`` when nothing is left."""
+    text = value.strip()
+    if not text:
+        raise Refusal(refusal)
+    return text
+
+
+class MemoryCases:
+    """Write, search, change, merge, delete and list memories of one partition.
+
+    Every method checks the pause first (:class:`PauseGate`: automatic callers only);
+    domain errors (``PartitionFull``, ``ProtectedMemory``, ``MemoryPaused``,
+    ``EmbeddingError``, ``FingerprintMismatch``) go out unchanged, for the surface's edge.
+    """
+
+    def __init__(self, service: MemoryService, gate: PauseGate) -> None:
+        self.service = service
+        self.gate = gate
+
+    async def write(self, new: NewMemory, *, idempotent: bool = True) -> AddResult:
+        """Embed and insert; ``idempotent``: an identical write within the dedup window
+        returns the first one (a chat model retrying a lost reply)."""
+        await self.gate.check(new.partition_key)
+        fields = {
+            "partition_key": new.partition_key,
+            "scope": new.scope,
+            "content": new.content,
+            "tags": new.tags,
+            "importance": new.importance,
+            "category": new.category,
+            "source": new.source,
+            "author": new.author,
+            "now": new.now,
+        }
+        if idempotent:
+            return await self.service.write(**fields)  # type: ignore[arg-type]
+        return AddResult(await self.service.add(**fields))  # type: ignore[arg-type]
+
+    async def search(self, query: MemoryQuery) -> list[SearchHit]:
+        """The top_k by decay score. With ``recall`` the service checks the pause first
+        (before the embedding call) for every caller, people included."""
+        if query.recall is None:
+            await self.gate.check(query.partition_key)
+        return await self.service.search(
+            query.partition_key,
+            query.text,
+            top_k=query.top_k,
+            importance=query.importance,
+            tags=query.tags,
+            category=query.category,
+            mode=query.mode,
+            now=query.now,
+            recall=query.recall,
+        )
+
+    async def get(self, partition_key: str, memory_id: str) -> MemoryRecord | None:
+        await self.gate.check(partition_key)
+        return await self.service.get(partition_key, memory_id)
+
+    async def count(self, partition_key: str) -> int:
+        await self.gate.check(partition_key)
+        return await self.service.count(partition_key)
+
+    async def change(
+        self,
+        partition_key: str,
+        memory_id: str,
+        change: MemoryChange,
+        *,
+        flag_only: bool = False,
+        now: datetime | None = None,
+    ) -> MemoryRecord | None:
+        """Apply ``change`` (None: the memory is gone). ``flag_only``: only add its tags,
+        the one change allowed on a memory a person wrote."""
+        await self.gate.check(partition_key)
+        if flag_only:
+            return await self.service.add_tags(partition_key, memory_id, change.tags or (), now=now)
+        return await self.service.update(
+            partition_key,
+            memory_id,
+            content=change.content,
+            tags=change.tags,
+            importance=change.importance,
+            category=change.category,
+            now=now,
+        )
+
+    async def delete(self, partition_key: str, memory_id: str) -> bool:
+        await self.gate.check(partition_key)
+        return await self.service.delete(partition_key, memory_id)
+
+    async def merge(
+        self,
+        partition_key: str,
+        keep_id: str,
+        merge_ids: Sequence[str],
+        change: MemoryChange,
+        *,
+        now: datetime | None = None,
+    ) -> tuple[MemoryRecord, list[str]] | None:
+        await self.gate.check(partition_key)
+        return await self.service.merge(
+            partition_key,
+            keep_id,
+            merge_ids,
+            content=change.content,
+            tags=change.tags,
+            importance=change.importance,
+            now=now,
+        )
+
+    async def page(
+        self, partition_key: str, *, limit: int, offset: int = 0, category: str | None = None
+    ) -> tuple[list[MemoryRecord], int]:
+        """One page in (created_at, id) order and the total."""
+        await self.gate.check(partition_key)
+        return await self.service.list_filtered(
+            partition_key, limit=limit, offset=offset, category=category
+        )

@@ -1,0 +1,37 @@
+"""The pause, checked FIRST on every automatic path (issue 27, item 5).
+
+An automatic caller (the chat tools, extraction, the L3 loop: the task's actor kind
+``llm``, ``extraction`` or ``l3``) neither reads nor writes a paused partition. The
+check runs before anything else (no embedding call, no search, no model call) and a
+failing check raises — it is never read as "not paused". The database refuses the
+writes as well (SQLSTATE AMZ01, trail_v1.sql and pause_v1.sql), so a pause that lands
+between this check and the write still holds. People (actor ``person``) are not
+checked: they manage a paused partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from amrita_memory_pg.domain.errors import MemoryPaused
+from amrita_memory_pg.domain.trail import AUTOMATIC_KINDS, current_actor
+
+#: whether a partition is paused (the trail's ``is_paused``)
+PausedCheck = Callable[[str], Awaitable[bool]]
+
+
+def automatic() -> bool:
+    """Whether the current task writes as an automatic actor."""
+    actor = current_actor()
+    return actor is not None and actor.kind in AUTOMATIC_KINDS
+
+
+class PauseGate:
+    """Raises :class:`MemoryPaused` for an automatic caller of a paused partition."""
+
+    def __init__(self, paused: PausedCheck | None) -> None:
+        self._paused = paused
+
+    async def check(self, partition_key: str) -> None:
+        if self._paused is not None and automatic() and await self._paused(partition_key):
+            raise MemoryPaused(partition_key)
