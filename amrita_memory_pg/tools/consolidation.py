@@ -373,9 +373,7 @@ class LoopTools:
         limit = self.memos.max_chars
         try:
             if cycle.dry_run:
-                if len(content) > limit:
-                    current = await self.memos.read(cycle.target_key)
-                    raise MemoTooLong(len(content), limit, current.chars)
+                await self.memos.check_fits(cycle.target_key, content, appending=False)
                 return {
                     "status": "success",
                     "chars": len(content),

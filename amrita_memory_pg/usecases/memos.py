@@ -30,7 +30,8 @@ class MemoCases:
         await self.gate.check(partition_key)
         return await self.memos.get(partition_key)
 
-    async def _refuse_oversize(self, partition_key: str, text: str, *, appending: bool) -> None:
+    async def check_fits(self, partition_key: str, text: str, *, appending: bool) -> None:
+        """:class:`MemoTooLong` when ``text`` alone exceeds the cap (a dry run's check)."""
         limit = self.memos.max_chars
         if len(text) <= limit:
             return
@@ -42,12 +43,12 @@ class MemoCases:
         self, partition_key: str, addition: str, *, now: datetime | None = None
     ) -> MemoWrite:
         await self.gate.check(partition_key)
-        await self._refuse_oversize(partition_key, addition, appending=True)
+        await self.check_fits(partition_key, addition, appending=True)
         return await self.memos.append(partition_key, addition, now=now)
 
     async def replace(
         self, partition_key: str, content: str, *, now: datetime | None = None
     ) -> MemoWrite:
         await self.gate.check(partition_key)
-        await self._refuse_oversize(partition_key, content, appending=False)
+        await self.check_fits(partition_key, content, appending=False)
         return await self.memos.replace(partition_key, content, now=now)
