@@ -304,6 +304,8 @@ class Memory:
         sub = self.settings.subconscious
         if ctx.in_group or not (sub.enabled and sub.allow_send_to_user):
             return []
+        if await self.trail.is_paused(ctx.personal_key):
+            return []  # kept until the partition is resumed (issue 27: paused on every path)
         return await self.take_pending_messages(ctx.personal_key)
 
     async def close(self) -> None:

@@ -25,6 +25,7 @@ from amrita_memory_pg.domain.errors import MemoryPaused
 from amrita_memory_pg.domain.profile import ProfileActor, make_edit
 from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.services.consolidation import utcnow
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.cli import run_cli
@@ -337,8 +338,12 @@ async def test_the_database_refuses_automatic_memo_and_profile_writes_and_people
             await mem.profiles.edit(TARGET, edit, ProfileActor("cli", "root"))
         assert (await mem.memos.get(TARGET)).content == "人工改写"
         assert (await mem.profiles.get(TARGET)).summary == "机器写的摘要"
-        # and after a resume the chat tools work again
+        # a proactive message the loop queued before the pause waits for the resume
+        await mem.consolidation.queue_message(TARGET, None, f"问候 {SECRET}", now=utcnow())
+        assert await mem.pending_for(PRIVATE) == []
+        # and after a resume the chat tools work again, and the message is delivered
         assert await mem.trail.resume(TARGET)
+        assert [m.content for m in await mem.pending_for(PRIVATE)] == [f"问候 {SECRET}"]
         reply = json.loads(await mem.call_tool("append_memo", {"content": "恢复后"}, PRIVATE))
         assert reply["status"] == "success", reply
 
