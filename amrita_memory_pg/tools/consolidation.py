@@ -142,7 +142,7 @@ class LoopTools:
     async def read_memory(self, args: ReadArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         query = required_text(args.query, "query 不能为空：请给出检索关键词")
-        hits = await self.memories.search(
+        found = await self.memories.search(
             MemoryQuery(
                 partition_key=cycle.target_key,
                 text=query,
@@ -152,6 +152,7 @@ class LoopTools:
                 recall=Recall("l3", cycle.target_key, f"cycle {cycle.cycle_id}"),
             )
         )
+        hits = found.hits
         return {
             "status": "success",
             "ids": [[h.record.id for h in hits]],

@@ -310,7 +310,7 @@ class MemoryTools:
         query = required_text(args.query, "query 不能为空：请给出检索关键词")
         label = args.importance
         top_k = clamp(args.top_k, TOP_K_MIN, TOP_K_MAX)
-        hits = await self.cases.search(
+        found = await self.cases.search(
             MemoryQuery(
                 partition_key=partition,
                 text=query,
@@ -322,6 +322,7 @@ class MemoryTools:
                 recall=recall_of(ctx),
             )
         )
+        hits = found.hits
         decay_on = self.settings.decay.enabled
         metadatas = []
         for hit in hits:
@@ -355,7 +356,7 @@ class MemoryTools:
             "uris": None,
             "data": None,
             "included": ["documents", "metadatas", "distances"],
-            "mode": args.mode or self.settings.retrieval.default_mode,
+            "mode": found.mode,
         }
         if top_k != args.top_k:
             reply["top_k"] = top_k

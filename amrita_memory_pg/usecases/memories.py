@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from amrita_memory_pg.domain.records import MemoryRecord, SearchHit
+from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.storage.memories import AddResult
 from amrita_memory_pg.usecases.pause import PauseGate
-from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory, Refusal
+from amrita_memory_pg.usecases.values import (
+    MemoryChange,
+    MemoryQuery,
+    NewMemory,
+    Refusal,
+    SearchResult,
+)
 
 
 def required_text(value: str, refusal: str) -> str:
@@ -36,7 +43,7 @@ class MemoryCases:
         """Embed and insert; ``idempotent``: an identical write within the dedup window
         returns the first one (a chat model retrying a lost reply)."""
         await self.gate.check(new.partition_key)
-        fields = {
+        fields: dict[str, Any] = {
             "partition_key": new.partition_key,
             "scope": new.scope,
             "content": new.content,
@@ -48,15 +55,15 @@ class MemoryCases:
             "now": new.now,
         }
         if idempotent:
-            return await self.service.write(**fields)  # type: ignore[arg-type]
-        return AddResult(await self.service.add(**fields))  # type: ignore[arg-type]
+            return await self.service.write(**fields)
+        return AddResult(await self.service.add(**fields))
 
-    async def search(self, query: MemoryQuery) -> list[SearchHit]:
+    async def search(self, query: MemoryQuery) -> SearchResult:
         """The top_k by decay score. With ``recall`` the service checks the pause first
         (before the embedding call) for every caller, people included."""
         if query.recall is None:
             await self.gate.check(query.partition_key)
-        return await self.service.search(
+        hits = await self.service.search(
             query.partition_key,
             query.text,
             top_k=query.top_k,
@@ -67,6 +74,7 @@ class MemoryCases:
             now=query.now,
             recall=query.recall,
         )
+        return SearchResult(hits, query.mode or self.service.settings.retrieval.default_mode)
 
     async def get(self, partition_key: str, memory_id: str) -> MemoryRecord | None:
         await self.gate.check(partition_key)

@@ -62,7 +62,8 @@ class MemoryChange:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """The hits of a :class:`MemoryQuery`, best first, and the top_k actually used."""
+    """The hits of a :class:`MemoryQuery`, best first, and how they were ranked."""
 
     hits: list[SearchHit]
-    top_k: int
+    #: the query's mode, or the configured default it fell back to
+    mode: SearchMode
