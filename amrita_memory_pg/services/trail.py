@@ -2,7 +2,8 @@
 ever failing a read, honour paused partitions, read a memory's log and history.
 
 A recall is logged in ONE statement after the search (``recall_v1``), which also says
-whether the partition is paused: the read path pays one round trip for both. The
+whether the partition is paused (the second look: the search checks the pause first,
+before its embedding call, with :meth:`TrailService.is_paused` — issue 27). The
 memories injected into a turn are logged in the background (:meth:`log_injected_soon`):
 the turn never waits for it, and while one such write is still running the next turn's
 is skipped and counted (``dropped``) rather than queued — under load the log thins out,
@@ -71,9 +72,9 @@ class TrailService:
         *,
         now: datetime | None = None,
     ) -> bool:
-        """Log the hits of a search of one partition; True when it is paused (the caller
-        withholds the hits). A failure here logs a warning and counts as not paused: the
-        search itself just succeeded on the same database."""
+        """Log the hits of a search of one partition; True when it was paused meanwhile
+        (the caller withholds the hits). A failure here logs a warning and counts as not
+        paused: the pause was already checked, before the search, by a check that raises."""
         try:
             return await self.store.recall(
                 partition_key,
