@@ -171,6 +171,31 @@ def command_problems(text: str) -> list[str]:
     return problems
 
 
+BENCH = re.compile(r"(?<![\w-])(bench/[\w-]+\.py)\b")
+
+
+def bench_option_problems(text: str) -> list[str]:
+    """Options quoted after a ``bench/*.py`` script appear in that script's argument parser
+    (as a string literal: the scripts are not imported, some need optional extras)."""
+    problems = []
+    for m in BENCH.finditer(text):
+        script = REPO / m.group(1)
+        if not script.is_file():
+            problems.append(f"`{m.group(1)}` does not exist")
+            continue
+        source = script.read_text(encoding="utf-8")
+        for raw in text[m.end() :].split():
+            if raw in STOP or "…" in raw or BENCH.search(raw) or COMMAND.fullmatch(raw):
+                break
+            token = raw.strip("[](){}<>'\"`,;:")
+            if not token.startswith("--"):
+                continue
+            name = token.split("=", 1)[0]
+            if f'"{name}"' not in source and f"'{name}'" not in source:
+                problems.append(f"`{m.group(1)} {name}`: no such option")
+    return problems
+
+
 def path_problems(doc: Doc) -> list[str]:
     problems = []
     for text in code_texts(doc):
@@ -212,6 +237,11 @@ def test_quoted_commands_exist(doc: Doc) -> None:
     assert problems == [], f"{doc.path.name}: {problems}"
 
 
+def test_quoted_bench_options_exist(doc: Doc) -> None:
+    problems = [p for text in code_texts(doc) for p in bench_option_problems(text)]
+    assert problems == [], f"{doc.path.name}: {problems}"
+
+
 def test_quoted_repository_paths_exist(doc: Doc) -> None:
     assert path_problems(doc) == []
 
@@ -235,6 +265,10 @@ def test_checker_catches_what_it_should(tmp_path: Path) -> None:
     ]
     assert command_problems("amrita-memory knowledge KID") == [
         "`amrita-memory knowledge KID`: a subcommand is needed here"
+    ]
+    assert bench_option_problems("python bench/load.py --short --record FILE") == []
+    assert bench_option_problems("python bench/load.py --shortest") == [
+        "`bench/load.py --shortest`: no such option"
     ]
     page = tmp_path / "page.md"
     page.write_text(
