@@ -551,7 +551,7 @@ class RetrievalSettings(_Section):
     fusion: Literal["rrf", "weighted"] = Field(
         "weighted",
         description="How hybrid mode fuses the two rankings: weighted = (1-w) × min-max "
-        "normalised similarity + w × BM25/max BM25 (measured best, docs/retrieval.md); rrf = "
+        "normalised similarity + w × BM25/max BM25 (measured best, README); rrf = "
         "1/(k+vector rank) + 1/(k+keyword rank).",
     )
     rrf_k: float = Field(60.0, gt=0, le=1000, description="The k of reciprocal-rank fusion.")
@@ -560,7 +560,7 @@ class RetrievalSettings(_Section):
         ge=0,
         le=1,
         description="w of the weighted fusion: the keyword share (0.4: chosen on the LoCoMo "
-        "dev file, checked on the zh/en set; docs/retrieval.md).",
+        "dev file, checked on the zh/en set; README).",
     )
 
 
@@ -586,7 +586,7 @@ def loop_llm(settings: Settings) -> LlmSettings:
 
 
 class ExtractionSettings(_Section):
-    """Automatic extraction at session end: the model reads a finished session
+    """Automatic extraction at session end (issue 14): the model reads a finished session
     and the scope's memories and returns the scope's ``source=auto`` entries, which
     replace the previous ones atomically; ``source=user`` entries are never touched.
 
@@ -630,7 +630,7 @@ class ExtractionSettings(_Section):
 
 
 class InjectionSettings(_Section):
-    """The "## Bot Memories" block: global + current-scope memories (and
+    """The "## Bot Memories" block (issue 14): global + current-scope memories (and
     scopes loaded with memory_load_context) injected every turn within a token budget."""
 
     enabled: bool = Field(
@@ -664,7 +664,7 @@ class InjectionSettings(_Section):
 
 
 class TrailSettings(_Section):
-    """The memory's trail: who recalled a memory and who changed it, bounded."""
+    """The memory's trail (issue 17): who recalled a memory and who changed it, bounded."""
 
     access_log: bool = Field(
         True,
@@ -699,7 +699,7 @@ class TrailSettings(_Section):
 
 
 class WebSettings(_Section):
-    """The admin web page: off unless configured. ``amrita-memory web`` serves it
+    """The admin web page (issue 17): off unless configured. ``amrita-memory web`` serves it
     standalone; the NoneBot plugin mounts it on its FastAPI driver when ``enabled``. A login
     needs ``password_hash`` (or ``superuser_password_hash``), made by
     ``amrita-memory web hash-password``; the clear-partition page and the audit log need the
