@@ -1,7 +1,7 @@
 """Retire SQL (issue 22, item 3): drop the function versions nothing calls any more.
 
 Revision ID: 0022_retire_sql
-Revises: 0020_block_pause
+Revises: 0021_origin
 Create Date: 2026-12-04
 
 Dropped: every installed version that neither the Python (its named queries), another
@@ -23,7 +23,7 @@ from amrita_memory_pg.storage.pg.migrate import run_sql
 from amrita_memory_pg.storage.pg.sqlfile import released_definitions
 
 revision: str = "0022_retire_sql"
-down_revision: str | None = "0020_block_pause"
+down_revision: str | None = "0021_origin"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -73,6 +73,7 @@ RELEASED_FILES: tuple[str, ...] = (
     "functions/knowledge_v2.sql",  # 0017
     "functions/trail_v1.sql",  # 0019
     "functions/injection_v2.sql",  # 0020
+    "functions/origin_v1.sql",  # 0021
 )
 
 
