@@ -20,7 +20,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from amrita_memory_pg.domain.errors import DatabaseError, MemoryPaused, ToolError
+from amrita_memory_pg.domain.errors import (
+    DatabaseError,
+    EmbeddingError,
+    FingerprintMismatch,
+    MemoryPaused,
+    ToolError,
+)
 from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.domain.validation import plain
 from amrita_memory_pg.storage.pg.outcome import classify
@@ -215,8 +221,11 @@ class ToolRegistry:
             prefix = tool.failure_prefix or f"{name} 失败"
             # issue 11 F7: never an empty message; say whether anything changed, what to do.
             message = failure_message(name, prefix, exc)
-            if isinstance(exc, DatabaseError) or classify(exc, sent=True) is not None:
-                # An outage, not a bug: one line per call, no traceback.
+            if (
+                isinstance(exc, DatabaseError | EmbeddingError | FingerprintMismatch)
+                or classify(exc, sent=True) is not None
+            ):
+                # An outage or a model change, not a bug: one line per call, no traceback.
                 log.warning("tool %s failed: %s", name, failure_cause(exc))
             else:
                 log.exception("tool %s failed", name)
