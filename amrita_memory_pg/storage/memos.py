@@ -20,7 +20,7 @@ from amrita_memory_pg.domain.errors import MemoTooLong
 from amrita_memory_pg.domain.records import Memo, MemoWrite
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
-from amrita_memory_pg.storage.trail import act, acts, raise_if_paused
+from amrita_memory_pg.storage.trail import act, raise_if_paused, refusable
 
 
 class MemoStore:
@@ -38,12 +38,13 @@ class MemoStore:
         """One write statement; a driver failure comes out as ``DatabaseRefused`` (no effect)
         or ``OutcomeUnknown`` (issue 11 F7: an append retried blindly would repeat itself).
 
-        The writer (the task's actor) is told to the database in the same transaction: an
-        automatic one is refused on a paused partition (pause_v1.sql, :class:`MemoryPaused`).
+        An automatic writer (the chat LLM, extraction, the loop) is told to the database in
+        the same transaction, which refuses it on a paused partition (pause_v1.sql,
+        :class:`MemoryPaused`); a person's write stays one statement.
         """
         async with write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn:
             try:
-                if not acts():
+                if not refusable():
                     return await conn.fetchrow(sql, partition_key, *args)
                 async with conn.transaction():
                     await act(conn)

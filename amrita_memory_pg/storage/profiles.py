@@ -22,7 +22,7 @@ import asyncpg
 from amrita_memory_pg.domain.profile import Profile, ProfileActor, ProfileChange, ProfileInfo
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
-from amrita_memory_pg.storage.trail import act, raise_if_paused
+from amrita_memory_pg.storage.trail import act, raise_if_paused, refusable
 
 
 class LockedProfile:
@@ -65,14 +65,15 @@ class ProfileStore:
     @contextlib.asynccontextmanager
     async def locked(self, partition_key: str) -> AsyncIterator[LockedProfile]:
         """The profile read under its edit lock, in a transaction that commits when the
-        block ends (and rolls back, writing nothing, when it raises). The writer (the
-        task's actor) is told to the database: an automatic one is refused on a paused
-        partition (pause_v1.sql, :class:`MemoryPaused`)."""
+        block ends (and rolls back, writing nothing, when it raises). An automatic writer
+        is told to the database, which refuses it on a paused partition (pause_v1.sql,
+        :class:`MemoryPaused`)."""
         async with (
             write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn,
             conn.transaction(),
         ):
-            await act(conn)
+            if refusable():
+                await act(conn)
             await conn.execute(query("lock_profile_key"), partition_key)
             try:
                 yield LockedProfile(conn, partition_key, await _fetch(conn, partition_key))

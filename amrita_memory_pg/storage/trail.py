@@ -16,6 +16,7 @@ import asyncpg
 
 from amrita_memory_pg.domain.errors import MemoryPaused
 from amrita_memory_pg.domain.trail import (
+    AUTOMATIC_KINDS,
     AccessEntry,
     Actor,
     ChangeEntry,
@@ -46,6 +47,13 @@ class HistoryBounds:
 
 
 DEFAULT_BOUNDS = HistoryBounds()
+
+
+def refusable() -> bool:
+    """Whether the task's writer is one a pause refuses (llm, extraction, l3): only then
+    must a memo or profile write tell the database who it is (pause_v1.sql)."""
+    who = current_actor()
+    return who is not None and who.kind in AUTOMATIC_KINDS
 
 
 def acts(

@@ -14,16 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from amrita_memory_pg.domain.errors import MemoryPaused
-from amrita_memory_pg.domain.trail import AUTOMATIC_KINDS, current_actor
+from amrita_memory_pg.storage.trail import refusable
 
 #: whether a partition is paused (the trail's ``is_paused``)
 PausedCheck = Callable[[str], Awaitable[bool]]
-
-
-def automatic() -> bool:
-    """Whether the current task writes as an automatic actor."""
-    actor = current_actor()
-    return actor is not None and actor.kind in AUTOMATIC_KINDS
 
 
 class PauseGate:
@@ -33,5 +27,5 @@ class PauseGate:
         self._paused = paused
 
     async def check(self, partition_key: str) -> None:
-        if self._paused is not None and automatic() and await self._paused(partition_key):
+        if self._paused is not None and refusable() and await self._paused(partition_key):
             raise MemoryPaused(partition_key)
