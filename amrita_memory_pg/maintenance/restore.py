@@ -40,6 +40,7 @@ from amrita_memory_pg.maintenance.backup import (
     rotate,
     run_tool,
     store_counts,
+    table_digests,
 )
 from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.legacy_import import ImportReport, merge_memories
@@ -71,11 +72,18 @@ class RestoreReport:
     skipped: int = 0
 
 
-def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def _iter_jsonl(path: Path, only: str | None = None) -> Iterator[dict[str, Any]]:
+    """The rows of a JSONL backup; with ``only``, lines our writer made for another kind
+    (they start with their ``"type"``) are skipped unparsed — a restore reads the file
+    once per kind, and validate_jsonl has parsed every line before."""
+    other = '{"type": "'
+    mine = f'{other}{only}"'
     with path.open(encoding="utf-8") as handle:
         handle.readline()  # header
         for number, line in enumerate(handle, start=2):
             if not line.strip():
+                continue
+            if only is not None and line.startswith(other) and not line.startswith(mine):
                 continue
             try:
                 item = json.loads(line)
@@ -143,9 +151,11 @@ async def _guard_empty(store: Store, incoming: int, force: bool) -> None:
 
 
 async def _safety_backup(store: Store, protect: Path) -> BackupInfo | None:
+    """A backup of the current store unless every table a backup carries is empty (an
+    audit trail or a change history alone is worth keeping too)."""
     async with store.pool.acquire() as conn:
-        counts = await store_counts(conn)
-    if not any(counts.values()):
+        tables = await table_digests(conn)
+    if not any(rows for rows, _digest in tables.values()):
         return None
     info = await create_backup(store, reason="before-restore", keep=10**6)
     rotate(
@@ -213,7 +223,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
             await conn.fetchval(query("clear_table"), table)
 
     async def rows(kind: str, columns: tuple[str, ...]) -> AsyncIterator[tuple[Any, ...]]:
-        for item in _iter_jsonl(path):
+        for item in _iter_jsonl(path, kind):
             if item["type"] == kind:
                 yield _record(item, columns)
 
@@ -225,7 +235,9 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
             kind, schema_name="amrita_memory", columns=list(columns), records=rows(kind, columns)
         )
     grants = [
-        _record(i, GRANT_COLUMNS) for i in _iter_jsonl(path) if i["type"] == "permission_grant"
+        _record(i, GRANT_COLUMNS)
+        for i in _iter_jsonl(path, "permission_grant")
+        if i["type"] == "permission_grant"
     ]
     if grants:
         await conn.executemany(query("merge_restored_grant"), grants)
@@ -237,7 +249,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
         if table not in kinds:
             continue
         batch: list[dict[str, Any]] = []
-        for item in _iter_jsonl(path):
+        for item in _iter_jsonl(path, table):
             if item["type"] == table:
                 batch.append(item["row"])
                 if len(batch) >= IMPORT_BATCH:
