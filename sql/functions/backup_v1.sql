@@ -1,5 +1,5 @@
 -- Backups of the whole store (issue 27, items 2 and 3), release 1 (migration
--- 0021_backup_all). The JSONL backup carries every table of the schema; the tables the
+-- 0023_backup_all). The JSONL backup carries every table of the schema; the tables the
 -- Python code does not name column by column (maintenance/backup.py GENERIC_TABLES) go
 -- through these functions, which take the table's name as data: each builds its
 -- statement with format('%I'), inside the amrita_memory schema only. Released files are

@@ -79,6 +79,14 @@ memory = Table(
     Column(
         "author", Text, nullable=True, comment="user id of whoever wrote it (group edit rights)"
     ),
+    Column(
+        "origin",
+        Text,
+        nullable=False,
+        server_default=text("amrita_memory.actor_origin_v1()"),
+        comment="who made it: person | llm | extraction | l3 | import | system | unknown "
+        "(before origins were recorded); extraction replaces only its own rows",
+    ),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column(
@@ -104,6 +112,10 @@ memory = Table(
         name="category",
     ),
     CheckConstraint("source IN ('user', 'auto', 'system')", name="source"),
+    CheckConstraint(
+        "origin IN ('person', 'llm', 'extraction', 'l3', 'import', 'system', 'unknown')",
+        name="origin",
+    ),
     CheckConstraint("content <> ''", name="content_nonempty"),
     CheckConstraint("partition_key <> ''", name="partition_nonempty"),
     # The partition key first: it is Citus's distribution column (docs/scaling.md), and a
@@ -696,7 +708,7 @@ admin_audit = Table(
 )
 Index("ix_admin_audit_at", admin_audit.c.at)
 Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)
-# issue 27 (feat/backup), migration 0021_backup_all
+# issue 27 (feat/backup), migration 0023_backup_all
 backup_schedule = Table(
     "backup_schedule",
     metadata,

@@ -1,8 +1,8 @@
 """Backups of the whole store: generic table export/import/digest functions and the
 scheduled backup's claim row (issue 27, items 2 and 3).
 
-Revision ID: 0021_backup_all
-Revises: 0020_block_pause
+Revision ID: 0023_backup_all
+Revises: 0022_retire_sql
 Create Date: 2026-12-04
 
 backup_schedule is one row: the last slot of ``[backup] schedule`` a process of the
@@ -18,8 +18,8 @@ from alembic import op
 
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
-revision: str = "0021_backup_all"
-down_revision: str | None = "0020_block_pause"
+revision: str = "0023_backup_all"
+down_revision: str | None = "0022_retire_sql"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
