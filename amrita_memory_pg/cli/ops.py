@@ -171,10 +171,11 @@ async def backup_create(state: CliState) -> None:
 @click.pass_obj
 def backup_list(state: CliState) -> None:
     """List backups, oldest first."""
-    from amrita_memory_pg.maintenance.backup import list_backups
+    from amrita_memory_pg.maintenance.backup import list_backups, pinned_backup
 
     directory = state.settings.resolved_data_dir() / "backups"
     infos = list_backups(directory)
+    pinned = pinned_backup(infos)
     if not infos:
         click.echo("无备份")
         return
@@ -183,6 +184,7 @@ def backup_list(state: CliState) -> None:
         when = info.created_at.strftime("%Y-%m-%d %H:%M:%S UTC") if info.created_at else "?"
         click.echo(
             f"  {info.stem}  {info.counts.get('memory', '?')} 条  {when}  {info.size // 1024} KB  {info.reason}"
+            + ("  （破坏性操作前的备份，不会被轮换删除）" if info.stem == pinned else "")
         )
 
 

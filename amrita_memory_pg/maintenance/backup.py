@@ -395,9 +395,9 @@ def rotate(
     for info in infos:
         groups.setdefault(retention_group(info.reason), []).append(info.stem)
     kept = set(protect or set())
-    destructive = [i.stem for i in infos if i.reason.startswith(DESTRUCTIVE_PREFIX)]
-    if destructive:
-        kept.add(destructive[-1])
+    pinned = pinned_backup(infos)
+    if pinned is not None:
+        kept.add(pinned)
     doomed: list[str] = []
     for group, stems in groups.items():
         n = keep_scheduled if group == "scheduled" and keep_scheduled is not None else keep
@@ -406,6 +406,12 @@ def rotate(
         for suffix in (".jsonl", ".dump"):
             (directory / f"{stem}{suffix}").unlink(missing_ok=True)
     return sorted(doomed)
+
+
+def pinned_backup(infos: list[BackupInfo]) -> str | None:
+    """The stem rotation never removes: the newest backup taken before a destructive step."""
+    destructive = [i.stem for i in infos if i.reason.startswith(DESTRUCTIVE_PREFIX)]
+    return destructive[-1] if destructive else None
 
 
 def delete_backup(directory: Path, stem: str) -> BackupInfo:

@@ -157,7 +157,17 @@ async def test_backup_cli_verify_scheduled_and_delete(db_dsn: str, tmp_path: Pat
     assert "已备份到" in first.stdout and "校验通过" in first.stdout
     again = run_cli("backup", "scheduled", env=env)
     assert again.returncode == 0 and "已由其他进程备份" in again.stdout
+    status = run_cli("status", env=env)
+    assert status.returncode == 0, status.stderr
+    assert (
+        "定时备份:    every 6h; slot " in status.stdout and ": ok (amrita_memory_" in status.stdout
+    )
     stem = list_backups(tmp_path / "backups")[0].stem
+    async with memory_on(db_dsn, tmp_path) as mem:
+        guard = await create_backup(mem.store, reason="before-reembed")
+    listed = run_cli("backup", "list", env=env)
+    assert f"{guard.stem}  1 条" in listed.stdout and "不会被轮换删除" in listed.stdout
+    delete_backup(tmp_path / "backups", guard.stem)
     checked = run_cli("backup", "verify", stem, env=env)
     assert checked.returncode == 0, checked.stderr
     assert "完好" in checked.stdout
