@@ -287,10 +287,7 @@ async def create_backup(
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
             snapshot = await conn.fetchval(query("export_snapshot"))
-            meta = await store_meta.read(conn)
-            digests = await table_digests(conn)
-            counts = {table: rows for table, (rows, _digest) in digests.items()}
-            revision = await migrate.current_revision(conn)
+            # pg_dump starts first: it reads the snapshot while the digests are computed
             dump = asyncio.ensure_future(
                 run_tool(
                     pg_tool("pg_dump"),
@@ -302,6 +299,10 @@ async def create_backup(
                 )
             )
             try:
+                meta = await store_meta.read(conn)
+                digests = await table_digests(conn)
+                counts = {table: rows for table, (rows, _digest) in digests.items()}
+                revision = await migrate.current_revision(conn)
                 header = {
                     "format": FORMAT,
                     "version": VERSION,
