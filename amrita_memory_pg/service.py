@@ -213,6 +213,8 @@ class Memory:
             self.l3_hooks.on_failure.append(self._release_suggestions)
             self.l3_hooks.pending_suggestions = self.knowledge.pending_suggestions
             self.l3_hooks.profile_changed_at = self._profile_changed_at
+            # The user comes first: a message of the target aborts its running cycle.
+            self.l3_hooks.interrupted = self.scheduling.interrupted
 
     async def _profile_changed_at(self, target_key: str) -> datetime | None:
         """When the target's profile last changed (None: it has none yet)."""

@@ -98,6 +98,10 @@ class L3Hooks:
     #: when a personal partition's profile last changed (None: it has no profile yet);
     #: get_context counts the memories written since, to offer the profile tools
     profile_changed_at: Callable[[str], Awaitable[datetime | None]] | None = None
+    #: whether the target spoke since its cycle started (the scheduler's row in
+    #: PostgreSQL, so a message handled by any bot process counts); checked at every
+    #: tool-call boundary: True aborts the cycle there (reference §8.3 step 3)
+    interrupted: Callable[[str], Awaitable[bool]] | None = None
 
 
 class CycleLlm:
@@ -142,6 +146,13 @@ class CycleLlm:
 
 class CycleFailed(Exception):
     """Ends a cycle as failed with a reason (a stall, no iterations left)."""
+
+
+class CycleAborted(CycleFailed):
+    """The target spoke while its cycle ran: the cycle stops at the boundary it reached."""
+
+
+ABORTED = "aborted: the target sent a message while the cycle ran (the user comes first)"
 
 
 def _signature(name: str, arguments: Any) -> str:
@@ -239,12 +250,18 @@ class Consolidator:
         cycle = CycleContext(cycle_id=cycle_id, target_key=target_key, dry_run=dry_run)
         progress = _Progress()
         error: str | None = None
+        aborted = False
         try:
             if self.llm is None:
                 raise CycleFailed(
                     "no model configured for the loop ([subconscious] llm_* or LLM_BASE_URL/LLM_MODEL)"
                 )
             await self._cycle(cycle, self.llm, progress, started)
+        except CycleAborted as exc:
+            error, aborted = str(exc), True
+            log.info(
+                "[Subconscious] Cycle %s of %s aborted by a new user message", cycle_id, target_key
+            )
         except CycleFailed as exc:
             error = str(exc)
         except asyncio.CancelledError:
@@ -254,7 +271,16 @@ class Consolidator:
         except Exception as exc:  # the cycle's outer edge: record, never raise into a job
             log.warning("L3 cycle %s of %s failed: %s", cycle_id, target_key, exc)
             error = redact(str(exc).strip() or type(exc).__name__)
-        return await self._close(cycle, progress, error)
+        return await self._close(cycle, progress, error, aborted=aborted)
+
+    async def _boundary(self, cycle: CycleContext) -> None:
+        """A tool-call boundary: give way if the target spoke meanwhile (dry runs never
+        do: they write nothing and run outside the scheduler)."""
+        check = self.hooks.interrupted
+        if check is None or cycle.dry_run:
+            return
+        if await check(cycle.target_key):
+            raise CycleAborted(ABORTED)
 
     async def _cycle(
         self, cycle: CycleContext, llm: CycleLlm, progress: _Progress, started: datetime
@@ -271,6 +297,7 @@ class Consolidator:
         )
         limit = self.settings.max_iterations
         while progress.iterations < limit:
+            await self._boundary(cycle)
             progress.iterations += 1
             reply = await llm.complete(cycle, "step", messages, schemas)
             calls = list(reply.get("tool_calls") or [])
@@ -323,12 +350,13 @@ class Consolidator:
                 raise CycleFailed(
                     f"loop detected: {name} called {threshold} times in a row with the same arguments"
                 )
+            await self._boundary(cycle)
             progress.tool_calls += 1
             result = await self.tools.call(name, arguments, cycle)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
 
     async def _close(
-        self, cycle: CycleContext, progress: _Progress, error: str | None
+        self, cycle: CycleContext, progress: _Progress, error: str | None, *, aborted: bool = False
     ) -> CycleSummary:
         ok = error is None and cycle.stopped
         if ok is False and error is None:
@@ -363,6 +391,7 @@ class Consolidator:
             completion_tokens=completion,
             summary=cycle.summary,
             dry_run=cycle.dry_run,
+            aborted=aborted,
         )
         log.info("L3 cycle done: %s", describe(summary))
         return summary

@@ -45,6 +45,7 @@ from amrita_sense.hook.matcher import EventRegistry, Matcher
 from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.services.scheduling import ScheduledRun
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import READ_TOOLS
 from amrita_memory_pg.tools.registry import error_reply
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 
 #: the reference plugin's memo hook priority (its DMN hook is 10)
 MEMO_HOOK_PRIORITY = 15
+#: the reference plugin's DMN trigger hook priority (before the memo)
+TRIGGER_HOOK_PRIORITY = 10
 NOT_READY = "记忆服务未就绪，请稍后再试"
 NO_CONTEXT = "无法确定当前会话的用户（缺少 AmritaBot 聊天上下文）"
 
@@ -188,6 +191,46 @@ class _Injected:
         return self._items.pop(key, None)
 
 
+def user_text(user_input: Any) -> str:
+    """The text of a turn's user input (a string, or amrita-core content parts: their
+    ``text``), for the relevant-memories part of the block."""
+    if isinstance(user_input, str):
+        return user_input.strip()
+    if not isinstance(user_input, Iterable):
+        return ""
+    parts = [getattr(part, "text", None) for part in user_input]
+    return "\n".join(p for p in parts if isinstance(p, str) and p).strip()
+
+
+def register_trigger_hook(
+    provider: MemoryProvider,
+    *,
+    identify: Identify = chat_context,
+    schedule: Callable[[list[ScheduledRun]], object] | None = None,
+    priority: int = TRIGGER_HOOK_PRIORITY,
+) -> list[Matcher]:
+    """The L3 trigger (reference §8.2): every completion for an L3 target's speaker —
+    in any chat — is observed and bumps the penalty; a cycle of that target running in
+    any process gives way at its next tool-call boundary. ``schedule`` gets the runs
+    to (re)schedule (the NoneBot plugin's job wiring). Never raises into the chat."""
+    pre = on_precompletion(priority=priority, block=False)
+
+    async def amrita_memory_pg_l3_trigger(event: PreCompletionEvent) -> None:
+        try:
+            memory = _current(provider)
+            ctx = identify(event.chat_object)
+            if memory is None or ctx is None or not memory.scheduling.enabled:
+                return
+            runs = await memory.scheduling.on_user_message(ctx.personal_key, ctx.group_key)
+            if runs and schedule is not None:
+                schedule(runs)
+        except Exception:  # a hook's outer edge: the chat goes on
+            log.exception("the L3 trigger failed")
+
+    pre.append_handler(amrita_memory_pg_l3_trigger)
+    return [pre]
+
+
 def register_memory_hook(
     provider: MemoryProvider,
     *,
@@ -205,7 +248,7 @@ def register_memory_hook(
             ctx = identify(event.chat_object)
             if memory is None or ctx is None:
                 return
-            block = await memory.memory_block(ctx)
+            block = await memory.memory_block(ctx, message=user_text(event.user_input) or None)
             if not block:
                 return
             event.message.memory.insert(0, Message(role="system", content=block))
@@ -262,11 +305,15 @@ def install(
     identify: Identify = chat_context,
     memo_hook: bool = True,
     enrich: Enrich | None = None,
+    l3_trigger: bool = False,
+    schedule: Callable[[list[ScheduledRun]], object] | None = None,
 ) -> Installation:
     """Register the chat tools and the memo hook: the drop-in for amrita_plugin_memory.
 
     ``schemas`` defaults to the provider's ``tool_schemas()`` (then the provider must be
     open, or be a :class:`Memory`); pass them explicitly to install before start-up.
+    ``l3_trigger``: count the L3 targets' completions (reference §8.2), ``schedule``
+    receiving the runs they plan.
     """
     target = manager if manager is not None else ToolsManager()
     if schemas is None:
@@ -276,4 +323,6 @@ def install(
         schemas = memory.tool_schemas()
     names = register_tools(provider, schemas, manager=target, identify=identify, enrich=enrich)
     matchers = register_memory_hook(provider, identify=identify) if memo_hook else []
+    if l3_trigger:
+        matchers += register_trigger_hook(provider, identify=identify, schedule=schedule)
     return Installation(manager=target, tools=names, matchers=matchers)

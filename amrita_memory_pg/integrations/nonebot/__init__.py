@@ -149,6 +149,7 @@ async def _shutdown() -> None:
     if amrita_installation is not None:
         amrita_installation.uninstall()
         amrita_installation = None
+    runtime.l3_counts_completions = False
     if scheduler.get_job("amrita_memory_decay_sweep") is not None:
         scheduler.remove_job("amrita_memory_decay_sweep")
     if scheduler.get_job(SESSION_JOB_ID) is not None:

@@ -46,7 +46,10 @@ async def record_incoming(runtime: Runtime, bot: Bot, event: Event) -> None:
     except Exception:  # a hook's outer edge
         log.exception("recording an incoming message failed")
         return
-    await trigger_l3(runtime, ctx)
+    # Under AmritaBot the trigger counts completions (its pre-completion hook) as the
+    # reference did; plain NoneBot has no completion event to count, so messages count.
+    if not runtime.l3_counts_completions:
+        await trigger_l3(runtime, ctx)
 
 
 async def trigger_l3(runtime: Runtime, ctx: ToolContext) -> None:

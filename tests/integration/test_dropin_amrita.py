@@ -1,0 +1,151 @@
+"""Issue 25 under AmritaBot, with amrita-core really installed: the memo hook passes the
+turn's message (the relevant-memories part of the block), the L3 trigger counts the
+target's completions (reference §8.2, priority 10) and a completion aborts the target's
+running cycle. Hooks are fired through amrita-sense as amrita-core's pre-runner does."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from amrita_core import AmritaConfig, ChatObject, set_config
+from amrita_core.hook.event import EventTypeEnum, PreCompletionEvent
+from amrita_core.types import Message, SendMessageWrap, TextContent
+from amrita_sense.hook.matcher import EventRegistry, MatcherFactory
+
+from amrita_memory_pg.integrations.amrita import Installation, install
+from amrita_memory_pg.integrations.amrita.adapter import TRIGGER_HOOK_PRIORITY, user_text
+from amrita_memory_pg.services.scheduling import ScheduledRun
+from amrita_memory_pg.testing_llm import ScriptedLLM
+from tests.integration.test_amrita_adapter import group_event, private_event
+from tests.support.l3 import TARGET, USAGE, add, loop_memory
+from tests.support.memory import memory_on
+
+
+@pytest.fixture
+def config() -> AmritaConfig:
+    cfg = AmritaConfig()
+    set_config(cfg)
+    return cfg
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as stub:
+        stub.usage = USAGE
+        yield stub
+
+
+def turn(event: Any, config: AmritaConfig, persona: str = "你是 Amrita") -> ChatObject:
+    return ChatObject(
+        train={"role": "system", "content": persona},
+        user_input="hi",
+        session_id="dropin-session",
+        config=config,
+        hook_kwargs={"amrita": {"event": event, "bot": None}},
+    )
+
+
+async def fire(chat: ChatObject, config: AmritaConfig, user_input: Any) -> PreCompletionEvent:
+    wrap = SendMessageWrap(
+        Message(role="system", content="你是 Amrita"), [], Message(role="user", content="hi")
+    )
+    event = PreCompletionEvent(chat_object=chat, user_input=user_input, original_context=wrap)
+    await MatcherFactory.trigger_event(event, config, chat, **chat._hook_kwargs)
+    return event
+
+
+@pytest.fixture
+def installed_with(config: AmritaConfig) -> Iterator[list[Installation]]:
+    """Installations made by a test, taken out again afterwards."""
+    made: list[Installation] = []
+    try:
+        yield made
+    finally:
+        for installation in made:
+            installation.uninstall()
+
+
+def test_user_text_reads_strings_and_content_parts() -> None:
+    assert user_text("  在学 Rust  ") == "在学 Rust"
+    assert (
+        user_text([TextContent(type="text", text="在学"), TextContent(type="text", text="Rust")])
+        == "在学\nRust"
+    )
+    assert user_text(None) == ""
+
+
+async def test_the_memo_hook_passes_the_current_message_for_relevant_memories(
+    db_dsn: str, tmp_path: Path, config: AmritaConfig, installed_with: list[Installation]
+) -> None:
+    async with memory_on(
+        db_dsn,
+        tmp_path,
+        injection__enabled=True,
+        injection__relevant_top_k=1,
+        injection__inject_token_budget=200,
+    ) as mem:
+        installed_with.append(install(mem))
+        await add(mem, "喜欢猫", importance=3)
+        await add(mem, "在学 Rust 编程", importance=3)
+        event = await fire(turn(private_event(), config), config, "在学 Rust 编程")
+        block = event.message.memory[0].content
+        assert "### 与当前消息相关\n- [个人][3] 在学 Rust 编程" in block
+        # without a message there is no relevant part (what the hook did before)
+        event = await fire(turn(private_event(), config), config, None)
+        assert "与当前消息相关" not in event.message.memory[0].content
+
+
+async def test_the_l3_trigger_counts_the_targets_completions_in_any_chat(
+    db_dsn: str,
+    tmp_path: Path,
+    config: AmritaConfig,
+    llm: ScriptedLLM,
+    installed_with: list[Installation],
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        scheduled: list[ScheduledRun] = []
+        installed_with.append(install(mem, l3_trigger=True, schedule=scheduled.extend))
+        [trigger] = [m for m in installed_with[0].matchers if m.priority == TRIGGER_HOOK_PRIORITY]
+        handlers = EventRegistry().get_handlers(EventTypeEnum.BEFORE_COMPLETION)
+        assert any(h.matcher is trigger for h in handlers[TRIGGER_HOOK_PRIORITY])
+        assert trigger.block is False
+
+        await fire(turn(private_event(), config), config, "早")
+        await fire(turn(group_event(), config), config, "大家好")  # the target, in a group
+        await fire(turn(private_event("10002"), config), config, "hi")  # not a target
+        state = await mem.scheduling.state(TARGET)
+        assert state is not None and state.penalty == 2
+        assert [r.target_key for r in scheduled] == [TARGET, TARGET]
+        assert scheduled[-1].run_at == state.next_run_at
+
+
+async def test_a_completion_of_the_target_aborts_its_running_cycle(
+    db_dsn: str,
+    tmp_path: Path,
+    config: AmritaConfig,
+    llm: ScriptedLLM,
+    installed_with: list[Installation],
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        installed_with.append(install(mem, l3_trigger=True))
+        kept = await add(mem, "用户住在上海")
+        llm.call("subconscious_get_memory_stats", {})
+        llm.call("subconscious_delete_memory", {"id": kept})
+        llm.delay_seconds = 0.3
+        task = asyncio.create_task(mem.run_cycle_and_plan(TARGET))
+        for _ in range(200):
+            if len(llm.requests) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        await fire(turn(private_event(), config), config, "在吗")
+        summary, _next = await task
+        assert summary.aborted, summary
+        assert await mem.memories.get(TARGET, kept) is not None
+        state = await mem.scheduling.state(TARGET)
+        assert state is not None and state.penalty == 1 and state.runs == 0
+        assert datetime.now(UTC) < (state.next_run_at or datetime.now(UTC).replace(year=2000))

@@ -1,0 +1,89 @@
+"""Issue 25: the L3 loop as a drop-in for amrita_plugin_memory's users — a message of the
+target aborts its running cycle (from another process's Memory), the persona reaches the
+prompt, and the host's model is what a cycle calls. Real PostgreSQL, a scripted
+OpenAI-compatible model over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from amrita_memory_pg.testing_llm import ScriptedLLM
+from tests.support.l3 import TARGET, USAGE, add, cycle_row, loop_memory
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as stub:
+        stub.usage = USAGE
+        yield stub
+
+
+async def _wait_for_requests(llm: ScriptedLLM, n: int) -> None:
+    for _ in range(200):
+        if len(llm.requests) >= n:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"the model got {len(llm.requests)} requests, expected {n}")
+
+
+async def test_a_message_from_another_process_aborts_the_running_cycle_at_the_next_boundary(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """Reference §8.3 step 3: the user comes first. The message is handled by a second
+    Memory on the same database (another bot process); the cycle sees it in PostgreSQL
+    before its next tool call, stops there, keeps what it did and spent, counts no run,
+    keeps the penalty the message set and the run the message planned."""
+    async with (
+        loop_memory(db_dsn, tmp_path, llm) as mem,
+        loop_memory(db_dsn, tmp_path / "other", llm) as other_process,
+    ):
+        first = await add(mem, "用户喜欢跑步")
+        second = await add(mem, "用户住在上海")
+        await mem.scheduling.on_user_message(TARGET, None, datetime.now(UTC))
+        before = await mem.scheduling.state(TARGET)
+        assert before is not None and before.penalty == 1
+        llm.call("subconscious_update_memory", {"id": first, "tags": "运动"})
+        llm.call("subconscious_delete_memory", {"id": second})
+        llm.call("subconscious_iter_stop", {"summary": "不该到这里"})
+        llm.delay_seconds = 0.4  # the second model call is slow: the user speaks meanwhile
+
+        task = asyncio.create_task(mem.run_cycle_and_plan(TARGET))
+        await _wait_for_requests(llm, 2)
+        [planned] = await other_process.scheduling.on_user_message(TARGET, None, datetime.now(UTC))
+        summary, after = await task
+
+        assert summary.aborted and not summary.ok
+        assert summary.error is not None and summary.error.startswith("aborted")
+        # the first turn's call ran; the second turn's delete did not
+        record = await mem.memories.get(TARGET, first)
+        assert record is not None and record.tags == ("运动",)
+        assert await mem.memories.get(TARGET, second) is not None
+        # both model calls were spent and recorded
+        assert (summary.iterations, summary.prompt_tokens) == (2, 200)
+        row = await cycle_row(mem, summary.cycle_id)
+        assert row["ok"] is False and row["ended_at"] is not None and row["prompt_tokens"] == 200
+        state = await mem.scheduling.state(TARGET)
+        assert state is not None
+        assert (state.penalty, state.runs, state.failures) == (2, before.runs, before.failures)
+        assert state.running_since is None
+        # the next run is the one the message planned, in this process's job too
+        assert after is not None and after.run_at == planned.run_at == state.next_run_at
+        assert len(llm.requests) == 2  # nothing after the abort
+
+
+async def test_a_cycle_nobody_interrupts_is_not_aborted(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        await mem.scheduling.on_user_message(TARGET, None, datetime.now(UTC))
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        summary, _ = await mem.run_cycle_and_plan(TARGET)
+        assert summary.ok and not summary.aborted
+        state = await mem.scheduling.state(TARGET)
+        assert state is not None and state.penalty == 0 and state.runs == 1
+        assert not await mem.scheduling.interrupted(TARGET)  # no cycle running
