@@ -149,3 +149,23 @@ async def test_a_completion_of_the_target_aborts_its_running_cycle(
         state = await mem.scheduling.state(TARGET)
         assert state is not None and state.penalty == 1 and state.runs == 0
         assert datetime.now(UTC) < (state.next_run_at or datetime.now(UTC).replace(year=2000))
+
+
+async def test_amritabots_persona_reaches_the_rendered_cycle_prompt(
+    db_dsn: str,
+    tmp_path: Path,
+    config: AmritaConfig,
+    llm: ScriptedLLM,
+    installed_with: list[Installation],
+) -> None:
+    """No persona configured: the host's (the system prompt of AmritaBot's private
+    turns, seen by the memo hook) fills the templates' character_prompt."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        installed_with.append(install(mem))
+        assert mem.prompts.character_prompt == ""
+        await fire(turn(private_event(), config, persona="你是 Amrita，说话带喵。"), config, "早")
+        await fire(turn(group_event(), config, persona="群聊人设"), config, "早")  # not private
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        assert (await mem.run_cycle(TARGET)).ok
+        system = llm.requests[0]["messages"][0]["content"]
+        assert "你是 Amrita，说话带喵。" in system and "群聊人设" not in system

@@ -87,3 +87,29 @@ async def test_a_cycle_nobody_interrupts_is_not_aborted(
         state = await mem.scheduling.state(TARGET)
         assert state is not None and state.penalty == 0 and state.runs == 1
         assert not await mem.scheduling.interrupted(TARGET)  # no cycle running
+
+
+async def test_the_configured_persona_is_in_the_cycle_prompt_and_a_file_is_reread(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    persona = tmp_path / "persona.txt"
+    persona.write_text("你是小橘，一只爱吃鱼的猫娘。\n", encoding="utf-8")
+    async with loop_memory(
+        db_dsn, tmp_path, llm, subconscious__character_prompt_file=str(persona)
+    ) as mem:
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        assert (await mem.run_cycle(TARGET)).ok
+        system = llm.requests[0]["messages"][0]["content"]
+        assert "你是小橘，一只爱吃鱼的猫娘。" in system
+        persona.write_text("你是大橘。", encoding="utf-8")  # an edit needs no restart
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        assert (await mem.run_cycle(TARGET)).ok
+        assert "你是大橘。" in llm.requests[1]["messages"][0]["content"]
+    async with loop_memory(
+        db_dsn, tmp_path, llm, subconscious__character_prompt="你是阿黄。"
+    ) as mem:
+        mem.prompts.host_persona = lambda: "宿主人设"  # the setting wins over the host
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        assert (await mem.run_cycle(TARGET)).ok
+        system = llm.requests[2]["messages"][0]["content"]
+        assert "你是阿黄。" in system and "宿主人设" not in system

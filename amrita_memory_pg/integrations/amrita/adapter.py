@@ -44,6 +44,7 @@ from amrita_sense.hook.matcher import EventRegistry, Matcher
 
 from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
+from amrita_memory_pg.integrations.amrita.persona import HostPersona
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.services.scheduling import ScheduledRun
 from amrita_memory_pg.tools.context import ToolContext
@@ -236,8 +237,10 @@ def register_memory_hook(
     *,
     identify: Identify = chat_context,
     priority: int = MEMO_HOOK_PRIORITY,
+    persona: HostPersona | None = None,
 ) -> list[Matcher]:
-    """Register the memo injection (and its clean-up); returns the two matchers."""
+    """Register the memo injection (and its clean-up); returns the two matchers.
+    ``persona`` remembers each private turn's system prompt (the L3 templates' persona)."""
     injected = _Injected()
     pre = on_precompletion(priority=priority, block=False)
     post = on_completion(priority=priority, block=False)
@@ -248,6 +251,8 @@ def register_memory_hook(
             ctx = identify(event.chat_object)
             if memory is None or ctx is None:
                 return
+            if persona is not None:
+                persona.observe(event.chat_object, ctx.in_group)
             block = await memory.memory_block(ctx, message=user_text(event.user_input) or None)
             if not block:
                 return
@@ -289,6 +294,9 @@ class Installation:
     manager: MultiToolsManager
     tools: list[str]
     matchers: list[Matcher] = field(default_factory=list)
+    #: AmritaBot's persona, for ``Memory.prompts.host_persona`` (install sets it on a
+    #: :class:`Memory` provider itself)
+    persona: HostPersona = field(default_factory=HostPersona)
 
     def uninstall(self) -> None:
         for name in self.tools:
@@ -322,7 +330,12 @@ def install(
             raise ConfigError("install() needs schemas= while the memory is not open yet")
         schemas = memory.tool_schemas()
     names = register_tools(provider, schemas, manager=target, identify=identify, enrich=enrich)
-    matchers = register_memory_hook(provider, identify=identify) if memo_hook else []
+    persona = HostPersona()
+    matchers = (
+        register_memory_hook(provider, identify=identify, persona=persona) if memo_hook else []
+    )
+    if isinstance(provider, Memory):
+        provider.prompts.host_persona = persona
     if l3_trigger:
         matchers += register_trigger_hook(provider, identify=identify, schedule=schedule)
-    return Installation(manager=target, tools=names, matchers=matchers)
+    return Installation(manager=target, tools=names, matchers=matchers, persona=persona)

@@ -70,5 +70,7 @@ def install_into_amrita(runtime: Runtime) -> Installation | None:
         return None
     # The L3 trigger now counts AmritaBot's completions (reference §8.2), not messages.
     runtime.l3_counts_completions = True
+    # The L3 templates' character_prompt: AmritaBot's persona unless one is configured.
+    memory.prompts.host_persona = installation.persona
     log.info("memory tools and memo hook registered with AmritaBot (amrita-core)")
     return installation
