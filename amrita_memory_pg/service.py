@@ -12,7 +12,7 @@ opened by :func:`amrita_memory_pg.open_memory` (the composition module ``bootstr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -121,6 +121,8 @@ class Memory:
         #: where the scheduler and the knowledge base plug into a cycle
         self.l3_hooks = L3Hooks()
         self._loop_model: ChatClient | None = None
+        self._host_model: ChatModel | None = None
+        self._from_host: Callable[[], bool] = lambda: True
         llm_settings = loop_llm(settings)
         if settings.subconscious.enabled and is_configured(llm_settings):
             self._loop_model = ChatClient(llm_settings)
@@ -135,7 +137,10 @@ class Memory:
             else None
         )
         self.prompts = Prompts(settings.subconscious)
-        loop = LoopDeps(
+        #: where the loop's model comes from: "configured" (``[subconscious] llm_*`` or
+        #: ``LLM_*``), "host" (:meth:`use_host_model`) or "none"
+        self.loop_model_source = "configured" if cycle_llm is not None else "none"
+        self.loop = loop = LoopDeps(
             store=self.consolidation,
             activity=self.activity,
             prompts=self.prompts,
@@ -215,6 +220,51 @@ class Memory:
             self.l3_hooks.profile_changed_at = self._profile_changed_at
             # The user comes first: a message of the target aborts its running cycle.
             self.l3_hooks.interrupted = self.scheduling.interrupted
+
+    def configured_loop_model(self) -> tuple[ChatModel, str] | None:
+        """The loop's configured endpoint (model, name), if any: a host model's fallback."""
+        llm = self.consolidator.llm if self.consolidator is not None else None
+        if self._loop_model is None or llm is None:
+            return None
+        return self._loop_model, llm.model_name
+
+    def use_host_model(
+        self,
+        model: ChatModel,
+        label: Callable[[], str],
+        from_host: Callable[[], bool] = lambda: True,
+    ) -> bool:
+        """Run the L3 loop (cycles, proactive messages, session summaries) on the host's
+        chat model — AmritaBot's preset, as the reference did — unless ``[subconscious]
+        llm_base_url`` / ``llm_model`` name an endpoint of the loop's own (the override).
+        ``label`` names the model a call goes to now. Returns whether the host's is used."""
+        sub = self.settings.subconscious
+        if self.consolidator is None or sub.llm_base_url or sub.llm_model:
+            return False
+        cycle_llm = CycleLlm(
+            model, self.consolidation, model_name="host", clock=utcnow, label=label
+        )
+        self.consolidator.llm = cycle_llm
+        self.loop.llm = cycle_llm
+        self.loop_model_source = "host"
+        self._host_model = model
+        self._from_host = from_host
+        return True
+
+    def loop_model_label(self) -> str:
+        """Which model a cycle will use, for ``/memory dmn`` and the logs."""
+        llm = self.consolidator.llm if self.consolidator is not None else None
+        if llm is None:
+            return (
+                "未配置（[subconscious] llm_* 或 LLM_BASE_URL/LLM_MODEL，或 AmritaBot 的模型预设）"
+            )
+        sub = self.settings.subconscious
+        where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
+        if self.loop_model_source == "host":
+            if self._from_host():
+                return f"{llm.name()}（AmritaBot 当前模型预设）"
+            return f"{llm.name()}（AmritaBot 没有模型预设：配置的端点 {where}）"
+        return f"{llm.name()}（配置的端点 {where}）"
 
     async def _profile_changed_at(self, target_key: str) -> datetime | None:
         """When the target's profile last changed (None: it has none yet)."""
@@ -325,6 +375,8 @@ class Memory:
         await self.trail.flush()  # never raises: a failed log write is a warning
         if self._loop_model is not None:
             await self._loop_model.aclose()
+        if self._host_model is not None:
+            await self._host_model.aclose()
         try:
             if isinstance(self.extraction_model, ChatClient):
                 await self.extraction_model.aclose()

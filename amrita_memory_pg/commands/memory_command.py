@@ -381,8 +381,11 @@ class MemoryCommand:
         knowledge: KnowledgeService | None = None,
         store: Store | None = None,
         extractor: Extractor | None = None,
+        loop_model: Callable[[], str] | None = None,
     ) -> None:
         self.memos = memos
+        #: which model an L3 cycle uses (``Memory.loop_model_label``), shown by ``dmn``
+        self.loop_model = loop_model
         self.memories = memories
         self.settings = settings
         self.dmn_trigger = dmn_trigger
@@ -557,7 +560,17 @@ class MemoryCommand:
         except Exception as exc:
             log.exception("triggering the L3 cycle failed")
             return f"潜意识调度未启动：触发失败（{_reason(exc)}），检查日志"
-        return "已触发，潜意识将在后台跑一轮"
+        return "\n".join(["已触发，潜意识将在后台跑一轮", *self._model_line()])
+
+    def _model_line(self) -> list[str]:
+        """「模型：…」: which model the loop uses (nothing when not known here)."""
+        if self.loop_model is None:
+            return []
+        try:
+            return [f"模型：{self.loop_model()}"]
+        except Exception:  # a host's look-up: the command still answers
+            log.warning("naming the L3 model failed", exc_info=True)
+            return []
 
     async def _run_cycle(self, ctx: ToolContext, *, dry_run: bool) -> str:
         """One cycle now for the configured target, then its numbers."""
@@ -571,6 +584,7 @@ class MemoryCommand:
         head = "✅ 潜意识整理完成" if s.ok else f"❌ 潜意识整理失败：{s.error}"
         lines = [
             head + ("（演练：未写入任何内容）" if s.dry_run else ""),
+            *self._model_line(),
             f"轮次 {s.iterations}，工具调用 {s.tool_calls}，改动记忆 {s.memories_changed} 条",
             f"tokens：提示 {s.prompt_tokens} / 生成 {s.completion_tokens}",
         ]

@@ -108,12 +108,29 @@ class CycleLlm:
     """The loop's chat model, with every call's tokens written to ``token_usage`` at once."""
 
     def __init__(
-        self, model: ChatModel, store: ConsolidationStore, *, model_name: str, clock: Clock
+        self,
+        model: ChatModel,
+        store: ConsolidationStore,
+        *,
+        model_name: str,
+        clock: Clock,
+        label: Callable[[], str] | None = None,
     ) -> None:
         self.model = model
         self.store = store
         self.model_name = model_name
         self.clock = clock
+        #: the model's current name when it can change between calls (a host's preset)
+        self.label = label
+
+    def name(self) -> str:
+        """The model a call goes to now (recorded with its tokens, shown by /memory dmn)."""
+        if self.label is not None:
+            try:
+                return self.label()
+            except Exception:  # a host's look-up: the fixed name rather than no record
+                log.debug("the loop model's label failed", exc_info=True)
+        return self.model_name
 
     async def complete(
         self,
@@ -127,7 +144,7 @@ class CycleLlm:
             cycle.target_key,
             cycle.cycle_id,
             purpose=purpose,
-            model=self.model_name,
+            model=self.name(),
             prompt_tokens=result.usage.prompt_tokens,
             completion_tokens=result.usage.completion_tokens,
             now=self.clock(),

@@ -14,13 +14,16 @@ from typing import Any
 import pytest
 from amrita_core import AmritaConfig, ChatObject, set_config
 from amrita_core.hook.event import EventTypeEnum, PreCompletionEvent
-from amrita_core.types import Message, SendMessageWrap, TextContent
+from amrita_core.preset import PresetManager
+from amrita_core.types import Message, ModelPreset, SendMessageWrap, TextContent
 from amrita_sense.hook.matcher import EventRegistry, MatcherFactory
 
+from amrita_memory_pg.commands.memory_command import MemoryCommand, TextReply
 from amrita_memory_pg.integrations.amrita import Installation, install
 from amrita_memory_pg.integrations.amrita.adapter import TRIGGER_HOOK_PRIORITY, user_text
 from amrita_memory_pg.services.scheduling import ScheduledRun
 from amrita_memory_pg.testing_llm import ScriptedLLM
+from amrita_memory_pg.tools.context import ToolContext
 from tests.integration.test_amrita_adapter import group_event, private_event
 from tests.support.l3 import TARGET, USAGE, add, loop_memory
 from tests.support.memory import memory_on
@@ -133,6 +136,8 @@ async def test_a_completion_of_the_target_aborts_its_running_cycle(
 ) -> None:
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
         installed_with.append(install(mem, l3_trigger=True))
+        # amrita-core has no preset here: the configured endpoint carries the loop
+        assert mem.loop_model_label() == "stub-model（AmritaBot 没有模型预设：配置的端点 LLM_*）"
         kept = await add(mem, "用户住在上海")
         llm.call("subconscious_get_memory_stats", {})
         llm.call("subconscious_delete_memory", {"id": kept})
@@ -169,3 +174,72 @@ async def test_amritabots_persona_reaches_the_rendered_cycle_prompt(
         assert (await mem.run_cycle(TARGET)).ok
         system = llm.requests[0]["messages"][0]["content"]
         assert "你是 Amrita，说话带喵。" in system and "群聊人设" not in system
+
+
+@pytest.fixture
+def host_llm() -> Iterator[ScriptedLLM]:
+    """AmritaBot's model: a second stub, registered as amrita-core's default preset."""
+    manager = PresetManager()
+    before = manager._default_preset
+    with ScriptedLLM() as stub:
+        stub.usage = USAGE
+        preset = ModelPreset(
+            name="dropin-host", model="host-model", base_url=stub.base_url, api_key="sk-host"
+        )
+        manager.add_preset(preset)
+        manager.set_default_preset(preset)
+        try:
+            yield stub
+        finally:
+            manager._presets.pop("dropin-host", None)
+            manager._default_preset = before
+
+
+async def test_under_amritabot_the_loop_calls_the_hosts_preset(
+    db_dsn: str,
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    host_llm: ScriptedLLM,
+    installed_with: list[Installation],
+) -> None:
+    """The configured LLM_* endpoint (``llm``) is not called: the cycle goes to the
+    preset's endpoint with its model and key, and /memory dmn says so."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        assert mem.loop_model_label() == "stub-model（配置的端点 LLM_*）"
+        installed_with.append(install(mem))
+        assert mem.loop_model_label() == "host-model（AmritaBot 当前模型预设）"
+        host_llm.call("subconscious_iter_stop", {"summary": "宿主模型整理"})
+        command = MemoryCommand(
+            memos=mem.memos,
+            memories=mem.memories,
+            settings=mem.settings,
+            cycle_run=mem.run_cycle,
+            loop_model=mem.loop_model_label,
+        )
+        admin = ToolContext(platform="qq", user_id="1", roles=frozenset({"superuser"}))
+        reply = await command.run(admin, "dmn")
+        assert isinstance(reply, TextReply)
+        lines = reply.text.splitlines()
+        assert lines[0] == "✅ 潜意识整理完成"
+        assert lines[1] == "模型：host-model（AmritaBot 当前模型预设）"
+        assert llm.requests == []
+        [request] = host_llm.requests
+        assert request["model"] == "host-model"
+        assert host_llm.request_headers[0]["authorization"] == "Bearer sk-host"
+        usage = await mem.pool.fetch("SELECT model FROM amrita_memory.token_usage")
+        assert [u["model"] for u in usage] == ["host-model"]
+
+
+async def test_the_loops_own_endpoint_overrides_the_hosts_preset(
+    db_dsn: str,
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    host_llm: ScriptedLLM,
+    installed_with: list[Installation],
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__llm_model="loop-model") as mem:
+        installed_with.append(install(mem))
+        assert mem.loop_model_label() == "loop-model（配置的端点 [subconscious] llm_*）"
+        llm.call("subconscious_iter_stop", {"summary": "自己的模型"})
+        assert (await mem.run_cycle(TARGET)).ok
+        assert host_llm.requests == [] and llm.requests[0]["model"] == "loop-model"

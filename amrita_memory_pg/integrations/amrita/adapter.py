@@ -44,6 +44,7 @@ from amrita_sense.hook.matcher import EventRegistry, Matcher
 
 from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
+from amrita_memory_pg.integrations.amrita.model import HostModel
 from amrita_memory_pg.integrations.amrita.persona import HostPersona
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.services.scheduling import ScheduledRun
@@ -287,6 +288,18 @@ def remove_matchers(matchers: Iterable[Matcher]) -> None:
             handlers[:] = [h for h in handlers if h.matcher not in gone]
 
 
+def use_host_model(memory: Memory) -> bool:
+    """The L3 loop on AmritaBot's current preset (see :mod:`.model`); whether it is used."""
+    model = HostModel(
+        timeout_seconds=memory.settings.llm.timeout_seconds,
+        fallback=memory.configured_loop_model(),
+    )
+    used = memory.use_host_model(model, model.label, model.from_host)
+    if used:
+        log.info("L3 loop model: AmritaBot's preset (now %s)", model.label())
+    return used
+
+
 @dataclass
 class Installation:
     """What :func:`install` registered, so that it can be taken back (tests, reloads)."""
@@ -315,13 +328,15 @@ def install(
     enrich: Enrich | None = None,
     l3_trigger: bool = False,
     schedule: Callable[[list[ScheduledRun]], object] | None = None,
+    host_model: bool = True,
 ) -> Installation:
     """Register the chat tools and the memo hook: the drop-in for amrita_plugin_memory.
 
     ``schemas`` defaults to the provider's ``tool_schemas()`` (then the provider must be
     open, or be a :class:`Memory`); pass them explicitly to install before start-up.
     ``l3_trigger``: count the L3 targets' completions (reference §8.2), ``schedule``
-    receiving the runs they plan.
+    receiving the runs they plan. ``host_model``: the L3 loop runs on the host's
+    current preset unless ``[subconscious] llm_*`` names its own endpoint.
     """
     target = manager if manager is not None else ToolsManager()
     if schemas is None:
@@ -336,6 +351,8 @@ def install(
     )
     if isinstance(provider, Memory):
         provider.prompts.host_persona = persona
+        if host_model:
+            use_host_model(provider)
     if l3_trigger:
         matchers += register_trigger_hook(provider, identify=identify, schedule=schedule)
     return Installation(manager=target, tools=names, matchers=matchers, persona=persona)

@@ -64,6 +64,7 @@ def install_into_amrita(runtime: Runtime) -> Installation | None:
             enrich=_liteperm,
             l3_trigger=True,
             schedule=schedule,
+            host_model=False,  # below, on the open Memory
         )
     except ConfigError as exc:
         log.warning("memory tools not registered with AmritaBot: %s", exc)
@@ -72,5 +73,9 @@ def install_into_amrita(runtime: Runtime) -> Installation | None:
     runtime.l3_counts_completions = True
     # The L3 templates' character_prompt: AmritaBot's persona unless one is configured.
     memory.prompts.host_persona = installation.persona
+    # The L3 loop on AmritaBot's model preset unless [subconscious] llm_* overrides it.
+    from amrita_memory_pg.integrations.amrita.adapter import use_host_model
+
+    use_host_model(memory)
     log.info("memory tools and memo hook registered with AmritaBot (amrita-core)")
     return installation

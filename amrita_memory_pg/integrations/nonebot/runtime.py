@@ -92,6 +92,7 @@ class Runtime:
             knowledge=memory.knowledge,
             store=memory.store,
             extractor=memory.extractor,
+            loop_model=memory.loop_model_label if memory.consolidator is not None else None,
         )
 
     async def _cycle_run(
