@@ -33,6 +33,7 @@ from amrita_memory_pg.services.inspector import Inspection, inspect_chat
 from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.proactive import Delivery, PrivateSend, deliver
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
@@ -183,6 +184,10 @@ class Memory:
         )
         #: the chat LLM's tools, served by :meth:`call_tool` and :meth:`tool_schemas`
         self.tools = self.registries["chat"]
+        #: sends a private message to a personal partition's user (the integration sets
+        #: it: NoneBot's send_private_msg); None: proactive messages wait for the
+        #: target's next private message
+        self.private_send: PrivateSend | None = None
         #: the L3 runner (a ``CycleRunner``), None when the loop is not enabled
         self.consolidator: Consolidator | None = None
         if "consolidation" in self.registries:
@@ -220,6 +225,8 @@ class Memory:
             self.l3_hooks.profile_changed_at = self._profile_changed_at
             # The user comes first: a message of the target aborts its running cycle.
             self.l3_hooks.interrupted = self.scheduling.interrupted
+            # Proactive messages go out when the loop decides (through private_send).
+            self.l3_hooks.send_now = self._send_now
 
     def configured_loop_model(self) -> tuple[ChatModel, str] | None:
         """The loop's configured endpoint (model, name), if any: a host model's fallback."""
@@ -353,6 +360,25 @@ class Memory:
             return await consolidator.run(key, trigger=trigger)
 
         return await self.scheduling.run_cycle(target_key, runner=manual)
+
+    async def send_pending(
+        self, target_key: str, send: PrivateSend | None = None
+    ) -> Delivery | None:
+        """Send the loop's pending proactive messages for a personal target now, through
+        ``send`` or the integration's :attr:`private_send`; a failed send keeps its
+        message for the next attempt. None when there is no sender or sending is off."""
+        sub = self.settings.subconscious
+        sender = send or self.private_send
+        if sender is None or not (sub.enabled and sub.allow_send_to_user):
+            return None
+        return await deliver(self.consolidation, target_key, sender, utcnow())
+
+    async def _send_now(self, target_key: str) -> tuple[int, list[str]] | None:
+        """The runner's hook after ``subconscious_send_to_user`` queued a message."""
+        delivery = await self.send_pending(target_key)
+        if delivery is None:
+            return None
+        return len(delivery.sent), [reason for _m, reason in delivery.failed]
 
     async def take_pending_messages(self, target_key: str) -> list[PendingMessage]:
         """The loop's proactive messages for a personal partition, each returned only once.

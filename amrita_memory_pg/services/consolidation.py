@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 GET_CONTEXT = "subconscious_get_context"
 ITER_STOP = "subconscious_iter_stop"
+SEND_TO_USER = "subconscious_send_to_user"
 #: get_context is already in the conversation (the runner called it), so the message
 #: only says what to do
 USER_PROMPT = "整理 {target} 的记忆库；完成后调用 subconscious_iter_stop。"
@@ -102,6 +103,9 @@ class L3Hooks:
     #: PostgreSQL, so a message handled by any bot process counts); checked at every
     #: tool-call boundary: True aborts the cycle there (reference §8.3 step 3)
     interrupted: Callable[[str], Awaitable[bool]] | None = None
+    #: send a personal target's queued proactive messages now: (how many were sent,
+    #: why the others failed), None when the host cannot send (then they wait)
+    send_now: Callable[[str], Awaitable[tuple[int, list[str]] | None]] | None = None
 
 
 class CycleLlm:
@@ -370,7 +374,34 @@ class Consolidator:
             await self._boundary(cycle)
             progress.tool_calls += 1
             result = await self.tools.call(name, arguments, cycle)
+            if name == SEND_TO_USER and not cycle.dry_run:
+                result = await self._send_now(cycle, result)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+
+    async def _send_now(self, cycle: CycleContext, result: str) -> str:
+        """After ``subconscious_send_to_user`` queued its message: send it through the
+        host now (reference §8.6) and say in the reply what happened ("sent", or
+        "queued" with the reason: kept and retried)."""
+        hook = self.hooks.send_now
+        reply = _context_of(result)
+        if hook is None or reply.get("status") != "queued":
+            return result
+        try:
+            outcome = await hook(cycle.target_key)
+        except Exception as exc:  # the database under the send: the message stays queued
+            log.warning("sending the proactive message of cycle %s failed: %s", cycle.cycle_id, exc)
+            outcome = (0, [redact(str(exc) or type(exc).__name__)])
+        if outcome is None:
+            return result
+        sent, failed = outcome
+        if sent and not failed:
+            reply["status"] = "sent"
+            reply["message"] = "已通过私聊发送给用户"
+        else:
+            reply["message"] = (
+                f"发送失败（{failed[0] if failed else '未知原因'}），消息已保留，稍后重试"
+            )
+        return json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
 
     async def _close(
         self, cycle: CycleContext, progress: _Progress, error: str | None, *, aborted: bool = False

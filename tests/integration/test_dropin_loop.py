@@ -9,11 +9,12 @@ import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from amrita_memory_pg.testing_llm import ScriptedLLM
-from tests.support.l3 import TARGET, USAGE, add, cycle_row, loop_memory
+from tests.support.l3 import TARGET, USAGE, add, cycle_row, loop_memory, tool_replies
 
 
 @pytest.fixture
@@ -113,3 +114,73 @@ async def test_the_configured_persona_is_in_the_cycle_prompt_and_a_file_is_rerea
         assert (await mem.run_cycle(TARGET)).ok
         system = llm.requests[2]["messages"][0]["content"]
         assert "你是阿黄。" in system and "宿主人设" not in system
+
+
+class Host:
+    """The host's private send (what NoneBot's send_private_msg is to the plugin)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+        self.failing: str | None = None
+
+    async def __call__(self, target_key: str, text: str) -> None:
+        if self.failing:
+            raise RuntimeError(self.failing)
+        self.sent.append((target_key, text))
+
+
+async def _pending(mem: Any) -> list[dict[str, Any]]:
+    rows = await mem.pool.fetch(
+        "SELECT content, delivered_at, attempts, last_error FROM amrita_memory.pending_message"
+    )
+    return [dict(r) for r in rows]
+
+
+async def test_a_proactive_message_is_sent_once_when_the_loop_decides(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__allow_send_to_user=True) as mem:
+        host = Host()
+        mem.private_send = host
+        llm.call("subconscious_send_to_user", {"intent": "问候"})
+        llm.say("早安呀，今天也要加油")  # the message's own generation call
+        llm.call("subconscious_iter_stop", {"summary": "问候了用户"})
+        summary = await mem.run_cycle(TARGET)
+        assert summary.ok, summary.error
+        assert host.sent == [(TARGET, "早安呀，今天也要加油")]
+        reply = tool_replies(llm.requests[2])[-1]
+        assert reply["status"] == "sent" and reply["content"] == "早安呀，今天也要加油"
+        [row] = await _pending(mem)
+        assert row["delivered_at"] is not None and row["attempts"] == 1
+        # once: the target's next private message finds nothing left to send
+        assert await mem.send_pending(TARGET) is not None
+        assert host.sent == [(TARGET, "早安呀，今天也要加油")]
+
+
+async def test_a_failed_send_is_kept_and_retried_once(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__allow_send_to_user=True) as mem:
+        host = Host()
+        host.failing = "bot offline"
+        mem.private_send = host
+        llm.call("subconscious_send_to_user", {"intent": "关心"})
+        llm.say("最近还好吗？")
+        llm.call("subconscious_iter_stop", {"summary": "发了关心"})
+        assert (await mem.run_cycle(TARGET)).ok
+        reply = tool_replies(llm.requests[2])[-1]
+        assert reply["status"] == "queued" and "bot offline" in reply["message"]
+        [row] = await _pending(mem)
+        assert (row["delivered_at"], row["attempts"], row["last_error"]) == (
+            None,
+            1,
+            "bot offline",
+        )
+        host.failing = None
+        delivery = await mem.send_pending(TARGET)  # the retry (next message / session job)
+        assert delivery is not None and [m.content for m in delivery.sent] == ["最近还好吗？"]
+        assert host.sent == [(TARGET, "最近还好吗？")]
+        [row] = await _pending(mem)
+        assert row["delivered_at"] is not None and row["attempts"] == 2
+        again = await mem.send_pending(TARGET)
+        assert again is not None and again.sent == [] and len(host.sent) == 1

@@ -57,7 +57,7 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     responder_enabled,
 )
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
-from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.send import send_private, send_reply  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.web import mount_admin  # noqa: E402
 from amrita_memory_pg.service import Memory  # noqa: E402
 from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
@@ -110,15 +110,27 @@ async def _startup() -> None:
             current = runtime.memory
             if current is not None:
                 await run_session_job(current.extractor.run_expired)
+                await retry_proactive(current)
 
         register_session_job(scheduler, settings, _session_job)
         # memory_load_context asks QQ whether the speaker is in the group (issue 14)
         membership = memory.bot_memories.membership
         membership.check = onebot_membership(membership.check)
         membership.source = "onebot"
+        # The L3 loop's proactive messages go out at once as QQ private messages.
+        memory.private_send = send_private
         await start_l3(memory)
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
+
+
+async def retry_proactive(memory: Memory) -> None:
+    """Retry the proactive messages whose send failed (every session-job interval)."""
+    for target in memory.scheduling.targets:
+        try:
+            await memory.send_pending(target)
+        except Exception:  # a job's outer edge
+            log.exception("retrying the proactive messages of %s failed", target)
 
 
 async def start_l3(memory: Memory) -> None:
