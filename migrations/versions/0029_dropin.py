@@ -40,9 +40,7 @@ def upgrade() -> None:
     )
     op.add_column(
         "pending_message",
-        sa.Column(
-            "last_error", sa.Text(), nullable=True, comment="why the last send failed"
-        ),
+        sa.Column("last_error", sa.Text(), nullable=True, comment="why the last send failed"),
         schema=SCHEMA,
     )
 
