@@ -12,13 +12,15 @@ opened by :func:`amrita_memory_pg.open_memory` (the composition module ``bootstr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.ports import ChatModel
+from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.services.bot_memories import BotMemories, Speaker
 from amrita_memory_pg.services.consolidation import (
@@ -52,27 +54,53 @@ from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_re
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 
+#: A host's tool lent to the loop (``allowed_tools``): its arguments → its text reply.
+HostTool = Callable[[dict[str, Any]], Awaitable[str]]
+
 
 class RegistryLoopTools:
-    """The consolidation registry as the runner sees it: each call in its cycle's context."""
+    """The consolidation registry as the runner sees it: each call in its cycle's context,
+    plus the host's tools lent to the loop (``allowed_tools`` of other plugins: offered
+    in every cycle, called with the arguments as given)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
+        #: name → (OpenAI schema, call), see :meth:`Memory.lend_loop_tool`
+        self.host: dict[str, tuple[dict[str, Any], HostTool]] = {}
 
     def names(self) -> list[str]:
-        return self.registry.names()
+        return [*self.registry.names(), *self.host]
 
     def schemas(self) -> list[dict[str, Any]]:
-        return self.registry.schemas()
+        return [*self.registry.schemas(), *(schema for schema, _ in self.host.values())]
 
     def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self.registry.offered(context)
+        return [*self.registry.offered(context), *(schema for schema, _ in self.host.values())]
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, cycle: CycleContext
     ) -> str:
+        lent = self.host.get(name)
+        if lent is not None:
+            return await _call_host_tool(name, lent[1], arguments)
         ctx = ToolContext(platform="l3", user_id=key_subject(cycle.target_key), cycle=cycle)
         return await self.registry.call(name, arguments, ctx)
+
+
+async def _call_host_tool(
+    name: str, call: HostTool, arguments: Mapping[str, Any] | str | None
+) -> str:
+    """One lent host tool; its failure is the loop's error envelope, never a crash."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
+        if isinstance(arguments, Mapping):
+            args = dict(arguments)
+        if not isinstance(args, dict):
+            raise ValueError("arguments must be a JSON object")
+        return str(await call(args))
+    except Exception as exc:  # another plugin's tool: report, never break the cycle
+        reason = redact(str(exc).strip() or type(exc).__name__)
+        return json.dumps({"status": "error", "message": f"{name}: {reason}"}, ensure_ascii=False)
 
 
 class Memory:
@@ -227,6 +255,19 @@ class Memory:
             self.l3_hooks.interrupted = self.scheduling.interrupted
             # Proactive messages go out when the loop decides (through private_send).
             self.l3_hooks.send_now = self._send_now
+
+    def lend_loop_tool(self, schema: Mapping[str, Any], call: HostTool) -> bool:
+        """Offer a host's tool (AmritaBot: another plugin's, named in ``[subconscious]
+        allowed_tools``) to the loop in every cycle. False when the loop is off or the
+        name is taken (our own tools win)."""
+        if self.consolidator is None or not isinstance(self.consolidator.tools, RegistryLoopTools):
+            return False
+        tools = self.consolidator.tools
+        name = str(schema["function"]["name"])
+        if name in tools.names():
+            return False
+        tools.host[name] = (dict(schema), call)
+        return True
 
     def configured_loop_model(self) -> tuple[ChatModel, str] | None:
         """The loop's configured endpoint (model, name), if any: a host model's fallback."""

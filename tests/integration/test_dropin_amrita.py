@@ -15,6 +15,14 @@ import pytest
 from amrita_core import AmritaConfig, ChatObject, set_config
 from amrita_core.hook.event import EventTypeEnum, PreCompletionEvent
 from amrita_core.preset import PresetManager
+from amrita_core.tools.manager import ToolsManager
+from amrita_core.tools.models import (
+    FunctionDefinitionSchema,
+    FunctionParametersSchema,
+    FunctionPropertySchema,
+    ToolData,
+    ToolFunctionSchema,
+)
 from amrita_core.types import Message, ModelPreset, SendMessageWrap, TextContent
 from amrita_sense.hook.matcher import EventRegistry, MatcherFactory
 
@@ -243,3 +251,49 @@ async def test_the_loops_own_endpoint_overrides_the_hosts_preset(
         llm.call("subconscious_iter_stop", {"summary": "自己的模型"})
         assert (await mem.run_cycle(TARGET)).ok
         assert host_llm.requests == [] and llm.requests[0]["model"] == "loop-model"
+
+
+async def test_allowed_tools_lend_another_plugins_tool_from_amrita_cores_registry(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM, installed_with: list[Installation]
+) -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def weather(args: dict[str, Any]) -> str:
+        calls.append(args)
+        return f"{args['city']}：晴，25°C"
+
+    manager = ToolsManager()
+    manager.register_tool(
+        ToolData(
+            data=ToolFunctionSchema(
+                type="function",
+                function=FunctionDefinitionSchema(
+                    name="dropin_weather",
+                    description="查天气（另一个插件的只读工具）",
+                    parameters=FunctionParametersSchema(
+                        type="object",
+                        properties={
+                            "city": FunctionPropertySchema(type="string", description="城市")
+                        },
+                        required=["city"],
+                    ),
+                ),
+            ),
+            func=weather,
+        )
+    )
+    try:
+        async with loop_memory(
+            db_dsn, tmp_path, llm, subconscious__allowed_tools=["dropin_weather", "nope"]
+        ) as mem:
+            installed_with.append(install(mem))
+            llm.call("dropin_weather", {"city": "上海"})
+            llm.call("subconscious_iter_stop", {"summary": "查了天气"})
+            assert (await mem.run_cycle(TARGET)).ok
+            offered = [t["function"]["name"] for t in llm.requests[0]["tools"]]
+            assert "dropin_weather" in offered and "nope" not in offered
+            assert calls == [{"city": "上海"}]
+            last = llm.requests[1]["messages"][-1]
+            assert last["role"] == "tool" and last["content"] == "上海：晴，25°C"
+    finally:
+        manager.remove_tool("dropin_weather")

@@ -300,6 +300,37 @@ def use_host_model(memory: Memory) -> bool:
     return used
 
 
+def lend_host_tools(memory: Memory, manager: MultiToolsManager | None = None) -> list[str]:
+    """The names in ``[subconscious] allowed_tools`` that are another plugin's tools in
+    amrita-core's registry, lent to the L3 loop (the reference copied them into its
+    isolated tool set). The operator vouches that they only read: nothing here can tell.
+    A ``custom_run`` tool needs a chat turn's context, which a cycle has not: left out,
+    with a warning. Returns the names lent."""
+    registry = manager if manager is not None else ToolsManager()
+    ours = set(memory.tools.names())
+    lent: list[str] = []
+    for name in dict.fromkeys(memory.settings.subconscious.allowed_tools):
+        tool = registry.get_tool(name)
+        if name in ours or tool is None:
+            continue
+        if tool.custom_run:
+            log.warning(
+                "[subconscious] allowed_tools: %r needs a chat turn (custom_run); not lent", name
+            )
+            continue
+        schema = tool.data.model_dump(exclude_none=True)
+        func = tool.func
+
+        async def call(args: dict[str, Any], func: Any = func) -> str:
+            reply = await func(args)
+            return "(this tool returned no content)" if reply is None else str(reply)
+
+        if memory.lend_loop_tool(schema, call):
+            lent.append(name)
+            log.info("[subconscious] allowed_tools: %r lent from AmritaBot's tools", name)
+    return lent
+
+
 @dataclass
 class Installation:
     """What :func:`install` registered, so that it can be taken back (tests, reloads)."""
@@ -353,6 +384,7 @@ def install(
         provider.prompts.host_persona = persona
         if host_model:
             use_host_model(provider)
+        lend_host_tools(provider, target)
     if l3_trigger:
         matchers += register_trigger_hook(provider, identify=identify, schedule=schedule)
     return Installation(manager=target, tools=names, matchers=matchers, persona=persona)

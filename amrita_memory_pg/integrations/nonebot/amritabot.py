@@ -74,8 +74,10 @@ def install_into_amrita(runtime: Runtime) -> Installation | None:
     # The L3 templates' character_prompt: AmritaBot's persona unless one is configured.
     memory.prompts.host_persona = installation.persona
     # The L3 loop on AmritaBot's model preset unless [subconscious] llm_* overrides it.
-    from amrita_memory_pg.integrations.amrita.adapter import use_host_model
+    from amrita_memory_pg.integrations.amrita.adapter import lend_host_tools, use_host_model
 
     use_host_model(memory)
+    # [subconscious] allowed_tools naming other plugins' tools: lent to the loop.
+    lend_host_tools(memory)
     log.info("memory tools and memo hook registered with AmritaBot (amrita-core)")
     return installation
