@@ -4,6 +4,7 @@ send is kept and goes out on the target's next private message, once."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,62 @@ async def test_a_failed_send_goes_out_on_the_targets_next_private_message_once(
         runtime.memory = plugin_memory
     [row] = await sent_rows(l3_memory)
     assert (row["delivered"], row["attempts"]) == (True, 2)
+
+
+async def test_a_private_message_of_the_target_aborts_its_running_cycle(
+    app: App, l3_memory: Memory, llm_stub: ScriptedLLM
+) -> None:
+    """Through the plugin's message hook (plain NoneBot: every message of the target
+    counts): the running cycle stops at its next tool-call boundary."""
+    from nonebot_plugin_apscheduler import scheduler
+
+    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.jobs import L3Jobs
+
+    await l3_memory.pool.execute("TRUNCATE amrita_memory.l3_state")
+    llm_stub.call("subconscious_get_memory_stats", {})
+    llm_stub.call("subconscious_iter_stop", {"summary": "不该到这里"})
+    llm_stub.delay_seconds = 0.5
+    plugin_memory = runtime.memory
+    runtime.memory = l3_memory
+    runtime.l3_jobs = L3Jobs(scheduler, l3_memory.scheduling)
+    try:
+        task = asyncio.create_task(l3_memory.run_cycle_and_plan(TARGET))
+        for _ in range(200):
+            if len(llm_stub.requests) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        async with app.test_matcher() as ctx:
+            ctx.receive_event(qq_bot(ctx), qq_private("在吗", user_id=10001, to_me=False))
+        summary, after = await task
+    finally:
+        llm_stub.delay_seconds = 0
+        runtime.l3_jobs.remove_all()
+        runtime.l3_jobs = None
+        runtime.memory = plugin_memory
+    assert summary.aborted and summary.iterations == 2
+    state = await l3_memory.scheduling.state(TARGET)
+    assert state is not None and (state.penalty, state.runs) == (1, 0)
+    assert after is not None and after.run_at == state.next_run_at
+
+
+async def test_under_amritabot_messages_do_not_count_completions_do(
+    app: App, l3_memory: Memory
+) -> None:
+    """With AmritaBot installed the trigger is its pre-completion hook: the NoneBot
+    message hook logs the message but no longer bumps the penalty."""
+    from amrita_memory_pg.integrations.nonebot import runtime
+
+    await l3_memory.pool.execute("TRUNCATE amrita_memory.l3_state")
+    plugin_memory = runtime.memory
+    runtime.memory = l3_memory
+    runtime.l3_counts_completions = True
+    try:
+        async with app.test_matcher() as ctx:
+            ctx.receive_event(qq_bot(ctx), qq_private("在吗", user_id=10001, to_me=False))
+    finally:
+        runtime.l3_counts_completions = False
+        runtime.memory = plugin_memory
+    assert await l3_memory.scheduling.state(TARGET) is None
+    lines = await l3_memory.activity.recent(TARGET, 5)
+    assert [line.text for line in lines] == ["在吗"]
