@@ -1,7 +1,7 @@
 """Proactive messages are sent when the loop decides; a failed send is kept and retried.
 
 Revision ID: 0029_dropin
-Revises: 0022_retire_sql
+Revises: 0023_backup_all
 Create Date: 2026-12-04
 
 Issue 25 item 3. ``pending_message`` rows used to wait for the target's next private
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0029_dropin"
-down_revision: str | None = "0022_retire_sql"
+down_revision: str | None = "0023_backup_all"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
