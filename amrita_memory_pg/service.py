@@ -394,7 +394,8 @@ class Memory:
     ) -> Delivery | None:
         """Send the loop's pending proactive messages for a personal target now, through
         ``send`` or the integration's :attr:`private_send`; a failed send keeps its
-        message for the next attempt. None when there is no sender or sending is off."""
+        message for the next attempt. None when there is no sender, sending is off or the
+        target is paused."""
         sub = self.settings.subconscious
         sender = send or self.private_send
         if sender is None or not (sub.enabled and sub.allow_send_to_user):

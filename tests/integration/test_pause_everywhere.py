@@ -341,6 +341,12 @@ async def test_the_database_refuses_automatic_memo_and_profile_writes_and_people
         # a proactive message the loop queued before the pause waits for the resume
         await mem.consolidation.queue_message(TARGET, None, f"问候 {SECRET}", now=utcnow())
         assert await mem.pending_for(PRIVATE) == []
+        sent: list[str] = []
+
+        async def send(key: str, text: str) -> None:
+            sent.append(text)
+
+        assert await mem.send_pending(TARGET, send) is None and sent == []
         # and after a resume the chat tools work again, and the message is delivered
         assert await mem.trail.resume(TARGET)
         assert [m.content for m in await mem.pending_for(PRIVATE)] == [f"问候 {SECRET}"]
