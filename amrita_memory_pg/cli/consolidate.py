@@ -12,7 +12,6 @@ from __future__ import annotations
 import click
 
 from amrita_memory_pg.cli.app import CliState, cli, run_async
-from amrita_memory_pg.settings import load_settings
 
 
 @cli.command()
@@ -25,7 +24,7 @@ async def consolidate(state: CliState, target: str, dry_run: bool) -> None:
     from amrita_memory_pg.bootstrap import open_memory
     from amrita_memory_pg.services.consolidation import describe
 
-    settings = load_settings(state.config, overrides={"subconscious.enabled": True})
+    settings = state.load(subconscious__enabled=True)
     async with open_memory(settings, startup=False) as memory:
         summary = await memory.run_cycle(target.strip(), dry_run=dry_run, trigger="cli")
     click.echo(describe(summary))

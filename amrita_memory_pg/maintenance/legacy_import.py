@@ -40,6 +40,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError, ProfileRefused
+from amrita_memory_pg.domain.fingerprint import describe as describe_model
 from amrita_memory_pg.domain.keys import personal_key
 from amrita_memory_pg.domain.knowledge import (
     KnowledgeEntry,
@@ -94,6 +95,31 @@ STATE_UID = "amrita_memory"
 #: joins a memory's tags into one text for the batch statement (never inside a tag: tags
 #: are trimmed words from the reference's comma-separated string)
 TAG_SEPARATOR = "\x1f"
+
+
+#: the old plugin's data directory below a bot's root folder
+DATA_SUBDIR = Path("data") / "amrita_plugin_memory"
+#: what an old data directory holds (any one of them is enough to recognise it)
+_DATA_MARKS = ("vector_db.chroma", "knowledge", "knowledge_index.json", "user_profile.md")
+
+
+def resolve_data_dir(path: Path) -> Path:
+    """The old data directory from what the operator typed: the data directory itself,
+    or the bot's root folder holding ``data/amrita_plugin_memory`` (the natural thing to
+    type, which used to import nothing and exit 0). Raises :class:`AmritaMemoryError`
+    naming the folder it expected otherwise."""
+    path = path.expanduser().resolve()
+    if not path.is_dir():
+        raise AmritaMemoryError(f"旧数据目录不存在: {path}")
+    if any((path / mark).exists() for mark in _DATA_MARKS):
+        return path
+    below = path / DATA_SUBDIR
+    if below.is_dir():
+        return below
+    raise AmritaMemoryError(
+        f"{path} 不是旧插件的数据目录（其中没有 vector_db.chroma、knowledge 或 user_profile.md），"
+        f"也没有 {below}：请给出机器人目录或其中的 data/amrita_plugin_memory"
+    )
 
 
 @dataclass(slots=True)
@@ -172,6 +198,9 @@ class ImportReport:
     config_notes: list[str] = field(default_factory=list)
     #: what this build cannot import yet (said in the report, never claimed as done)
     not_available: list[str] = field(default_factory=list)
+    #: the old collection's embedding model and the one this import writes with
+    source_model: str = ""
+    target_model: str = ""
 
     def render(self) -> list[str]:
         """The report as lines (Chinese like the rest of the operator output)."""
@@ -200,6 +229,10 @@ class ImportReport:
                 label += f"（{self.state_target}）"
             parts = [f"{names[k]} {counter[k]}" for k in names if counter.get(k)]
             lines.append(f"  {label}: " + ("，".join(parts) if parts else "无"))
+        if self.source_model or self.target_model:
+            lines.append(
+                f"  嵌入模型: 旧 {self.source_model or '（未记录）'} → 新 {self.target_model}"
+            )
         if self.vectors_reused or self.vectors_embedded or self.vector_note:
             verb = "将" if self.dry_run else ""
             lines.append(
@@ -420,6 +453,17 @@ def translate_config(path: Path) -> tuple[str, list[str]]:
 
 
 # ---------------------------------------------------------------------------- import
+
+
+def _source_model(meta: dict[str, Any]) -> str:
+    """The old collection's model as the reference recorded it (``embed_*`` metadata)."""
+    if not any(meta.get(k) for k in ("embed_protocol", "embed_model", "embed_base_url")):
+        return ""
+    return describe_model(
+        str(meta.get("embed_protocol") or ""),
+        str(meta.get("embed_model") or ""),
+        str(meta.get("embed_base_url") or ""),
+    )
 
 
 def _reusable(data: ChromaData, fingerprint: str, dim: int | None) -> tuple[bool, str]:
@@ -786,10 +830,9 @@ async def import_legacy(
     on_conflict: OnConflict = "skip",
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Merge the old installation in ``data_dir`` into ``store``; see the module doc."""
-    if not data_dir.expanduser().is_dir():
-        raise AmritaMemoryError(f"旧数据目录不存在: {data_dir}")
-    layout = locate(data_dir, db=db, config=config, chroma_dir=chroma_dir)
+    """Merge the old installation in ``data_dir`` (or the bot folder above it) into
+    ``store``; see the module doc."""
+    layout = locate(resolve_data_dir(data_dir), db=db, config=config, chroma_dir=chroma_dir)
     report = ImportReport(
         dry_run=dry_run,
         on_conflict=on_conflict,
@@ -917,8 +960,11 @@ async def import_legacy(
         raise AmritaMemoryError(
             "当前存储的嵌入模型与配置不同：请先运行 `amrita-memory reindex`，再导入"
         )
+    if chroma is not None:
+        report.source_model = _source_model(chroma.collection_meta)
     if memories:
         await store.embedder.prepare()
+        report.target_model = store.embedder.describe()
         reuse, report.vector_note = (
             _reusable(chroma, store.embedder.fingerprint, store.embedder.dim or meta.dim)
             if chroma is not None

@@ -569,3 +569,91 @@ async def test_with_the_chroma_backend_the_index_follows_the_import(
         )
         by_id = {h.record.id: h for h in hits}
         assert len(by_id) == 12 and by_id[target].distance < 1e-6
+
+
+def _bot_env_files(bot: Path, server: StubEmbeddingServer, db_dsn: str) -> None:
+    """A NoneBot bot's .env (ENVIRONMENT=dev) and .env.dev holding the embedding model
+    under the reference's names, as a bot keeps them."""
+    (bot / ".env").write_text(
+        'ENVIRONMENT=dev\nDRIVER=~fastapi\nSUPERUSERS=["123"]\n', encoding="utf-8"
+    )
+    (bot / ".env.dev").write_text(
+        "EMBEDDING_PROCTOL=ollama-embed\n"
+        f"EMBEDDING_MODEL_URL={server.url}\n"
+        f'EMBEDDING_MODEL_NAME="{MODEL}"\n'
+        f"AMRITA_MEMORY_DATABASE__URL={db_dsn}\n"
+        f"AMRITA_MEMORY_DATA_DIR={bot / 'new'}\n"
+        "AMRITA_MEMORY_EMBEDDING__MAX_RETRIES=0\n",
+        encoding="utf-8",
+    )
+
+
+async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_bot_starts(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 26 item 0: run in the bot's folder (given as `.`, item 8), the CLI reads
+    .env and .env.<ENVIRONMENT> as NoneBot does, says which model it embeds with, the
+    report names both models, and the bot's own settings accept the store."""
+    from tests.support.cli import run_cli
+
+    with StubEmbeddingServer(dim=64) as server:
+        bot = tmp_path / "bot"
+        build_old_install(
+            bot,
+            fingerprint="0" * 64,
+            vector_of=lambda t: [0.1] * 8,
+            embed_meta={
+                "embed_protocol": "openai",
+                "embed_model": "text-embedding-3-small",
+                "embed_base_url": "https://api.example.com/v1",
+            },
+            partitions=[("user_10002", "user", 4)],
+        )
+        _bot_env_files(bot, server, db_dsn)
+        # elsewhere, the bot's .env unread: refused, nothing embedded or written
+        away = run_cli(
+            "import-legacy", str(bot), cwd=tmp_path, env={"AMRITA_MEMORY_DATABASE__URL": db_dsn}
+        )
+        assert away.returncode != 0
+        assert f"{bot / '.env'} 存在" in away.stderr and f"cd {bot}" in away.stderr
+        assert not server.embedding_requests
+
+        result = run_cli("import-legacy", ".", cwd=bot)
+        assert result.returncode == 0, result.stderr
+        target = f"ollama-embed / {MODEL} @ {server.url}"
+        assert f"嵌入模型: {target}" in result.stderr
+        assert str(bot / ".env.dev") in result.stderr
+        assert (
+            f"嵌入模型: 旧 openai / text-embedding-3-small @ https://api.example.com/v1 → 新 {target}"
+            in result.stdout
+        )
+        assert "记忆: 新增 4" in result.stdout
+        assert len(_memory_texts(server)) == 4
+
+        # The bot's model (what tests/nonebot/test_plugin_setup.py shows NoneBot resolves
+        # from these files) is the one the store now records: the bot starts.
+        from amrita_memory_pg.domain.fingerprint import fingerprint
+
+        conn = await asyncpg.connect(db_dsn)
+        try:
+            stored = await conn.fetchval("SELECT embed_fingerprint FROM amrita_memory.store_meta")
+        finally:
+            await conn.close()
+        assert stored == fingerprint("ollama-embed", MODEL, server.url)
+
+
+def test_an_old_data_dir_that_is_none_exits_non_zero_naming_the_folder(
+    tmp_path: Path, db_dsn: str
+) -> None:
+    """Issue 26 item 8: a folder with neither the old data nor data/amrita_plugin_memory."""
+    from tests.support.cli import run_cli
+
+    (tmp_path / "somewhere").mkdir()
+    result = run_cli(
+        "import-legacy",
+        str(tmp_path / "somewhere"),
+        env={"AMRITA_MEMORY_DATABASE__URL": db_dsn, "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash"},
+        cwd=tmp_path,
+    )
+    assert result.returncode != 0
+    assert str(tmp_path / "somewhere" / "data" / "amrita_plugin_memory") in result.stderr
