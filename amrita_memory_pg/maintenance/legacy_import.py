@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
+from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError, ProfileRefused
 from amrita_memory_pg.domain.fingerprint import describe as describe_model
 from amrita_memory_pg.domain.keys import personal_key
@@ -213,9 +214,9 @@ class ImportReport:
             "replaced": "已覆盖",
             "full": "超出上限未导入",
         }
-        for kind in ("memory", "memo", "knowledge", "profile", "state", "pending"):
+        for kind in ("memory", "memo", "knowledge", "profile", "state", "pending", "suggestion"):
             counter = self.counts.get(kind, Counter())
-            if kind in ("knowledge", "profile", "state", "pending") and not counter:
+            if kind not in ("memory", "memo") and not counter:
                 continue
             label = {
                 "memory": "记忆",
@@ -224,6 +225,7 @@ class ImportReport:
                 "profile": "用户画像",
                 "state": "潜意识状态",
                 "pending": "待发主动消息",
+                "suggestion": "知识建议（待审队列）",
             }[kind]
             if kind == "state" and self.state_target:
                 label += f"（{self.state_target}）"
@@ -754,6 +756,78 @@ async def _import_state(
     await _import_pending(store, state, target, report)
 
 
+def _queued_at(stamp: object) -> datetime | None:
+    """When the old plugin queued something: an ISO string (what it writes, +00:00) or
+    epoch seconds; None when neither."""
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return datetime.fromtimestamp(float(stamp), UTC)
+    return parse_created_at(stamp)
+
+
+#: the author the old plugin's suggestions are queued under (it recorded none)
+SUGGESTION_AUTHOR = "import-legacy"
+
+
+async def _import_suggestions(store: Store, state: LegacyState, report: ImportReport) -> None:
+    """The old queue of knowledge suggestions (§4.10 objects) → our suggestion queue, for
+    the loop or an operator to review; checked like a new suggestion, the queue bound
+    kept, no rate limit (they were suggested long ago), each queued once however often
+    the import runs."""
+    sub = store.settings.subconscious
+    fallback = datetime.fromtimestamp(state.last_run_ts or 0.0, UTC)
+    for item in state.knowledge_suggestions:
+        title = str(item.get("title") or "").strip()
+        name = title[:40] or repr(item)[:40]
+        action = "update" if item.get("action") == "update" and item.get("kid") else "create"
+        kid = str(item.get("kid") or "").strip() if action == "update" else None
+        summary = str(item.get("summary") or "").strip()
+        body = str(item.get("body") or item.get("content") or "")
+        reason = str(item.get("reason") or "")
+        when = _queued_at(item.get("timestamp")) or fallback
+        part = "title"
+        try:
+            check_knowledge_title(title)
+            part = "summary"
+            check_knowledge_summary(summary or title)
+            part = "body"
+            check_knowledge_body(body, sub.knowledge_max_chars)
+        except InvalidInput as exc:
+            report.skipped.append(Skipped("suggestion", name, f"{part} {exc.reason}"))
+            continue
+        async with store.pool.acquire() as conn:
+            if await conn.fetchval(
+                query("import_suggestion_exists"), SUGGESTION_AUTHOR, title, body, when
+            ):
+                report.counts["suggestion"]["present"] += 1
+                continue
+            if report.dry_run:
+                report.counts["suggestion"]["inserted"] += 1
+                continue
+            row = await conn.fetchrow(
+                query("knowledge_suggest"),
+                action,
+                kid,
+                title,
+                summary or title,
+                body,
+                reason,
+                SUGGESTION_AUTHOR,
+                sub.knowledge_suggest_max,
+                0,
+                1,
+                when,
+            )
+        status = row["status"] if row is not None else "full"
+        if status == "queued":
+            report.counts["suggestion"]["inserted"] += 1
+        elif status == "unknown_kid":
+            report.skipped.append(Skipped("suggestion", name, f"要更新的知识条目 {kid} 不存在"))
+        else:
+            report.skipped.append(
+                Skipped("suggestion", name, f"建议队列已满（{sub.knowledge_suggest_max} 条）")
+            )
+
+
 async def _import_pending(
     store: Store, state: LegacyState, target: str, report: ImportReport
 ) -> None:
@@ -767,11 +841,7 @@ async def _import_pending(
             if not isinstance(content, str) or not content.strip():
                 report.skipped.append(Skipped("pending", repr(item)[:60], "空消息"))
                 continue
-            when = (
-                datetime.fromtimestamp(float(stamp), UTC)
-                if isinstance(stamp, int | float) and not isinstance(stamp, bool)
-                else datetime.fromtimestamp(state.last_run_ts or 0.0, UTC)
-            )
+            when = _queued_at(stamp) or datetime.fromtimestamp(state.last_run_ts or 0.0, UTC)
             if report.dry_run:
                 report.counts["pending"]["inserted"] += 1
                 continue
@@ -946,12 +1016,11 @@ async def import_legacy(
         report.profile_owner = _state_target(report, settings)
     if report.state is not None:
         rest = report.state
-        if rest.knowledge_suggestions or rest.last_abstracts:
+        if rest.last_abstracts:
             report.not_available.append(
-                f"L3 state: {len(rest.knowledge_suggestions)} knowledge suggestions and "
-                f"{len(rest.last_abstracts)} run abstracts parsed, import not available in "
-                "this build (penalty, runs, last run, summary, heatmap and pending "
-                "messages are imported)"
+                f"L3 state: {len(rest.last_abstracts)} run abstracts parsed, import not "
+                "available in this build (penalty, runs, last run, summary, heatmap, "
+                "pending messages and knowledge suggestions are imported)"
             )
 
     # --- the store must be on the configured model before vectors of it are written
@@ -976,6 +1045,9 @@ async def import_legacy(
         await _import_state(store, report.state, _state_target(report, settings), report)
     if report.knowledge:
         await _import_knowledge(store, report.knowledge, report)
+    if report.state is not None:
+        # after the knowledge: an update suggestion names an entry imported just above
+        await _import_suggestions(store, report.state, report)
     if report.profile is not None and not report.profile.empty:
         await _import_profile(store, report.profile, report.profile_owner, report)
     return report

@@ -107,3 +107,10 @@ RETURNING id;
 UPDATE amrita_memory.memory
    SET search_tokens = array_to_tsvector($4::text[])
  WHERE partition_key = $1 AND id = $2 AND content = $3;
+
+-- name: import_suggestion_exists
+-- Whether the old plugin's knowledge suggestion (author $1, title $2, body $3, queued at
+-- $4) is already in the queue, handled or not: a second import queues it again never.
+SELECT EXISTS (SELECT 1 FROM amrita_memory.knowledge_suggestion s
+                WHERE s.author_id = $1 AND s.title = $2 AND s.body = $3
+                  AND s.created_at = $4) AS found;

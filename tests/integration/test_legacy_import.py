@@ -201,13 +201,43 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert (state["penalty"], state["runs"], state["last_summary"]) == (2, 12, "整理了记忆")
             assert state["last_run_end"] == datetime.fromtimestamp(1767398400.0, UTC)
             assert report.counts["state"] == {"inserted": 1}
-            assert "1 knowledge suggestions and 2 run abstracts parsed" in text
+            assert "2 run abstracts parsed" in text
             pending = await mem.pool.fetch("SELECT * FROM amrita_memory.pending_message")
             assert [(p["target_key"], p["content"], p["delivered_at"]) for p in pending] == [
                 ("QQPlatform_Private_10001", "早上好", None)
             ]
-            assert pending[0]["created_at"] == datetime.fromtimestamp(1767398400.0, UTC)
+            # queued at its own ISO time, not the last run's (issue 26 item 0)
+            assert pending[0]["created_at"] == datetime(2026, 1, 2, 21, 30, tzinfo=UTC)
             assert report.counts["pending"] == {"inserted": 1}
+            # the old knowledge suggestions wait in our queue for review (issue 26 item 0)
+            queued = await mem.pool.fetch(
+                "SELECT action, kid, title, summary, body, reason, status, created_at"
+                " FROM amrita_memory.knowledge_suggestion ORDER BY created_at"
+            )
+            assert [tuple(r) for r in queued] == [
+                (
+                    "create",
+                    None,
+                    "猫的品种",
+                    "用户家里的猫",
+                    "一只橘猫，叫大黄",
+                    "聊天里提到了两次",
+                    "pending",
+                    datetime(2026, 1, 2, 20, 0, tzinfo=UTC),
+                ),
+                (
+                    "update",
+                    "a1b2c3d4",
+                    "条目 a1b2c3d4",
+                    "摘要 a1b2c3d4",
+                    "第 0 行\n第 1 行（补充）",
+                    "",
+                    "pending",
+                    datetime(2026, 1, 2, 20, 5, tzinfo=UTC),
+                ),
+            ]
+            assert report.counts["suggestion"] == {"inserted": 2}
+            assert "知识建议（待审队列）: 新增 2" in text
             # knowledge through the knowledge service, summaries embedded
             assert report.counts["knowledge"] == {"inserted": 3}
             rows_kb = await mem.pool.fetch(
@@ -218,8 +248,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             }
             assert {r["embed_fingerprint"] for r in rows_kb} == {mem.embedder.fingerprint}
             assert "import not available in this build" not in text.replace(
-                "knowledge suggestions and 2 run abstracts parsed, import not available in this build",
-                "",
+                "2 run abstracts parsed, import not available in this build", ""
             )
             assert report.config_toml is not None and "half_life_days = 45.0" in report.config_toml
 
@@ -234,6 +263,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert again.counts["memo"] == {"present": 3}
             assert again.counts["state"] == {"present": 1}
             assert again.counts["pending"] == {"present": 1}
+            assert again.counts["suggestion"] == {"present": 2}
             assert again.counts["profile"] == {"present": 1}
             assert again.counts["knowledge"] == {"present": 3}
             assert len(await mem.profiles.history("QQPlatform_Private_10001")) == 1
