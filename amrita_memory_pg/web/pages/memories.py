@@ -256,9 +256,14 @@ class MemoryForm:
 
 
 def read_memory_form(
-    form: Mapping[str, Any], t: Callable[..., str]
+    form: Mapping[str, Any], t: Callable[..., str], stored: str | None = None
 ) -> tuple[MemoryForm, dict[str, Any], list[str]]:
-    """The add/edit form through the one validation: (what was typed, clean values, errors)."""
+    """The add/edit form through the one validation: (what was typed, clean values, errors).
+
+    ``stored``: the edited memory's text. Sent back unchanged it is kept as it is, even
+    over the cap: an imported 4,500-character memory stays editable (importance, tags,
+    category) instead of refusing every save (issue 26 item 0).
+    """
     typed = MemoryForm(
         content=kit.form_text(form, "content"),
         category=kit.form_text(form, "category").strip(),
@@ -268,7 +273,11 @@ def read_memory_form(
     errors: list[str] = []
     values: dict[str, Any] = {}
     try:
-        content = check_text(typed.content.strip(), max_chars=MAX_CONTENT_CHARS)
+        sent = typed.content.replace("\r\n", "\n").strip()
+        if stored is not None and sent == stored.strip():
+            content = stored
+        else:
+            content = check_text(typed.content.strip(), max_chars=MAX_CONTENT_CHARS)
         if not content:
             errors.append(t("invalid.content_empty"))
         values["content"] = content
@@ -406,7 +415,7 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
     t = kit.translator_for(request)
-    typed, values, errors = read_memory_form(await request.form(), t)
+    typed, values, errors = read_memory_form(await request.form(), t, stored=record.content)
     if errors:
         return _form_page(request, key, typed, errors, record=record, status_code=400)
     mem = kit.memory(request)
