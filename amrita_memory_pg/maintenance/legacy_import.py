@@ -42,7 +42,7 @@ from urllib.parse import unquote, urlsplit
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError, ProfileRefused
 from amrita_memory_pg.domain.fingerprint import describe as describe_model
-from amrita_memory_pg.domain.keys import personal_key
+from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION, personal_key
 from amrita_memory_pg.domain.knowledge import (
     KnowledgeEntry,
     from_markdown,
@@ -207,11 +207,13 @@ class ImportReport:
         """The report as lines (Chinese like the rest of the operator output)."""
         head = "[dry-run] 将要" if self.dry_run else ""
         lines = [f"{head}导入结果（冲突策略: {self.on_conflict}）:"]
+        # One vocabulary whatever --on-conflict says: identical, or differs and kept
+        # ours, or differs and replaced (issue 26 item 10).
         names = {
             "inserted": "新增",
-            "present": "已存在而保留",
             "unchanged": "已存在且相同",
-            "replaced": "已覆盖",
+            "present": "已存在且不同，保留本库的",
+            "replaced": "已存在且不同，换成旧的",
             "full": "超出上限未导入",
         }
         for kind in ("memory", "memo", "knowledge", "profile", "state", "pending", "suggestion"):
@@ -412,7 +414,7 @@ async def _import_knowledge(
             entry.summary,
             normalize_body(entry.body),
         ):
-            outcome = "unchanged" if report.on_conflict == "replace" else "present"
+            outcome = "unchanged"
         elif report.on_conflict == "skip":
             outcome = "present"
         else:
@@ -564,10 +566,10 @@ async def _import_memories(
             for m, present, stored in batch:
                 if not present:
                     outcome = "inserted"
-                elif not replace:
-                    outcome = "present"
+                elif stored == m.content:
+                    outcome = "unchanged"
                 else:
-                    outcome = "replaced" if stored != m.content else "unchanged"
+                    outcome = "replaced" if replace else "present"
                 report.counts["memory"][outcome] += 1
             done += len(batch)
             if progress is not None:
@@ -583,7 +585,7 @@ async def _import_memories(
         for m, present, stored in batch:
             if present and not replace:
                 # kept as it is: nothing to ask the database
-                report.counts["memory"]["present"] += 1
+                report.counts["memory"]["unchanged" if stored == m.content else "present"] += 1
                 continue
             vector = fresh.get(m.id)
             if vector is None:
@@ -690,7 +692,7 @@ async def _import_memos(store: Store, memos: list[LegacyMemo], report: ImportRep
                     )
                     outcome = "inserted" if row is not None else "present"
             elif current == memo.content:
-                outcome = "unchanged" if report.on_conflict == "replace" else "present"
+                outcome = "unchanged"
             elif report.on_conflict == "skip":
                 outcome = "present"
             else:
@@ -744,6 +746,8 @@ async def _import_state(
                 and await conn.fetchrow(query("import_l3_state_insert"), *args) is None
             ):
                 outcome = "present"
+        elif await conn.fetchval(query("import_l3_state_same"), *args[:6]):
+            outcome = "unchanged"
         elif report.on_conflict == "skip":
             outcome = "present"
         elif report.dry_run:
@@ -798,7 +802,7 @@ async def _import_suggestions(store: Store, state: LegacyState, report: ImportRe
             if await conn.fetchval(
                 query("import_suggestion_exists"), SUGGESTION_AUTHOR, title, body, when
             ):
-                report.counts["suggestion"]["present"] += 1
+                report.counts["suggestion"]["unchanged"] += 1
                 continue
             if report.dry_run:
                 report.counts["suggestion"]["inserted"] += 1
@@ -846,7 +850,7 @@ async def _import_pending(
                 report.counts["pending"]["inserted"] += 1
                 continue
             row = await conn.fetchrow(query("import_pending_message"), target, content, when)
-            report.counts["pending"]["inserted" if row is not None else "present"] += 1
+            report.counts["pending"]["inserted" if row is not None else "unchanged"] += 1
 
 
 async def _import_profile(
@@ -870,7 +874,7 @@ async def _import_profile(
     if current.empty:
         outcome = "inserted"
     elif same:
-        outcome = "unchanged" if report.on_conflict == "replace" else "present"
+        outcome = "unchanged"
     elif report.on_conflict == "skip":
         outcome = "present"
     else:
@@ -1050,4 +1054,21 @@ async def import_legacy(
         await _import_suggestions(store, report.state, report)
     if report.profile is not None and not report.profile.empty:
         await _import_profile(store, report.profile, report.profile_owner, report)
+    if not dry_run:
+        await _record_key_format(store)
     return report
+
+
+async def _record_key_format(store: Store) -> None:
+    """Record the key format when every key of the store is current: the import wrote
+    only current keys, and a fresh store had no version yet, so ``status`` asked for a
+    ``migrate-keys`` that then found nothing (issue 26 item 9). Legacy keys from before
+    are left for ``migrate-keys``, as they were."""
+    from amrita_memory_pg.maintenance.keys import migrate_keys
+
+    if (await store_meta.read(store.pool)).key_format_version == KEY_FORMAT_VERSION:
+        return
+    pending = await migrate_keys(store.pool, dry_run=True)
+    if not pending.mapping and not pending.unrecognised:
+        async with store.pool.acquire() as conn:
+            await store_meta.write_key_format_version(conn, KEY_FORMAT_VERSION)

@@ -114,3 +114,11 @@ UPDATE amrita_memory.memory
 SELECT EXISTS (SELECT 1 FROM amrita_memory.knowledge_suggestion s
                 WHERE s.author_id = $1 AND s.title = $2 AND s.body = $3
                   AND s.created_at = $4) AS found;
+
+-- name: import_l3_state_same
+-- Whether target $1's state row holds exactly the old state (arguments $2-$6 of
+-- import_l3_state_insert): a kept row is reported identical or different.
+SELECT EXISTS (SELECT 1 FROM amrita_memory.l3_state
+                WHERE target_key = $1
+                  AND (penalty, runs, last_run_end, last_summary, heat)
+                      IS NOT DISTINCT FROM ($2, $3, $4, $5, $6::jsonb)) AS same;

@@ -259,13 +259,18 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert await checksum(mem) == after_first
             assert server.embedding_requests == []
             assert again.counts["memory"]["inserted"] == 0
-            assert again.counts["memory"]["present"] == len(expected) + 1
-            assert again.counts["memo"] == {"present": 3}
-            assert again.counts["state"] == {"present": 1}
-            assert again.counts["pending"] == {"present": 1}
-            assert again.counts["suggestion"] == {"present": 2}
-            assert again.counts["profile"] == {"present": 1}
-            assert again.counts["knowledge"] == {"present": 3}
+            # one vocabulary in both modes (issue 26 item 10): identical rows are
+            # "identical", the one that differs is "differs, kept ours"
+            assert again.counts["memory"]["unchanged"] == len(expected)
+            assert again.counts["memory"]["present"] == 1
+            assert again.counts["memo"] == {"unchanged": 2, "present": 1}
+            assert again.counts["state"] == {"unchanged": 1}
+            assert again.counts["pending"] == {"unchanged": 1}
+            assert again.counts["suggestion"] == {"unchanged": 2}
+            assert again.counts["profile"] == {"unchanged": 1}
+            assert again.counts["knowledge"] == {"unchanged": 3}
+            again_text = "\n".join(again.render())
+            assert f"记忆: 已存在且相同 {len(expected)}，已存在且不同，保留本库的 1" in again_text
             assert len(await mem.profiles.history("QQPlatform_Private_10001")) == 1
     # the old installation was read, never written
     assert tree_checksum(old.root) == before_files
@@ -334,6 +339,7 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
             assert second.counts["memory"]["replaced"] == 0
             assert second.counts["memory"]["unchanged"] == first.counts["memory"]["inserted"] + 1
             assert second.counts["memo"] == {"unchanged": 3}
+            assert "记忆: 已存在且相同" in "\n".join(second.render())
             assert first.counts["state"] == {"inserted": 1}
             assert second.counts["state"] == {"unchanged": 1}
             assert second.counts["knowledge"] == {"unchanged": 3}
@@ -434,7 +440,7 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
             command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
         )
         assert resumed.returncode == 0, resumed.stderr
-        assert f"已存在而保留 {killed_at}" in resumed.stdout
+        assert f"已存在且相同 {killed_at}" in resumed.stdout
         # the resumed run embeds only what the killed one had not committed
         resumed_texts = len(_memory_texts(server))
         total = sum(min(count, CAP) for _k, _s, count in PARTITIONS)
@@ -659,6 +665,10 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
         )
         assert "记忆: 新增 4" in result.stdout
         assert len(_memory_texts(server)) == 4
+        # the import wrote current keys only: status asks for no migrate-keys (item 9)
+        status = run_cli("status", cwd=bot)
+        assert status.returncode == 0, status.stderr
+        assert "分区键版本:  2（最新）" in status.stdout
 
         # The bot's model (what tests/nonebot/test_plugin_setup.py shows NoneBot resolves
         # from these files) is the one the store now records: the bot starts.
