@@ -452,7 +452,17 @@ def translate_config(path: Path) -> tuple[str, list[str]]:
             messages.append(f"{'.'.join(key_path)}: {note}")
     target = settings.subconscious.target_user_id
     if target:
-        messages.append(f"subconscious.target_user_id = {target}")
+        messages.append(
+            f"subconscious.target_user_id = {target}：旧插件潜意识（L3）的目标用户，"
+            f"其画像与 L3 状态归到 {personal_key('qq', target)} 名下"
+        )
+    if settings.subconscious.enabled:
+        # Our default is off: without the translated file the imported L3 state would
+        # sit unused and nothing would say why (issue 26 item 12).
+        messages.append(
+            "旧安装开启了潜意识（L3，subconscious.enabled = true），本插件默认关闭："
+            "写入下面的配置（--write-config config/amrita_memory_pg/config.toml）即可沿用"
+        )
     return render_toml(tree, notes), messages
 
 

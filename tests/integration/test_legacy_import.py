@@ -487,6 +487,14 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
     assert "记忆: 新增 3" in result.stdout
     assert "知识库: 新增 3" in result.stdout and "用户画像: 新增 1" in result.stdout
     assert 'target_user_id = "10001"' in result.stdout
+    # the notes above the translated config say what they are (issue 26 item 12)
+    assert (
+        "# subconscious.target_user_id = 10001：旧插件潜意识（L3）的目标用户，"
+        "其画像与 L3 状态归到 QQPlatform_Private_10001 名下"
+    ) in result.stdout
+    assert (
+        "# 旧安装开启了潜意识（L3，subconscious.enabled = true），本插件默认关闭" in result.stdout
+    )
     # every key the settings accept but do not use is marked as such above it
     from amrita_memory_pg.settings import accepted_only, iter_fields
 
