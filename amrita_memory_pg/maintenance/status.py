@@ -191,7 +191,15 @@ def render_status(report: StatusReport) -> str:
         if report.sweep is not None:
             lines.append(f"sweep:       {describe_sweep(report.sweep)}")
         if report.partitions:
-            lines.append("分布:")
+            total = report.counts.get("partitions", len(report.partitions))
+            # say when the list is cut: it showed 10 of 12 as if that were all (issue 26)
+            cut = (
+                f"（最大的 {len(report.partitions)} 个，共 {total} 个分区；"
+                "全部分区见管理页 amrita-memory web）"
+                if total > len(report.partitions)
+                else ""
+            )
+            lines.append(f"分布:{cut}")
             lines.extend(f"  {key}: {n}" for key, n in report.partitions)
     if report.backups:
         lines.append(f"\n备份（{len(report.backups)} 份）:")
