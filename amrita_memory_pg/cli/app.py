@@ -109,3 +109,23 @@ def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
         format="%(levelname)s %(name)s: %(message)s",
     )
     ctx.obj = CliState(config, debug)
+
+
+class PartitionKeyType(click.ParamType[str]):
+    """A partition key argument: an old-style key (``user_10004``) is resolved to the
+    current one, and stderr says so; it used to find nothing silently (issue 26 item 11)."""
+
+    name = "KEY"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from amrita_memory_pg.domain.keys import legacy_key_now
+
+        text = str(value).strip()
+        now = legacy_key_now(text)
+        if now is None:
+            return text
+        click.echo(f"{text} 是旧格式的分区键，现为 {now}（按 {now} 处理）", err=True)
+        return now
+
+
+PARTITION_KEY = PartitionKeyType()

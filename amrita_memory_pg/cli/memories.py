@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import PARTITION_KEY, CliState, cli, run_async
 from amrita_memory_pg.domain.keys import scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORY_NAMES,
@@ -54,7 +54,7 @@ def memory_group() -> None:
 
 
 @memory_group.command("add")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.argument("content")
 @click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
 @click.option("-i", "--importance", type=click.IntRange(1, 10), default=5, show_default=True)
@@ -88,7 +88,7 @@ async def memory_add(
 
 
 @memory_group.command("list")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
 @click.option("-i", "--min-importance", type=click.IntRange(1, 10), default=None)
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
@@ -120,7 +120,7 @@ async def memory_list(
 
 
 @memory_group.command("search")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.argument("query")
 @click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
 @click.option("-k", "--top-k", type=click.IntRange(1, 50), default=10, show_default=True)
@@ -153,7 +153,7 @@ async def memory_search(
 
 
 @cli.command("clear")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
 @run_async

@@ -14,12 +14,12 @@ import json
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import PARTITION_KEY, CliState, cli, run_async
 from amrita_memory_pg.cli.memories import memory_group
 
 
 @cli.command("pause")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.option("--reason", default=None, help="Why (shown with the pause).")
 @click.pass_obj
 @run_async
@@ -33,7 +33,7 @@ async def pause(state: CliState, key: str, reason: str | None) -> None:
 
 
 @cli.command("resume")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.pass_obj
 @run_async
 async def resume(state: CliState, key: str) -> None:
@@ -95,7 +95,7 @@ async def inspect_command(
 
 
 @memory_group.command("history")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.argument("memory_id")
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.pass_obj
@@ -117,7 +117,7 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
 
 
 @memory_group.command("accesses")
-@click.argument("key")
+@click.argument("key", type=PARTITION_KEY)
 @click.argument("memory_id")
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.pass_obj

@@ -214,3 +214,27 @@ async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path:
     assert "分布:（最大的 10 个，共 12 个分区" in result.stdout
     assert "QQPlatform_Private_111: 12" in result.stdout
     assert "QQPlatform_Private_100:" not in result.stdout
+
+
+async def test_an_old_style_key_is_resolved_and_said(db_dsn: str, tmp_path: Path) -> None:
+    """Issue 26 item 11: `memory list/search user_10004` used to find nothing silently."""
+    from tests.support.memory import memory_on
+
+    async with memory_on(db_dsn, tmp_path, embedding__protocol="hash") as mem:
+        await mem.memories.add(
+            partition_key="QQPlatform_Private_10004", scope="user", content="喜欢下围棋"
+        )
+    env = {
+        "DATABASE_URL": db_dsn,
+        "EMBEDDING_PROCTOL": "hash",
+        "AMRITA_MEMORY_DATA_DIR": str(tmp_path),
+    }
+    listed = run_cli("memory", "list", "user_10004", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "喜欢下围棋" in listed.stdout
+    assert "user_10004 是旧格式的分区键，现为 QQPlatform_Private_10004" in listed.stderr
+    found = run_cli("memory", "search", "user_10004", "围棋", "--mode", "keyword", env=env)
+    assert found.returncode == 0, found.stderr
+    assert "喜欢下围棋" in found.stdout
+    current = run_cli("memory", "list", "QQPlatform_Private_10004", env=env)
+    assert "旧格式" not in current.stderr

@@ -8,7 +8,7 @@ from functools import partial
 
 from amrita_memory_pg.commands.memory_command.base import Services, Step
 from amrita_memory_pg.commands.memory_command.texts import USAGE_PAUSE
-from amrita_memory_pg.domain.keys import GLOBAL_KEY
+from amrita_memory_pg.domain.keys import GLOBAL_KEY, legacy_key_now
 from amrita_memory_pg.services.trail import TrailService
 from amrita_memory_pg.tools.context import ToolContext
 
@@ -26,6 +26,7 @@ def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -
         "group": ctx.group_key,
         "global": GLOBAL_KEY,
     }.get(target, target)
+    key = legacy_key_now(key) or key  # user_1 is QQPlatform_Private_1 now (issue 26 item 11)
     if not key or any(ch.isspace() for ch in key):
         return "用法: " + USAGE_PAUSE
     if sub in ("pause", "暂停"):

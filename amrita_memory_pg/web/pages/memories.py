@@ -22,7 +22,7 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
     ProtectedMemory,
 )
-from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.domain.keys import legacy_key_now, scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORIES,
     CATEGORY_NAMES,
@@ -47,7 +47,7 @@ from amrita_memory_pg.domain.validation import (
 )
 from amrita_memory_pg.storage.admin import MEMORY_SORTS, MemoryQuery
 from amrita_memory_pg.web import kit
-from amrita_memory_pg.web.pages.partitions import page_number, valid_key
+from amrita_memory_pg.web.pages.partitions import MAX_KEY_CHARS, page_number, valid_key
 
 router = APIRouter()
 NAV: list[kit.NavItem] = []
@@ -177,6 +177,9 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
     try:
         key = partition(request, key)
     except BadKey:
+        now = legacy_key_now(key[:MAX_KEY_CHARS])
+        if now is not None:  # an old-style key in the URL: the partition it is now (issue 26)
+            return kit.redirect(request, f"/p/{kit.quoted(now)}/memories", **request.query_params)
         return _bad_key(request, key)
     t = kit.translator_for(request)
     settings = kit.state(request).settings
