@@ -26,7 +26,7 @@ def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -
         "group": ctx.group_key,
         "global": GLOBAL_KEY,
     }.get(target, target)
-    key = legacy_key_now(key) or key  # user_1 is QQPlatform_Private_1 now (issue 26 item 11)
+    key = (key and legacy_key_now(key)) or key  # user_1 is QQPlatform_Private_1 now (issue 26)
     if not key or any(ch.isspace() for ch in key):
         return "用法: " + USAGE_PAUSE
     if sub in ("pause", "暂停"):
