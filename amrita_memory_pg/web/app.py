@@ -16,9 +16,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import jinja2
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from amrita_memory_pg.domain.errors import ConfigError, NotReady
 from amrita_memory_pg.service import Memory
@@ -134,6 +135,8 @@ def create_admin_app(
         redoc_url=None,
         openapi_url=None,
         lifespan=lifespan,
+        # the one validation at the edge: every route, also the ones added later
+        dependencies=[Depends(kit.check_input)],
     )
     admin = kit.AdminState(
         settings=settings,
@@ -227,6 +230,26 @@ def _install_errors(app: FastAPI) -> None:
     @app.exception_handler(kit.CsrfRefused)
     async def csrf_refused(request: Request, _exc: Exception) -> Response:
         return _error(request, 403, translator(request.state.lang)("error.csrf"))
+
+    @app.exception_handler(kit.BadInput)
+    async def bad_input(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, kit.BadInput)
+        t = translator(request.state.lang)
+        return _error(request, 400, t("error.bad_input", field=exc.field, reason=exc.reason))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """Unknown URLs (and a wrong method) get the app's page, not raw JSON."""
+        assert isinstance(exc, StarletteHTTPException)
+        t = translator(request.state.lang)
+        if exc.status_code == 404:
+            message = t("error.not_found", what=kit.clean(request, request.url.path[:200]))
+        else:
+            message = t("error.http", status=exc.status_code)
+        response = _error(request, exc.status_code, message)
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(NotReady)
     async def not_ready(request: Request, exc: Exception) -> Response:

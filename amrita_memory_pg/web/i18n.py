@@ -49,6 +49,8 @@ ZH: dict[str, str] = {
     "error.not_found": "未找到：{what}",
     "error.bad_key": "不是有效的分区键：{key}（例如 global、QQPlatform_Private_10001、QQPlatform_Group_1）",
     "error.back": "返回",
+    "error.bad_input": "请求被拒绝：{field}{reason}。",
+    "error.http": "请求无法处理（HTTP {status}）。",
     # planned pages
     "planned.title": "{page}：尚未实现",
     "planned.body": "这个页面还没有实现（issue 17 的后续部分）。目前请使用命令行 `amrita-memory` 或 /memory 命令。",
@@ -410,6 +412,8 @@ EN: dict[str, str] = {
     "error.not_found": "Not found: {what}",
     "error.bad_key": "Not a valid partition key: {key} (e.g. global, QQPlatform_Private_10001, QQPlatform_Group_1)",
     "error.back": "Back",
+    "error.bad_input": "Request refused: {field} {reason}.",
+    "error.http": "The request cannot be handled (HTTP {status}).",
     "planned.title": "{page}: not built yet",
     "planned.body": "This page is not built yet (a later part of issue 17). Use the `amrita-memory` CLI or the /memory command for now.",
     "partitions.title": "Partitions",

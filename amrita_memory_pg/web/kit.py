@@ -31,6 +31,7 @@ from markupsafe import Markup, escape
 from amrita_memory_pg.domain.errors import NotReady
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.domain.trail import Actor, set_actor
+from amrita_memory_pg.domain.validation import echo, text_problem
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.admin import AdminStore
@@ -75,6 +76,15 @@ class SuperuserRequired(Exception):
 
 class CsrfRefused(Exception):
     """A POST without this session's CSRF token (403, nothing written)."""
+
+
+class BadInput(Exception):
+    """A query parameter, path segment or form field the database cannot store (400)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
 
 
 @dataclass
@@ -160,6 +170,31 @@ async def check_csrf(request: Request) -> None:
     form = await request.form()
     if not csrf_ok(session(request), form.get("csrf")):
         raise CsrfRefused()
+
+
+def _unstorable(pairs: Any, where: str) -> None:
+    for name, value in pairs:
+        for text in (name, value):
+            problem = text_problem(text) if isinstance(text, str) else None
+            if problem is not None:
+                raise BadInput(f"{where} {echo(name)}", problem)
+
+
+async def check_input(request: Request) -> None:
+    """The web edge of the one validation (domain/validation.py): every query parameter,
+    path parameter and form field of every page, before any handler sees it.
+
+    PostgreSQL refuses NUL (and a lone surrogate is no text): such a value used to reach
+    asyncpg and end the request with HTTP 500 and a reset connection. An app-wide
+    dependency, so a page added later is covered without doing anything.
+    """
+    _unstorable(request.query_params.multi_items(), "查询参数")
+    _unstorable(request.path_params.items(), "路径参数")
+    content_type = request.headers.get("content-type", "")
+    if request.method == "POST" and content_type.startswith(
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
+        _unstorable((await request.form()).multi_items(), "表单字段")
 
 
 def _acting_as(user: AdminUser) -> None:
@@ -301,6 +336,7 @@ __all__ = [
     "AdminState",
     "AdminUser",
     "AdminWrite",
+    "BadInput",
     "CsrfRefused",
     "LoginRequired",
     "NavItem",
@@ -311,6 +347,7 @@ __all__ = [
     "admin_store",
     "audit",
     "base",
+    "check_input",
     "clean",
     "form_text",
     "memory",

