@@ -51,6 +51,7 @@ ZH: dict[str, str] = {
     "error.back": "返回",
     "error.bad_input": "请求被拒绝：{field}{reason}。",
     "error.http": "请求无法处理（HTTP {status}）。",
+    "invalid.form": "字段 {field}：{reason}",
     # planned pages
     "planned.title": "{page}：尚未实现",
     "planned.body": "这个页面还没有实现（issue 17 的后续部分）。目前请使用命令行 `amrita-memory` 或 /memory 命令。",
@@ -414,6 +415,7 @@ EN: dict[str, str] = {
     "error.back": "Back",
     "error.bad_input": "Request refused: {field} {reason}.",
     "error.http": "The request cannot be handled (HTTP {status}).",
+    "invalid.form": "Field {field}: {reason}",
     "planned.title": "{page}: not built yet",
     "planned.body": "This page is not built yet (a later part of issue 17). Use the `amrita-memory` CLI or the /memory command for now.",
     "partitions.title": "Partitions",

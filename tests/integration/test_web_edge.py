@@ -56,7 +56,8 @@ async def site(dsn: str, data_dir: Path, **overrides: Any) -> AsyncIterator[Site
     }
     async with memory_on(dsn, data_dir, **values) as mem:
         app = create_admin_app(mem, mem.settings)
-        transport = httpx.ASGITransport(app=app)
+        # a handler's failure is answered (500) instead of raised into the test
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://admin") as client:
             yield Site(mem, app, client)
 
@@ -115,3 +116,84 @@ async def test_unknown_urls_answer_the_apps_html_page(db_dsn: str, tmp_path: Pat
         wrong_method = await s.client.delete("/partitions")
         assert wrong_method.status_code == 405
         assert "HTTP 405" in wrong_method.text and '"detail"' not in wrong_method.text
+
+
+#: a trigger that refuses the audit row of one login name: the audit write fails after
+#: the page's own write succeeded, which is what a NUL in the name used to do
+FAILING_AUDIT = """
+CREATE FUNCTION amrita_memory.test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.actor = 'boom' THEN RAISE EXCEPTION 'audit refused by the test'; END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER test_refuse_audit BEFORE INSERT ON amrita_memory.admin_audit
+    FOR EACH ROW EXECUTE FUNCTION amrita_memory.test_refuse_audit();
+"""
+
+
+async def _state(mem: Memory) -> dict[str, Any]:
+    pool = mem.pool
+    return {
+        "memo": await pool.fetchval("SELECT content FROM amrita_memory.memo"),
+        "memories": await pool.fetchval(
+            "SELECT string_agg(content, '|' ORDER BY content) FROM amrita_memory.memory"
+        ),
+        "knowledge": await pool.fetchval(
+            "SELECT string_agg(kid || title, '|' ORDER BY kid) FROM amrita_memory.knowledge"
+        ),
+        "suggestions": await pool.fetchval(
+            "SELECT string_agg(status, '|' ORDER BY id) FROM amrita_memory.knowledge_suggestion"
+        ),
+        "audit": await pool.fetchval("SELECT count(*) FROM amrita_memory.admin_audit"),
+    }
+
+
+async def test_a_write_whose_audit_row_fails_is_not_saved_on_any_audited_action(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with site(db_dsn, tmp_path) as s:
+        mem = s.mem
+        await mem.memos.replace("global", "before")
+        record = await mem.memories.add(
+            partition_key="global", scope="global", content="old fact", source="user"
+        )
+        await mem.knowledge.create(kid="0a1b2c3d", title="咖啡", summary="烘焙", body="浅烘")
+        sid, _ = await mem.knowledge.suggest(
+            author_id="10001", action="create", title="猫", summary="猫粮", body="x"
+        )
+        await mem.pool.execute(FAILING_AUDIT)
+        assert (await s.log_in(name="boom")).status_code == 303
+        token = await s.csrf("/partitions")
+        before = await _state(mem)
+        posts = {
+            "/p/global/memo": {"content": "after"},
+            "/p/global/memories/new": {"content": "new fact", "importance": "5"},
+            f"/p/global/memories/{record.id}/edit": {"content": "changed", "importance": "5"},
+            f"/p/global/memories/{record.id}/delete": {},
+            "/knowledge/new": {"title": "茶", "summary": "绿茶", "body": ""},
+            "/knowledge/e/0a1b2c3d/edit": {"title": "咖啡豆", "summary": "烘焙", "body": ""},
+            "/knowledge/e/0a1b2c3d/delete": {},
+            f"/knowledge/s/{sid}/reject": {},
+            f"/knowledge/s/{sid}/accept": {},
+            "/p/global/pause": {"reason": "x"},
+        }
+        for path, data in posts.items():
+            response = await s.client.post(path, data={"csrf": token, **data})
+            assert response.status_code == 500, (path, response.status_code)
+            assert await _state(mem) == before, path  # the write went with its audit row
+        # the same writes by another name are saved, each with its row
+        assert (await s.log_in(name="alice")).status_code == 303
+        token = await s.csrf("/partitions")
+        response = await s.client.post("/p/global/memo", data={"csrf": token, "content": "after"})
+        assert response.status_code == 303
+        after = await _state(mem)
+        assert after["memo"] == "after" and after["audit"] == before["audit"] + 1
+
+
+async def test_a_login_name_with_nul_is_refused_before_anything_else(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with site(db_dsn, tmp_path) as s:
+        response = await s.log_in(name="evil\x00name")
+        assert response.status_code == 400 and "NUL" in response.text
+        assert (await s.client.get("/partitions")).status_code == 303  # not logged in

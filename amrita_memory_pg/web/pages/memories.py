@@ -11,11 +11,12 @@ re-renders the form with the reason and writes nothing. What a person writes her
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from amrita_memory_pg.domain.errors import (
     AmritaMemoryError,
@@ -249,45 +250,67 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
 
 @dataclass
 class MemoryForm:
+    """What was typed in the add/edit form (shown again with the errors)."""
+
     content: str = ""
     category: str = ""
     importance: str = "5"
     tags: str = ""
 
 
-def read_memory_form(
-    form: Mapping[str, Any], t: Callable[..., str]
-) -> tuple[MemoryForm, dict[str, Any], list[str]]:
-    """The add/edit form through the one validation: (what was typed, clean values, errors)."""
+class MemoryInput(BaseModel):
+    """The add/edit form after the one validation (domain/validation.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    category: Category | None
+    importance: int
+    tags: tuple[str, ...]
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        content = check_text(value.strip(), max_chars=MAX_CONTENT_CHARS)
+        if not content:
+            raise kit.FieldError("invalid.content_empty")
+        return content
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _category(cls, value: str) -> str | None:
+        return parse_category(value) if value else None
+
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _importance(cls, value: str) -> int:
+        return parse_importance(value)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: str) -> tuple[str, ...]:
+        return parse_tags(check_text(value, max_chars=MAX_TAGS_CHARS))
+
+
+#: the page line of each field's refusal
+MEMORY_MESSAGES = {
+    "content": "invalid.content",
+    "category": "invalid.category",
+    "importance": "invalid.importance",
+    "tags": "invalid.tags",
+}
+
+
+async def read_memory_form(request: Request) -> tuple[MemoryForm, MemoryInput | None, list[str]]:
+    """The add/edit form: (what was typed, the clean values or None, the errors)."""
+    form = await request.form()
     typed = MemoryForm(
         content=kit.form_text(form, "content"),
         category=kit.form_text(form, "category").strip(),
         importance=kit.form_text(form, "importance").strip(),
         tags=kit.form_text(form, "tags"),
     )
-    errors: list[str] = []
-    values: dict[str, Any] = {}
-    try:
-        content = check_text(typed.content.strip(), max_chars=MAX_CONTENT_CHARS)
-        if not content:
-            errors.append(t("invalid.content_empty"))
-        values["content"] = content
-    except InvalidInput as exc:
-        errors.append(t("invalid.content", reason=exc.reason))
-    values["category"] = None
-    if typed.category:
-        try:
-            values["category"] = parse_category(typed.category)
-        except InvalidInput as exc:
-            errors.append(t("invalid.category", reason=exc.reason))
-    try:
-        values["importance"] = parse_importance(typed.importance)
-    except InvalidInput as exc:
-        errors.append(t("invalid.importance", reason=exc.reason))
-    try:
-        values["tags"] = parse_tags(check_text(typed.tags, max_chars=MAX_TAGS_CHARS))
-    except InvalidInput as exc:
-        errors.append(t("invalid.tags", reason=exc.reason))
+    values, errors = kit.parse_form(request, MemoryInput, asdict(typed), MEMORY_MESSAGES)
     return typed, values, errors
 
 
@@ -325,51 +348,51 @@ async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
     if not valid_key(key):
         return _bad_key(request, key)
     t = kit.translator_for(request)
-    typed, values, errors = read_memory_form(await request.form(), t)
-    if errors:
+    typed, values, errors = await read_memory_form(request)
+    if values is None:
         return _form_page(request, key, typed, errors, status_code=400)
     mem = kit.memory(request)
-    category: Category | None = values["category"]
     try:
-        record = await mem.memories.add(
-            partition_key=key,
-            scope=scope_of_key(key),
-            content=values["content"],
-            tags=values["tags"],
-            importance=values["importance"],
-            category=category,
-            source="user",
-            author=f"web:{user.name}",
-            now=kit.now(request),
-        )
+        async with kit.atomic(request):
+            record = await mem.memories.add(
+                partition_key=key,
+                scope=scope_of_key(key),
+                content=values.content,
+                tags=values.tags,
+                importance=values.importance,
+                category=values.category,
+                source="user",
+                author=f"web:{user.name}",
+                now=kit.now(request),
+            )
+            await kit.audit(
+                request,
+                user,
+                "memory.add",
+                partition_key=key,
+                target_id=record.id,
+                detail={
+                    "content": record.content,
+                    "importance": record.importance,
+                    "category": record.category,
+                    "tags": list(record.tags),
+                },
+            )
     except AmritaMemoryError as exc:
         message = (
             t("refused.full", cap=mem.settings.per_session_memory_limit)
             if isinstance(exc, PartitionFull)
             else t("refused.failed", reason=kit.clean(request, str(exc)))
         )
-        await kit.audit(
+        return await kit.refused(
             request,
             user,
             "memory.add",
+            exc,
+            lambda: _form_page(request, key, typed, [message], status_code=409),
             partition_key=key,
-            detail={"content": values["content"], "error": str(exc)},
-            ok=False,
+            detail={"content": values.content},
         )
-        return _form_page(request, key, typed, [message], status_code=409)
-    await kit.audit(
-        request,
-        user,
-        "memory.add",
-        partition_key=key,
-        target_id=record.id,
-        detail={
-            "content": record.content,
-            "importance": record.importance,
-            "category": record.category,
-            "tags": list(record.tags),
-        },
-    )
     return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="added", id=record.id)
 
 
@@ -406,61 +429,59 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
     t = kit.translator_for(request)
-    typed, values, errors = read_memory_form(await request.form(), t)
-    if errors:
+    typed, values, errors = await read_memory_form(request)
+    if values is None:
         return _form_page(request, key, typed, errors, record=record, status_code=400)
     mem = kit.memory(request)
     try:
-        updated = await mem.memories.update(
-            key,
-            memory_id,
-            content=values["content"],
-            tags=values["tags"],
-            importance=values["importance"],
-            category=values["category"],
-            now=kit.now(request),
-            by_person=True,
-        )
+        async with kit.atomic(request):
+            updated = await mem.memories.update(
+                key,
+                memory_id,
+                content=values.content,
+                tags=values.tags,
+                importance=values.importance,
+                category=values.category,
+                now=kit.now(request),
+                by_person=True,
+            )
+            if updated is not None:
+                await kit.audit(
+                    request,
+                    user,
+                    "memory.edit",
+                    partition_key=key,
+                    target_id=memory_id,
+                    detail={"before": _shown(record), "after": _shown(updated)},
+                )
     except AmritaMemoryError as exc:
         message = (
             t("refused.protected")
             if isinstance(exc, ProtectedMemory)
             else t("refused.failed", reason=kit.clean(request, str(exc)))
         )
-        await kit.audit(
+        return await kit.refused(
             request,
             user,
             "memory.edit",
+            exc,
+            lambda: _form_page(request, key, typed, [message], record=record, status_code=409),
             partition_key=key,
             target_id=memory_id,
-            detail={"error": str(exc)},
-            ok=False,
         )
-        return _form_page(request, key, typed, [message], record=record, status_code=409)
     if updated is None:
         return _not_found(request, f"{key} / {memory_id}")
-    await kit.audit(
-        request,
-        user,
-        "memory.edit",
-        partition_key=key,
-        target_id=memory_id,
-        detail={
-            "before": {
-                "content": record.content,
-                "importance": record.importance,
-                "category": record.category,
-                "tags": list(record.tags),
-            },
-            "after": {
-                "content": updated.content,
-                "importance": updated.importance,
-                "category": updated.category,
-                "tags": list(updated.tags),
-            },
-        },
-    )
     return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="edited", id=memory_id)
+
+
+def _shown(record: MemoryRecord) -> dict[str, Any]:
+    """What the audit keeps of a memory before and after an edit."""
+    return {
+        "content": record.content,
+        "importance": record.importance,
+        "category": record.category,
+        "tags": list(record.tags),
+    }
 
 
 @router.get("/p/{key}/memories/{memory_id}/delete")
@@ -479,32 +500,28 @@ async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrit
     mem = kit.memory(request)
     t = kit.translator_for(request)
     try:
-        deleted = await mem.memories.delete(key, memory_id, by_person=True)
+        async with kit.atomic(request):
+            deleted = await mem.memories.delete(key, memory_id, by_person=True)
+            await kit.audit(
+                request,
+                user,
+                "memory.delete",
+                partition_key=key,
+                target_id=memory_id,
+                detail={"content": record.content, "importance": record.importance},
+                ok=deleted,
+            )
     except AmritaMemoryError as exc:
-        await kit.audit(
+        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        return await kit.refused(
             request,
             user,
             "memory.delete",
+            exc,
+            lambda: kit.render(request, "error.html", status_code=409, message=message),
             partition_key=key,
             target_id=memory_id,
-            detail={"error": str(exc)},
-            ok=False,
         )
-        return kit.render(
-            request,
-            "error.html",
-            status_code=409,
-            message=t("refused.failed", reason=kit.clean(request, str(exc))),
-        )
-    await kit.audit(
-        request,
-        user,
-        "memory.delete",
-        partition_key=key,
-        target_id=memory_id,
-        detail={"content": record.content, "importance": record.importance},
-        ok=deleted,
-    )
     if not deleted:
         return _not_found(request, f"{key} / {memory_id}")
     return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="deleted", id=memory_id)
