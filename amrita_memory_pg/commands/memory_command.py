@@ -47,7 +47,7 @@ from amrita_memory_pg.domain.errors import (
     ProfileRefused,
 )
 from amrita_memory_pg.domain.importance import MEDIUM
-from amrita_memory_pg.domain.keys import GLOBAL_KEY, personal_key, user_key
+from amrita_memory_pg.domain.keys import GLOBAL_KEY, check_partition_key, personal_key, user_key
 from amrita_memory_pg.domain.knowledge import preview
 from amrita_memory_pg.domain.profile import ProfileActor, render_numbered
 from amrita_memory_pg.domain.records import (
@@ -767,6 +767,10 @@ class MemoryCommand:
         }.get(target, target)
         if not key or any(ch.isspace() for ch in key):
             return "用法: " + USAGE_PAUSE
+        try:  # the one key rule of every surface (domain/keys.py)
+            key = check_partition_key(key)
+        except InvalidInput as exc:
+            return f"{exc.reason}\n用法: {USAGE_PAUSE}"
         try:
             if sub in ("pause", "暂停"):
                 done = await trail.pause(key, by=f"person:{ctx.user_id}")
