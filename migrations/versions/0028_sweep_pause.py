@@ -1,7 +1,7 @@
 """The sweep skips paused partitions (issue 27 item 4): sweep_batch_v3.
 
 Revision ID: 0028_sweep_pause
-Revises: 0020_block_pause
+Revises: 0026_web_sessions
 Create Date: 2026-12-04
 
 A pause "keeps its memories": sweep_batch_v3 keeps every row of a paused partition (no
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0028_sweep_pause"
-down_revision: str | None = "0020_block_pause"
+down_revision: str | None = "0026_web_sessions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -25,6 +25,7 @@ ADMIN = "edge-admin-pass"
 SUPER = "edge-super-pass"
 _HASHES = {p: hash_password(p) for p in (ADMIN, SUPER)}
 #: a valid value for each path parameter the pages use (any other name gets "x")
+RAISE = False
 PATH_VALUES = {"key": "global", "kid": "0a1b2c3d", "sid": "1", "memory_id": "0" * 32}
 
 
@@ -57,7 +58,7 @@ async def site(dsn: str, data_dir: Path, **overrides: Any) -> AsyncIterator[Site
     async with memory_on(dsn, data_dir, **values) as mem:
         app = create_admin_app(mem, mem.settings)
         # a handler's failure is answered (500) instead of raised into the test
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=RAISE)
         async with httpx.AsyncClient(transport=transport, base_url="http://admin") as client:
             yield Site(mem, app, client)
 
@@ -197,3 +198,79 @@ async def test_a_login_name_with_nul_is_refused_before_anything_else(
         response = await s.log_in(name="evil\x00name")
         assert response.status_code == 400 and "NUL" in response.text
         assert (await s.client.get("/partitions")).status_code == 303  # not logged in
+
+
+# ---------------------------------------------------------------- sessions as rows
+
+COOKIE = "amp_admin_session"
+
+
+async def _with_cookie(s: Site, cookie: str, path: str = "/partitions") -> httpx.Response:
+    s.client.cookies.clear()
+    s.client.cookies.set(COOKIE, cookie)
+    return await s.client.get(path)
+
+
+async def test_a_logged_out_cookie_is_refused_and_log_out_everywhere_ends_every_session(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with site(db_dsn, tmp_path) as s:
+        assert (await s.log_in(name="alice")).status_code == 303
+        alice = s.client.cookies[COOKIE]
+        assert (await s.client.get("/partitions")).status_code == 200
+        token = await s.csrf("/partitions")
+        assert (await s.client.post("/logout", data={"csrf": token})).status_code == 303
+        # the old cookie, replayed (signed, not expired), no longer logs anybody in
+        replayed = await _with_cookie(s, alice)
+        assert replayed.status_code == 303 and "/login" in replayed.headers["location"]
+
+        s.client.cookies.clear()
+        assert (await s.log_in(name="bob")).status_code == 303
+        bob = s.client.cookies[COOKIE]
+        s.client.cookies.clear()
+        assert (await s.log_in(ADMIN, name="carol")).status_code == 303
+        carol = s.client.cookies[COOKIE]
+        assert (await _with_cookie(s, bob)).status_code == 200
+        token = await s.csrf("/partitions")
+        ended = await s.client.post("/logout/everywhere", data={"csrf": token})
+        assert ended.status_code == 303
+        for cookie in (bob, carol):
+            assert (await _with_cookie(s, cookie)).status_code == 303
+        row = await s.mem.pool.fetchrow(
+            "SELECT actor, detail->>'sessions' AS n FROM amrita_memory.admin_audit "
+            "WHERE action = 'session.revoke_all'"
+        )
+        assert row is not None and (row["actor"], row["n"]) == ("bob", "2")
+
+
+async def test_a_session_from_before_a_password_change_is_refused(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with site(db_dsn, tmp_path) as s:
+        assert (await s.log_in(ADMIN)).status_code == 303
+        admin = s.client.cookies[COOKIE]
+        s.client.cookies.clear()
+        assert (await s.log_in(SUPER)).status_code == 303
+        superuser = s.client.cookies[COOKIE]
+    # the admin password changes (new hash in the config; same secret, same database)
+    changed = hash_password("a-new-admin-pass")
+    async with site(db_dsn, tmp_path, web__password_hash=changed) as s:
+        assert (await _with_cookie(s, admin)).status_code == 303
+        assert (await _with_cookie(s, superuser)).status_code == 200  # unchanged password
+        s.client.cookies.clear()
+        assert (await s.log_in(ADMIN)).status_code == 401
+        assert (await s.log_in("a-new-admin-pass")).status_code == 303
+
+
+async def test_the_login_limit_is_shared_by_every_process(db_dsn: str, tmp_path: Path) -> None:
+    async with (
+        site(db_dsn, tmp_path, web__login_attempts_per_minute=2) as one,
+        site(db_dsn, tmp_path, web__login_attempts_per_minute=2) as two,
+    ):
+        assert one.app is not two.app
+        for _ in range(2):
+            assert (await one.log_in("wrong")).status_code == 401
+        refused = await two.log_in(SUPER)  # the other process counts the same failures
+        assert refused.status_code == 429 and "秒后再试" in refused.text
+        rows = await one.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.web_login_failure")
+        assert rows == 2
