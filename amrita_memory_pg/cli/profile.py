@@ -80,7 +80,7 @@ async def profile_show(state: CliState, user: str) -> None:
 @click.option(
     "--version",
     "version",
-    type=click.IntRange(0, INT32_MAX),
+    type=click.IntRange(0, INT32_MAX - 1),
     default=None,
     help="Show one change in full.",
 )
@@ -118,7 +118,7 @@ async def profile_history(
 
 @profile.command("revert")
 @click.argument("user")
-@click.argument("version", type=click.IntRange(0, INT32_MAX))
+@click.argument("version", type=click.IntRange(0, INT32_MAX - 1))
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
 @run_async

@@ -68,6 +68,7 @@ from amrita_memory_pg.domain.validation import (
     parse_category,
     parse_count,
     parse_importance,
+    plain,
 )
 from amrita_memory_pg.maintenance.clear import clear_partition, plan_clear
 from amrita_memory_pg.services.extraction import Extractor
@@ -484,9 +485,10 @@ class MemoryCommand:
                 return TextReply("❌ 仅超级用户可以回滚画像")
             if not rest:
                 return TextReply(PROFILE_USAGE)
+            # a version lives in an int column and the lookup asks for version + 1
             version = parse_count(rest[-1], lo=0, hi=2**31 - 1)
-            if version is None:
-                return TextReply(f"版本号应为非负整数，收到 {rest[-1]}")
+            if version is None or version >= 2**31 - 1:
+                return TextReply(f"版本号应为非负整数（0 到 {2**31 - 2}），收到 {plain(rest[-1])}")
             target = rest[0] if len(rest) == 2 else None
         else:
             if len(rest) > 1:

@@ -113,3 +113,47 @@ async def test_every_command_with_hostile_arguments_answers_with_a_sentence(
                 ):
                     problems.append("accepted " + shown)
     assert not problems, f"{len(problems)} of {runs} runs:\n" + "\n".join(problems)
+
+
+async def test_clear_with_an_unusable_backup_folder_says_so_and_deletes_nothing(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "backups").write_text("not a folder", encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'data_dir = "{data}"\n[database]\nurl = "{db_dsn}"\n[embedding]\nprotocol = "hash"\n',
+        encoding="utf-8",
+    )
+    added = await asyncio.to_thread(
+        invoke, ["--config", str(config), "memory", "add", "global", "一条记忆"]
+    )
+    assert added.code == 0, added
+    cleared = await asyncio.to_thread(invoke, ["--config", str(config), "clear", "global", "--yes"])
+    assert cleared.code == 2 and "Traceback" not in cleared.output
+    assert cleared.output.startswith("amrita-memory: ") and "backups" in cleared.output
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM amrita_memory.memory") == 1
+    finally:
+        await conn.close()
+
+
+async def test_memory_profile_revert_with_a_huge_version_answers_a_sentence(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    from amrita_memory_pg.commands.memory_command import MemoryCommand, TextReply
+    from amrita_memory_pg.tools.context import ToolContext
+    from tests.support.memory import memory_on
+
+    root = ToolContext(platform="qq", user_id="99999", roles=frozenset({"superuser"}))
+    async with memory_on(db_dsn, tmp_path) as mem:
+        command = MemoryCommand(
+            memos=mem.memos, memories=mem.memories, settings=mem.settings, profiles=mem.profiles
+        )
+        for version in ("1e20", "100000000000000000000", "-1"):
+            reply = await command.run(root, f"profile revert 10001 {version}")
+            assert isinstance(reply, TextReply)
+            assert "Error" not in reply.text and "asyncpg" not in reply.text, reply.text
+            assert "版本" in reply.text, reply.text
