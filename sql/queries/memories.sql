@@ -35,7 +35,7 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- importance min/max, scope, any of tags, category; $16 HNSW/GIN candidates for a large
 -- partition; $17 fusion rrf | weighted, $18 the RRF k, $19 the keyword weight).
 -- distance = squared L2; vector mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life),
--- floor), as search_memories_v3. SQLSTATE AMF03 when the query's dimension is not the
+-- floor), release 3's score bit for bit. SQLSTATE AMF03 when the query's dimension is not the
 -- store's, 22023 for a bad mode.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score
