@@ -132,6 +132,13 @@ CREATE TRIGGER test_refuse_audit BEFORE INSERT ON amrita_memory.admin_audit
 """
 
 
+def plan_token(page: str) -> str:
+    """The confirmation code the clear page asks to type."""
+    found = re.search(r"输入 ([^）]+)）", page)
+    assert found is not None, page[:2000]
+    return found.group(1)
+
+
 async def _state(mem: Memory) -> dict[str, Any]:
     pool = mem.pool
     return {
@@ -182,6 +189,12 @@ async def test_a_write_whose_audit_row_fails_is_not_saved_on_any_audited_action(
             response = await s.client.post(path, data={"csrf": token, **data})
             assert response.status_code == 500, (path, response.status_code)
             assert await _state(mem) == before, path  # the write went with its audit row
+        # clearing the partition: its backup is taken, the delete goes with the audit row
+        confirm = await s.client.get("/p/global/clear")
+        code = plan_token(confirm.text)
+        response = await s.client.post("/p/global/clear", data={"csrf": token, "token": code})
+        assert response.status_code == 500
+        assert await _state(mem) == before
         # the same writes by another name are saved, each with its row
         assert (await s.log_in(name="alice")).status_code == 303
         token = await s.csrf("/partitions")

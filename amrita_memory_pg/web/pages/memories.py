@@ -539,7 +539,7 @@ async def clear_confirm(request: Request, key: str, _user: kit.Superuser) -> Res
 
 @router.post("/p/{key}/clear")
 async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Response:
-    from amrita_memory_pg.maintenance.clear import clear_partition, plan_clear
+    from amrita_memory_pg.maintenance.clear import backup_before_clear, delete_backed_up, plan_clear
 
     if not valid_key(key):
         return _bad_key(request, key)
@@ -558,30 +558,27 @@ async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
             error=None if plan.count == 0 else t("confirm.token_wrong"),
         )
     try:
-        result = await clear_partition(mem.store, key)
+        backup_info = await backup_before_clear(mem.store, key)
+        async with kit.atomic(request):
+            result = await delete_backed_up(mem.store, key, backup_info)
+            backup = str(result.backup.jsonl_path)
+            await kit.audit(
+                request,
+                user,
+                "partition.clear",
+                partition_key=key,
+                detail={"deleted": result.deleted, "backup": backup},
+            )
     except AmritaMemoryError as exc:
-        await kit.audit(
+        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        return await kit.refused(
             request,
             user,
             "partition.clear",
+            exc,
+            lambda: kit.render(request, "error.html", status_code=500, message=message),
             partition_key=key,
-            detail={"error": str(exc)},
-            ok=False,
         )
-        return kit.render(
-            request,
-            "error.html",
-            status_code=500,
-            message=t("refused.failed", reason=kit.clean(request, str(exc))),
-        )
-    backup = str(result.backup.jsonl_path)
-    await kit.audit(
-        request,
-        user,
-        "partition.clear",
-        partition_key=key,
-        detail={"deleted": result.deleted, "backup": backup},
-    )
     return kit.redirect(
         request, f"/p/{kit.quoted(key)}/memories", done="cleared", n=result.deleted, backup=backup
     )
