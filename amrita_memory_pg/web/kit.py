@@ -335,10 +335,12 @@ class FieldError(ValueError):
     """A form field refused with a page string of its own (``key`` and its values)
     instead of the field's usual ``invalid.<field>`` line."""
 
-    def __init__(self, key: str, **values: Any) -> None:
+    def __init__(self, key: str, *, refs: Mapping[str, str] | None = None, **values: Any) -> None:
         super().__init__(key)
         self.key = key
         self.values = values
+        #: values that are page strings themselves (translated when shown)
+        self.refs = dict(refs or {})
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -360,7 +362,8 @@ def parse_form(
             field_name = str(error["loc"][0]) if error["loc"] else ""
             cause = (error.get("ctx") or {}).get("error")
             if isinstance(cause, FieldError):
-                lines.append(t(cause.key, **cause.values))
+                named = {name: t(ref) for name, ref in cause.refs.items()}
+                lines.append(t(cause.key, **cause.values, **named))
             elif isinstance(cause, InvalidInput) and field_name in messages:
                 lines.append(t(messages[field_name], reason=cause.reason))
             else:

@@ -10,13 +10,11 @@ re-renders the form with the reason and writes nothing. What a person writes her
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict, field_validator
 
 from amrita_memory_pg.domain.errors import (
     AmritaMemoryError,
@@ -29,25 +27,22 @@ from amrita_memory_pg.domain.records import (
     CATEGORY_NAMES,
     SEARCH_MODES,
     SOURCE_NAMES,
-    Category,
     MemoryRecord,
     SearchHit,
     SearchMode,
-    parse_tags,
 )
 from amrita_memory_pg.domain.validation import (
-    MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
-    MAX_QUERY_CHARS,
-    MAX_TAGS_CHARS,
-    InvalidInput,
-    check_text,
-    parse_category,
-    parse_importance,
-    parse_int,
 )
 from amrita_memory_pg.storage.admin import MEMORY_SORTS, MemoryQuery
 from amrita_memory_pg.web import kit
+from amrita_memory_pg.web.forms import (
+    FILTER_MESSAGES,
+    MEMORY_MESSAGES,
+    FilterInput,
+    MemoryForm,
+    MemoryInput,
+)
 from amrita_memory_pg.web.pages.partitions import page_number, valid_key
 
 router = APIRouter()
@@ -56,7 +51,6 @@ NAV: list[kit.NavItem] = []
 SCOPES = ("user", "group", "global")
 #: a search shows at most this many hits (the tools' top_k cap)
 SEARCH_TOP_K = 50
-MAX_AGE_DAYS = 36500
 DONE = ("added", "edited", "deleted", "cleared")
 
 
@@ -95,11 +89,11 @@ class Filters:
 
 
 def read_filters(
-    params: Mapping[str, str], t: Callable[..., str], now: datetime
+    request: Request, now: datetime
 ) -> tuple[Filters, MemoryQuery, SearchMode | None, list[str]]:
     """The list's filters from the query string; unknown choices fall back to "any",
-    typed values are checked (each error is one line for the page)."""
-    errors: list[str] = []
+    typed values go through :class:`FilterInput` (each error is one line for the page)."""
+    params = request.query_params
 
     def choice(name: str, allowed: tuple[str, ...]) -> str:
         value = params.get(name, "")
@@ -118,50 +112,17 @@ def read_filters(
         sort=choice("sort", MEMORY_SORTS) or "created_desc",
         page=page_number(params.get("page")),
     )
-    if f.q:
-        try:
-            f.q = check_text(f.q, max_chars=MAX_QUERY_CHARS)
-        except InvalidInput as exc:
-            errors.append(t("invalid.query", reason=exc.reason))
-    category: str | None = None
-    if f.category:
-        try:
-            category = parse_category(f.category)
-        except InvalidInput as exc:
-            errors.append(t("invalid.category", reason=exc.reason))
-    bounds: list[int | None] = []
-    for value in (f.imin, f.imax):
-        if not value:
-            bounds.append(None)
-            continue
-        try:
-            bounds.append(parse_importance(value))
-        except InvalidInput as exc:
-            errors.append(t("invalid.importance", reason=exc.reason))
-            bounds.append(None)
-    tags: tuple[str, ...] = ()
-    if f.tags:
-        try:
-            tags = parse_tags(check_text(f.tags, max_chars=MAX_TAGS_CHARS))
-        except InvalidInput as exc:
-            errors.append(t("invalid.tags", reason=exc.reason))
-    since = None
-    if f.age:
-        try:
-            days = parse_int(f.age)
-            if not 1 <= days <= MAX_AGE_DAYS:
-                raise InvalidInput(f"1–{MAX_AGE_DAYS}")
-            since = now - timedelta(days=days)
-        except InvalidInput:
-            errors.append(t("invalid.number", field=t("memories.age"), value=f.age[:20]))
+    typed = {k: getattr(f, k) for k in ("q", "category", "imin", "imax", "tags", "age")}
+    values, errors = kit.parse_form(request, FilterInput, typed, FILTER_MESSAGES)
+    clean = values or FilterInput(q="", category=None, imin=None, imax=None, tags=(), age=None)
     where = MemoryQuery(
         scope=f.scope or None,
-        category=category,
+        category=clean.category,
         source=f.source or None,
-        importance_min=bounds[0],
-        importance_max=bounds[1],
-        tags=tags or None,
-        created_since=since,
+        importance_min=clean.imin,
+        importance_max=clean.imax,
+        tags=clean.tags or None,
+        created_since=now - timedelta(days=clean.age) if clean.age else None,
         sort=f.sort,
     )
     mode: SearchMode | None = f.mode if f.mode in SEARCH_MODES else None
@@ -182,7 +143,7 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
     t = kit.translator_for(request)
     settings = kit.state(request).settings
     mem = kit.memory(request)
-    f, where, mode, errors = read_filters(request.query_params, t, kit.now(request))
+    f, where, mode, errors = read_filters(request, kit.now(request))
     size = settings.web.page_size
     records: list[MemoryRecord] = []
     hits: list[SearchHit] = []
@@ -246,59 +207,6 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
         top_k=SEARCH_TOP_K,
         done=done_text,
     )
-
-
-@dataclass
-class MemoryForm:
-    """What was typed in the add/edit form (shown again with the errors)."""
-
-    content: str = ""
-    category: str = ""
-    importance: str = "5"
-    tags: str = ""
-
-
-class MemoryInput(BaseModel):
-    """The add/edit form after the one validation (domain/validation.py)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    content: str
-    category: Category | None
-    importance: int
-    tags: tuple[str, ...]
-
-    @field_validator("content", mode="before")
-    @classmethod
-    def _content(cls, value: str) -> str:
-        content = check_text(value.strip(), max_chars=MAX_CONTENT_CHARS)
-        if not content:
-            raise kit.FieldError("invalid.content_empty")
-        return content
-
-    @field_validator("category", mode="before")
-    @classmethod
-    def _category(cls, value: str) -> str | None:
-        return parse_category(value) if value else None
-
-    @field_validator("importance", mode="before")
-    @classmethod
-    def _importance(cls, value: str) -> int:
-        return parse_importance(value)
-
-    @field_validator("tags", mode="before")
-    @classmethod
-    def _tags(cls, value: str) -> tuple[str, ...]:
-        return parse_tags(check_text(value, max_chars=MAX_TAGS_CHARS))
-
-
-#: the page line of each field's refusal
-MEMORY_MESSAGES = {
-    "content": "invalid.content",
-    "category": "invalid.category",
-    "importance": "invalid.importance",
-    "tags": "invalid.tags",
-}
 
 
 async def read_memory_form(request: Request) -> tuple[MemoryForm, MemoryInput | None, list[str]]:
