@@ -45,8 +45,10 @@ from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.jobs import (  # noqa: E402
     SESSION_JOB_ID,
     L3Jobs,
+    register_backup_job,
     register_session_job,
     register_sweep_job,
+    run_backup_tick,
     run_session_job,
     run_sweep,
 )
@@ -59,6 +61,7 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.web import mount_admin  # noqa: E402
+from amrita_memory_pg.maintenance.scheduled import run_scheduled_backup  # noqa: E402
 from amrita_memory_pg.service import Memory  # noqa: E402
 from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 
@@ -112,6 +115,13 @@ async def _startup() -> None:
                 await run_session_job(current.extractor.run_expired)
 
         register_session_job(scheduler, settings, _session_job)
+
+        async def _backup_job() -> None:
+            current = runtime.memory
+            if current is not None:
+                await run_backup_tick(lambda: run_scheduled_backup(current.store))
+
+        register_backup_job(scheduler, settings, _backup_job)
         # memory_load_context asks QQ whether the speaker is in the group (issue 14)
         membership = memory.bot_memories.membership
         membership.check = onebot_membership(membership.check)

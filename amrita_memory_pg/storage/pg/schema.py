@@ -744,3 +744,24 @@ web_login_failure = Table(
     comment="Failed admin page logins, counted by every process for the rate limit",
 )
 Index("ix_web_login_failure_client_at", web_login_failure.c.client, web_login_failure.c.at)
+# issue 27 (feat/backup), migration 0023_backup_all
+backup_schedule = Table(
+    "backup_schedule",
+    metadata,
+    Column("id", SmallInteger, nullable=False, server_default=text("1")),
+    Column(
+        "last_slot",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="the newest slot of [backup] schedule a process claimed",
+    ),
+    Column("claimed_by", Text, nullable=True, comment="host:pid of the claimer"),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("stem", Text, nullable=True, comment="the backup the slot produced"),
+    Column("ok", Boolean, nullable=True, comment="backup and verify succeeded"),
+    Column("error", Text, nullable=True),
+    CheckConstraint("id = 1", name="one_row"),
+    PrimaryKeyConstraint("id"),
+    comment="One row: the last scheduled backup slot claimed (claim_backup_slot_v1)",
+)
