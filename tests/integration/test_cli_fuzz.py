@@ -10,6 +10,7 @@ from pathlib import Path
 
 import asyncpg
 import click
+import pytest
 from click.testing import CliRunner
 
 from amrita_memory_pg.cli.app import cli
@@ -79,8 +80,12 @@ def argvs(path: list[str], command: click.Command, value: str) -> list[list[str]
 
 
 async def test_every_command_with_hostile_arguments_answers_with_a_sentence(
-    db_dsn: str, tmp_path: Path
+    db_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # relative paths ('', '../../etc', '1e20') land in a throwaway folder, not the checkout
+    work = tmp_path / "a" / "b" / "cwd"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
     config = tmp_path / "config.toml"
     config.write_text(
         f'data_dir = "{tmp_path / "data"}"\n[database]\nurl = "{db_dsn}"\n'
