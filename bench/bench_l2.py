@@ -54,7 +54,7 @@ from amrita_memory_pg.storage.pgvector import PgvectorBackend
 from amrita_memory_pg.storage.queries import query
 
 try:  # a revision with search parameter objects (issue 22); older ones: positional
-    from amrita_memory_pg.domain.records import MemoryQuery
+    from amrita_memory_pg.domain.records import MemoryQuery, Ranking
     from amrita_memory_pg.storage.pgvector import search_statement
 except ImportError:  # pragma: no cover - depends on the revision benched
     search_statement = None  # type: ignore[assignment]
@@ -295,15 +295,14 @@ async def pg_search(
     if search_statement is not None:  # this revision binds a MemoryQuery by name
         sql, args = search_statement(
             MemoryQuery(
-                partition_key=partition,
-                vector=None if mode == "keyword" else vector,
-                tokens=tuple(tokens),
-                mode=mode,  # type: ignore[arg-type]
+                partition,
+                None if mode == "keyword" else vector,
+                now,
                 top_k=k,
-                now=now,
+                ranking=Ranking(mode=mode, tokens=tuple(tokens)),  # type: ignore[arg-type]
                 decay=DecayPolicy(enabled=decay),
-                candidates=200,
-            )
+            ),
+            200,
         )
         return await conn.fetch(sql, *args)
     return await conn.fetch(

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.domain.records import SEARCH_MODES, SearchFilter
+from amrita_memory_pg.domain.records import SEARCH_MODES, MemoryQuery
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import RetrievalSettings, load_settings
@@ -196,13 +196,14 @@ async def ask_variants(
                     keyword_weight=value if fusion == "weighted" else base.keyword_weight,
                 )
                 hits = await repo.search(
-                    key,
-                    vector,
-                    top_k=10,
-                    where=SearchFilter(),
-                    now=datetime.now(UTC),
-                    decay=mem.memories.policy,
-                    ranking=ranking,
+                    MemoryQuery(
+                        key,
+                        vector,
+                        datetime.now(UTC),
+                        top_k=10,
+                        ranking=ranking,
+                        decay=mem.memories.policy,
+                    )
                 )
                 ranked = [ids.get(h.record.id, "?") for h in hits]
                 table = out.setdefault(f"hybrid {fusion}={value:g}", {})
@@ -230,13 +231,14 @@ async def latency(
                 ranking = mem.memories.ranking(mode, text)
                 started = time.perf_counter()
                 await repo.search(
-                    key,
-                    None if mode == "keyword" else vector,
-                    top_k=5,
-                    where=SearchFilter(),
-                    now=datetime.now(UTC),
-                    decay=mem.memories.policy,
-                    ranking=ranking,
+                    MemoryQuery(
+                        key,
+                        None if mode == "keyword" else vector,
+                        datetime.now(UTC),
+                        top_k=5,
+                        ranking=ranking,
+                        decay=mem.memories.policy,
+                    )
                 )
                 times.append((time.perf_counter() - started) * 1000)
         times.sort()

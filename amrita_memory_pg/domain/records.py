@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
+from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.importance import level_to_label
 
 Scope = Literal["user", "group", "global"]
@@ -98,6 +99,22 @@ class SearchFilter:
     tags: tuple[str, ...] | None = None
     #: only memories of this category (None = any)
     category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """One search of one partition, whole: what the repository and the vector backend
+    take (issue 22), and what the pgvector backend binds, by argument name, to
+    ``search_memories_v5`` (``storage/pgvector.py``, :func:`search_args`)."""
+
+    partition_key: str
+    #: the query's embedding (None in keyword mode, which embeds nothing)
+    vector: Any
+    now: datetime
+    top_k: int = 5
+    ranking: Ranking = Ranking()
+    where: SearchFilter = SearchFilter()
+    decay: DecayPolicy = DecayPolicy()  # noqa: RUF009 - frozen, shared safely
 
 
 @dataclass(frozen=True, slots=True)

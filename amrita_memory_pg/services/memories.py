@@ -11,6 +11,7 @@ from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
 from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
+    MemoryQuery,
     MemoryRecord,
     Ranking,
     Scope,
@@ -336,13 +337,15 @@ class MemoryService:
         at = now or _utcnow()
         try:
             hits = await self.repo.search(
-                partition_key,
-                vector,
-                top_k=top_k,
-                where=where,
-                now=at,
-                decay=self.policy,
-                ranking=ranking,
+                MemoryQuery(
+                    partition_key,
+                    vector,
+                    at,
+                    top_k=top_k,
+                    ranking=ranking,
+                    where=where,
+                    decay=self.policy,
+                )
             )
         except FingerprintMismatch as exc:
             dim = "?" if vector is None else str(len(vector))

@@ -23,7 +23,6 @@ from typing import Any
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import (
     FingerprintMismatch,
     MemoryPaused,
@@ -33,10 +32,9 @@ from amrita_memory_pg.domain.errors import (
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
 from amrita_memory_pg.domain.records import (
     Category,
+    MemoryQuery,
     MemoryRecord,
-    Ranking,
     Scope,
-    SearchFilter,
     SearchHit,
     Source,
     SweepReport,
@@ -666,35 +664,14 @@ class MemoryRepository:
         rows = await self.pool.fetch(query("find_memories_by_prefix"), partition_key, prefix)
         return [record_from_row(r) for r in rows]
 
-    async def search(
-        self,
-        partition_key: str,
-        vector: Vector | None,
-        *,
-        top_k: int,
-        where: SearchFilter,
-        now: datetime,
-        decay: DecayPolicy,
-        ranking: Ranking | None = None,
-    ) -> list[SearchHit]:
-        """The true top_k by decay score (relevance alone when decay is disabled).
-
-        ``ranking`` says how relevance is scored (default: vector similarity, reference
-        §5.1); ``vector`` may be None in keyword mode only.
-        """
+    async def search(self, q: MemoryQuery) -> list[SearchHit]:
+        """The true top_k by decay score (relevance alone when decay is disabled), ranked
+        as ``q.ranking`` says (default: vector similarity, reference §5.1); ``q.vector``
+        may be None in keyword mode only."""
         try:
-            return await self.backend.search(
-                self.pool,
-                partition_key,
-                vector,
-                top_k=top_k,
-                where=where,
-                now=now,
-                decay=decay,
-                ranking=ranking or Ranking(),
-            )
+            return await self.backend.search(self.pool, q)
         except asyncpg.PostgresError as exc:
-            # search_memories_v4 refuses a query of another dimension than the store's
+            # search_memories_v5 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
             raise_if_model_mismatch(exc)
             raise

@@ -29,18 +29,24 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- the manual-entry guard of issue 14, with hybrid's search tokens.)
 
 -- name: search_memories
--- The top $5 of partition $1 for query vector $2 (NULL in keyword mode) and search tokens
--- $3, ranked by mode $4 (vector | keyword | hybrid) times the decay at $6 ($7 decay on,
--- $8 half-life base days, $9 importance boost, $10 score floor; filters $11-$15:
--- importance min/max, scope, any of tags, category; $16 HNSW/GIN candidates for a large
--- partition; $17 fusion rrf | weighted, $18 the RRF k, $19 the keyword weight).
--- distance = squared L2; vector mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life),
--- floor), as search_memories_v3. SQLSTATE AMF03 when the query's dimension is not the
--- store's, 22023 for a bad mode.
+-- The top p_top_k of partition p_partition for query vector p_query (NULL in keyword
+-- mode) and search tokens p_tokens, ranked by p_mode (vector | keyword | hybrid) times
+-- the decay at p_now (p_decay on, p_base_days half-life base, p_boost importance boost,
+-- p_floor score floor; filters p_importance_min/max, p_scope, p_tags (any of), p_category;
+-- p_candidates HNSW/GIN candidates for a large partition; p_fusion rrf | weighted,
+-- p_rrf_k, p_weight the keyword weight). Bound BY NAME from a MemoryQuery
+-- (storage/pgvector.py search_args, through queries.bind). distance = squared L2; vector
+-- mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life), floor), release 3's
+-- scores bit for bit. search_memories_v5: one plain statement per mode (memory_v5.sql).
+-- SQLSTATE AMF03 when the query's dimension is not the store's, 22023 for a bad mode.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score
-  FROM amrita_memory.search_memories_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                        $14, $15, $16, $17, $18, $19);
+  FROM amrita_memory.search_memories_v5(
+           p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
+           p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
+           p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,
+           p_category => $15, p_candidates => $16, p_fusion => $17, p_rrf_k => $18,
+           p_weight => $19);
 
 -- name: get_memory
 -- One memory of partition $1 by its full id $2: a primary-key lookup (partition_key, id).
