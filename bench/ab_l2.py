@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -70,10 +71,17 @@ def checkout(rev: str) -> Path:
 
 
 def side(name: str, root: Path) -> Side:
-    """This bench script when the revision has the named search query, else its own."""
+    """This bench script when the revision has the named search query, else its own.
+    This one is copied first: editing bench_l2.py during a run changes neither side."""
     named = root / "sql" / "queries" / "memories.sql"
     drives = named.is_file() and "name: search_memories" in named.read_text(encoding="utf-8")
-    return Side(name, root, HERE / "bench_l2.py" if drives else root / "bench" / "bench_l2.py")
+    if not drives:
+        return Side(name, root, root / "bench" / "bench_l2.py")
+    frozen = WORKTREES / f"bench_l2_{os.getpid()}.py"
+    if not frozen.exists():
+        WORKTREES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(HERE / "bench_l2.py", frozen)
+    return Side(name, root, frozen)
 
 
 def label_key(label: str) -> str:
@@ -141,12 +149,15 @@ def main() -> None:
     bench_args = (QUICK if args.quick else FULL) + ALWAYS + args.bench_args
     old = side(args.baseline, checkout(args.baseline))
     new = side(args.new, checkout(args.new)) if args.new else side("new", CHECKOUT)
-    print(f"# old {old.name}: {old.root} ({old.script.relative_to(old.script.parents[1])})")
+    print(f"# old {old.name}: {old.root} (script {old.script})")
     print(f"# new {new.name}: {new.root}; bench_l2.py {' '.join(bench_args)}", flush=True)
     for _ in range(args.rounds):
         for s in (old, new):
             s.runs.append(run_side(s, bench_args))
     print(render(old, new))
+    for s in (old, new):
+        if s.script.parent == WORKTREES:
+            s.script.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -216,13 +216,24 @@ def bench_settings(data_dir: Path) -> Settings:
 
 
 async def load_postgres(conn: Conn, ds: Dataset) -> float:
-    """COPY the dataset into amrita_memory.memory; returns seconds."""
+    """COPY the dataset into amrita_memory.memory; returns seconds.
+
+    Through a staging table, so that the search tokens (the words themselves: no
+    tokenizer, the same on every revision) are written with the row, not by a later
+    UPDATE that would leave every page half empty (and the sweep's updates all HOT)."""
     t = time.perf_counter()
     await conn.execute(
         "UPDATE amrita_memory.store_meta SET embed_fingerprint = $1, embed_dim = $2 WHERE id = 1",
         FINGERPRINT,
         ds.dim,
     )
+    columns = ["id", "partition_key", "scope", "content", "importance", "created_at"]
+    columns += ["updated_at", "tier_since", "embedding", "embed_fingerprint"]
+    listed = ", ".join(columns)
+    await conn.execute(
+        f"CREATE TEMP TABLE bench_load AS SELECT {listed} FROM amrita_memory.memory WITH NO DATA"
+    )
+    tokens = await has_tokens(conn)
     for chunk in ds.chunks():
         records = []
         for j, rid in enumerate(chunk.ids):
@@ -242,29 +253,14 @@ async def load_postgres(conn: Conn, ds: Dataset) -> float:
                     FINGERPRINT,
                 )
             )
-        await conn.copy_records_to_table(
-            "memory",
-            schema_name="amrita_memory",
-            columns=[
-                "id",
-                "partition_key",
-                "scope",
-                "content",
-                "importance",
-                "created_at",
-                "updated_at",
-                "tier_since",
-                "embedding",
-                "embed_fingerprint",
-            ],
-            records=records,
-        )
-    if await has_tokens(conn):
-        # The words are the search tokens (no tokenizer: the same on every revision).
+        await conn.copy_records_to_table("bench_load", columns=columns, records=records)
+        extra = (", search_tokens", ", array_to_tsvector(string_to_array(content, ' '))")
         await conn.execute(
-            "UPDATE amrita_memory.memory "
-            "SET search_tokens = array_to_tsvector(string_to_array(content, ' '))"
+            f"INSERT INTO amrita_memory.memory ({listed}{extra[0] if tokens else ''}) "
+            f"SELECT {listed}{extra[1] if tokens else ''} FROM bench_load"
         )
+        await conn.execute("TRUNCATE bench_load")
+    await conn.execute("DROP TABLE bench_load")
     await conn.execute("ANALYZE amrita_memory.memory")
     return time.perf_counter() - t
 
