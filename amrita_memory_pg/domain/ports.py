@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from amrita_memory_pg.domain.records import MemoryQuery, MemoryRecord, SearchHit
+from amrita_memory_pg.domain.trail import Recalled, RecallLog
 
 Vector = npt.NDArray[np.float32]
 #: One OpenAI chat message (``role``, ``content``, ``tool_calls``, ``tool_call_id``…).
@@ -56,6 +57,16 @@ class Embedder(Protocol):
     async def embed_query(self, text: str) -> Vector: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class RecallingBackend(Protocol):
+    """A backend that searches in PostgreSQL can also check the pause and write the
+    access log in the same statement (``recall_memories_v1``): one round trip per read."""
+
+    async def recall(self, pool: Any, q: MemoryQuery, log: RecallLog) -> Recalled:
+        """The hits of ``q``, or that its partition is paused; the hits logged per ``log``."""
+        ...
 
 
 class VectorBackend(Protocol):

@@ -335,18 +335,20 @@ class MemoryService:
             category=category,
         )
         at = now or _utcnow()
+        q = MemoryQuery(
+            partition_key, vector, at, top_k=top_k, ranking=ranking, where=where, decay=self.policy
+        )
         try:
-            hits = await self.repo.search(
-                MemoryQuery(
-                    partition_key,
-                    vector,
-                    at,
-                    top_k=top_k,
-                    ranking=ranking,
-                    where=where,
-                    decay=self.policy,
-                )
-            )
+            if recall is not None and self.trail is not None:
+                # the pause check, the search and the access log in one round trip
+                done = await self.repo.recall(q, self.trail.recall_log(recall, query))
+                if done is not None:
+                    if done.log_error is not None:
+                        self.trail.recall_failed(partition_key, done.log_error)
+                    if done.paused:
+                        raise MemoryPaused(partition_key)
+                    return done.hits
+            hits = await self.repo.search(q)
         except FingerprintMismatch as exc:
             dim = "?" if vector is None else str(len(vector))
             raise FingerprintMismatch(

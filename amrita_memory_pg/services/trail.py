@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from amrita_memory_pg.domain.records import SearchHit
-from amrita_memory_pg.domain.trail import AccessEntry, ChangeEntry, Recall, log_query
+from amrita_memory_pg.domain.trail import AccessEntry, ChangeEntry, Recall, RecallLog, log_query
 from amrita_memory_pg.settings import TrailSettings
 from amrita_memory_pg.storage.trail import HistoryBounds, PauseState, TrailStore
 
@@ -62,6 +62,19 @@ class TrailService:
         if pending is not None:
             await pending
 
+    def recall_log(self, recall: Recall, query: str | None) -> RecallLog:
+        """What a search by ``recall`` for ``query`` writes to the access log."""
+        return RecallLog(
+            recall,
+            log_query(query),
+            keep=self.settings.access_per_memory,
+            log=self.settings.access_log,
+        )
+
+    def recall_failed(self, partition_key: str, error: str) -> None:
+        """The access log of a read failed (the read itself stands): a warning."""
+        log.warning("logging the recall of %s failed: %s", partition_key, error)
+
     async def after_search(
         self,
         partition_key: str,
@@ -86,7 +99,7 @@ class TrailService:
                 log=self.settings.access_log,
             )
         except Exception as exc:  # the trail must never fail a read
-            log.warning("logging the recall of %s failed: %s", partition_key, exc)
+            self.recall_failed(partition_key, str(exc))
             return False
 
     async def log_injected(

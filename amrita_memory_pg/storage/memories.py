@@ -29,7 +29,7 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
     ProtectedMemory,
 )
-from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
+from amrita_memory_pg.domain.ports import ProviderInfo, RecallingBackend, Vector, VectorBackend
 from amrita_memory_pg.domain.records import (
     Category,
     MemoryQuery,
@@ -39,6 +39,7 @@ from amrita_memory_pg.domain.records import (
     Source,
     SweepReport,
 )
+from amrita_memory_pg.domain.trail import Recalled, RecallLog
 from amrita_memory_pg.storage.pg.outcome import classify, write_connection
 from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.trail import DEFAULT_BOUNDS, PAUSED, HistoryBounds, act, acts
@@ -673,6 +674,17 @@ class MemoryRepository:
         except asyncpg.PostgresError as exc:
             # search_memories_v5 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
+            raise_if_model_mismatch(exc)
+            raise
+
+    async def recall(self, q: MemoryQuery, log: RecallLog) -> Recalled | None:
+        """The search, the pause check and the access log in one statement, when the
+        backend searches in PostgreSQL; None otherwise (the caller searches, then logs)."""
+        if not isinstance(self.backend, RecallingBackend):
+            return None
+        try:
+            return await self.backend.recall(self.pool, q, log)
+        except asyncpg.PostgresError as exc:
             raise_if_model_mismatch(exc)
             raise
 

@@ -20,6 +20,7 @@ import asyncpg
 
 from amrita_memory_pg.domain.ports import Vector
 from amrita_memory_pg.domain.records import MemoryQuery, MemoryRecord, SearchHit
+from amrita_memory_pg.domain.trail import Recalled, RecallLog
 from amrita_memory_pg.storage.memories import hit_from_row
 from amrita_memory_pg.storage.queries import bind, query
 
@@ -51,6 +52,19 @@ def search_args(q: MemoryQuery, candidates: int = 200) -> dict[str, Any]:
     }
 
 
+def recall_args(q: MemoryQuery, log: RecallLog, candidates: int = 200) -> dict[str, Any]:
+    """``recall_memories_v1``'s arguments, by name: the search's and the access log's."""
+    return {
+        **search_args(q, candidates),
+        "p_chat": log.recall.chat_key,
+        "p_who": log.recall.who,
+        "p_query_text": log.query,
+        "p_surface": log.recall.surface,
+        "p_keep": log.keep,
+        "p_log": log.log,
+    }
+
+
 def search_statement(q: MemoryQuery, candidates: int = 200) -> tuple[str, list[Any]]:
     """The search as (SQL, values): the named query ``search_memories`` bound by name."""
     return query("search_memories"), bind("search_memories", search_args(q, candidates))
@@ -68,6 +82,19 @@ class PgvectorBackend:
     async def search(self, pool: asyncpg.Pool, q: MemoryQuery) -> list[SearchHit]:
         sql, args = search_statement(q, self.ann_candidates)
         return [hit_from_row(row) for row in await pool.fetch(sql, *args)]
+
+    async def recall(self, pool: asyncpg.Pool, q: MemoryQuery, log: RecallLog) -> Recalled:
+        """The search, the pause check and the access log in ONE statement
+        (``recall_memories_v1``): the read path of the chat tool and /memory."""
+        args = bind("recall_memories", recall_args(q, log, self.ann_candidates))
+        rows = await pool.fetch(query("recall_memories"), *args)
+        hits = [hit_from_row(row) for row in rows if row["id"] is not None]
+        status = [row for row in rows if row["id"] is None]
+        return Recalled(
+            hits,
+            paused=any(row["paused"] for row in status),
+            log_error=next((row["log_error"] for row in status if row["log_error"]), None),
+        )
 
     async def added(self, record: MemoryRecord, vector: Vector) -> None:
         return None

@@ -441,3 +441,108 @@ END
 $$;
 COMMENT ON FUNCTION amrita_memory.search_memories_v5(text, vector, text[], text, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], text, integer, text, float8, float8) IS
 'Decay-scored retrieval in one partition (the runtime entry point of release 5): search_memories_v4''s arguments and results, one plain statement per mode (vector exact / HNSW, keyword and hybrid through score_memories_v2). SQLSTATE AMF03 for a query of another dimension, 22023 for a bad mode.';
+
+
+-- read_memory's one round trip (issue 24): the pause check, search_memories_v5 (its
+-- arguments, same defaults), then the access log of the hits (log_access_v1: p_chat,
+-- p_who, p_query_text redacted by the caller, p_surface, p_keep per memory, when p_log;
+-- logged at p_now, the search's time). A paused partition is checked FIRST: nothing is
+-- searched or logged and one status row comes back. The log runs in a sub-block whose
+-- failure is caught: the hits stand and one status row carries the error. Status rows
+-- have id NULL: paused = true (paused partition), or log_error (the log failed). Hit rows
+-- have paused = false and log_error NULL. VOLATILE: it writes the log.
+--   psql> SELECT id, decay_score, paused, log_error FROM amrita_memory.recall_memories_v1(
+--           p_partition => 'QQPlatform_Private_10001', p_query => NULL,
+--           p_tokens => ARRAY['猫'], p_mode => 'keyword', p_top_k => 5, p_now => now(),
+--           p_decay => true, p_base_days => 30, p_boost => 1, p_floor => 0.05,
+--           p_chat => 'QQPlatform_Private_10001', p_who => '10001', p_query_text => '猫',
+--           p_surface => 'tool', p_keep => 20, p_log => true);
+CREATE OR REPLACE FUNCTION amrita_memory.recall_memories_v1(
+    p_partition text,
+    p_query vector,
+    p_tokens text[],
+    p_mode text,
+    p_top_k integer,
+    p_now timestamptz,
+    p_decay boolean,
+    p_base_days float8,
+    p_boost float8,
+    p_floor float8,
+    p_importance_min integer DEFAULT NULL,
+    p_importance_max integer DEFAULT NULL,
+    p_scope text DEFAULT NULL,
+    p_tags text[] DEFAULT NULL,
+    p_category text DEFAULT NULL,
+    p_candidates integer DEFAULT 200,
+    p_fusion text DEFAULT 'rrf',
+    p_rrf_k float8 DEFAULT 60,
+    p_weight float8 DEFAULT 0.5,
+    p_chat text DEFAULT NULL,
+    p_who text DEFAULT NULL,
+    p_query_text text DEFAULT NULL,
+    p_surface text DEFAULT 'tool',
+    p_keep integer DEFAULT 20,
+    p_log boolean DEFAULT true)
+RETURNS TABLE (
+    id text,
+    partition_key text,
+    scope text,
+    content text,
+    tags text[],
+    importance smallint,
+    category text,
+    source text,
+    author text,
+    created_at timestamptz,
+    updated_at timestamptz,
+    distance float8,
+    decay_score float8,
+    age_days float8,
+    keyword_score float8,
+    paused boolean,
+    log_error text)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r record;
+    v_ids text[] := '{}';
+    v_scores float8[] := '{}';
+BEGIN
+    IF EXISTS (SELECT 1 FROM amrita_memory.paused_partition p WHERE p.partition_key = p_partition) THEN
+        paused := true;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    paused := false;
+    FOR r IN SELECT * FROM amrita_memory.search_memories_v5(
+                 p_partition, p_query, p_tokens, p_mode, p_top_k, p_now, p_decay, p_base_days,
+                 p_boost, p_floor, p_importance_min, p_importance_max, p_scope, p_tags,
+                 p_category, p_candidates, p_fusion, p_rrf_k, p_weight)
+    LOOP
+        id := r.id; partition_key := r.partition_key; scope := r.scope; content := r.content;
+        tags := r.tags; importance := r.importance; category := r.category;
+        source := r.source; author := r.author; created_at := r.created_at;
+        updated_at := r.updated_at; distance := r.distance; decay_score := r.decay_score;
+        age_days := r.age_days; keyword_score := r.keyword_score;
+        v_ids := v_ids || r.id;
+        v_scores := v_scores || r.decay_score;
+        RETURN NEXT;
+    END LOOP;
+    IF p_log AND cardinality(v_ids) > 0 THEN
+        BEGIN
+            PERFORM amrita_memory.log_access_v1(
+                array_fill(p_partition, ARRAY[cardinality(v_ids)]), v_ids, v_scores, p_now,
+                p_chat, p_who, p_query_text, p_surface, p_keep);
+        EXCEPTION WHEN OTHERS THEN
+            id := NULL; partition_key := NULL; scope := NULL; content := NULL; tags := NULL;
+            importance := NULL; category := NULL; source := NULL; author := NULL;
+            created_at := NULL; updated_at := NULL; distance := NULL; decay_score := NULL;
+            age_days := NULL; keyword_score := NULL;
+            log_error := SQLERRM;
+            RETURN NEXT;
+        END;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION amrita_memory.recall_memories_v1(text, vector, text[], text, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], text, integer, text, float8, float8, text, text, text, text, integer, boolean) IS
+'read_memory in one round trip: paused partition first (one status row, paused = true, nothing searched), else search_memories_v5''s hits, then their access log (log_access_v1) in a sub-block that never fails the read (a status row with log_error).';

@@ -48,6 +48,23 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
            p_category => $15, p_candidates => $16, p_fusion => $17, p_rrf_k => $18,
            p_weight => $19);
 
+-- name: recall_memories
+-- read_memory's one round trip: search_memories' arguments (same names) plus the access
+-- log's: p_chat, p_who, p_query_text (redacted), p_surface, p_keep per memory, p_log.
+-- A paused partition is checked first; rows with id NULL are status rows (paused, or
+-- log_error: the log failed and the hits stand). Bound BY NAME (storage/pgvector.py
+-- recall_args). recall_memories_v1 (memory_v5.sql).
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, distance, decay_score, age_days, keyword_score, paused,
+       log_error
+  FROM amrita_memory.recall_memories_v1(
+           p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
+           p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
+           p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,
+           p_category => $15, p_candidates => $16, p_fusion => $17, p_rrf_k => $18,
+           p_weight => $19, p_chat => $20, p_who => $21, p_query_text => $22,
+           p_surface => $23, p_keep => $24, p_log => $25);
+
 -- name: get_memory
 -- One memory of partition $1 by its full id $2: a primary-key lookup (partition_key, id).
 -- No row when the id is unknown or belongs to another partition.
