@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
+from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.ports import ChatModel, Message
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.services.l3_prompts import Prompts
@@ -140,8 +141,12 @@ class CycleLlm:
         return str(message.get("content") or "").strip()
 
 
-class CycleFailed(Exception):
-    """Ends a cycle as failed with a reason (a stall, no iterations left)."""
+class CycleFailed(AmritaMemoryError):
+    """Ends a cycle as failed with a reason (a stall, no iterations left).
+
+    Raised and caught inside :meth:`Consolidator._run` only: the cycle's summary carries
+    the reason, so it never reaches a caller's ``except AmritaMemoryError``.
+    """
 
 
 def _signature(name: str, arguments: Any) -> str:

@@ -50,6 +50,7 @@ async def _search(mem: Memory, version: int, *args: Any) -> list[tuple[Any, ...]
     return [tuple(r) for r in rows]
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_v2_equals_v1_on_small_and_ann_partitions(memory: Memory) -> None:
     rng = random.Random(3)
     await _fill(memory, SMALL, 120, rng)
@@ -89,6 +90,7 @@ SIGNATURE_V4 = (
 )
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_the_store_calls_v5_and_small_partitions_never_reach_v1_to_v4(
     memory: Memory,
 ) -> None:

@@ -9,7 +9,7 @@ The other way round (Chroma written, then the commit fails) leaves a vector with
 row; search never shows it, because every hit is re-read from PostgreSQL by id, and
 :meth:`ChromaBackend.rebuild` clears it.
 
-Search follows ``search_memories_v1``, with ``n = max(ann_candidates, top_k × overfetch)``:
+Search follows ``search_memories_v4``'s vector mode, with ``n = max(ann_candidates, top_k × overfetch)``:
 
 - a partition with at most ``n`` matching rows is scored exhaustively: every row is a
   candidate, its vector read from Chroma by id. Chroma's HNSW query is approximate even
@@ -115,7 +115,7 @@ def rank(
     now: datetime,
     decay: DecayPolicy,
 ) -> list[SearchHit]:
-    """Score and order candidates exactly like ``search_memories_v1``; keep ``top_k``."""
+    """Score and order candidates like ``search_memories_v4``'s vector mode; keep ``top_k``."""
     policy = decay
     hits = []
     for record, distance in candidates:
@@ -133,7 +133,7 @@ def rank(
 async def _refuse_another_dimension(pool: asyncpg.Pool, dim: int, exc: BackendError) -> None:
     """After a failed search: raise :class:`FingerprintMismatch` when the query's
     dimension is not the store's (the embedding model changed: re-embed), as
-    ``search_memories_v3`` does with SQLSTATE AMF03; return when it is (then the
+    ``search_memories_v4`` does with SQLSTATE AMF03; return when it is (then the
     collection is what is wrong, and ``exc`` says to rebuild it). Read only on this
     failure path, so a search costs no extra round trip."""
     stored = (await store_meta.read(pool)).dim
