@@ -119,6 +119,29 @@ class SearchFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class NewMemory:
+    """One memory to write, whole, with its embedding: what the repository's ``add`` and
+    ``write`` take and bind, by argument name, to ``insert_memory_v3`` / ``write_memory_v2``
+    (``storage/memories.py``, :func:`insert_args`)."""
+
+    partition_key: str
+    scope: Scope
+    content: str
+    #: the content's embedding, made before any transaction
+    vector: Any
+    #: the embedder's fingerprint, checked against the store's by the insert
+    fingerprint: str
+    now: datetime
+    tags: tuple[str, ...] = ()
+    importance: int = 5
+    category: Category | None = None
+    source: Source = "auto"
+    author: str | None = None
+    #: the content's search tokens (None = left to the token backfill)
+    tokens: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryQuery:
     """One search of one partition, whole: what the repository and the vector backend
     take (issue 22), and what the pgvector backend binds, by argument name, to

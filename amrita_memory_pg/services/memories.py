@@ -13,6 +13,7 @@ from amrita_memory_pg.domain.records import (
     Category,
     MemoryQuery,
     MemoryRecord,
+    NewMemory,
     Ranking,
     Scope,
     SearchFilter,
@@ -87,22 +88,10 @@ class MemoryService:
         The embedding happens first, outside any transaction: if it fails, nothing is
         written and no lock was ever taken.
         """
-        (vector,) = await self.embedder.embed_passages([content])
-        return await self.repo.add(
-            tokens=search_tokens(content),
-            partition_key=partition_key,
-            scope=scope,
-            content=content,
-            tags=tags,
-            importance=importance,
-            category=category,
-            source=source,
-            author=author,
-            vector=vector,
-            fingerprint=self.embedder.fingerprint,
-            provider=self.embedder.provider,
-            now=now or _utcnow(),
+        new = await self._new(
+            partition_key, scope, content, tags, importance, category, source, author, now
         )
+        return await self.repo.add(new, self.embedder.provider)
 
     async def write(
         self,
@@ -123,22 +112,43 @@ class MemoryService:
         partition, scope, content, author, source) made within the window returns that
         memory (``duplicate``) instead of a second row. Embedding first, as in :meth:`add`.
         """
-        (vector,) = await self.embedder.embed_passages([content])
+        new = await self._new(
+            partition_key, scope, content, tags, importance, category, source, author, now
+        )
         return await self.repo.write(
-            tokens=search_tokens(content),
+            new,
+            self.embedder.provider,
+            dedup_seconds=self.settings.write_dedup_seconds,
+        )
+
+    async def _new(
+        self,
+        partition_key: str,
+        scope: Scope,
+        content: str,
+        tags: Sequence[str],
+        importance: int,
+        category: Category | None,
+        source: Source,
+        author: str | None,
+        now: datetime | None,
+    ) -> NewMemory:
+        """The memory to write: the content embedded (first, outside any transaction:
+        if it fails, nothing is written and no lock was ever taken) and tokenized."""
+        (vector,) = await self.embedder.embed_passages([content])
+        return NewMemory(
             partition_key=partition_key,
             scope=scope,
             content=content,
-            tags=tags,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            now=now or _utcnow(),
+            author=author,
+            tags=tuple(tags),
             importance=importance,
             category=category,
             source=source,
-            author=author,
-            vector=vector,
-            fingerprint=self.embedder.fingerprint,
-            provider=self.embedder.provider,
-            now=now or _utcnow(),
-            dedup_seconds=self.settings.write_dedup_seconds,
+            tokens=tuple(search_tokens(content)),
         )
 
     async def update(

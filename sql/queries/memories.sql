@@ -9,9 +9,13 @@
 -- (domain/tokens.py), $14-$16 protocol/model/base_url (recorded only by the store's first
 -- write). id is NULL when the partition is full (rows_before = the count). SQLSTATE
 -- AMF01: another embedding model; AMF03: another dimension.
+-- Bound BY NAME from a NewMemory (storage/memories.py insert_args).
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                      $14, $15, $16);
+  FROM amrita_memory.insert_memory_v3(
+           p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
+           p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
+           p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
+           p_tokens => $13, p_protocol => $14, p_model => $15, p_base_url => $16);
 
 -- name: write_memory
 -- The chat tool's write: insert_memory's arguments ($1-$12 as there), then $13 the dedup
@@ -19,11 +23,15 @@ SELECT id, rows_before
 -- identical memory (same partition, scope, content, author, source, model) written less
 -- than $13 seconds before $11 is returned instead of a new row (duplicate = true): a
 -- retry after a lost reply never makes a duplicate. id is NULL when the partition is
--- full. SQLSTATE AMF01 / AMF03 as for insert_memory.
+-- full. SQLSTATE AMF01 / AMF03 as for insert_memory. Bound BY NAME (insert_args).
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, rows_before, duplicate
-  FROM amrita_memory.write_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                     $14, $15, $16, $17);
+  FROM amrita_memory.write_memory_v2(
+           p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
+           p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
+           p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
+           p_dedup_seconds => $13, p_tokens => $14, p_protocol => $15, p_model => $16,
+           p_base_url => $17);
 
 -- (update_memory moved to sql/queries/seed.sql as update_memory_guarded: update_memory_v3,
 -- the manual-entry guard of issue 14, with hybrid's search tokens.)

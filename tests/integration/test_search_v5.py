@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,11 @@ import numpy as np
 import pytest
 
 from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.records import MemoryQuery, Ranking, SearchFilter
+from amrita_memory_pg.domain.records import MemoryQuery, NewMemory, Ranking, SearchFilter
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.storage.memories import insert_args
 from amrita_memory_pg.storage.pgvector import search_args, search_statement
 from amrita_memory_pg.storage.queries import bind, catalogue, named_params
 from tests.integration.test_hybrid_search import BIG, KEY, NOW, fill
@@ -157,3 +159,18 @@ async def test_named_bindings_match_the_sql_functions(conn: asyncpg.Connection) 
         bind("search_memories", {k: v for k, v in args.items() if k != "p_floor"})
     with pytest.raises(ValueError, match="unknown"):
         bind("search_memories", {**args, "p_nope": 1})
+    # the write bindings: a NewMemory's arguments are insert_memory's, write_memory's
+    # are those plus the dedup window
+    new = NewMemory(KEY, "user", "记忆", None, "fp", NOW)
+    inserted = insert_args(new, Provider("hash", "m", ""), 10)
+    assert set(inserted) == set(named_params("insert_memory"))
+    assert set(inserted) | {"p_dedup_seconds"} == set(named_params("write_memory"))
+    # and the read_memory statement takes the search's arguments and the log's
+    assert set(search_args(MemoryQuery(KEY, None, NOW))) < set(named_params("recall_memories"))
+
+
+@dataclass(frozen=True)
+class Provider:
+    protocol: str
+    model: str
+    base_url: str
