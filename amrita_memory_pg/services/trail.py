@@ -1,8 +1,11 @@
 """The memory's trail as the surfaces use it (issue 17, item 4): log recalls without
 ever failing a read, honour paused partitions, read a memory's log and history.
 
-A recall is logged in ONE statement after the search (``recall_v1``), which also says
-whether the partition is paused: the read path pays one round trip for both. The
+With the pgvector backend a recalling search is ONE statement (``recall_memories_v1``):
+the pause check first, the search, the access log (:meth:`recall_log` says what it
+writes). With a backend that searches elsewhere (chroma) the recall is logged in one
+statement after the search (``recall_v1``), which also says whether the partition is
+paused. The
 memories injected into a turn are logged in the background (:meth:`log_injected_soon`):
 the turn never waits for it, and while one such write is still running the next turn's
 is skipped and counted (``dropped``) rather than queued — under load the log thins out,
