@@ -1,7 +1,7 @@
 """The L2 hot paths made fast again (issue 24): search_memories_v5, recall_memories_v1, trail v2.
 
 Revision ID: 0023_l2_fast
-Revises: 0022_retire_sql
+Revises: 0029_dropin
 Create Date: 2026-12-04
 
 Additive: search_memories_v4 and score_memories_v1 stay, so older processes keep working on
@@ -20,7 +20,7 @@ from amrita_memory_pg.storage.pg.migrate import run_sql, run_sql_file
 from amrita_memory_pg.storage.pg.sqlfile import released_definitions
 
 revision: str = "0023_l2_fast"
-down_revision: str | None = "0022_retire_sql"
+down_revision: str | None = "0029_dropin"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
