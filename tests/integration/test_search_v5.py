@@ -28,8 +28,8 @@ from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.storage.memories import insert_args
 from amrita_memory_pg.storage.pgvector import search_args, search_statement
-from amrita_memory_pg.storage.queries import bind, catalogue, named_params
-from tests.integration.test_hybrid_search import BIG, KEY, NOW, fill
+from amrita_memory_pg.storage.queries import bind, catalogue, named_params, query
+from tests.integration.test_hybrid_search import BIG, KEY, NOW, fill, insert, unit
 from tests.support.memory import memory_on
 
 V4 = (
@@ -84,12 +84,18 @@ async def test_v5_is_v4_bit_for_bit_in_every_mode_and_path(memory: Memory) -> No
                             NOW,
                             top_k=7,
                             ranking=Ranking(
-                                mode=mode,
+                                mode=mode,  # type: ignore[arg-type]
                                 tokens=tuple(tokens),
-                                fusion=fusion,
+                                fusion=fusion,  # type: ignore[arg-type]
                                 keyword_weight=weight,
-                            ),  # type: ignore[arg-type]
-                            where=SearchFilter(*flt[:3], tuple(flt[3]) if flt[3] else None, flt[4]),
+                            ),
+                            where=SearchFilter(
+                                importance_min=flt[0],
+                                importance_max=flt[1],
+                                scope=flt[2],
+                                tags=tuple(flt[3]) if flt[3] else None,
+                                category=flt[4],
+                            ),
                             decay=DecayPolicy(enabled=decay),
                         )
                         sql, args = search_statement(query, 200)
@@ -174,3 +180,45 @@ class Provider:
     protocol: str
     model: str
     base_url: str
+
+
+async def test_read_memory_is_one_statement_pause_first_and_a_failed_log_keeps_the_hits(
+    conn: asyncpg.Connection,
+) -> None:
+    """recall_memories_v1: the hits and their access log in one statement; a paused
+    partition answers one status row and nothing is searched or logged; a failing log
+    leaves the hits and says why in a status row."""
+    q = unit([1, 0, 0, 0])
+    cat = await insert(conn, "用户喜欢猫", q)
+    search = search_args(
+        MemoryQuery(KEY, None, NOW, top_k=3, ranking=Ranking(mode="keyword", tokens=("猫",)))
+    )
+    log = {"p_chat": KEY, "p_who": "1", "p_query_text": "猫", "p_surface": "tool"}
+    args = {**search, **log, "p_keep": 20, "p_log": True}
+
+    async def recall() -> list[asyncpg.Record]:
+        return list(await conn.fetch(query("recall_memories"), *bind("recall_memories", args)))
+
+    async def logged() -> int:
+        return int(await conn.fetchval("SELECT count(*) FROM amrita_memory.memory_access"))
+
+    rows = await recall()
+    assert [(r["id"], r["paused"], r["log_error"]) for r in rows] == [(cat, False, None)]
+    assert await logged() == 1
+    await conn.execute(
+        "INSERT INTO amrita_memory.paused_partition (partition_key, paused_at, paused_by) "
+        "VALUES ($1, now(), 'test')",
+        KEY,
+    )
+    rows = await recall()
+    assert [(r["id"], r["paused"]) for r in rows] == [(None, True)]
+    assert await logged() == 1
+    await conn.execute("DELETE FROM amrita_memory.paused_partition")
+    await conn.execute(
+        "ALTER FUNCTION amrita_memory.log_access_v1(text[], text[], float8[], timestamptz, "
+        "text, text, text, text, integer) RENAME TO log_access_broken"
+    )
+    rows = await recall()
+    assert [r["id"] for r in rows] == [cat, None]
+    assert "log_access_v1" in rows[1]["log_error"] and not rows[1]["paused"]
+    assert await logged() == 1
