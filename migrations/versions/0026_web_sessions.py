@@ -1,7 +1,7 @@
 """Admin page sessions and failed logins as rows (issue 27 item 6, issue 23 item 2).
 
 Revision ID: 0026_web_sessions
-Revises: 0029_dropin
+Revises: 0023_l2_fast
 Create Date: 2026-12-04
 
 ``web_session``: one row per logged-in session; the signed cookie carries its id, and a
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0026_web_sessions"
-down_revision: str | None = "0029_dropin"
+down_revision: str | None = "0023_l2_fast"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
