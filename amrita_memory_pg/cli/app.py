@@ -111,21 +111,49 @@ def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
     ctx.obj = CliState(config, debug)
 
 
-class PartitionKeyType(click.ParamType[str]):
-    """A partition key argument: an old-style key (``user_10004``) is resolved to the
-    current one, and stderr says so; it used to find nothing silently (issue 26 item 11)."""
+class PartitionKeyType(click.ParamType):  # type: ignore[type-arg]
+    """A partition key argument through the one key rule (domain/keys.py), so that the
+    CLI writes no key the admin page or ``/memory`` would then refuse. An old-style key
+    (``user_10004``) is first resolved to the current one, and stderr says so: it used
+    to find nothing silently (issue 26 item 11)."""
 
-    name = "KEY"
+    name = "key"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from amrita_memory_pg.domain.keys import legacy_key_now
+        from amrita_memory_pg.domain.keys import check_partition_key, legacy_key_now
+        from amrita_memory_pg.domain.validation import InvalidInput
 
-        text = str(value).strip()
-        now = legacy_key_now(text)
-        if now is None:
-            return text
-        click.echo(f"{text} 是旧格式的分区键，现为 {now}（按 {now} 处理）", err=True)
-        return now
+        text = str(value)
+        now = legacy_key_now(text[:MAX_TYPED_KEY])
+        if now is not None:
+            click.echo(f"{text.strip()} 是旧格式的分区键，现为 {now}（按 {now} 处理）", err=True)
+            text = now
+        try:
+            return check_partition_key(text)
+        except InvalidInput as exc:
+            self.fail(exc.reason, param, ctx)
 
 
-PARTITION_KEY = PartitionKeyType()
+class TextType(click.ParamType):  # type: ignore[type-arg]
+    """Free text checked by the one validation: at most ``max_chars``, storable."""
+
+    name = "text"
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from amrita_memory_pg.domain.validation import InvalidInput, check_text
+
+        try:
+            return check_text(str(value), max_chars=self.max_chars)
+        except InvalidInput as exc:
+            self.fail(exc.reason, param, ctx)
+
+
+KEY = PartitionKeyType()
+#: what of a typed key is looked at for an old-style key (longer ones fail the key rule)
+MAX_TYPED_KEY = 1000
+#: the widest integer a statement takes (PostgreSQL bigint) and the int columns' limit
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1

@@ -56,6 +56,8 @@ from amrita_memory_pg.domain.legacy import (
     Skipped,
     convert_memory,
     convert_memos,
+    memo_problem,
+    memory_problem,
     parse_knowledge_index,
     parse_state_payload,
     render_toml,
@@ -70,6 +72,7 @@ from amrita_memory_pg.domain.validation import (
     check_knowledge_body,
     check_knowledge_summary,
     check_knowledge_title,
+    echo,
 )
 from amrita_memory_pg.maintenance.knowledge import knowledge_service
 from amrita_memory_pg.resources import sql_dir
@@ -818,7 +821,7 @@ async def _import_suggestions(store: Store, state: LegacyState, report: ImportRe
                 report.counts["suggestion"]["inserted"] += 1
                 continue
             row = await conn.fetchrow(
-                query("knowledge_suggest"),
+                query("import_knowledge_suggestion"),
                 action,
                 kid,
                 title,
@@ -955,6 +958,10 @@ async def import_legacy(
             if isinstance(result, Skipped):
                 report.skipped.append(result)
                 continue
+            problem = memory_problem(result)
+            if problem is not None:  # reported and skipped, in the dry run too
+                report.skipped.append(Skipped("memory", echo(result.old_id), problem))
+                continue
             if (result.partition_key, result.id) in seen:
                 report.skipped.append(Skipped("memory", result.old_id, "迁移后与另一条记忆同 id"))
                 continue
@@ -1014,6 +1021,11 @@ async def import_legacy(
         memo_rows, max_chars=settings.memo_max_chars, fallback_time=fallback
     )
     report.skipped += memo_skips
+    for memo in list(memos):
+        problem = memo_problem(memo)
+        if problem is not None:
+            report.skipped.append(Skipped("memo", echo(memo.old_key), problem))
+            memos.remove(memo)
 
     report.knowledge = read_knowledge(layout, report, settings.subconscious.knowledge_max_chars)
     if layout.profile.is_file():

@@ -14,7 +14,7 @@ defaults. An unknown key or a value that is not allowed raises :class:`ConfigErr
 one sentence naming the key, the value, where it came from and what is allowed.
 
 The package is split by reason, each module importing only those above it in this list:
-``base`` (what sections share), ``sections`` and ``subconscious`` (the fields),
+``base`` (what sections share), ``sections``, ``subconscious`` and ``backup`` (the fields),
 ``keys`` (settings paths ↔ variable names), ``legacy`` (the reference's variable names),
 ``loader`` (the environment and TOML sources, the config file), ``explain`` (the error
 sentence), ``model`` (:class:`Settings`, :func:`load_settings`), ``render`` (``config
@@ -24,6 +24,7 @@ config, read the same way by the plugin and the CLI). Import the public names fr
 
 from __future__ import annotations
 
+from amrita_memory_pg.settings.backup import BackupSettings
 from amrita_memory_pg.settings.base import ACCEPTED_ONLY
 from amrita_memory_pg.settings.keys import ENV_PREFIX, ENV_RESERVED, env_name, unknown_env_variable
 from amrita_memory_pg.settings.legacy import LEGACY_ENV
@@ -65,6 +66,7 @@ __all__ = [
     "LEGACY_ENV",
     "MIN_TIMEOUT_MARGIN",
     "TARGET_KEY",
+    "BackupSettings",
     "DatabaseSettings",
     "DecaySettings",
     "EmbeddingSettings",

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from amrita_memory_pg.domain.errors import ConfigError
+from amrita_memory_pg.settings.backup import BackupSettings
 from amrita_memory_pg.settings.base import Section
 from amrita_memory_pg.settings.sections import (
     DatabaseSettings,
@@ -46,6 +47,7 @@ SECTIONS: dict[str, type[Section]] = {
     "injection": InjectionSettings,
     "trail": TrailSettings,
     "web": WebSettings,
+    "backup": BackupSettings,  # issue 27 (feat/backup)
 }
 
 

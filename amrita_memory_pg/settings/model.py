@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from amrita_memory_pg.domain.errors import ConfigError
+from amrita_memory_pg.settings.backup import BackupSettings
 from amrita_memory_pg.settings.explain import explain
 from amrita_memory_pg.settings.keys import ENV_PREFIX, path_in, set_path
 from amrita_memory_pg.settings.legacy import ReferenceEnvironment
@@ -106,6 +107,7 @@ class Settings(BaseSettings):
     injection: InjectionSettings = Field(default_factory=InjectionSettings)  # type: ignore[arg-type]
     trail: TrailSettings = Field(default_factory=TrailSettings)  # type: ignore[arg-type]
     web: WebSettings = Field(default_factory=WebSettings)  # type: ignore[arg-type]
+    backup: BackupSettings = Field(default_factory=BackupSettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
         # The sources are built inside super().__init__; they find the environment and the

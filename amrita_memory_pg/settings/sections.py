@@ -97,7 +97,9 @@ class EmbeddingSettings(Section):
         "ask", description="On a fingerprint mismatch: ask, auto (backup + re-embed), never (warn)."
     )
     reembed_batch_size: int = Field(64, ge=1, le=1024, description="Rows per re-embed transaction.")
-    reembed_backup_keep: int = Field(3, ge=1, le=100, description="Backups kept by rotation.")
+    reembed_backup_keep: int = Field(
+        3, ge=1, le=100, description="Backups kept by rotation, per reason (manual, web, before-…)."
+    )
     timeout_seconds: float = Field(60.0, gt=0, le=600, description="HTTP timeout per request.")
     max_retries: int = Field(2, ge=0, le=10, description="Retries of a failed HTTP request.")
     batch_size: int = Field(32, ge=1, le=2048, description="Texts per embedding request.")

@@ -157,6 +157,16 @@ class SubconsciousSettings(Section):
         "prompt/profile_guide.md.jinja2",
         description="Profile guide template.",
     )
+    character_prompt: str = Field(
+        "",
+        description="The bot's persona for the templates' character_prompt (main and send); "
+        "empty = character_prompt_file, else the host's (AmritaBot's private persona).",
+    )
+    character_prompt_file: str = Field(
+        "",
+        description="A text file holding the persona (read every cycle; relative to "
+        "prompt_dir); used when character_prompt is empty.",
+    )
     enable_memory_compress: bool = Field(
         True,
         description="Give the loop its L1 memo tools (subconscious_read_memo / "

@@ -122,3 +122,9 @@ SELECT EXISTS (SELECT 1 FROM amrita_memory.l3_state
                 WHERE target_key = $1
                   AND (penalty, runs, last_run_end, last_summary, heat)
                       IS NOT DISTINCT FROM ($2, $3, $4, $5, $6::jsonb)) AS same;
+
+-- name: import_knowledge_suggestion
+-- The old plugin's knowledge suggestion into the queue: knowledge_suggest's arguments
+-- ($1 action … $7 author, $8 bound, $9 rate limit (0 here), $10 window, $11 when queued).
+SELECT status, id, pending
+  FROM amrita_memory.knowledge_suggest_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);

@@ -173,6 +173,23 @@ def test_filters_and_sort(page: Any, server: AdminServer) -> None:
     assert "没有符合条件的记忆" in page.inner_text("main")
 
 
+def test_an_old_style_key_opens_the_partition_it_is_now(page: Any, server: AdminServer) -> None:
+    """Issue 26 item 11: `user_10001` typed in the open box or in the URL (with a search)
+    is the current key's partition, not an empty page."""
+    log_in(page, server.url)
+    page.goto(f"{server.url}/partitions")
+    page.fill("input[name=key]", "user_10001")
+    page.click("form[action$='/open'] button")
+    page.wait_for_load_state()
+    assert page.url.endswith(f"/p/{USER_KEY}/memories")
+    assert page.locator("#memories tbody tr").count() == 4
+    page.goto(f"{server.url}/p/user_10001/memories?q=乌龙茶&mode=keyword")
+    assert f"/p/{USER_KEY}/memories" in page.url and "q=" in page.url
+    assert "乌龙茶" in page.locator("#memories tbody tr").first.inner_text()
+    page.goto(f"{server.url}/p/group_777/memories")
+    assert page.url.endswith(f"/p/{GROUP_KEY}/memories")
+
+
 def test_pagination(page: Any, server: AdminServer) -> None:
     log_in(page, server.url)
     page.goto(f"{server.url}/p/{PAGED_KEY}/memories?sort=importance_asc")
@@ -382,20 +399,3 @@ def test_login_is_rate_limited(page: Any, server: AdminServer) -> None:
     assert response.status == 429
     assert "秒后再试" in response.text()
     screenshot(page, "login-rate-limited")
-
-
-def test_an_old_style_key_opens_the_partition_it_is_now(page: Any, server: AdminServer) -> None:
-    """Issue 26 item 11: `user_10001` typed in the open box or in the URL (with a search)
-    is the current key's partition, not an empty page."""
-    log_in(page, server.url)
-    page.goto(f"{server.url}/partitions")
-    page.fill("input[name=key]", "user_10001")
-    page.click("form[action$='/open'] button")
-    page.wait_for_load_state()
-    assert page.url.endswith(f"/p/{USER_KEY}/memories")
-    assert page.locator("#memories tbody tr").count() == 4
-    page.goto(f"{server.url}/p/user_10001/memories?q=乌龙茶&mode=keyword")
-    assert f"/p/{USER_KEY}/memories" in page.url and "q=" in page.url
-    assert "乌龙茶" in page.locator("#memories tbody tr").first.inner_text()
-    page.goto(f"{server.url}/p/group_777/memories")
-    assert page.url.endswith(f"/p/{GROUP_KEY}/memories")

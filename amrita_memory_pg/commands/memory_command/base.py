@@ -62,6 +62,8 @@ class Services:
     store: Store | None = None
     #: for ``extract``; None: extract answers that it is unavailable
     extractor: Extractor | None = None
+    #: which model an L3 cycle uses (``Memory.loop_model_label``), shown by ``dmn``
+    loop_model: Callable[[], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -490,6 +490,14 @@ pending_message = Table(
         nullable=True,
         comment="set once, by the delivery that took it (NULL = still pending)",
     ),
+    Column(
+        "attempts",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="sends tried (a failed one clears delivered_at: the row waits for a retry)",
+    ),
+    Column("last_error", Text, nullable=True, comment="why the last send failed"),
     CheckConstraint("content <> ''", name="content_nonempty"),
     PrimaryKeyConstraint("target_key", "id"),
     comment="Proactive messages of the L3 loop (subconscious_send_to_user), delivered once",
@@ -708,3 +716,60 @@ admin_audit = Table(
 )
 Index("ix_admin_audit_at", admin_audit.c.at)
 Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)
+web_session = Table(
+    "web_session",
+    metadata,
+    Column("id", Text, nullable=False, comment="the random id the cookie carries"),
+    Column("role", Text, nullable=False, comment="admin | superuser"),
+    Column("name", Text, nullable=False, comment="the name given at login"),
+    Column(
+        "password_fp",
+        Text,
+        nullable=False,
+        comment="fingerprint of the password hash logged in with (a change ends the session)",
+    ),
+    Column("client", Text, nullable=True, comment="the client address at login"),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "revoked_at",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="set by logout or log out everywhere",
+    ),
+    CheckConstraint("role IN ('admin', 'superuser')", name="role"),
+    PrimaryKeyConstraint("id"),
+    comment="Logged-in admin page sessions: revocable server-side",
+)
+Index("ix_web_session_expires_at", web_session.c.expires_at)
+web_login_failure = Table(
+    "web_login_failure",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("client", Text, nullable=False, comment="the client address"),
+    Column("at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("id"),
+    comment="Failed admin page logins, counted by every process for the rate limit",
+)
+Index("ix_web_login_failure_client_at", web_login_failure.c.client, web_login_failure.c.at)
+# issue 27 (feat/backup), migration 0023_backup_all
+backup_schedule = Table(
+    "backup_schedule",
+    metadata,
+    Column("id", SmallInteger, nullable=False, server_default=text("1")),
+    Column(
+        "last_slot",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="the newest slot of [backup] schedule a process claimed",
+    ),
+    Column("claimed_by", Text, nullable=True, comment="host:pid of the claimer"),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("stem", Text, nullable=True, comment="the backup the slot produced"),
+    Column("ok", Boolean, nullable=True, comment="backup and verify succeeded"),
+    Column("error", Text, nullable=True),
+    CheckConstraint("id = 1", name="one_row"),
+    PrimaryKeyConstraint("id"),
+    comment="One row: the last scheduled backup slot claimed (claim_backup_slot_v1)",
+)
