@@ -380,6 +380,25 @@ def test_english_strings(page: Any, server: AdminServer) -> None:
     assert page.locator("a[data-nav=inspector]").inner_text() == "What the bot sees"
 
 
+def test_the_l3_page_of_an_imported_store_says_how_to_carry_l3_over(
+    page: Any, server: AdminServer
+) -> None:
+    """Issue 26 item 12: L3 off here, the old plugin's state imported (runs 12): the page
+    says the state is kept and how to turn L3 on (--write-config)."""
+    log_in(page, server.url)
+    page.goto(f"{server.url}/l3")
+    assert page.locator("#l3-disabled").is_visible()
+    assert page.locator("#l3-kept-states").count() == 0  # nothing kept yet: nothing said
+    server.sql(
+        "INSERT INTO amrita_memory.l3_state (target_key, runs, updated_at)"
+        " VALUES ('QQPlatform_Private_10001', 12, now())"
+    )
+    page.goto(f"{server.url}/l3")
+    kept = page.locator("#l3-kept-states").inner_text()
+    assert "1 个目标的 L3 状态（共运行过 12 次" in kept and "--write-config" in kept
+    server.sql("DELETE FROM amrita_memory.l3_state")
+
+
 def test_login_is_rate_limited(page: Any, server: AdminServer) -> None:
     """Last in the module: afterwards this client address waits a minute. The failures
     of the wrong-password test above count too (same address, same minute)."""
