@@ -12,13 +12,16 @@ opened by :func:`amrita_memory_pg.open_memory` (the composition module ``bootstr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
+from amrita_memory_pg.domain.errors import LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel
+from amrita_memory_pg.domain.records import SweepReport
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.services.bot_memories import BotMemories, Speaker
 from amrita_memory_pg.services.consolidation import (
@@ -32,6 +35,7 @@ from amrita_memory_pg.services.extraction import Extractor, endpoint
 from amrita_memory_pg.services.inspector import Inspection, inspect_chat
 from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.l3_prompts import Prompts
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
@@ -43,6 +47,7 @@ from amrita_memory_pg.storage.bot_memories import BotMemoryStore
 from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMessage
 from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
+from amrita_memory_pg.storage.leases import LeaseStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.storage.profiles import ProfileStore
@@ -50,6 +55,8 @@ from amrita_memory_pg.storage.trail import TrailStore
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 class RegistryLoopTools:
@@ -103,6 +110,8 @@ class Memory:
         self.memos = MemoStore(
             store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
         )
+        #: issue 23: who in the fleet runs an L3 cycle, the sweep, the session job
+        self.leases = Leases(LeaseStore(store.pool), ttl_seconds=settings.database.lease_seconds)
         #: user profiles (summary + numbered lines, history), one per personal partition
         self.profiles = ProfileService(
             ProfileStore(store.pool, acquire_timeout=settings.database.connect_timeout),
@@ -114,7 +123,10 @@ class Memory:
         #: L3 scheduling per target (penalty, planner, next run); set ``scheduling.runner``
         #: to the loop's cycle runner
         self.scheduling = SchedulingService(
-            L3StateStore(store.pool, tz_name=str(tz)), self.activity, settings
+            L3StateStore(store.pool, tz_name=str(tz)),
+            self.activity,
+            settings,
+            leases=self.leases,
         )
         #: L3 runs: cycles, token usage, pending proactive messages, the pre-pass
         self.consolidation = ConsolidationStore(store.pool)
@@ -161,7 +173,11 @@ class Memory:
         if settings.extraction.enabled and is_configured(endpoint(settings)):
             self.extraction_model = ChatClient(endpoint(settings))
         self.extractor = Extractor(
-            self.memories, self.bot_memories.store, self.extraction_model, settings
+            self.memories,
+            self.bot_memories.store,
+            self.extraction_model,
+            settings,
+            leases=self.leases,
         )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
@@ -188,6 +204,7 @@ class Memory:
                 prompts=self.prompts,
                 settings=settings.subconscious,
                 hooks=self.l3_hooks,
+                leases=self.leases,
             )
             consolidator = self.consolidator
 
@@ -301,6 +318,17 @@ class Memory:
             return await consolidator.run(key, trigger=trigger)
 
         return await self.scheduling.run_cycle(target_key, runner=manual)
+
+    async def scheduled_sweep(self) -> SweepReport | None:
+        """The sweep job's run: only the fleet's lease holder sweeps (issue 23); None when
+        another process holds the lease (it is sweeping; this one waits for its next
+        interval)."""
+        try:
+            async with self.leases.hold("sweep"):
+                return await self.memories.sweep()
+        except LeaseHeld as held:
+            log.info("decay sweep held by %s; skipped until the next interval", held.owner)
+            return None
 
     async def take_pending_messages(self, target_key: str) -> list[PendingMessage]:
         """The loop's proactive messages for a personal partition, each returned only once.

@@ -507,6 +507,15 @@ class DatabaseSettings(_Section):
         le=10000,
         description="Prepared statements cached per connection (0 for pgbouncer).",
     )
+    # issue 23: several processes on one database
+    lease_seconds: float = Field(
+        60.0,
+        ge=1,
+        le=3600,
+        description="How long a process's lease on long work (an L3 cycle, the sweep, the "
+        "session job, a re-embed, a backup) outlives its last heartbeat (renewed every third "
+        "of it): another process takes over the work of one that died after this long.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -28,6 +28,9 @@ class CycleSummary:
     #: the model's own summary (``subconscious_iter_stop``), if it gave one
     summary: str | None = None
     dry_run: bool = False
+    #: another process of the fleet holds the target's lease (issue 23): its owner
+    #: (``host:pid:start``); nothing ran here
+    held_by: str | None = None
 
 
 #: Runs one cycle now for a target partition key; what the scheduler calls.

@@ -37,6 +37,8 @@ REFERENCE = {
     "reembed_staging",
     "knowledge_suggestion",
     "permission_grant",
+    # issue 23: who in the fleet runs which long work (a few rows, claimed by key)
+    "lease",
 }
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
 #: rows per operator action; its partition_key is a filter, not a distribution key)

@@ -696,3 +696,36 @@ admin_audit = Table(
 )
 Index("ix_admin_audit_at", admin_audit.c.at)
 Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)
+
+# issue 23: several bot processes on one database (sql/functions/lease_v1.sql)
+lease = Table(
+    "lease",
+    metadata,
+    Column("kind", Text, nullable=False, comment="l3 | extraction | sweep | reembed | backup"),
+    Column(
+        "lease_key",
+        Text,
+        nullable=False,
+        comment="the target / session key, '' for the fleet's one job of the kind",
+    ),
+    Column("owner", Text, nullable=False, comment="host:pid:start of the holder"),
+    Column("token", Text, nullable=False, comment="random per claim"),
+    Column("acquired_at", DateTime(timezone=True), nullable=False),
+    Column("renewed_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "expires_at",
+        DateTime(timezone=True),
+        nullable=False,
+        comment="free for anyone after this (the heartbeat pushes it)",
+    ),
+    Column(
+        "previous_owner",
+        Text,
+        nullable=True,
+        comment="whose expired lease this claim took over",
+    ),
+    CheckConstraint("kind IN ('l3', 'extraction', 'sweep', 'reembed', 'backup')", name="kind"),
+    CheckConstraint("expires_at > acquired_at", name="expiry_after_claim"),
+    PrimaryKeyConstraint("kind", "lease_key"),
+    comment="Who in the fleet runs which long work (lease_acquire_v1); expired = free",
+)
