@@ -505,7 +505,21 @@ class DatabaseSettings(_Section):
         100,
         ge=0,
         le=10000,
-        description="Prepared statements cached per connection (0 for pgbouncer).",
+        description="Prepared statements cached per connection (the pooler setting turns "
+        "it off behind a transaction-mode pooler).",
+    )
+    # issue 23: PgBouncer (and other transaction-mode poolers) in front of the server
+    pooler: Literal["auto", "none", "transaction"] = Field(
+        "auto",
+        description="What url points at. transaction = a pooler in transaction mode "
+        '(PgBouncer pool_mode = transaction, most hosted "pooled" endpoints): no named '
+        "prepared statements (statement_cache_size is taken as 0), no startup parameters, "
+        "statement_timeout / lock_timeout applied with SET LOCAL at the start of every "
+        "transaction (statements outside a transaction get the server's defaults: set them "
+        "with ALTER ROLE … SET statement_timeout, or PgBouncer's connect_query), no "
+        "session state. none = the server itself (or a session-mode pooler). auto = none, "
+        "switching to transaction when the server refuses the timeouts as startup "
+        "parameters (what PgBouncer answers).",
     )
     # issue 23: several processes on one database
     lease_seconds: float = Field(
