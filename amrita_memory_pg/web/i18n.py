@@ -304,6 +304,10 @@ ZH: dict[str, str] = {
     "job.state.running": "运行中",
     "job.state.done": "完成",
     "job.state.failed": "失败",
+    "job.state.cancelled": "已取消",
+    "job.state.lost": "进程已退出（无心跳）",
+    "job.cancel": "取消任务",
+    "job.owner": "进程",
     "job.open": "查看进度",
     "job.meta": "由 {by} 于 {at} 启动",
     # trail (issue 17 item 4: access log, history, pause, inspector)
@@ -658,6 +662,10 @@ EN: dict[str, str] = {
     "job.state.running": "running",
     "job.state.done": "done",
     "job.state.failed": "failed",
+    "job.state.cancelled": "cancelled",
+    "job.state.lost": "lost (its process died)",
+    "job.cancel": "Cancel the job",
+    "job.owner": "Process",
     "job.open": "Progress",
     "job.meta": "started by {by} at {at}",
     # trail (issue 17 item 4: access log, history, pause, inspector)

@@ -39,6 +39,8 @@ REFERENCE = {
     "permission_grant",
     # issue 23: who in the fleet runs which long work (a few rows, claimed by key)
     "lease",
+    # issue 23: the admin page's background jobs of every process (tens of rows)
+    "job",
 }
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
 #: rows per operator action; its partition_key is a filter, not a distribution key)

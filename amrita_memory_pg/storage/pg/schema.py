@@ -729,3 +729,38 @@ lease = Table(
     PrimaryKeyConstraint("kind", "lease_key"),
     comment="Who in the fleet runs which long work (lease_acquire_v1); expired = free",
 )
+job = Table(
+    "job",
+    metadata,
+    Column("id", Text, nullable=False),
+    Column("kind", Text, nullable=False, comment="backup | sweep | reembed"),
+    Column(
+        "state",
+        Text,
+        nullable=False,
+        comment="running | done | failed | cancelled | lost (its process died)",
+    ),
+    Column("phase", Text, nullable=False),
+    Column("done", BigInteger, nullable=False),
+    Column("total", BigInteger, nullable=False),
+    Column("started_by", Text, nullable=False, comment="the operator"),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("owner", Text, nullable=False, comment="host:pid:start of the running process"),
+    Column("heartbeat_at", DateTime(timezone=True), nullable=False),
+    Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
+    Column("cancelled_by", Text, nullable=True),
+    Column("result", Text, nullable=True, comment="what it did, one line"),
+    Column("error", Text, nullable=True, comment="why it failed (redacted)"),
+    CheckConstraint("kind IN ('backup', 'sweep', 'reembed')", name="kind"),
+    CheckConstraint("state IN ('running', 'done', 'failed', 'cancelled', 'lost')", name="state"),
+    PrimaryKeyConstraint("id"),
+    comment="The admin page's background jobs of every process (job_start_v1)",
+)
+Index(
+    "ux_job_one_running_per_kind",
+    job.c.kind,
+    unique=True,
+    postgresql_where=text("state = 'running'"),
+)
+Index("ix_job_started_at", job.c.started_at)
