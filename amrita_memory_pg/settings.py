@@ -610,8 +610,9 @@ def loop_llm(settings: Settings) -> LlmSettings:
 
 class ExtractionSettings(_Section):
     """Automatic extraction at session end (issue 14): the model reads a finished session
-    and the scope's memories and returns the scope's ``source=auto`` entries, which
-    replace the previous ones atomically; ``source=user`` entries are never touched.
+    and the scope's memories and returns the scope's extracted entries, which replace
+    the ones the previous extraction made atomically; nothing else is ever touched (the
+    chat model's writes, imports, L3's rows, anything a person added or edited).
 
     The endpoint keys fall back to ``[llm]`` (``LLM_BASE_URL`` / ``LLM_MODEL`` /
     ``LLM_API_KEY``) when empty.

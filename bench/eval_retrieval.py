@@ -9,8 +9,8 @@ model check, the cap, the search tokens of ``domain/tokens.py``) on a fresh embe
 PostgreSQL, each query asked through the chat tool ``read_memory`` (its arguments, the
 query's embedding, ``search_memories_v4``, the reply):
 
-- LoCoMo (``--locomo``, default the shared dev file; read from there, never copied into
-  the repository): every turn of a conversation is one memory of that conversation's
+- LoCoMo (``--locomo``, default ``locomo/locomo-dev7.json`` under ``--data``, the shared
+  data directory beside the repository; read from there, never copied into it): every turn of a conversation is one memory of that conversation's
   partition ("speaker: text", plus the photo caption when there is one); every question
   of categories 1-4 whose evidence turns exist is a query; hit@k = one of its evidence
   turns among the first k; MRR over the first 10.
@@ -49,8 +49,12 @@ from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import RetrievalSettings, load_settings
 from amrita_memory_pg.tools.context import ToolContext
 
-LOCOMO_FALLBACK = Path("/work/shared/data/locomo/locomo-dev7.json")
-ZH_EN = Path(__file__).resolve().parents[1] / "tests" / "data" / "zh_en_retrieval.json"
+REPO = Path(__file__).resolve().parents[1]
+#: The shared data directory beside the repository (``../shared/data``): the LoCoMo file is
+#: read from there at run time and never copied into the repository.
+DATA_DIR = REPO.parent / "shared" / "data"
+LOCOMO_FILE = Path("locomo") / "locomo-dev7.json"
+ZH_EN = REPO / "tests" / "data" / "zh_en_retrieval.json"
 KS = (1, 5, 10)
 BATCH = 32
 
@@ -92,6 +96,31 @@ class Partition:
     user: str
     memories: dict[str, str]
     queries: list[Query]
+
+
+def add_data_options(parser: argparse.ArgumentParser) -> None:
+    """``--data`` (the shared data directory) and ``--locomo`` (a file, overriding it)."""
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DATA_DIR,
+        help="shared data directory holding locomo/ (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--locomo", type=Path, default=None, help=f"LoCoMo JSON (default: DATA/{LOCOMO_FILE})"
+    )
+
+
+def locomo_path(args: argparse.Namespace) -> Path:
+    """The LoCoMo file: ``--locomo`` when given, else under ``--data``; a clear error when
+    it is missing (e.g. in a worktree, whose parent holds no ``shared/data``)."""
+    path: Path = args.locomo or args.data / LOCOMO_FILE
+    if not path.is_file():
+        raise SystemExit(
+            f"LoCoMo file {path} not found: give --data DIR (the directory holding "
+            f"{LOCOMO_FILE}) or --locomo FILE, or run with --skip-locomo"
+        )
+    return path
 
 
 def locomo_partitions(path: Path) -> list[Partition]:
@@ -330,9 +359,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--locomo", type=Path, default=LOCOMO_FALLBACK, help="LoCoMo JSON (default: %(default)s)"
-    )
+    add_data_options(parser)
     parser.add_argument(
         "--zh-en", type=Path, default=ZH_EN, help="our zh/en set (default: %(default)s)"
     )
@@ -364,7 +391,7 @@ def main() -> None:
     ]
     sets: dict[str, list[Partition]] = {}
     if not args.skip_locomo:
-        sets["locomo"] = locomo_partitions(args.locomo)
+        sets["locomo"] = locomo_partitions(locomo_path(args))
     if not args.skip_zh_en:
         sets["zh_en"] = zh_en_partitions(args.zh_en)
     header = ["set", "model", "mode", "hit@1", "hit@5", "hit@10", "MRR", "queries"]

@@ -34,7 +34,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_retrieval import LOCOMO_FALLBACK, ZH_EN, Partition, locomo_partitions, zh_en_partitions
+from eval_retrieval import (
+    ZH_EN,
+    Partition,
+    add_data_options,
+    locomo_partitions,
+    locomo_path,
+    zh_en_partitions,
+)
 
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.embedding.factory import create_provider
@@ -193,7 +200,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--locomo", type=Path, default=LOCOMO_FALLBACK)
+    add_data_options(parser)
     parser.add_argument("--zh-en", type=Path, default=ZH_EN)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/amrita-fusion-lab"))
     parser.add_argument(
@@ -205,7 +212,7 @@ async def main() -> None:
     parser.add_argument("--b", default="0.75")
     args = parser.parse_args()
     sets = {
-        "locomo": await prepare(locomo_partitions(args.locomo), args.cache, "locomo"),
+        "locomo": await prepare(locomo_partitions(locomo_path(args)), args.cache, "locomo"),
         "zh_en": await prepare(zh_en_partitions(args.zh_en), args.cache, "zh_en"),
     }
     print("| variant | k1 | b | set | hit@1 | hit@5 | hit@10 | MRR | n |")

@@ -60,6 +60,7 @@ MEMORY_COLUMNS = (
     "category",
     "source",
     "author",
+    "origin",
     "created_at",
     "updated_at",
     "tier_since",

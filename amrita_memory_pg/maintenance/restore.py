@@ -21,6 +21,7 @@ from typing import Any
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.domain.legacy import LegacyMemory, convert_memory
+from amrita_memory_pg.domain.records import origin_before_recorded
 from amrita_memory_pg.maintenance.backup import (
     ARRAY_COLUMNS,
     EXPORT_COLUMNS,
@@ -93,6 +94,9 @@ def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
             values.append(parsed)
         elif column in ARRAY_COLUMNS:
             values.append(list(item.get(column) or []))
+        elif column == "origin" and item.get("origin") is None:
+            # a backup from before origins were recorded: migration 0021_origin's rule
+            values.append(origin_before_recorded(item.get("source")))
         else:
             values.append(item.get(column))
     return tuple(values)

@@ -1,6 +1,6 @@
 """Automatic extraction (issue 14): a finished session's chat lines and the scope's
 memories go to a model with a jinja2 template; its answer, validated whole by a
-pydantic model, atomically replaces the scope's ``source=auto`` memories.
+pydantic model, atomically replaces the memories the previous extraction made there.
 
 When a session has expired (no message for ``session_idle_minutes``; the bot's job
 calls :meth:`Extractor.run_expired`) or on ``/memory extract`` / ``amrita-memory
@@ -13,8 +13,10 @@ entries, an answer over ``max_output_chars`` — rejects the answer whole, with 
 reason logged and recorded; the previous auto set stays. The accepted entries are
 embedded in ONE batch call, then the old auto rows are deleted and the new ones
 inserted in ONE transaction (``MemoryRepository.replace_auto``), together with the run
-record: a failed embedding or insert leaves the old set. ``source=user`` and
-``source=system`` rows are never touched (the DELETE names ``source = 'auto'``).
+record: a failed embedding or insert leaves the old set. Only rows extraction made
+(``origin = 'extraction'``, still ``source = 'auto'``) are replaced: the chat model's
+writes, imported memories, the L3 loop's rows and anything a person added or edited
+are never touched (sql/functions/origin_v1.sql).
 
 Every run is recorded in ``extraction_run`` with its token usage and the newest chat
 line it read, so the next run starts after it; a failed run (HTTP, database) is

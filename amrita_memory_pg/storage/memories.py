@@ -41,6 +41,7 @@ from amrita_memory_pg.domain.records import (
     Source,
     SweepReport,
 )
+from amrita_memory_pg.domain.trail import Actor, current_actor
 from amrita_memory_pg.storage.pg.outcome import classify, write_connection
 from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.trail import DEFAULT_BOUNDS, PAUSED, HistoryBounds, act, acts
@@ -564,10 +565,13 @@ class MemoryRepository:
         before_commit: Any = None,
         tokens: Sequence[Sequence[str]] | None = None,
     ) -> tuple[int, int]:
-        """Replace the partition's ``source=auto`` memories by ``entries`` (content,
-        category, importance) in ONE transaction; ``source=user``/``system`` rows stay.
+        """Replace the memories an earlier extraction made in the partition (``origin =
+        extraction``, still ``source=auto``) by ``entries`` (content, category,
+        importance) in ONE transaction; every other row stays (the chat model's, imports,
+        L3's, a person's). The rows are written as the extraction's whatever the caller's
+        actor, so their origin is ``extraction`` and the next run replaces them.
 
-        Under the partition's cap lock: the old auto rows are deleted, each entry inserted
+        Under the partition's cap lock: the old extracted rows are deleted, each entry inserted
         through ``insert_memory_v3`` (model check, cap) with its search ``tokens`` (one list
         per entry; None = left to the token backfill). Anything failing — the cap, another
         model, the vector index, ``before_commit`` (an awaitable callable given the
@@ -581,8 +585,11 @@ class MemoryRepository:
         token_lists: list[list[str] | None] = (
             [list(t) for t in tokens] if tokens is not None else [None] * len(entries)
         )
+        writer = current_actor()
+        if writer is None or writer.kind != "extraction":
+            writer = Actor("extraction", partition_key)
         async with self._writing() as conn, conn.transaction():
-            await act(conn, self.history)
+            await act(conn, self.history, actor=writer)
             await conn.execute(query("auto_lock_partition"), partition_key)
             try:
                 gone = [

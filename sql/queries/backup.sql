@@ -22,7 +22,7 @@ SELECT (SELECT count(*) FROM amrita_memory.memory)::integer           AS memory,
 -- name: export_memories
 -- Every memory with its vector, in id order (= MEMORY_COLUMNS).
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
-       created_at, updated_at, tier_since, embedding, embed_fingerprint
+       origin, created_at, updated_at, tier_since, embedding, embed_fingerprint
   FROM amrita_memory.memory
  ORDER BY id;
 

@@ -127,21 +127,24 @@ SELECT c.id, c.session_key, c.user_id, c.group_id, c.role, c.text, c.created_at
 
 -- name: auto_lock_partition
 -- The partition's cap lock (the key insert_memory_v2/v3 take), held until the end of the
--- transaction that replaces its source=auto memories.
+-- transaction that replaces its extracted memories.
 SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::text, 0));
 
 -- name: delete_auto_memories
--- The source=auto memories of partition $1 go (an extraction replaces them); source=user
--- and source=system rows stay. Returns the ids deleted.
+-- The memories an earlier extraction made in partition $1 go (this extraction replaces
+-- them): origin = 'extraction' and still source = 'auto'. Everything else stays: the chat
+-- model's writes, imports, the L3 loop's rows, rows of unknown origin, and any row a
+-- person has edited (that made it source = 'user', sql/functions/origin_v1.sql).
+-- Returns the ids deleted.
 DELETE FROM amrita_memory.memory
- WHERE partition_key = $1 AND source = 'auto'
+ WHERE partition_key = $1 AND source = 'auto' AND origin = 'extraction'
 RETURNING id;
 
 -- name: insert_auto_memory
 -- One extracted memory into partition $1 inside the replacing transaction: $2 scope,
 -- $3 content, $4 importance, $5 category, $6 embedding, $7 fingerprint, $8 now, $9 cap,
 -- $10 the content's search tokens, $11-$13 protocol/model/base_url (source 'auto', no
--- author, no tags); id NULL when the partition is full (the caller rolls the whole
+-- author, no tags; origin 'extraction' from the transaction's actor); id NULL when the partition is full (the caller rolls the whole
 -- replacement back). SQLSTATE AMF01 / AMF03 as for insert_memory.
 SELECT id, rows_before
   FROM amrita_memory.insert_memory_v3($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,

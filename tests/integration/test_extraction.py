@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from amrita_memory_pg.commands.memory_command import MemoryCommand, TextReply
+from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.testing_llm import ScriptedLLM
@@ -86,7 +87,8 @@ async def rows(mem: Memory, key: str = ALICE_KEY) -> list[dict[str, Any]]:
 
 
 async def seed(mem: Memory) -> None:
-    """One manual entry, two automatic ones, and a chat line to extract from."""
+    """One manual entry, two an earlier extraction made, and a chat line to extract from
+    (only rows extraction made are ever replaced: test_extraction_provenance.py)."""
     await mem.memories.add(
         partition_key=ALICE_KEY,
         scope="user",
@@ -96,8 +98,11 @@ async def seed(mem: Memory) -> None:
         source="user",
         author="10001",
     )
-    for text in ("旧的自动记忆一", "旧的自动记忆二"):
-        await mem.memories.add(partition_key=ALICE_KEY, scope="user", content=text, source="auto")
+    with acting(Actor("extraction", ALICE_KEY)):
+        for text in ("旧的自动记忆一", "旧的自动记忆二"):
+            await mem.memories.add(
+                partition_key=ALICE_KEY, scope="user", content=text, source="auto"
+            )
     await say(mem, "以后部署前都要先跑测试")
 
 

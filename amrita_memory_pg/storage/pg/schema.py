@@ -79,6 +79,14 @@ memory = Table(
     Column(
         "author", Text, nullable=True, comment="user id of whoever wrote it (group edit rights)"
     ),
+    Column(
+        "origin",
+        Text,
+        nullable=False,
+        server_default=text("amrita_memory.actor_origin_v1()"),
+        comment="who made it: person | llm | extraction | l3 | import | system | unknown "
+        "(before origins were recorded); extraction replaces only its own rows",
+    ),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column(
@@ -104,6 +112,10 @@ memory = Table(
         name="category",
     ),
     CheckConstraint("source IN ('user', 'auto', 'system')", name="source"),
+    CheckConstraint(
+        "origin IN ('person', 'llm', 'extraction', 'l3', 'import', 'system', 'unknown')",
+        name="origin",
+    ),
     CheckConstraint("content <> ''", name="content_nonempty"),
     CheckConstraint("partition_key <> ''", name="partition_nonempty"),
     # The partition key first: it is Citus's distribution column (docs/scaling.md), and a
