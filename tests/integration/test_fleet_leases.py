@@ -21,7 +21,7 @@ from amrita_memory_pg.domain.errors import LeaseHeld
 from amrita_memory_pg.services.leases import Leases, process_owner
 from amrita_memory_pg.storage.leases import LeaseStore
 from amrita_memory_pg.testing_llm import ScriptedLLM
-from tests.support.cli import COMMAND, REPO, clean_env
+from tests.support.cli import COMMAND, REPO, clean_env, run_cli
 from tests.support.l3 import TARGET, USAGE, loop_memory
 
 T0 = datetime(2026, 12, 4, 6, 0, tzinfo=UTC)
@@ -281,3 +281,30 @@ async def test_the_sweep_and_the_session_job_run_in_one_process_of_the_fleet(
             outcome = await one.extractor.extract("QQPlatform_Group_9")
         assert (outcome.status, outcome.reason) == ("held", "held by bot-b:202:y")
         assert llm.requests == []  # nothing was extracted, no model call
+
+
+async def test_cli_backup_and_sweep_refuse_while_another_process_holds_their_lease(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    env = {
+        "DATABASE_URL": db_dsn,
+        "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "data"),
+        "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash",
+    }
+    pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
+    try:
+        store = LeaseStore(pool)
+        for kind in ("backup", "sweep"):
+            assert (await store.acquire(kind, "", "bot-b:202:y", f"t-{kind}", 60)).acquired
+        backup = run_cli("backup", "create", env=env)
+        assert backup.returncode == 2
+        assert "backup is held by bot-b:202:y" in backup.stderr
+        assert not list((tmp_path / "data").rglob("*.jsonl"))  # nothing was exported
+        sweep = run_cli("sweep", "--force", env=env)
+        assert sweep.returncode == 2 and "sweep is held by bot-b:202:y" in sweep.stderr
+        assert await store.release("sweep", "", "t-sweep")
+        swept = run_cli("sweep", "--force", env=env)
+        assert swept.returncode == 0, swept.stderr
+        assert swept.stdout.startswith("scanned 0")
+    finally:
+        await pool.close()
