@@ -166,7 +166,10 @@ class Memory:
         )
         #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(
-            BotMemoryStore(store.pool), store.embedder, settings, trail=self.trail
+            BotMemoryStore(store.pool, store.read_pool),
+            store.embedder,
+            settings,
+            trail=self.trail,
         )
         #: issue 14: automatic extraction; its model only when extraction is enabled
         self.extraction_model: ChatModel | None = None

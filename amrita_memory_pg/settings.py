@@ -473,6 +473,16 @@ class DatabaseSettings(_Section):
         description="postgresql:// DSN (`config show` prints it without credentials); "
         "empty = embedded PostgreSQL in <data_dir>/pg.",
     )
+    # issue 23: an optional streaming replica for reads
+    read_url: str = Field(
+        "",
+        description="postgresql:// DSN of a read replica (env DATABASE_READ_URL); empty = "
+        "every read goes to url. When set, the per-turn memory block and the list pages "
+        "(the admin page's memories, partitions and audit pages) read there; writes, searches (they log their recalls), "
+        "the tools' reads (a write then a read in one turn must see the write) and the L3 "
+        "loop stay on url. A replica lags by its replay delay: a page may show a write "
+        "a moment late.",
+    )
     pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
     pool_max_size: int = Field(10, ge=1, le=1000, description="Connections at most.")
     connect_timeout: float = Field(
@@ -531,7 +541,7 @@ class DatabaseSettings(_Section):
         "of it): another process takes over the work of one that died after this long.",
     )
 
-    @field_validator("url")
+    @field_validator("url", "read_url")
     @classmethod
     def _dsn_scheme(cls, value: str) -> str:
         if value and not value.startswith(("postgresql://", "postgres://")):
@@ -889,6 +899,7 @@ class Settings(BaseSettings):
 #: Reference (and conventional) environment variable names → settings path.
 LEGACY_ENV: dict[str, tuple[str, ...]] = {
     "DATABASE_URL": ("database", "url"),
+    "DATABASE_READ_URL": ("database", "read_url"),
     "VECTOR_DB_TYPE": ("vector_db", "type"),
     "VECTOR_DB_SERVER": ("vector_db", "server"),
     "VECTOR_DB_PORT": ("vector_db", "port"),

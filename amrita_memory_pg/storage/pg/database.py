@@ -257,9 +257,14 @@ def as_dict(record: Any) -> dict[str, Any]:
 class Database:
     """The server target plus an asyncpg pool on a schema at the current head."""
 
-    def __init__(self, target: ServerTarget, pool: asyncpg.Pool) -> None:
+    def __init__(
+        self, target: ServerTarget, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None
+    ) -> None:
         self.target = target
         self.pool = pool
+        #: where reads that may lag go (``[database] read_url``, a replica); the primary's
+        #: pool when none is configured
+        self.read_pool = read_pool if read_pool is not None else pool
 
     @classmethod
     async def open(cls, settings: Settings, *, upgrade: bool = True) -> Database:
@@ -286,14 +291,23 @@ class Database:
                     )
                 await migrate.upgrade(target.dsn)
             pool = await create_pool(target.dsn, settings.database)
+            read_pool = None
+            if settings.database.read_url:
+                try:
+                    read_pool = await create_pool(settings.database.read_url, settings.database)
+                except BaseException:
+                    await pool.close()
+                    raise
         except BaseException:
             target.release()
             raise
-        return cls(target, pool)
+        return cls(target, pool, read_pool)
 
     async def close(self) -> None:
         """Close the pool, then release the embedded server (it stops if we were the last)."""
         try:
+            if self.read_pool is not self.pool:
+                await self.read_pool.close()
             await self.pool.close()
         finally:
             self.target.release()
