@@ -179,3 +179,21 @@ async def test_the_cli_adds_a_memory_through_pgbouncer(
     finally:
         await conn.close()
     assert sorted(r["content"] for r in rows) == sorted(["用户喜欢猫", "用户住在上海"])
+
+
+async def test_db_upgrade_then_memory_add_on_an_empty_database_through_pgbouncer(
+    empty_db_dsn: str, bouncer: Bouncer, tmp_path: Path
+) -> None:
+    env = {
+        "DATABASE_URL": bouncer.dsn(urlsplit(empty_db_dsn).path.lstrip("/")),
+        "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "data"),
+        "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash",
+        "AMRITA_MEMORY_DATABASE__POOLER": "transaction",
+    }
+    upgraded = run_cli("db", "upgrade", env=env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "schema upgraded: (empty) -> " in upgraded.stdout
+    added = run_cli("memory", "add", "global", "机器人的名字叫小明", env=env)
+    assert added.returncode == 0, added.stderr
+    listed = run_cli("memory", "list", "global", env=env)
+    assert "机器人的名字叫小明" in listed.stdout
