@@ -69,7 +69,11 @@ class Bouncer:
 
 
 @contextmanager
-def run_pgbouncer(admin_dsn: str, workdir: Path, *, pool_size: int = 10) -> Iterator[Bouncer]:
+def run_pgbouncer(
+    admin_dsn: str, workdir: Path, *, pool_size: int = 10, login_retry: int = 15
+) -> Iterator[Bouncer]:
+    """``login_retry``: PgBouncer's ``server_login_retry`` (its default 15 s): how long it
+    waits after a failed server login, e.g. while the server restarts."""
     binary = shutil.which("pgbouncer") or (
         "/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None
     )
@@ -92,6 +96,7 @@ auth_file = {workdir}/userlist.txt
 pool_mode = transaction
 max_client_conn = 400
 default_pool_size = {pool_size}
+server_login_retry = {login_retry}
 server_reset_query =
 logfile = {workdir}/pgbouncer.log
 pidfile = {workdir}/pgbouncer.pid
