@@ -26,15 +26,27 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+import psutil
+
 from amrita_memory_pg.domain.errors import LeaseHeld
-from amrita_memory_pg.storage.leases import LeaseStore
+from amrita_memory_pg.storage.leases import Claim, LeaseStore
 
 log = logging.getLogger(__name__)
 
 LeaseKind = Literal["l3", "extraction", "sweep", "reembed", "backup"]
 
+
+def _started(pid: int) -> datetime | None:
+    """When process ``pid`` of this host started (None: no such process)."""
+    try:
+        return datetime.fromtimestamp(psutil.Process(pid).create_time(), UTC)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
 #: when this process started: part of its owner name (a reused pid is another process)
-PROCESS_STARTED = datetime.now(UTC)
+PROCESS_STARTED = _started(os.getpid()) or datetime.now(UTC)
+STAMP = "%Y%m%dT%H%M%SZ"
 
 #: (owner, kind, key) of the leases held by the current call chain
 _held: ContextVar[frozenset[tuple[str, str, str]]] = ContextVar(
@@ -44,7 +56,20 @@ _held: ContextVar[frozenset[tuple[str, str, str]]] = ContextVar(
 
 def process_owner() -> str:
     """``host:pid:start`` of this process, the name other processes are told."""
-    return f"{socket.gethostname()}:{os.getpid()}:{PROCESS_STARTED:%Y%m%dT%H%M%SZ}"
+    return f"{socket.gethostname()}:{os.getpid()}:{PROCESS_STARTED:{STAMP}}"
+
+
+def dead_here(owner: str) -> bool:
+    """Whether ``owner`` names a process of THIS host that is gone (its pid not running,
+    or running but started at another time: the pid was reused). Another host's process
+    is never judged dead here: its lease expires. Host names must be unique in the fleet
+    (a container's are, by default)."""
+    host, _, rest = owner.partition(":")
+    pid_text, _, stamp = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    started = _started(int(pid_text))
+    return started is None or f"{started:{STAMP}}" != stamp
 
 
 @dataclass
@@ -88,7 +113,13 @@ class Leases:
         token = secrets.token_hex(12)
         claim = await self.store.acquire(kind, key, self.owner, token, self.ttl)
         if not claim.acquired:
-            raise LeaseHeld(kind, key, claim.owner, claim.expires_at)
+            # killed on this host (kill -9, OOM): no need to wait for its lease to expire
+            if not (
+                dead_here(claim.owner)
+                and await self.store.take_over(kind, key, claim.token, self.owner, token, self.ttl)
+            ):
+                raise LeaseHeld(kind, key, claim.owner, claim.expires_at)
+            claim = Claim(True, self.owner, token, claim.expires_at, claim.owner)
         if claim.previous_owner is not None:
             log.warning(
                 "lease %s %r: taken over from %s, whose lease expired",

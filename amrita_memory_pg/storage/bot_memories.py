@@ -89,7 +89,7 @@ class BotMemoryStore:
         self._pool = pool
         #: the block's one read-only query may go to a replica (issue 23): it runs at the
         #: start of a turn, before the turn writes anything
-        self._read_pool = read_pool if read_pool is not None else pool
+        self._read_pool = read_pool if read_pool is not pool else None
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -109,7 +109,7 @@ class BotMemoryStore:
     ) -> BlockRows:
         """Memos, loaded scopes, candidates, relevant memories and the profile summary
         of ``profile_key`` (None: not asked for): one query."""
-        rows = await self._read_pool.fetch(
+        rows = await (self._read_pool or self._pool).fetch(
             query("memory_block"),
             list(dict.fromkeys(memo_keys)),
             chat_key,

@@ -51,6 +51,23 @@ class LeaseStore:
             previous_owner=row["previous_owner"],
         )
 
+    async def take_over(
+        self,
+        kind: str,
+        key: str,
+        dead_token: str,
+        owner: str,
+        token: str,
+        ttl_seconds: float,
+        now: datetime | None = None,
+    ) -> bool:
+        """Replace a dead process's claim before its expiry (False: the row moved on)."""
+        return bool(
+            await self.pool.fetchval(
+                query("lease_take_over"), kind, key, dead_token, owner, token, ttl_seconds, now
+            )
+        )
+
     async def renew(
         self, kind: str, key: str, token: str, ttl_seconds: float, now: datetime | None = None
     ) -> bool:

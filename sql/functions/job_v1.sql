@@ -133,3 +133,12 @@ BEGIN
     RETURN v_state;
 END;
 $$;
+
+COMMENT ON FUNCTION amrita_memory.job_start_v1(text, text, text, text, double precision, timestamptz) IS
+    'Start an admin-page job: one running job per kind across the fleet (advisory lock per kind); running rows without a heartbeat are marked lost first (FOR UPDATE SKIP LOCKED). See sql/functions/job_v1.sql.';
+COMMENT ON FUNCTION amrita_memory.job_beat_v1(text, text, text, bigint, bigint, timestamptz) IS
+    'The owner''s heartbeat with the job''s progress; returns whether a cancel was requested (NULL: not its running job).';
+COMMENT ON FUNCTION amrita_memory.job_finish_v1(text, text, text, text, bigint, bigint, text, text, timestamptz) IS
+    'The owner records the job''s end: done, failed or cancelled.';
+COMMENT ON FUNCTION amrita_memory.job_cancel_v1(text, text) IS
+    'Ask the owner of a running job to stop it (seen at its next heartbeat); returns the job''s state.';

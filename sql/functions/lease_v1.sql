@@ -127,3 +127,39 @@ LANGUAGE sql VOLATILE AS $$
         RETURNING 1)
     SELECT EXISTS (SELECT 1 FROM released);
 $$;
+
+
+-- A claim whose process is known dead (same host, its pid gone: the caller checked) is
+-- replaced now instead of after its expiry: only if the row is still that claim's
+-- (p_dead_token), so a live process that took it over meanwhile keeps it. Returns
+-- whether p_owner/p_token now hold the lease.
+CREATE OR REPLACE FUNCTION amrita_memory.lease_take_over_v1(
+    p_kind text,
+    p_key text,
+    p_dead_token text,
+    p_owner text,
+    p_token text,
+    p_ttl_seconds double precision,
+    p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql VOLATILE AS $$
+    WITH taken AS (
+        UPDATE amrita_memory.lease l
+           SET previous_owner = l.owner, owner = p_owner, token = p_token,
+               acquired_at = coalesce(p_now, clock_timestamp()),
+               renewed_at = coalesce(p_now, clock_timestamp()),
+               expires_at = coalesce(p_now, clock_timestamp())
+                            + make_interval(secs => p_ttl_seconds)
+         WHERE l.kind = p_kind AND l.lease_key = p_key AND l.token = p_dead_token
+        RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM taken);
+$$;
+
+COMMENT ON FUNCTION amrita_memory.lease_acquire_v1(text, text, text, text, double precision, timestamptz) IS
+    'Claim a lease of long work (kind, key) under a transaction-level advisory lock; a live lease of another claim is refused with its holder, an expired one taken over. See sql/functions/lease_v1.sql.';
+COMMENT ON FUNCTION amrita_memory.lease_renew_v1(text, text, text, double precision, timestamptz) IS
+    'The heartbeat of a lease claim: its expiry pushed to now + TTL; false when the claim lost the lease.';
+COMMENT ON FUNCTION amrita_memory.lease_release_v1(text, text, text) IS
+    'The end of the work: the claim''s lease row goes (another claim''s stays).';
+COMMENT ON FUNCTION amrita_memory.lease_take_over_v1(text, text, text, text, text, double precision, timestamptz) IS
+    'Replace a claim whose process is known dead (same host, pid gone) before its expiry, if the row is still that claim''s.';

@@ -22,3 +22,8 @@ SELECT kind, lease_key, owner, acquired_at, renewed_at, expires_at, previous_own
        expires_at > coalesce($1::timestamptz, clock_timestamp()) AS live
   FROM amrita_memory.lease
  ORDER BY kind, lease_key;
+
+-- name: lease_take_over
+-- Replace dead claim $3 of ($1, $2) (its process is gone: same host, pid not running)
+-- with owner $4 / claim $5 for $6 seconds from $7; false = the row is no longer it.
+SELECT amrita_memory.lease_take_over_v1($1, $2, $3, $4, $5, $6, $7) AS taken;
