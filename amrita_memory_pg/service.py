@@ -12,8 +12,9 @@ opened by :func:`amrita_memory_pg.open_memory` (the composition module ``bootstr
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, ke
 from amrita_memory_pg.domain.errors import LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel
 from amrita_memory_pg.domain.records import SweepReport
+from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.services.bot_memories import BotMemories, Speaker
 from amrita_memory_pg.services.consolidation import (
@@ -37,6 +39,7 @@ from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
+from amrita_memory_pg.services.proactive import Delivery, PrivateSend, deliver
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
@@ -57,28 +60,53 @@ from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 
 log = logging.getLogger(__name__)
+#: A host's tool lent to the loop (``allowed_tools``): its arguments → its text reply.
+HostTool = Callable[[dict[str, Any]], Awaitable[str]]
 
 
 class RegistryLoopTools:
-    """The consolidation registry as the runner sees it: each call in its cycle's context."""
+    """The consolidation registry as the runner sees it: each call in its cycle's context,
+    plus the host's tools lent to the loop (``allowed_tools`` of other plugins: offered
+    in every cycle, called with the arguments as given)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
+        #: name → (OpenAI schema, call), see :meth:`Memory.lend_loop_tool`
+        self.host: dict[str, tuple[dict[str, Any], HostTool]] = {}
 
     def names(self) -> list[str]:
-        return self.registry.names()
+        return [*self.registry.names(), *self.host]
 
     def schemas(self) -> list[dict[str, Any]]:
-        return self.registry.schemas()
+        return [*self.registry.schemas(), *(schema for schema, _ in self.host.values())]
 
     def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self.registry.offered(context)
+        return [*self.registry.offered(context), *(schema for schema, _ in self.host.values())]
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, cycle: CycleContext
     ) -> str:
+        lent = self.host.get(name)
+        if lent is not None:
+            return await _call_host_tool(name, lent[1], arguments)
         ctx = ToolContext(platform="l3", user_id=key_subject(cycle.target_key), cycle=cycle)
         return await self.registry.call(name, arguments, ctx)
+
+
+async def _call_host_tool(
+    name: str, call: HostTool, arguments: Mapping[str, Any] | str | None
+) -> str:
+    """One lent host tool; its failure is the loop's error envelope, never a crash."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
+        if isinstance(arguments, Mapping):
+            args = dict(arguments)
+        if not isinstance(args, dict):
+            raise ValueError("arguments must be a JSON object")
+        return str(await call(args))
+    except Exception as exc:  # another plugin's tool: report, never break the cycle
+        reason = redact(str(exc).strip() or type(exc).__name__)
+        return json.dumps({"status": "error", "message": f"{name}: {reason}"}, ensure_ascii=False)
 
 
 class Memory:
@@ -133,6 +161,8 @@ class Memory:
         #: where the scheduler and the knowledge base plug into a cycle
         self.l3_hooks = L3Hooks()
         self._loop_model: ChatClient | None = None
+        self._host_model: ChatModel | None = None
+        self._from_host: Callable[[], bool] = lambda: True
         llm_settings = loop_llm(settings)
         if settings.subconscious.enabled and is_configured(llm_settings):
             self._loop_model = ChatClient(llm_settings)
@@ -147,7 +177,10 @@ class Memory:
             else None
         )
         self.prompts = Prompts(settings.subconscious)
-        loop = LoopDeps(
+        #: where the loop's model comes from: "configured" (``[subconscious] llm_*`` or
+        #: ``LLM_*``), "host" (:meth:`use_host_model`) or "none"
+        self.loop_model_source = "configured" if cycle_llm is not None else "none"
+        self.loop = loop = LoopDeps(
             store=self.consolidation,
             activity=self.activity,
             prompts=self.prompts,
@@ -197,6 +230,10 @@ class Memory:
         )
         #: the chat LLM's tools, served by :meth:`call_tool` and :meth:`tool_schemas`
         self.tools = self.registries["chat"]
+        #: sends a private message to a personal partition's user (the integration sets
+        #: it: NoneBot's send_private_msg); None: proactive messages wait for the
+        #: target's next private message
+        self.private_send: PrivateSend | None = None
         #: the L3 runner (a ``CycleRunner``), None when the loop is not enabled
         self.consolidator: Consolidator | None = None
         if "consolidation" in self.registries:
@@ -233,6 +270,68 @@ class Memory:
             self.l3_hooks.on_failure.append(self._release_suggestions)
             self.l3_hooks.pending_suggestions = self.knowledge.pending_suggestions
             self.l3_hooks.profile_changed_at = self._profile_changed_at
+            # The user comes first: a message of the target aborts its running cycle.
+            self.l3_hooks.interrupted = self.scheduling.interrupted
+            # Proactive messages go out when the loop decides (through private_send).
+            self.l3_hooks.send_now = self._send_now
+
+    def lend_loop_tool(self, schema: Mapping[str, Any], call: HostTool) -> bool:
+        """Offer a host's tool (AmritaBot: another plugin's, named in ``[subconscious]
+        allowed_tools``) to the loop in every cycle. False when the loop is off or the
+        name is taken (our own tools win)."""
+        if self.consolidator is None or not isinstance(self.consolidator.tools, RegistryLoopTools):
+            return False
+        tools = self.consolidator.tools
+        name = str(schema["function"]["name"])
+        if name in tools.names():
+            return False
+        tools.host[name] = (dict(schema), call)
+        return True
+
+    def configured_loop_model(self) -> tuple[ChatModel, str] | None:
+        """The loop's configured endpoint (model, name), if any: a host model's fallback."""
+        llm = self.consolidator.llm if self.consolidator is not None else None
+        if self._loop_model is None or llm is None:
+            return None
+        return self._loop_model, llm.model_name
+
+    def use_host_model(
+        self,
+        model: ChatModel,
+        label: Callable[[], str],
+        from_host: Callable[[], bool] = lambda: True,
+    ) -> bool:
+        """Run the L3 loop (cycles, proactive messages, session summaries) on the host's
+        chat model — AmritaBot's preset, as the reference did — unless ``[subconscious]
+        llm_base_url`` / ``llm_model`` name an endpoint of the loop's own (the override).
+        ``label`` names the model a call goes to now. Returns whether the host's is used."""
+        sub = self.settings.subconscious
+        if self.consolidator is None or sub.llm_base_url or sub.llm_model:
+            return False
+        cycle_llm = CycleLlm(
+            model, self.consolidation, model_name="host", clock=utcnow, label=label
+        )
+        self.consolidator.llm = cycle_llm
+        self.loop.llm = cycle_llm
+        self.loop_model_source = "host"
+        self._host_model = model
+        self._from_host = from_host
+        return True
+
+    def loop_model_label(self) -> str:
+        """Which model a cycle will use, for ``/memory dmn`` and the logs."""
+        llm = self.consolidator.llm if self.consolidator is not None else None
+        if llm is None:
+            return (
+                "未配置（[subconscious] llm_* 或 LLM_BASE_URL/LLM_MODEL，或 AmritaBot 的模型预设）"
+            )
+        sub = self.settings.subconscious
+        where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
+        if self.loop_model_source == "host":
+            if self._from_host():
+                return f"{llm.name()}（AmritaBot 当前模型预设）"
+            return f"{llm.name()}（AmritaBot 没有模型预设：配置的端点 {where}）"
+        return f"{llm.name()}（配置的端点 {where}）"
 
     async def _profile_changed_at(self, target_key: str) -> datetime | None:
         """When the target's profile last changed (None: it has none yet)."""
@@ -333,6 +432,25 @@ class Memory:
             log.info("decay sweep held by %s; skipped until the next interval", held.owner)
             return None
 
+    async def send_pending(
+        self, target_key: str, send: PrivateSend | None = None
+    ) -> Delivery | None:
+        """Send the loop's pending proactive messages for a personal target now, through
+        ``send`` or the integration's :attr:`private_send`; a failed send keeps its
+        message for the next attempt. None when there is no sender or sending is off."""
+        sub = self.settings.subconscious
+        sender = send or self.private_send
+        if sender is None or not (sub.enabled and sub.allow_send_to_user):
+            return None
+        return await deliver(self.consolidation, target_key, sender, utcnow())
+
+    async def _send_now(self, target_key: str) -> tuple[int, list[str]] | None:
+        """The runner's hook after ``subconscious_send_to_user`` queued a message."""
+        delivery = await self.send_pending(target_key)
+        if delivery is None:
+            return None
+        return len(delivery.sent), [reason for _m, reason in delivery.failed]
+
     async def take_pending_messages(self, target_key: str) -> list[PendingMessage]:
         """The loop's proactive messages for a personal partition, each returned only once.
 
@@ -354,6 +472,8 @@ class Memory:
         await self.trail.flush()  # never raises: a failed log write is a warning
         if self._loop_model is not None:
             await self._loop_model.aclose()
+        if self._host_model is not None:
+            await self._host_model.aclose()
         try:
             if isinstance(self.extraction_model, ChatClient):
                 await self.extraction_model.aclose()

@@ -94,6 +94,7 @@ async def import_legacy_command(
     """
     from amrita_memory_pg.bootstrap import open_store
     from amrita_memory_pg.maintenance.legacy_import import import_legacy
+    from amrita_memory_pg.maintenance.legacy_prompts import legacy_prompts
 
     if write_config is not None and write_config.exists():
         raise click.ClickException(f"{write_config} 已存在，不覆盖")
@@ -114,6 +115,11 @@ async def import_legacy_command(
             bar.close()
     for line in report.render():
         click.echo(line)
+    prompts = legacy_prompts(old_data_dir)
+    if prompts:
+        click.echo("\n旧插件的 L3 提示词模板（均未导入）:")
+        for prompt in prompts:
+            click.echo(f"  {prompt.path}: {prompt.reason}")
     if report.config_toml is not None:
         click.echo("\n旧配置翻译为本插件的 config.toml（请检查）:")
         for note in report.config_notes:

@@ -182,10 +182,11 @@ async def backup_create(state: CliState) -> None:
 @click.pass_obj
 def backup_list(state: CliState) -> None:
     """List backups, oldest first."""
-    from amrita_memory_pg.maintenance.backup import list_backups
+    from amrita_memory_pg.maintenance.backup import list_backups, pinned_backup
 
     directory = state.settings.resolved_data_dir() / "backups"
     infos = list_backups(directory)
+    pinned = pinned_backup(infos)
     if not infos:
         click.echo("无备份")
         return
@@ -194,7 +195,78 @@ def backup_list(state: CliState) -> None:
         when = info.created_at.strftime("%Y-%m-%d %H:%M:%S UTC") if info.created_at else "?"
         click.echo(
             f"  {info.stem}  {info.counts.get('memory', '?')} 条  {when}  {info.size // 1024} KB  {info.reason}"
+            + ("  （破坏性操作前的备份，不会被轮换删除）" if info.stem == pinned else "")
         )
+
+
+@backup.command("verify")
+@click.argument("name")
+@click.pass_obj
+@run_async
+async def backup_verify(state: CliState, name: str) -> None:
+    """Restore backup NAME (stem or file) into a throwaway database and compare every table.
+
+    The database is created on the same server (needs CREATEDB) and dropped afterwards;
+    exit status 1 when a table's rows or checksum differ from what was backed up."""
+    from amrita_memory_pg.maintenance.verify import verify_backup
+
+    async with opened(state) as store:
+        report = await verify_backup(store, name)
+    for kind, found in report.found.items():
+        click.echo(f"{kind}: {len(found)} 张表已恢复并比对")
+    if report.ok:
+        rows = sum(n for n, _ in report.expected.values())
+        click.echo(f"备份 {report.backup.stem} 完好: {len(report.expected)} 张表, {rows} 行")
+        return
+    for problem in report.problems:
+        click.echo(f"  {problem}", err=True)
+    raise click.ClickException(f"备份 {report.backup.stem} 校验失败（{len(report.problems)} 处）")
+
+
+@backup.command("scheduled")
+@click.option("--force", is_flag=True, help="Take a scheduled backup now, due or not.")
+@click.pass_obj
+@run_async
+async def backup_scheduled(state: CliState, force: bool) -> None:
+    """Run the [backup] schedule once (for cron): back up and verify if a slot is due.
+
+    Safe from every host at once: one process of the fleet claims each slot."""
+    from amrita_memory_pg.maintenance.scheduled import run_scheduled_backup
+
+    async with opened(state) as store:
+        outcome = await run_scheduled_backup(store, force=force)
+    if outcome.slot is None:
+        click.echo("未配置 [backup] schedule（--force 可立即备份）")
+        return
+    if not outcome.claimed:
+        click.echo(f"时段 {outcome.slot.isoformat()} 已由其他进程备份或尚未到期")
+        return
+    if outcome.backup is not None:
+        click.echo(f"已备份到 {outcome.backup.jsonl_path}")
+    if outcome.verify is not None and outcome.verify.ok:
+        click.echo("  校验通过")
+    if not outcome.ok:
+        raise click.ClickException(f"定时备份失败: {outcome.error}")
+
+
+@backup.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def backup_delete(state: CliState, name: str, yes: bool) -> None:
+    """Delete backup NAME (both files), e.g. a pre-destructive one rotation never removes."""
+    from amrita_memory_pg.domain.errors import BackupError
+    from amrita_memory_pg.maintenance.backup import delete_backup, find_backup
+
+    directory = state.settings.resolved_data_dir() / "backups"
+    try:
+        info = find_backup(directory, name)
+        if not yes:
+            click.confirm(f"删除备份 {info.stem}（{info.reason}）？", default=False, abort=True)
+        delete_backup(directory, info.stem)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"已删除 {info.stem}")
 
 
 @backup.command("restore")

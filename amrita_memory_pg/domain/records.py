@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
+from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.importance import level_to_label
 
 Scope = Literal["user", "group", "global"]
@@ -115,6 +116,45 @@ class SearchFilter:
     tags: tuple[str, ...] | None = None
     #: only memories of this category (None = any)
     category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """One memory to write, whole, with its embedding: what the repository's ``add`` and
+    ``write`` take and bind, by argument name, to ``insert_memory_v3`` / ``write_memory_v2``
+    (``storage/memories.py``, :func:`insert_args`)."""
+
+    partition_key: str
+    scope: Scope
+    content: str
+    #: the content's embedding, made before any transaction
+    vector: Any
+    #: the embedder's fingerprint, checked against the store's by the insert
+    fingerprint: str
+    now: datetime
+    tags: tuple[str, ...] = ()
+    importance: int = 5
+    category: Category | None = None
+    source: Source = "auto"
+    author: str | None = None
+    #: the content's search tokens (None = left to the token backfill)
+    tokens: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """One search of one partition, whole: what the repository and the vector backend
+    take (issue 22), and what the pgvector backend binds, by argument name, to
+    ``search_memories_v5`` (``storage/pgvector.py``, :func:`search_args`)."""
+
+    partition_key: str
+    #: the query's embedding (None in keyword mode, which embeds nothing)
+    vector: Any
+    now: datetime
+    top_k: int = 5
+    ranking: Ranking = Ranking()
+    where: SearchFilter = SearchFilter()
+    decay: DecayPolicy = DecayPolicy()  # noqa: RUF009 - frozen, shared safely
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,19 @@ appear under their final name only when complete. Rotation keeps
 ``REEMBED_BACKUP_KEEP`` backups and never deletes the one being restored.
 
 JSONL format: line 1 is a header (``format``, ``version``, ``fingerprint``, model,
-``dim``, ``counts``); then one object per row with ``type`` = ``memory`` | ``memo`` |
-``knowledge`` | ``profile`` | ``profile_history`` | ``permission_grant``; vectors are base64 of little-endian float32 (``embedding_f32le``), exact
-and compact. The reference plugin's ``embed_backup_*.json`` files restore too (their
-texts are re-embedded with the configured model), which is how its users migrate.
+``dim``, ``counts`` and, from version 2, ``digests``: rows and a content digest of every
+table it carries); then one object per row with ``type`` = ``memory`` | ``memo`` |
+``knowledge`` | ``profile`` | ``profile_history`` | ``permission_grant`` (columns as
+fields; vectors are base64 of little-endian float32, ``embedding_f32le``, exact and
+compact), or, from version 2, the name of one of :data:`GENERIC_TABLES` with the row's
+canonical JSON under ``row``. Version 2 carries every table of the schema but those in
+:data:`NOT_BACKED_UP` (each with the reason); a test reads the catalogue, so a new table
+is in one or the other. The reference plugin's ``embed_backup_*.json`` files restore too
+(their texts are re-embedded with the configured model), which is how its users migrate.
+
+Retention (:func:`rotate`) is per reason: the newest N of each, so routine backups
+(manual, web, scheduled) never push out the one taken before a destructive step
+(``before-*``: clear, re-embed, restore); the newest of those is never rotated at all.
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from amrita_memory_pg.storage.queries import query
 log = logging.getLogger(__name__)
 
 FORMAT = "amrita_memory_pg.backup"
-VERSION = 1
+VERSION = 2
 PREFIX = "amrita_memory_"
 _STEM = re.compile(r"^amrita_memory_\d{8}T\d{6}_\d{6}Z_[0-9a-f]{6}$")
 
@@ -115,6 +124,50 @@ DERIVED_COLUMNS: dict[str, frozenset[str]] = {
     # search_len is generated from search_tokens
     "knowledge": frozenset({"search_tokens", "search_len"}),
 }
+
+
+#: tables a version-2 backup carries as whole rows (every column the table holds, minus
+#: DERIVED_COLUMNS), exported and restored by the SQL functions of backup_v1.sql, in
+#: restore order: a table before any table that refers to it (token_usage → cycle)
+GENERIC_TABLES: tuple[str, ...] = (
+    "l3_state",  # L3 penalties, plans, next windows
+    "activity_heatmap",
+    "consolidation_cycle",  # L3 runs
+    "token_usage",
+    "pending_message",  # L3 messages not yet delivered
+    "extraction_run",
+    "chat_log",  # what extraction and L3 read (chat_log_keep lines per session)
+    "knowledge_suggestion",
+    "paused_partition",
+    "loaded_scope",
+    "memory_access",
+    "memory_change",  # the change history: restored as it was, no "system" rows
+    "admin_audit",
+)
+#: tables of the schema a backup does NOT carry, and why: each describes this server or a
+#: job in progress, not the store, or is rebuilt. Extend it for every new table that is
+#: not data (expected soon: a lease/job table, web sessions — a restore logs people out).
+NOT_BACKED_UP: dict[str, str] = {
+    "alembic_version": "the schema revision: the header records it, migrations rebuild it",
+    "store_meta": "the model and key format: carried in the header and written from it",
+    "reembed_job": "a re-embed in progress: its vectors belong to the rows a restore replaces",
+    "reembed_staging": "staged vectors of a re-embed in progress (see reembed_job)",
+    "sweep_state": "the decay sweep's cursor: a restore starts it from the beginning",
+    "ann_index": "this server's per-partition ANN indexes: a dump carries them, else rebuilt",
+    "backup_schedule": "which scheduled backup slot this fleet last ran",
+}
+#: every table a version-2 backup carries, in restore order
+BACKED_UP: tuple[str, ...] = (*EXPORT_COLUMNS, *GENERIC_TABLES)
+#: reasons of backups taken right before a destructive step (clear, re-embed, restore):
+#: rotation never removes the newest of them
+DESTRUCTIVE_PREFIX = "before"
+
+
+def retention_group(reason: str) -> str:
+    """The reason a backup is rotated under: ``before clearing <key>`` → ``before-clear``."""
+    if reason.startswith("before clearing"):
+        return "before-clear"
+    return reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +287,7 @@ async def create_backup(
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
             snapshot = await conn.fetchval(query("export_snapshot"))
-            meta = await store_meta.read(conn)
-            counts = await store_counts(conn)
-            revision = await migrate.current_revision(conn)
+            # pg_dump starts first: it reads the snapshot while the digests are computed
             dump = asyncio.ensure_future(
                 run_tool(
                     pg_tool("pg_dump"),
@@ -248,6 +299,10 @@ async def create_backup(
                 )
             )
             try:
+                meta = await store_meta.read(conn)
+                digests = await table_digests(conn)
+                counts = {table: rows for table, (rows, _digest) in digests.items()}
+                revision = await migrate.current_revision(conn)
                 header = {
                     "format": FORMAT,
                     "version": VERSION,
@@ -260,6 +315,7 @@ async def create_backup(
                     "base_url": meta.base_url,
                     "dim": meta.dim,
                     "counts": counts,
+                    "digests": {table: digest for table, (_rows, digest) in digests.items()},
                 }
                 total = sum(counts.values())
                 written = 0
@@ -269,6 +325,13 @@ async def create_backup(
                     for kind in EXPORT_COLUMNS:
                         async for row in export_rows(conn, kind):
                             out.write(_row_to_json(kind, row) + "\n")
+                            written += 1
+                            if written % PROGRESS_EVERY == 0:
+                                report("export", written, total)
+                    for table in GENERIC_TABLES:
+                        async for row in export_table(conn, table):
+                            # the row is the server's canonical jsonb text: written as is
+                            out.write(f'{{"type": "{table}", "row": {row[0]}}}\n')
                             written += 1
                             if written % PROGRESS_EVERY == 0:
                                 report("export", written, total)
@@ -282,7 +345,11 @@ async def create_backup(
             tmp.unlink(missing_ok=True)
         raise
     info = BackupInfo(stem, directory, now, reason, counts, meta.fingerprint, meta.model)
-    rotate(directory, keep if keep is not None else store.settings.embedding.reembed_backup_keep)
+    rotate(
+        directory,
+        keep if keep is not None else store.settings.embedding.reembed_backup_keep,
+        keep_scheduled=store.settings.backup.keep_scheduled,
+    )
     report("done", written, total)
     return info
 
@@ -311,20 +378,58 @@ def clean_stale_parts(directory: Path, legacy_age: float = 3600) -> list[str]:
     return removed
 
 
-def rotate(directory: Path, keep: int, protect: set[str] | None = None) -> list[str]:
-    """Delete all but the newest ``keep`` backups (never one named in ``protect``)."""
-    stems = sorted(
-        {
-            p.name.split(".")[0]
-            for p in directory.glob(f"{PREFIX}*")
-            if _STEM.match(p.name.split(".")[0])
-        }
-    )
-    doomed = [s for s in stems[: max(0, len(stems) - keep)] if s not in (protect or set())]
+def rotate(
+    directory: Path,
+    keep: int,
+    protect: set[str] | None = None,
+    *,
+    keep_scheduled: int | None = None,
+) -> list[str]:
+    """Delete all but the newest ``keep`` backups of each reason (``keep_scheduled`` for
+    scheduled ones); never one named in ``protect``, never the newest pre-destructive one.
+
+    Per reason, so a day of manual or scheduled backups never rotates out the backup
+    taken before a clear, a re-embed or a restore: that one stays until an operator
+    removes it (``amrita-memory backup delete``)."""
+    infos = list_backups(directory)  # oldest first
+    groups: dict[str, list[str]] = {}
+    for info in infos:
+        groups.setdefault(retention_group(info.reason), []).append(info.stem)
+    kept = set(protect or set())
+    pinned = pinned_backup(infos)
+    if pinned is not None:
+        kept.add(pinned)
+    doomed: list[str] = []
+    for group, stems in groups.items():
+        n = keep_scheduled if group == "scheduled" and keep_scheduled is not None else keep
+        doomed += [s for s in stems[: max(0, len(stems) - n)] if s not in kept]
     for stem in doomed:
         for suffix in (".jsonl", ".dump"):
             (directory / f"{stem}{suffix}").unlink(missing_ok=True)
-    return doomed
+    return sorted(doomed)
+
+
+def pinned_backup(infos: list[BackupInfo]) -> str | None:
+    """The stem rotation never removes: the newest backup taken before a destructive step."""
+    destructive = [i.stem for i in infos if i.reason.startswith(DESTRUCTIVE_PREFIX)]
+    return destructive[-1] if destructive else None
+
+
+def delete_backup(directory: Path, stem: str) -> BackupInfo:
+    """Remove one backup (both files): how an operator lets go of a pre-destructive one."""
+    info = find_backup(directory, stem)
+    for path in (info.jsonl_path, info.dump_path):
+        path.unlink(missing_ok=True)
+    return info
+
+
+def find_backup(directory: Path, name: str) -> BackupInfo:
+    """The backup named ``name`` (its stem, or either file's name or path)."""
+    stem = Path(name).name.split(".")[0]
+    for info in list_backups(directory):
+        if info.stem == stem:
+            return info
+    raise BackupError(f"no backup named {stem} in {directory}")
 
 
 def read_header(path: Path) -> dict[str, Any]:
@@ -388,6 +493,26 @@ def export_sql(kind: str) -> str:
     if kind == "permission_grant":
         return query("export_permission_grants")
     raise ValueError(f"no export for {kind!r}")
+
+
+async def table_digests(conn: Any) -> dict[str, tuple[int, str]]:
+    """Rows and content digest of every table a backup carries (table_digest_v1), in the
+    caller's transaction: what the header records and ``backup verify`` compares."""
+    out: dict[str, tuple[int, str]] = {}
+    for table in BACKED_UP:
+        skip = sorted(DERIVED_COLUMNS.get(table, frozenset()))
+        row = await conn.fetchrow(query("table_digest"), table, skip)
+        out[table] = (int(row["row_count"]), str(row["digest"]))
+    return out
+
+
+def export_table(conn: Any, table: str) -> AsyncIterator[asyncpg.Record]:
+    """Every row of one of GENERIC_TABLES as canonical JSON text, streamed."""
+    skip = sorted(DERIVED_COLUMNS.get(table, frozenset()))
+    rows: AsyncIterator[asyncpg.Record] = conn.cursor(
+        query("export_table_rows"), table, skip, prefetch=500
+    )
+    return rows
 
 
 def export_rows(conn: Any, kind: str) -> AsyncIterator[asyncpg.Record]:

@@ -4,6 +4,11 @@ A safety backup of the current store is always taken first; an empty backup neve
 a non-empty store unless forced; every file is validated completely before anything is
 written, and the write is one transaction. A backup made under another model is
 restored verbatim and then re-embedded through the one model-change sequence.
+
+Every table the backup carries comes back as it was, the change history included: the
+history rows the restore's own deletes and inserts make (the trail trigger records them
+as ``system``) are removed in the same transaction before the backup's history is
+copied in. A version-1 backup (six kinds) leaves the tables it does not carry alone.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from amrita_memory_pg.domain.records import origin_before_recorded
 from amrita_memory_pg.maintenance.backup import (
     ARRAY_COLUMNS,
     EXPORT_COLUMNS,
+    GENERIC_TABLES,
     GRANT_COLUMNS,
     TIMESTAMP_COLUMNS,
     BackupInfo,
@@ -35,6 +41,7 @@ from amrita_memory_pg.maintenance.backup import (
     rotate,
     run_tool,
     store_counts,
+    table_digests,
 )
 from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.legacy_import import ImportReport, merge_memories
@@ -66,17 +73,27 @@ class RestoreReport:
     skipped: int = 0
 
 
-def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def _iter_jsonl(path: Path, only: str | None = None) -> Iterator[dict[str, Any]]:
+    """The rows of a JSONL backup; with ``only``, lines our writer made for another kind
+    (they start with their ``"type"``) are skipped unparsed — a restore reads the file
+    once per kind, and validate_jsonl has parsed every line before."""
+    other = '{"type": "'
+    mine = f'{other}{only}"'
     with path.open(encoding="utf-8") as handle:
         handle.readline()  # header
         for number, line in enumerate(handle, start=2):
             if not line.strip():
                 continue
+            if only is not None and line.startswith(other) and not line.startswith(mine):
+                continue
             try:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise BackupError(f"{path.name} line {number} is not JSON: {exc.msg}") from exc
-            if not isinstance(item, dict) or item.get("type") not in EXPORT_COLUMNS:
+            if not isinstance(item, dict) or not (
+                item.get("type") in EXPORT_COLUMNS
+                or (item.get("type") in GENERIC_TABLES and isinstance(item.get("row"), dict))
+            ):
                 raise BackupError(f"{path.name} line {number} has no valid type")
             yield item
 
@@ -138,15 +155,18 @@ async def _guard_empty(store: Store, incoming: int, force: bool) -> None:
 
 
 async def _safety_backup(store: Store, protect: Path) -> BackupInfo | None:
+    """A backup of the current store unless every table a backup carries is empty (an
+    audit trail or a change history alone is worth keeping too)."""
     async with store.pool.acquire() as conn:
-        counts = await store_counts(conn)
-    if not any(counts.values()):
+        tables = await table_digests(conn)
+    if not any(rows for rows, _digest in tables.values()):
         return None
     info = await create_backup(store, reason="before-restore", keep=10**6)
     rotate(
         info.directory,
         store.settings.embedding.reembed_backup_keep,
         protect={protect.name.split(".")[0], info.stem},
+        keep_scheduled=store.settings.backup.keep_scheduled,
     )
     return info
 
@@ -162,48 +182,103 @@ async def _after_restore(store: Store, report: RestoreReport) -> RestoreReport:
         # the safety backup was taken before the restore: no second one
         result = await change_model(store, backup=False)
         report.reembedded = result.embedded
+    rebuild = getattr(store.backend, "rebuild", None)
+    if rebuild is not None:
+        # an external index (chroma) holds the replaced rows' vectors: refill it
+        await rebuild(store.pool)
     async with store.pool.acquire() as conn:
         report.counts = await store_counts(conn)
     return report
 
 
-async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreReport:
-    header = read_header(path)
+def carried_kinds(header: dict[str, Any]) -> tuple[str, ...]:
+    """The kinds a backup carries, in restore order: its header's counts (version 1: the
+    six kinds of EXPORT_COLUMNS, version 2: every backed-up table)."""
+    counts = header.get("counts") or {}
+    known = (*EXPORT_COLUMNS, *GENERIC_TABLES)
+    return tuple(k for k in known if k in counts) if counts else tuple(EXPORT_COLUMNS)
+
+
+def validate_jsonl(path: Path, header: dict[str, Any]) -> dict[str, int]:
+    """Read every line (JSON, a known type) and check the rows per kind against the header."""
     counts = {k: int(v) for k, v in (header.get("counts") or {}).items()}
-    # Validate every line before touching anything.
-    seen = dict.fromkeys(EXPORT_COLUMNS, 0)
+    seen = dict.fromkeys(carried_kinds(header), 0)
     for item in _iter_jsonl(path):
+        if item["type"] not in seen:
+            raise BackupError(f"{path.name} holds {item['type']} rows its header does not count")
         seen[item["type"]] += 1
     if counts and seen != {k: counts.get(k, 0) for k in seen}:
         raise BackupError(f"{path.name} is incomplete: header counts {counts}, found {seen}")
-    await _guard_empty(store, seen["memory"], force)
-    report = RestoreReport(source=path, kind="jsonl")
-    report.safety_backup = await _safety_backup(store, path)
+    return seen
+
+
+#: rows of one generic table sent per import_table_rows call
+IMPORT_BATCH = 500
+
+
+async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
+    """Replace what the backup carries with its rows, in the caller's transaction.
+
+    Shared by restore and ``backup verify`` (into a throwaway database)."""
+    kinds = carried_kinds(header)
+    await _replace_all(conn)
+    for table in reversed(GENERIC_TABLES):
+        if table in kinds:
+            await conn.fetchval(query("clear_table"), table)
 
     async def rows(kind: str, columns: tuple[str, ...]) -> AsyncIterator[tuple[Any, ...]]:
-        for item in _iter_jsonl(path):
+        for item in _iter_jsonl(path, kind):
             if item["type"] == kind:
                 yield _record(item, columns)
 
+    # the table of each kind is named as the kind
+    for kind, columns in EXPORT_COLUMNS.items():
+        if kind == "permission_grant":
+            continue  # merged below: a restore never revokes a grant made since
+        await conn.copy_records_to_table(
+            kind, schema_name="amrita_memory", columns=list(columns), records=rows(kind, columns)
+        )
+    grants = [
+        _record(i, GRANT_COLUMNS)
+        for i in _iter_jsonl(path, "permission_grant")
+        if i["type"] == "permission_grant"
+    ]
+    if grants:
+        await conn.executemany(query("merge_restored_grant"), grants)
+    if "memory_change" in kinds:
+        # the deletes and inserts above were recorded as "system" changes: the backup's
+        # history replaces them, so the restore leaves no trace of its own in it
+        await conn.fetchval(query("clear_table"), "memory_change")
+    for table in GENERIC_TABLES:
+        if table not in kinds:
+            continue
+        batch: list[dict[str, Any]] = []
+        for item in _iter_jsonl(path, table):
+            if item["type"] == table:
+                batch.append(item["row"])
+                if len(batch) >= IMPORT_BATCH:
+                    await conn.fetchval(
+                        query("import_table_rows"), table, json.dumps(batch, ensure_ascii=False)
+                    )
+                    batch = []
+        if batch:
+            await conn.fetchval(
+                query("import_table_rows"), table, json.dumps(batch, ensure_ascii=False)
+            )
+        await conn.fetchval(query("reset_table_identity"), table)
+
+
+async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreReport:
+    header = read_header(path)
+    # Validate every line before touching anything.
+    seen = validate_jsonl(path, header)
+    await _guard_empty(store, seen.get("memory", 0), force)
+    report = RestoreReport(source=path, kind="jsonl")
+    report.safety_backup = await _safety_backup(store, path)
+
     async with store.pool.acquire() as conn, conn.transaction():
         await lift_statement_timeout(conn)  # one transaction over the whole backup
-        await _replace_all(conn)
-        # the table of each kind is named as the kind
-        for kind, columns in EXPORT_COLUMNS.items():
-            if kind == "permission_grant":
-                continue  # merged below: a restore never revokes a grant made since
-            table = kind
-            await conn.copy_records_to_table(
-                table,
-                schema_name="amrita_memory",
-                columns=list(columns),
-                records=rows(kind, columns),
-            )
-        grants = [
-            _record(i, GRANT_COLUMNS) for i in _iter_jsonl(path) if i["type"] == "permission_grant"
-        ]
-        if grants:
-            await conn.executemany(query("merge_restored_grant"), grants)
+        await load_jsonl(conn, path, header)
         await store_meta.write_model(
             conn,
             fingerprint=header.get("fingerprint"),
@@ -223,32 +298,43 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
 
     dsn = store.dsn
     with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "restore.sql"
-        await run_tool(
-            pg_tool("pg_restore"), f"--file={script}", "--no-owner", "--no-privileges", str(path)
-        )
+        script = await dump_script(path, Path(tmp))
         text = script.read_text(encoding="utf-8")
         incoming = _copy_rows(text, "amrita_memory.memory")
         await _guard_empty(store, incoming, force)
         report = RestoreReport(source=path, kind="dump")
         report.safety_backup = await _safety_backup(store, path)
-        await run_tool(
-            pg_tool("psql"),
-            "--no-psqlrc",
-            "--quiet",
-            "--single-transaction",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-c",
-            query("drop_store_schema"),
-            "-f",
-            str(script),
-            dsn,
-        )
+        await replay_dump(script, dsn)
     # The pool's prepared statements and type caches refer to dropped objects.
     await store.pool.expire_connections()
     await migrate.upgrade(dsn)  # a dump from an older version comes up to head
     return await _after_restore(store, report)
+
+
+async def dump_script(path: Path, tmp: Path) -> Path:
+    """The SQL script of a ``.dump`` (pg_restore --file), written under ``tmp``."""
+    script = tmp / "restore.sql"
+    await run_tool(
+        pg_tool("pg_restore"), f"--file={script}", "--no-owner", "--no-privileges", str(path)
+    )
+    return script
+
+
+async def replay_dump(script: Path, dsn: str) -> None:
+    """Drop our schema and replay a dump's script, in ONE transaction (psql)."""
+    await run_tool(
+        pg_tool("psql"),
+        "--no-psqlrc",
+        "--quiet",
+        "--single-transaction",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-c",
+        query("drop_store_schema"),
+        "-f",
+        str(script),
+        dsn,
+    )
 
 
 #: the header line of a table's data block in a pg_restore script

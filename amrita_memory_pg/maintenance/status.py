@@ -55,6 +55,8 @@ class StatusReport:
     vectors: str = ""
     #: the decay sweep's cursor (None before the first sweep)
     sweep: SweepCursor | None = None
+    #: ``[backup] schedule`` and how its last claimed slot ended ("" = no schedule)
+    scheduled_backup: str = ""
 
 
 async def collect_server_status(settings: Settings, target: ServerTarget) -> StatusReport:
@@ -105,6 +107,10 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
     sweep = await pool.fetchrow(query("status_sweep_state"))
     if sweep is not None:
         report.sweep = SweepCursor(sweep["cursor_id"], sweep["passes"], sweep["updated_at"])
+    if store.settings.backup.schedule:
+        report.scheduled_backup = describe_scheduled_backup(
+            store.settings.backup.schedule, await pool.fetchrow(query("backup_schedule_state"))
+        )
     check: Any = getattr(store.backend, "check", None)
     if check is not None:
         where = getattr(store.backend, "location", store.backend.name)
@@ -116,6 +122,17 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
             report.vectors = f"{store.backend.name} at {where}: {in_index} for {in_pg} memories"
             if in_pg != in_index:
                 report.vectors += " (run `amrita-memory index rebuild`)"
+
+
+def describe_scheduled_backup(schedule: str, row: Any) -> str:
+    """``daily@03:00; slot 2026-12-04 03:00 UTC by host:12: ok (amrita_memory_…)``."""
+    if row is None or row["last_slot"] is None:
+        return f"{schedule}; no slot taken yet"
+    slot = f"slot {row['last_slot']:%Y-%m-%d %H:%M} UTC by {row['claimed_by']}"
+    if row["finished_at"] is None:
+        return f"{schedule}; {slot}: running or interrupted"
+    outcome = "ok" if row["ok"] else f"FAILED: {row['error']}"
+    return f"{schedule}; {slot}: {outcome} ({row['stem'] or 'no backup'})"
 
 
 def describe_sweep(sweep: SweepCursor) -> str:
@@ -190,6 +207,8 @@ def render_status(report: StatusReport) -> str:
             lines.append("by tier:     " + ", ".join(f"{k} {v}" for k, v in report.by_tier.items()))
         if report.sweep is not None:
             lines.append(f"sweep:       {describe_sweep(report.sweep)}")
+        if report.scheduled_backup:
+            lines.append(f"定时备份:    {report.scheduled_backup}")
         if report.partitions:
             lines.append("分布:")
             lines.extend(f"  {key}: {n}" for key, n in report.partitions)

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
-from amrita_memory_pg.domain.errors import LeaseHeld
+from amrita_memory_pg.domain.errors import AmritaMemoryError, LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel, Message
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.services.l3_prompts import Prompts
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 GET_CONTEXT = "subconscious_get_context"
 ITER_STOP = "subconscious_iter_stop"
+SEND_TO_USER = "subconscious_send_to_user"
 #: get_context is already in the conversation (the runner called it), so the message
 #: only says what to do
 USER_PROMPT = "整理 {target} 的记忆库；完成后调用 subconscious_iter_stop。"
@@ -100,18 +101,42 @@ class L3Hooks:
     #: when a personal partition's profile last changed (None: it has no profile yet);
     #: get_context counts the memories written since, to offer the profile tools
     profile_changed_at: Callable[[str], Awaitable[datetime | None]] | None = None
+    #: whether the target spoke since its cycle started (the scheduler's row in
+    #: PostgreSQL, so a message handled by any bot process counts); checked at every
+    #: tool-call boundary: True aborts the cycle there (reference §8.3 step 3)
+    interrupted: Callable[[str], Awaitable[bool]] | None = None
+    #: send a personal target's queued proactive messages now: (how many were sent,
+    #: why the others failed), None when the host cannot send (then they wait)
+    send_now: Callable[[str], Awaitable[tuple[int, list[str]] | None]] | None = None
 
 
 class CycleLlm:
     """The loop's chat model, with every call's tokens written to ``token_usage`` at once."""
 
     def __init__(
-        self, model: ChatModel, store: ConsolidationStore, *, model_name: str, clock: Clock
+        self,
+        model: ChatModel,
+        store: ConsolidationStore,
+        *,
+        model_name: str,
+        clock: Clock,
+        label: Callable[[], str] | None = None,
     ) -> None:
         self.model = model
         self.store = store
         self.model_name = model_name
         self.clock = clock
+        #: the model's current name when it can change between calls (a host's preset)
+        self.label = label
+
+    def name(self) -> str:
+        """The model a call goes to now (recorded with its tokens, shown by /memory dmn)."""
+        if self.label is not None:
+            try:
+                return self.label()
+            except Exception:  # a host's look-up: the fixed name rather than no record
+                log.debug("the loop model's label failed", exc_info=True)
+        return self.model_name
 
     async def complete(
         self,
@@ -125,7 +150,7 @@ class CycleLlm:
             cycle.target_key,
             cycle.cycle_id,
             purpose=purpose,
-            model=self.model_name,
+            model=self.name(),
             prompt_tokens=result.usage.prompt_tokens,
             completion_tokens=result.usage.completion_tokens,
             now=self.clock(),
@@ -142,8 +167,19 @@ class CycleLlm:
         return str(message.get("content") or "").strip()
 
 
-class CycleFailed(Exception):
-    """Ends a cycle as failed with a reason (a stall, no iterations left)."""
+class CycleFailed(AmritaMemoryError):
+    """Ends a cycle as failed with a reason (a stall, no iterations left).
+
+    Raised and caught inside :meth:`Consolidator._run` only: the cycle's summary carries
+    the reason, so it never reaches a caller's ``except AmritaMemoryError``.
+    """
+
+
+class CycleAborted(CycleFailed):
+    """The target spoke while its cycle ran: the cycle stops at the boundary it reached."""
+
+
+ABORTED = "aborted: the target sent a message while the cycle ran (the user comes first)"
 
 
 def _signature(name: str, arguments: Any) -> str:
@@ -258,12 +294,18 @@ class Consolidator:
         cycle = CycleContext(cycle_id=cycle_id, target_key=target_key, dry_run=dry_run)
         progress = _Progress()
         error: str | None = None
+        aborted = False
         try:
             if self.llm is None:
                 raise CycleFailed(
                     "no model configured for the loop ([subconscious] llm_* or LLM_BASE_URL/LLM_MODEL)"
                 )
             await self._cycle(cycle, self.llm, progress, started)
+        except CycleAborted as exc:
+            error, aborted = str(exc), True
+            log.info(
+                "[Subconscious] Cycle %s of %s aborted by a new user message", cycle_id, target_key
+            )
         except CycleFailed as exc:
             error = str(exc)
         except asyncio.CancelledError:
@@ -273,7 +315,16 @@ class Consolidator:
         except Exception as exc:  # the cycle's outer edge: record, never raise into a job
             log.warning("L3 cycle %s of %s failed: %s", cycle_id, target_key, exc)
             error = redact(str(exc).strip() or type(exc).__name__)
-        return await self._close(cycle, progress, error)
+        return await self._close(cycle, progress, error, aborted=aborted)
+
+    async def _boundary(self, cycle: CycleContext) -> None:
+        """A tool-call boundary: give way if the target spoke meanwhile (dry runs never
+        do: they write nothing and run outside the scheduler)."""
+        check = self.hooks.interrupted
+        if check is None or cycle.dry_run:
+            return
+        if await check(cycle.target_key):
+            raise CycleAborted(ABORTED)
 
     async def _cycle(
         self, cycle: CycleContext, llm: CycleLlm, progress: _Progress, started: datetime
@@ -290,6 +341,7 @@ class Consolidator:
         )
         limit = self.settings.max_iterations
         while progress.iterations < limit:
+            await self._boundary(cycle)
             progress.iterations += 1
             reply = await llm.complete(cycle, "step", messages, schemas)
             calls = list(reply.get("tool_calls") or [])
@@ -342,12 +394,40 @@ class Consolidator:
                 raise CycleFailed(
                     f"loop detected: {name} called {threshold} times in a row with the same arguments"
                 )
+            await self._boundary(cycle)
             progress.tool_calls += 1
             result = await self.tools.call(name, arguments, cycle)
+            if name == SEND_TO_USER and not cycle.dry_run:
+                result = await self._send_now(cycle, result)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
 
+    async def _send_now(self, cycle: CycleContext, result: str) -> str:
+        """After ``subconscious_send_to_user`` queued its message: send it through the
+        host now (reference §8.6) and say in the reply what happened ("sent", or
+        "queued" with the reason: kept and retried)."""
+        hook = self.hooks.send_now
+        reply = _context_of(result)
+        if hook is None or reply.get("status") != "queued":
+            return result
+        try:
+            outcome = await hook(cycle.target_key)
+        except Exception as exc:  # the database under the send: the message stays queued
+            log.warning("sending the proactive message of cycle %s failed: %s", cycle.cycle_id, exc)
+            outcome = (0, [redact(str(exc) or type(exc).__name__)])
+        if outcome is None:
+            return result
+        sent, failed = outcome
+        if sent and not failed:
+            reply["status"] = "sent"
+            reply["message"] = "已通过私聊发送给用户"
+        else:
+            reply["message"] = (
+                f"发送失败（{failed[0] if failed else '未知原因'}），消息已保留，稍后重试"
+            )
+        return json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
+
     async def _close(
-        self, cycle: CycleContext, progress: _Progress, error: str | None
+        self, cycle: CycleContext, progress: _Progress, error: str | None, *, aborted: bool = False
     ) -> CycleSummary:
         ok = error is None and cycle.stopped
         if ok is False and error is None:
@@ -382,6 +462,7 @@ class Consolidator:
             completion_tokens=completion,
             summary=cycle.summary,
             dry_run=cycle.dry_run,
+            aborted=aborted,
         )
         log.info("L3 cycle done: %s", describe(summary))
         return summary

@@ -14,6 +14,7 @@ counts, the idle plan — comes through ``subconscious_get_context``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -118,7 +119,33 @@ class Prompts:
 
     def __init__(self, sub: SubconsciousSettings, *, character_prompt: str = "") -> None:
         self.files = prompt_files(sub)
-        self.character_prompt = character_prompt
+        #: the configured persona text (``[subconscious] character_prompt``)
+        self.configured = character_prompt or sub.character_prompt.strip()
+        self.persona_file: Path | None = None
+        if sub.character_prompt_file.strip():
+            path = Path(sub.character_prompt_file.strip()).expanduser()
+            self.persona_file = path if path.is_absolute() else sub.prompt_dir.expanduser() / path
+        #: the host's persona (the AmritaBot adapter sets it); used when nothing is configured
+        self.host_persona: Callable[[], str] | None = None
+
+    @property
+    def character_prompt(self) -> str:
+        """The persona, re-read on every render (so an edit needs no restart): the
+        setting, else the file, else the host's; "" when none (never raises)."""
+        if self.configured:
+            return self.configured
+        if self.persona_file is not None:
+            try:
+                return self.persona_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                log.warning("cannot read the persona file %s: %s", self.persona_file, exc)
+                return ""
+        if self.host_persona is not None:
+            try:
+                return self.host_persona().strip()
+            except Exception:  # a host's look-up: no persona rather than no cycle
+                log.warning("reading the host's persona failed", exc_info=True)
+        return ""
 
     def _read(self, path: Path, default: str) -> str:
         try:

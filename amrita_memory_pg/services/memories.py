@@ -11,7 +11,9 @@ from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
 from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
+    MemoryQuery,
     MemoryRecord,
+    NewMemory,
     Ranking,
     Scope,
     SearchFilter,
@@ -86,22 +88,10 @@ class MemoryService:
         The embedding happens first, outside any transaction: if it fails, nothing is
         written and no lock was ever taken.
         """
-        (vector,) = await self.embedder.embed_passages([content])
-        return await self.repo.add(
-            tokens=search_tokens(content),
-            partition_key=partition_key,
-            scope=scope,
-            content=content,
-            tags=tags,
-            importance=importance,
-            category=category,
-            source=source,
-            author=author,
-            vector=vector,
-            fingerprint=self.embedder.fingerprint,
-            provider=self.embedder.provider,
-            now=now or _utcnow(),
+        new = await self._new(
+            partition_key, scope, content, tags, importance, category, source, author, now
         )
+        return await self.repo.add(new, self.embedder.provider)
 
     async def write(
         self,
@@ -122,22 +112,43 @@ class MemoryService:
         partition, scope, content, author, source) made within the window returns that
         memory (``duplicate``) instead of a second row. Embedding first, as in :meth:`add`.
         """
-        (vector,) = await self.embedder.embed_passages([content])
+        new = await self._new(
+            partition_key, scope, content, tags, importance, category, source, author, now
+        )
         return await self.repo.write(
-            tokens=search_tokens(content),
+            new,
+            self.embedder.provider,
+            dedup_seconds=self.settings.write_dedup_seconds,
+        )
+
+    async def _new(
+        self,
+        partition_key: str,
+        scope: Scope,
+        content: str,
+        tags: Sequence[str],
+        importance: int,
+        category: Category | None,
+        source: Source,
+        author: str | None,
+        now: datetime | None,
+    ) -> NewMemory:
+        """The memory to write: the content embedded (first, outside any transaction:
+        if it fails, nothing is written and no lock was ever taken) and tokenized."""
+        (vector,) = await self.embedder.embed_passages([content])
+        return NewMemory(
             partition_key=partition_key,
             scope=scope,
             content=content,
-            tags=tags,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            now=now or _utcnow(),
+            author=author,
+            tags=tuple(tags),
             importance=importance,
             category=category,
             source=source,
-            author=author,
-            vector=vector,
-            fingerprint=self.embedder.fingerprint,
-            provider=self.embedder.provider,
-            now=now or _utcnow(),
-            dedup_seconds=self.settings.write_dedup_seconds,
+            tokens=tuple(search_tokens(content)),
         )
 
     async def update(
@@ -334,16 +345,20 @@ class MemoryService:
             category=category,
         )
         at = now or _utcnow()
+        q = MemoryQuery(
+            partition_key, vector, at, top_k=top_k, ranking=ranking, where=where, decay=self.policy
+        )
         try:
-            hits = await self.repo.search(
-                partition_key,
-                vector,
-                top_k=top_k,
-                where=where,
-                now=at,
-                decay=self.policy,
-                ranking=ranking,
-            )
+            if recall is not None and self.trail is not None:
+                # the pause check, the search and the access log in one round trip
+                done = await self.repo.recall(q, self.trail.recall_log(recall, query))
+                if done is not None:
+                    if done.log_error is not None:
+                        self.trail.recall_failed(partition_key, done.log_error)
+                    if done.paused:
+                        raise MemoryPaused(partition_key)
+                    return done.hits
+            hits = await self.repo.search(q)
         except FingerprintMismatch as exc:
             dim = "?" if vector is None else str(len(vector))
             raise FingerprintMismatch(

@@ -193,6 +193,8 @@ class SchedulingService:
                     await row.start_cycle(self.clock())
                 summary = await self._call_runner(target_key, runner)
                 end = self.clock()
+                if summary.aborted:
+                    return summary, await self._aborted(target_key, end)
                 async with self.store.locked(target_key, end) as row:
                     state = await row.finish_cycle(
                         ok=summary.ok,
@@ -250,6 +252,22 @@ class SchedulingService:
             held_by=held.owner,
         )
         return summary, ScheduledRun(target_key, decision)
+
+    async def _aborted(self, target_key: str, end: datetime) -> ScheduledRun | None:
+        """The cycle gave way to the target's message (reference §8.3): no run counted,
+        the penalty as the message left it, and the next run the one that message
+        planned (re-planned only if it is already due)."""
+        async with self.store.locked(target_key, end) as row:
+            state = await row.abort_cycle(end)
+            decision = after_restart(state, end, self.rules)
+            if decision is not None and decision.reason != "kept":
+                await row.set_next(decision.run_at, decision.plan_dict(), end)
+        log.info("[Subconscious] Cycle aborted by new user message (target %s)", target_key)
+        return None if decision is None else ScheduledRun(target_key, decision)
+
+    async def interrupted(self, target_key: str) -> bool:
+        """Whether the target spoke since its running cycle started (any process)."""
+        return await self.store.spoke_during_cycle(target_key)
 
     async def _call_runner(
         self, target_key: str, runner: CycleRunner | None = None

@@ -174,6 +174,10 @@ class ConsolidationStore:
         rows = await self._pool.fetch(query("take_pending_messages"), target_key, now)
         return [PendingMessage(r["id"], r["content"], r["created_at"]) for r in rows]
 
+    async def release_message(self, target_key: str, message_id: int, error: str) -> None:
+        """A taken message whose send failed: pending again, with the reason."""
+        await self._pool.execute(query("release_pending_message"), target_key, message_id, error)
+
     async def count_messages(self, target_key: str) -> int:
         return int(await self._pool.fetchval(query("count_pending_messages"), target_key))
 

@@ -49,9 +49,10 @@ def _state(row: asyncpg.Record, tz_name: str) -> TargetState:
 class LockedTarget:
     """A target's row inside its transaction: read once, then updated by the caller."""
 
-    def __init__(self, conn: PoolConnectionProxy, state: TargetState) -> None:
+    def __init__(self, conn: PoolConnectionProxy, state: TargetState, tz_name: str) -> None:
         self._conn = conn
         self.state = state
+        self.tz_name = tz_name
 
     async def record_message(
         self,
@@ -85,6 +86,14 @@ class LockedTarget:
         self.state = _state(row, tz_name)
         return self.state
 
+    async def abort_cycle(self, now: datetime) -> TargetState:
+        """The running cycle gave way to a message of the target: no run counted, the
+        penalty and the planned run left as the message set them; returns the row."""
+        row = await self._conn.fetchrow(query("l3_state_abort_cycle"), self.state.target_key, now)
+        assert row is not None  # locked in this transaction: it cannot have gone
+        self.state = _state(row, self.tz_name)
+        return self.state
+
     async def set_next(
         self, next_run_at: datetime | None, plan: dict[str, Any] | None, now: datetime
     ) -> None:
@@ -108,12 +117,16 @@ class L3StateStore:
             await conn.execute(query("l3_state_ensure"), target_key, now)
             row = await conn.fetchrow(query("l3_state_lock"), target_key)
             assert row is not None  # just ensured, in this transaction
-            yield LockedTarget(conn, _state(row, self.tz_name))
+            yield LockedTarget(conn, _state(row, self.tz_name), self.tz_name)
 
     async def get_many(self, target_keys: Sequence[str]) -> list[TargetState]:
         """The stored rows of these targets (a target never seen has none)."""
         rows = await self._pool.fetch(query("l3_state_get_many"), list(target_keys))
         return [_state(r, self.tz_name) for r in rows]
+
+    async def spoke_during_cycle(self, target_key: str) -> bool:
+        """Whether the target spoke (in any process) since its running cycle started."""
+        return bool(await self._pool.fetchval(query("l3_state_spoke_during_cycle"), target_key))
 
     async def get(self, target_key: str) -> TargetState | None:
         rows = await self.get_many([target_key])

@@ -11,7 +11,7 @@ SELECT partition_key, vector_dims(embedding) AS dim, count(*)::integer AS n
  GROUP BY partition_key, vector_dims(embedding);
 
 -- name: ann_indexes
--- The per-partition indexes that exist (search_memories_v3 consults this table).
+-- The per-partition indexes that exist (search_memories_v4 consults this table).
 SELECT partition_key, dim, index_name
   FROM amrita_memory.ann_index;
 

@@ -85,3 +85,54 @@ SELECT count(*)::integer AS memories
 -- Drop our whole schema before psql replays a pg_restore script of it, in the same
 -- single transaction (psql --single-transaction: a failed replay keeps the old schema).
 DROP SCHEMA IF EXISTS amrita_memory CASCADE;
+
+-- name: table_digest
+-- Rows and content digest of one table ($1) without the derived columns $2
+-- (table_digest_v1): written into a backup's header, compared by backup verify.
+SELECT row_count, digest FROM amrita_memory.table_digest_v1($1, $2::text[]);
+
+-- name: export_table_rows
+-- Every row of one table ($1, one of GENERIC_TABLES) as canonical JSON text without the
+-- derived columns $2 (export_table_v1), streamed by a cursor into the JSONL.
+SELECT row_json FROM amrita_memory.export_table_v1($1, $2::text[]) AS row_json;
+
+-- name: import_table_rows
+-- A restore: a batch of one table's rows ($2, a JSON array of export_table_rows objects)
+-- back into the table $1, identity values as they were (import_rows_v1).
+SELECT amrita_memory.import_rows_v1($1, $2::jsonb);
+
+-- name: clear_table
+-- A restore: empty one table ($1) the backup carries, in the restore's transaction.
+SELECT amrita_memory.clear_table_v1($1);
+
+-- name: reset_table_identity
+-- A restore: move the identity sequences of table $1 past the restored values.
+SELECT amrita_memory.reset_identity_v1($1);
+
+-- name: claim_backup_slot
+-- Scheduled backups: claim slot $1 for process $2 (claim_backup_slot_v1); true for one
+-- caller of the fleet per slot.
+SELECT amrita_memory.claim_backup_slot_v1($1, $2);
+
+-- name: finish_backup_slot
+-- Scheduled backups: how the claimed slot $1 ended (backup stem $2, ok $3, error $4);
+-- only while the row still holds that slot.
+UPDATE amrita_memory.backup_schedule
+   SET finished_at = now(), stem = $2, ok = $3, error = $4
+ WHERE id = 1 AND last_slot = $1;
+
+-- name: backup_schedule_state
+-- Scheduled backups: the last claimed slot and how it ended (status, CLI).
+SELECT last_slot, claimed_by, claimed_at, finished_at, stem, ok, error
+  FROM amrita_memory.backup_schedule
+ WHERE id = 1;
+
+-- name: create_scratch_database_ddl
+-- backup verify: the CREATE DATABASE statement of the throwaway database $1 (the server
+-- quotes the name; CREATE DATABASE takes no parameters).
+SELECT format('CREATE DATABASE %I', $1::text);
+
+-- name: drop_scratch_database_ddl
+-- backup verify: the DROP DATABASE statement of the throwaway database $1, closing any
+-- connection left in it.
+SELECT format('DROP DATABASE IF EXISTS %I WITH (FORCE)', $1::text);

@@ -79,13 +79,21 @@ RETURNING id;
 -- Deliver target $1's pending messages at $2: marks them delivered and returns them,
 -- oldest first. One UPDATE, so two concurrent deliveries never both get a message (W14:
 -- each is delivered exactly once).
+-- Each take is a send attempt: a failed send gives the row back (release_pending_message).
 WITH taken AS (
     UPDATE amrita_memory.pending_message
-       SET delivered_at = $2
+       SET delivered_at = $2, attempts = attempts + 1
      WHERE target_key = $1 AND delivered_at IS NULL
     RETURNING id, content, created_at
 )
 SELECT id, content, created_at FROM taken ORDER BY id;
+
+-- name: release_pending_message
+-- The send of target $1's message $2 failed with $3: it is pending again (retried on the
+-- next send or the target's next private message), the reason kept.
+UPDATE amrita_memory.pending_message
+   SET delivered_at = NULL, last_error = $3
+ WHERE target_key = $1 AND id = $2;
 
 -- name: count_pending_messages
 -- How many messages wait for target $1.

@@ -72,3 +72,21 @@ RETURNING target_key, penalty, runs, failures, failures_in_row, running_since, l
 UPDATE amrita_memory.l3_state
    SET next_run_at = $2, plan = $3::jsonb, updated_at = $4
  WHERE target_key = $1;
+
+-- name: l3_state_spoke_during_cycle
+-- Whether target $1 spoke since its running cycle started (its penalty grew past the
+-- value l3_state_start_cycle remembered). Any process's message counts: the running
+-- cycle checks this at every tool-call boundary and gives way (reference §8.3 step 3).
+SELECT coalesce(penalty > penalty_at_start, false) AS spoke
+  FROM amrita_memory.l3_state
+ WHERE target_key = $1 AND running_since IS NOT NULL;
+
+-- name: l3_state_abort_cycle
+-- A cycle gave way to the target's message at $2: not a run, not a failure; the penalty
+-- (bumped by the message) and the run the message planned stay as they are.
+UPDATE amrita_memory.l3_state
+   SET running_since = NULL, penalty_at_start = NULL, updated_at = $2
+ WHERE target_key = $1
+RETURNING target_key, penalty, runs, failures, failures_in_row, running_since, last_run_end,
+          last_success_at, last_failure_at, last_error, last_summary, next_run_at,
+          plan::text AS plan, heat::text AS heat;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncpg
+import pytest
 
 from amrita_memory_pg.storage.pg.schema import SCHEMA
 
@@ -32,6 +33,7 @@ async def test_no_function_or_view_of_the_schema_lacks_a_comment(
     assert [r["object"] for r in await conn.fetch(UNCOMMENTED, SCHEMA)] == []
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_the_comments_say_what_supersedes_an_old_version(conn: asyncpg.Connection) -> None:
     comment = await conn.fetchval(
         "SELECT obj_description('amrita_memory.search_memories_v2(text, vector, integer, "

@@ -99,6 +99,8 @@ async def test_wheel_ships_sql_and_migrations_and_works_from_anywhere(
     assert "amrita_memory_pg/sql/views/partition_usage_v1.sql" in names
     assert "amrita_memory_pg/migrations/env.py" in names
     assert "amrita_memory_pg/migrations/versions/0001_foundation.py" in names
+    # the admin page's strings are data files of the package (issue 22)
+    assert {"amrita_memory_pg/web/locales/zh.toml", "amrita_memory_pg/web/locales/en.toml"} <= names
 
     target = tmp_path / "site"
     subprocess.run(
@@ -135,6 +137,23 @@ async def test_wheel_ships_sql_and_migrations_and_works_from_anywhere(
             check=True,
         )
         assert all(line.startswith(str(target)) for line in where.stdout.split()), where.stdout
+        strings = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from amrita_memory_pg.web import i18n; print(i18n.__file__); "
+                "print(i18n.translator('en')('app.title'))",
+            ],
+            env=env,
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert strings.stdout.split("\n")[:2] == [
+            str(target / "amrita_memory_pg" / "web" / "i18n.py"),
+            "Memory admin",
+        ], strings.stdout
         result = subprocess.run(
             [str(target / "bin" / "amrita-memory"), "db", "upgrade"],
             env=env,

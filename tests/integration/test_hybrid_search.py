@@ -174,6 +174,7 @@ async def fill(mem: Memory, partition: str, n: int, rng: random.Random) -> None:
         )
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_vector_mode_is_v3_bit_for_bit_and_sql_fusion_is_the_python_one(
     memory: Memory,
 ) -> None:

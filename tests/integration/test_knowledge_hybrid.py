@@ -67,6 +67,7 @@ async def search(mem: Memory, args: dict[str, Any]) -> Any:
     return json.loads(await mem.call_tool("knowledge_search", args, SUPER))
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_keyword_finds_the_model_number_the_summary_vector_misses_and_hybrid_ranks_it_first(
     mem: Memory,
 ) -> None:
@@ -105,6 +106,7 @@ async def test_keyword_finds_the_model_number_the_summary_vector_misses_and_hybr
     assert await mem.knowledge.search("9999", 3, mode="keyword") == []
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_keyword_mode_ranks_by_bm25_and_rrf_fuses_like_the_memories(mem: Memory) -> None:
     kids = await fill(mem)
     # BM25 statistics are the whole table's: a token in one entry outweighs one in two

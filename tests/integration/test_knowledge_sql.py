@@ -29,6 +29,7 @@ async def test_every_knowledge_query_prepares(conn: asyncpg.Connection) -> None:
         await conn.prepare(catalogue()[name].sql)
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_lines_create_update_read_search_delete(conn: asyncpg.Connection) -> None:
     await _model(conn)
     lines = "SELECT amrita_memory.knowledge_lines_v1($1)"

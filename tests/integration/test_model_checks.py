@@ -142,6 +142,7 @@ async def test_an_unrecorded_dimension_is_taken_from_the_stored_vectors_when_the
 # ---------------------------------------------------------------- inserts
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_an_insert_with_the_stores_fingerprint_but_another_dimension_is_refused(
     conn: asyncpg.Connection,
 ) -> None:
@@ -164,6 +165,7 @@ async def test_an_insert_from_another_model_is_refused_even_into_a_full_partitio
     assert await rows(conn) == 1
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_an_insert_racing_a_re_embed_switch_is_refused_not_landed_in_the_old_model(
     db_dsn: str,
 ) -> None:
@@ -220,6 +222,7 @@ async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool]:
         yield p
 
 
+@pytest.mark.usefixtures("retired_sql")
 @pytest.mark.parametrize("version", [1, 2])
 async def test_concurrent_writers_never_exceed_the_cap(pool: asyncpg.Pool, version: int) -> None:
     """160 concurrent writers into one partition leave exactly 100 rows (v1's guarantee,

@@ -60,6 +60,7 @@ async def _search(mem: Memory, function: str, *args: Any) -> list[tuple[Any, ...
     return [tuple(r) for r in rows]
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_v3_equals_v2_on_small_and_ann_partitions(memory: Memory) -> None:
     rng = random.Random(3)
     await _fill(memory, SMALL, 120, rng)
@@ -150,6 +151,7 @@ async def _plan(conn: asyncpg.Connection, sql: str) -> str:
     return "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN (VERBOSE, COSTS OFF) {sql}"))
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_the_filter_function_inlines_and_the_exact_plan_is_v2s(
     conn: asyncpg.Connection,
 ) -> None:
@@ -220,6 +222,7 @@ async def test_the_filter_function_is_the_predicate_it_replaces(conn: asyncpg.Co
 # ---------------------------------------------------------------- the dimension check
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_a_query_of_another_dimension_is_refused_by_sqlstate(
     conn: asyncpg.Connection,
 ) -> None:

@@ -146,9 +146,14 @@ async def test_a_failing_log_never_fails_the_read(
     mem: Memory, caplog: pytest.LogCaptureFixture
 ) -> None:
     cat = await write(mem, "用户喜欢猫")
+    # the read's log, in its own statement (recall_v1) or in the read's (log_access_v1)
     await mem.pool.execute(
         "ALTER FUNCTION amrita_memory.recall_v1(text, text[], float8[], timestamptz, text, "
         "text, text, text, integer, boolean) RENAME TO recall_broken"
+    )
+    await mem.pool.execute(
+        "ALTER FUNCTION amrita_memory.log_access_v1(text[], text[], float8[], timestamptz, "
+        "text, text, text, text, integer) RENAME TO log_access_broken"
     )
     with caplog.at_level(logging.WARNING):
         reply = await call(mem, "read_memory", {"query": "猫", "scope": "user"}, ALICE)

@@ -87,8 +87,12 @@ async def test_backup_job_reports_export_progress(db_dsn: str, tmp_path: Path) -
         assert job.state == "done", job.error
         assert job.result is not None and job.result.startswith("amrita_memory_")
         assert "memory 1200" in job.result
-        assert ("export", 500, 1200) in seen and ("export", 1000, 1200) in seen
-        assert (job.done, job.total, job.percent) == (1200, 1200, 100)
+        # a backup is the whole store (issue 27): the 1200 memories and their 1200 history rows
+        history = await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory_change")
+        total = 1200 + history
+        assert history == 1200
+        assert ("export", 500, total) in seen and ("export", 1000, total) in seen
+        assert (job.done, job.total, job.percent) == (total, total, 100)
         stem = job.result.split()[0]
         assert (tmp_path / "backups" / f"{stem}.jsonl").is_file()
 

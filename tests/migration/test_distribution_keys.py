@@ -41,6 +41,8 @@ REFERENCE = {
     "lease",
     # issue 23: the admin page's background jobs of every process (tens of rows)
     "job",
+    # issue 27: the one-row claim of the scheduled backup
+    "backup_schedule",
 }
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
 #: rows per operator action; its partition_key is a filter, not a distribution key)

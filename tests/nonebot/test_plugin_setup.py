@@ -209,3 +209,40 @@ asyncio.run(main())
     result = json.loads(line.removeprefix("STATE "))
     assert result["up"] == {"tools": sorted(REFERENCE_TOOLS), "priorities": [15]}
     assert result["down"] == {"tools": [], "priorities": []}
+
+
+async def test_the_scheduled_backup_tick_is_registered_only_with_a_schedule(app: App) -> None:
+    """Issue 27: `[backup] schedule` adds an interval tick every `check_minutes`; a failing
+    tick is logged, never raised (the job's outer edge)."""
+    from nonebot_plugin_apscheduler import scheduler
+
+    from amrita_memory_pg.integrations.nonebot.jobs import (
+        BACKUP_JOB_ID,
+        register_backup_job,
+        run_backup_tick,
+    )
+    from amrita_memory_pg.settings import load_settings
+
+    async def job() -> None:
+        return None
+
+    try:
+        on = load_settings(
+            env={},
+            read_default_files=False,
+            overrides={"backup.schedule": "daily@03:00", "backup.check_minutes": 7},
+        )
+        assert register_backup_job(scheduler, on, job) is True
+        registered = scheduler.get_job(BACKUP_JOB_ID)
+        assert registered is not None and registered.trigger.interval.total_seconds() == 7 * 60
+        off = load_settings(env={}, read_default_files=False, overrides={})
+        assert register_backup_job(scheduler, off, job) is False
+        assert scheduler.get_job(BACKUP_JOB_ID) is None
+    finally:
+        if scheduler.get_job(BACKUP_JOB_ID) is not None:
+            scheduler.remove_job(BACKUP_JOB_ID)
+
+    async def failing() -> None:
+        raise RuntimeError("disk full")
+
+    assert await run_backup_tick(failing) is None

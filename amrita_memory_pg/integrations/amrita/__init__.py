@@ -9,7 +9,7 @@ non-blocking), so prompts written for the old plugin keep working::
     from amrita_memory_pg.integrations.amrita import install
 
     async with open_memory() as mem:
-        installation = install(mem)       # tools + memo hook
+        installation = install(mem)       # tools + memo hook (+ the L3 loop on the host's model)
         ...                               # AmritaBot chats
         installation.uninstall()
 
@@ -21,13 +21,17 @@ from __future__ import annotations
 
 from amrita_memory_pg.integrations.amrita.adapter import (
     MEMO_HOOK_PRIORITY,
+    TRIGGER_HOOK_PRIORITY,
     Installation,
     MemoryProvider,
     amrita_schema,
     install,
+    lend_host_tools,
     register_memory_hook,
     register_tools,
+    register_trigger_hook,
     remove_matchers,
+    use_host_model,
 )
 from amrita_memory_pg.integrations.amrita.context import (
     AMRITA_CTX_KEY,
@@ -39,6 +43,7 @@ from amrita_memory_pg.integrations.amrita.context import (
 __all__ = [
     "AMRITA_CTX_KEY",
     "MEMO_HOOK_PRIORITY",
+    "TRIGGER_HOOK_PRIORITY",
     "Identify",
     "Installation",
     "MemoryProvider",
@@ -46,7 +51,10 @@ __all__ = [
     "chat_context",
     "event_context",
     "install",
+    "lend_host_tools",
     "register_memory_hook",
     "register_tools",
+    "register_trigger_hook",
     "remove_matchers",
+    "use_host_model",
 ]

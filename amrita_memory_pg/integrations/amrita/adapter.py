@@ -44,7 +44,10 @@ from amrita_sense.hook.matcher import EventRegistry, Matcher
 
 from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
+from amrita_memory_pg.integrations.amrita.model import HostModel
+from amrita_memory_pg.integrations.amrita.persona import HostPersona
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.services.scheduling import ScheduledRun
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import READ_TOOLS
 from amrita_memory_pg.tools.registry import error_reply
@@ -53,6 +56,8 @@ log = logging.getLogger(__name__)
 
 #: the reference plugin's memo hook priority (its DMN hook is 10)
 MEMO_HOOK_PRIORITY = 15
+#: the reference plugin's DMN trigger hook priority (before the memo)
+TRIGGER_HOOK_PRIORITY = 10
 NOT_READY = "记忆服务未就绪，请稍后再试"
 NO_CONTEXT = "无法确定当前会话的用户（缺少 AmritaBot 聊天上下文）"
 
@@ -188,13 +193,55 @@ class _Injected:
         return self._items.pop(key, None)
 
 
+def user_text(user_input: Any) -> str:
+    """The text of a turn's user input (a string, or amrita-core content parts: their
+    ``text``), for the relevant-memories part of the block."""
+    if isinstance(user_input, str):
+        return user_input.strip()
+    if not isinstance(user_input, Iterable):
+        return ""
+    parts = [getattr(part, "text", None) for part in user_input]
+    return "\n".join(p for p in parts if isinstance(p, str) and p).strip()
+
+
+def register_trigger_hook(
+    provider: MemoryProvider,
+    *,
+    identify: Identify = chat_context,
+    schedule: Callable[[list[ScheduledRun]], object] | None = None,
+    priority: int = TRIGGER_HOOK_PRIORITY,
+) -> list[Matcher]:
+    """The L3 trigger (reference §8.2): every completion for an L3 target's speaker —
+    in any chat — is observed and bumps the penalty; a cycle of that target running in
+    any process gives way at its next tool-call boundary. ``schedule`` gets the runs
+    to (re)schedule (the NoneBot plugin's job wiring). Never raises into the chat."""
+    pre = on_precompletion(priority=priority, block=False)
+
+    async def amrita_memory_pg_l3_trigger(event: PreCompletionEvent) -> None:
+        try:
+            memory = _current(provider)
+            ctx = identify(event.chat_object)
+            if memory is None or ctx is None or not memory.scheduling.enabled:
+                return
+            runs = await memory.scheduling.on_user_message(ctx.personal_key, ctx.group_key)
+            if runs and schedule is not None:
+                schedule(runs)
+        except Exception:  # a hook's outer edge: the chat goes on
+            log.exception("the L3 trigger failed")
+
+    pre.append_handler(amrita_memory_pg_l3_trigger)
+    return [pre]
+
+
 def register_memory_hook(
     provider: MemoryProvider,
     *,
     identify: Identify = chat_context,
     priority: int = MEMO_HOOK_PRIORITY,
+    persona: HostPersona | None = None,
 ) -> list[Matcher]:
-    """Register the memo injection (and its clean-up); returns the two matchers."""
+    """Register the memo injection (and its clean-up); returns the two matchers.
+    ``persona`` remembers each private turn's system prompt (the L3 templates' persona)."""
     injected = _Injected()
     pre = on_precompletion(priority=priority, block=False)
     post = on_completion(priority=priority, block=False)
@@ -205,7 +252,9 @@ def register_memory_hook(
             ctx = identify(event.chat_object)
             if memory is None or ctx is None:
                 return
-            block = await memory.memory_block(ctx)
+            if persona is not None:
+                persona.observe(event.chat_object, ctx.in_group)
+            block = await memory.memory_block(ctx, message=user_text(event.user_input) or None)
             if not block:
                 return
             event.message.memory.insert(0, Message(role="system", content=block))
@@ -239,6 +288,49 @@ def remove_matchers(matchers: Iterable[Matcher]) -> None:
             handlers[:] = [h for h in handlers if h.matcher not in gone]
 
 
+def use_host_model(memory: Memory) -> bool:
+    """The L3 loop on AmritaBot's current preset (see :mod:`.model`); whether it is used."""
+    model = HostModel(
+        timeout_seconds=memory.settings.llm.timeout_seconds,
+        fallback=memory.configured_loop_model(),
+    )
+    used = memory.use_host_model(model, model.label, model.from_host)
+    if used:
+        log.info("L3 loop model: AmritaBot's preset (now %s)", model.label())
+    return used
+
+
+def lend_host_tools(memory: Memory, manager: MultiToolsManager | None = None) -> list[str]:
+    """The names in ``[subconscious] allowed_tools`` that are another plugin's tools in
+    amrita-core's registry, lent to the L3 loop (the reference copied them into its
+    isolated tool set). The operator vouches that they only read: nothing here can tell.
+    A ``custom_run`` tool needs a chat turn's context, which a cycle has not: left out,
+    with a warning. Returns the names lent."""
+    registry = manager if manager is not None else ToolsManager()
+    ours = set(memory.tools.names())
+    lent: list[str] = []
+    for name in dict.fromkeys(memory.settings.subconscious.allowed_tools):
+        tool = registry.get_tool(name)
+        if name in ours or tool is None:
+            continue
+        if tool.custom_run:
+            log.warning(
+                "[subconscious] allowed_tools: %r needs a chat turn (custom_run); not lent", name
+            )
+            continue
+        schema = tool.data.model_dump(exclude_none=True)
+        func = tool.func
+
+        async def call(args: dict[str, Any], func: Any = func) -> str:
+            reply = await func(args)
+            return "(this tool returned no content)" if reply is None else str(reply)
+
+        if memory.lend_loop_tool(schema, call):
+            lent.append(name)
+            log.info("[subconscious] allowed_tools: %r lent from AmritaBot's tools", name)
+    return lent
+
+
 @dataclass
 class Installation:
     """What :func:`install` registered, so that it can be taken back (tests, reloads)."""
@@ -246,6 +338,9 @@ class Installation:
     manager: MultiToolsManager
     tools: list[str]
     matchers: list[Matcher] = field(default_factory=list)
+    #: AmritaBot's persona, for ``Memory.prompts.host_persona`` (install sets it on a
+    #: :class:`Memory` provider itself)
+    persona: HostPersona = field(default_factory=HostPersona)
 
     def uninstall(self) -> None:
         for name in self.tools:
@@ -262,11 +357,17 @@ def install(
     identify: Identify = chat_context,
     memo_hook: bool = True,
     enrich: Enrich | None = None,
+    l3_trigger: bool = False,
+    schedule: Callable[[list[ScheduledRun]], object] | None = None,
+    host_model: bool = True,
 ) -> Installation:
     """Register the chat tools and the memo hook: the drop-in for amrita_plugin_memory.
 
     ``schemas`` defaults to the provider's ``tool_schemas()`` (then the provider must be
     open, or be a :class:`Memory`); pass them explicitly to install before start-up.
+    ``l3_trigger``: count the L3 targets' completions (reference §8.2), ``schedule``
+    receiving the runs they plan. ``host_model``: the L3 loop runs on the host's
+    current preset unless ``[subconscious] llm_*`` names its own endpoint.
     """
     target = manager if manager is not None else ToolsManager()
     if schemas is None:
@@ -275,5 +376,15 @@ def install(
             raise ConfigError("install() needs schemas= while the memory is not open yet")
         schemas = memory.tool_schemas()
     names = register_tools(provider, schemas, manager=target, identify=identify, enrich=enrich)
-    matchers = register_memory_hook(provider, identify=identify) if memo_hook else []
-    return Installation(manager=target, tools=names, matchers=matchers)
+    persona = HostPersona()
+    matchers = (
+        register_memory_hook(provider, identify=identify, persona=persona) if memo_hook else []
+    )
+    if isinstance(provider, Memory):
+        provider.prompts.host_persona = persona
+        if host_model:
+            use_host_model(provider)
+        lend_host_tools(provider, target)
+    if l3_trigger:
+        matchers += register_trigger_hook(provider, identify=identify, schedule=schedule)
+    return Installation(manager=target, tools=names, matchers=matchers, persona=persona)

@@ -45,8 +45,10 @@ from amrita_memory_pg.integrations.nonebot.hooks import (  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.jobs import (  # noqa: E402
     SESSION_JOB_ID,
     L3Jobs,
+    register_backup_job,
     register_session_job,
     register_sweep_job,
+    run_backup_tick,
     run_session_job,
     run_sweep,
 )
@@ -57,8 +59,9 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
     responder_enabled,
 )
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
-from amrita_memory_pg.integrations.nonebot.send import send_reply  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.send import send_private, send_reply  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.web import mount_admin  # noqa: E402
+from amrita_memory_pg.maintenance.scheduled import run_scheduled_backup  # noqa: E402
 from amrita_memory_pg.service import Memory  # noqa: E402
 from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 
@@ -110,15 +113,34 @@ async def _startup() -> None:
             current = runtime.memory
             if current is not None:
                 await run_session_job(current.extractor.run_expired)
+                await retry_proactive(current)
 
         register_session_job(scheduler, settings, _session_job)
+
+        async def _backup_job() -> None:
+            current = runtime.memory
+            if current is not None:
+                await run_backup_tick(lambda: run_scheduled_backup(current.store))
+
+        register_backup_job(scheduler, settings, _backup_job)
         # memory_load_context asks QQ whether the speaker is in the group (issue 14)
         membership = memory.bot_memories.membership
         membership.check = onebot_membership(membership.check)
         membership.source = "onebot"
+        # The L3 loop's proactive messages go out at once as QQ private messages.
+        memory.private_send = send_private
         await start_l3(memory)
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
+
+
+async def retry_proactive(memory: Memory) -> None:
+    """Retry the proactive messages whose send failed (every session-job interval)."""
+    for target in memory.scheduling.targets:
+        try:
+            await memory.send_pending(target)
+        except Exception:  # a job's outer edge
+            log.exception("retrying the proactive messages of %s failed", target)
 
 
 async def start_l3(memory: Memory) -> None:
@@ -149,6 +171,7 @@ async def _shutdown() -> None:
     if amrita_installation is not None:
         amrita_installation.uninstall()
         amrita_installation = None
+    runtime.l3_counts_completions = False
     if scheduler.get_job("amrita_memory_decay_sweep") is not None:
         scheduler.remove_job("amrita_memory_decay_sweep")
     if scheduler.get_job(SESSION_JOB_ID) is not None:

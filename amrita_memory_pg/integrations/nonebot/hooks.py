@@ -18,7 +18,6 @@ from amrita_memory_pg.domain.keys import group_key, personal_key
 from amrita_memory_pg.domain.validation import scrub
 from amrita_memory_pg.integrations.nonebot.context import group_of, platform_of
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime
-from amrita_memory_pg.integrations.nonebot.send import send_pending
 from amrita_memory_pg.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,10 @@ async def record_incoming(runtime: Runtime, bot: Bot, event: Event) -> None:
     except Exception:  # a hook's outer edge
         log.exception("recording an incoming message failed")
         return
-    await trigger_l3(runtime, ctx)
+    # Under AmritaBot the trigger counts completions (its pre-completion hook) as the
+    # reference did; plain NoneBot has no completion event to count, so messages count.
+    if not runtime.l3_counts_completions:
+        await trigger_l3(runtime, ctx)
 
 
 async def trigger_l3(runtime: Runtime, ctx: ToolContext) -> None:
@@ -100,7 +102,9 @@ async def record_outgoing(
 
 
 async def deliver_pending(runtime: Runtime, bot: Bot, event: Event) -> None:
-    """On the L3 target's next private message, send what the loop queued for them (once)."""
+    """On an L3 target's private message: send what the loop queued and could not send
+    yet (a failed send, or no bot connected then), in this chat; a failed send keeps
+    the message for the next attempt. Never in a group (W14)."""
     memory = runtime.memory
     if memory is None:
         return
@@ -108,9 +112,12 @@ async def deliver_pending(runtime: Runtime, bot: Bot, event: Event) -> None:
         ctx = ToolContext(
             platform=platform_of(bot), user_id=str(event.get_user_id()), group_id=group_of(event)
         )
-        messages = await memory.pending_for(ctx)
+        if ctx.in_group:
+            return
+
+        async def reply(_target: str, text: str) -> None:
+            await bot.send(event, text)
+
+        await memory.send_pending(ctx.personal_key, reply)
     except Exception:  # a hook's outer edge
-        log.exception("taking the pending proactive messages failed")
-        return
-    if messages:
-        await send_pending(bot, event, messages)
+        log.exception("sending the pending proactive messages failed")

@@ -163,3 +163,44 @@ async def run_session_job(job: Callable[[], Awaitable[Any]]) -> None:
         await job()
     except Exception:
         log.exception("session expiry / extraction job failed")
+
+
+# --- scheduled backups (issue 27): every process ticks, one of the fleet takes a slot ------
+
+BACKUP_JOB_ID = "amrita_memory_scheduled_backup"
+
+
+def register_backup_job(
+    scheduler: Any, settings: Settings, job: Callable[[], Awaitable[Any]]
+) -> bool:
+    """(Re)register the scheduled-backup tick every ``[backup] check_minutes`` when
+    ``[backup] schedule`` is set. Each tick tries to claim the due slot in PostgreSQL, so
+    a fleet of bots takes each backup once. Returns whether it was registered."""
+    if scheduler.get_job(BACKUP_JOB_ID) is not None:
+        scheduler.remove_job(BACKUP_JOB_ID)
+    if not settings.backup.schedule:
+        return False
+    scheduler.add_job(
+        job,
+        "interval",
+        minutes=settings.backup.check_minutes,
+        id=BACKUP_JOB_ID,
+        misfire_grace_time=MISFIRE_GRACE_SECONDS,
+        max_instances=1,
+        replace_existing=True,
+    )
+    log.info(
+        "scheduled backups %s (checked every %d min)",
+        settings.backup.schedule,
+        settings.backup.check_minutes,
+    )
+    return True
+
+
+async def run_backup_tick(tick: Callable[[], Awaitable[Any]]) -> Any:
+    """One tick; a scheduled job's outer edge: failures are logged, never raised."""
+    try:
+        return await tick()
+    except Exception:
+        log.exception("scheduled backup tick failed")
+        return None

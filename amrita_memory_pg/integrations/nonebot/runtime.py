@@ -41,6 +41,9 @@ class Runtime:
         self.dmn_trigger: DmnTrigger | None = None
         #: the L3 cycle jobs, one per target (set at start-up when L3 is enabled)
         self.l3_jobs: L3Jobs | None = None
+        #: True under AmritaBot: the L3 trigger counts the host's completions (its
+        #: pre-completion hook), so incoming messages no longer do
+        self.l3_counts_completions = False
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> None:
@@ -89,6 +92,7 @@ class Runtime:
             knowledge=memory.knowledge,
             store=memory.store,
             extractor=memory.extractor,
+            loop_model=memory.loop_model_label if memory.consolidator is not None else None,
         )
 
     async def _cycle_run(

@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from nonebot import get_bots
 from nonebot.adapters import Bot, Event
 
 from amrita_memory_pg.commands.memory_command import MemoReply, Reply, TextReply
-from amrita_memory_pg.storage.consolidation import PendingMessage
+from amrita_memory_pg.domain.consolidation import key_subject
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,16 @@ async def send_reply(bot: Bot, event: Event, reply: Reply) -> None:
         await bot.send(event, chunk)
 
 
-async def send_pending(bot: Bot, event: Event, messages: list[PendingMessage]) -> None:
-    """The L3 loop's proactive messages, oldest first, in the chat the event came from (a
-    private chat: :meth:`Memory.pending_for` returns nothing elsewhere). They were already
-    marked delivered, so a failed send is logged, not retried (at most once)."""
-    for message in messages:
-        try:
-            await bot.send(event, message.content)
-        except Exception:
-            log.warning("a proactive message (id %s) could not be sent", message.id, exc_info=True)
+async def send_private(target_key: str, text: str) -> None:
+    """The L3 loop's proactive message, sent at once as a private message to the user of
+    a personal partition through the first connected OneBot v11 bot (as the reference
+    did); raises when there is none or the call fails (the message is kept and retried).
+    The on_called_api hook logs it in the chat log like any other bot message."""
+    user_id = key_subject(target_key)
+    if not user_id.isdigit():
+        raise ValueError(f"not a QQ user: {target_key}")
+    for bot in get_bots().values():
+        if bot.adapter.get_name() in FORWARD_ADAPTERS:
+            await bot.call_api("send_private_msg", user_id=int(user_id), message=text)
+            return
+    raise RuntimeError("没有已连接的 OneBot V11 机器人，无法发送私聊消息")

@@ -9,7 +9,7 @@ The other way round (Chroma written, then the commit fails) leaves a vector with
 row; search never shows it, because every hit is re-read from PostgreSQL by id, and
 :meth:`ChromaBackend.rebuild` clears it.
 
-Search follows ``search_memories_v1``, with ``n = max(ann_candidates, top_k × overfetch)``:
+Search follows ``search_memories_v4``'s vector mode, with ``n = max(ann_candidates, top_k × overfetch)``:
 
 - a partition with at most ``n`` matching rows is scored exhaustively: every row is a
   candidate, its vector read from Chroma by id. Chroma's HNSW query is approximate even
@@ -48,7 +48,7 @@ from amrita_memory_pg.domain.decay import (
 from amrita_memory_pg.domain.errors import BackendError, FingerprintMismatch
 from amrita_memory_pg.domain.fusion import Candidate, rank_candidates
 from amrita_memory_pg.domain.ports import Vector
-from amrita_memory_pg.domain.records import MemoryRecord, Ranking, SearchFilter, SearchHit
+from amrita_memory_pg.domain.records import MemoryQuery, MemoryRecord, SearchFilter, SearchHit
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.memories import count_all, record_from_row
@@ -115,7 +115,7 @@ def rank(
     now: datetime,
     decay: DecayPolicy,
 ) -> list[SearchHit]:
-    """Score and order candidates exactly like ``search_memories_v1``; keep ``top_k``."""
+    """Score and order candidates like ``search_memories_v4``'s vector mode; keep ``top_k``."""
     policy = decay
     hits = []
     for record, distance in candidates:
@@ -133,7 +133,7 @@ def rank(
 async def _refuse_another_dimension(pool: asyncpg.Pool, dim: int, exc: BackendError) -> None:
     """After a failed search: raise :class:`FingerprintMismatch` when the query's
     dimension is not the store's (the embedding model changed: re-embed), as
-    ``search_memories_v3`` does with SQLSTATE AMF03; return when it is (then the
+    ``search_memories_v4`` does with SQLSTATE AMF03; return when it is (then the
     collection is what is wrong, and ``exc`` says to rebuild it). Read only on this
     failure path, so a search costs no extra round trip."""
     stored = (await store_meta.read(pool)).dim
@@ -201,18 +201,9 @@ class ChromaBackend:
 
     # ------------------------------------------------------------------ the store's hooks
 
-    async def search(
-        self,
-        pool: asyncpg.Pool,
-        partition_key: str,
-        vector: Vector | None,
-        *,
-        top_k: int,
-        where: SearchFilter,
-        now: datetime,
-        decay: DecayPolicy,
-        ranking: Ranking,
-    ) -> list[SearchHit]:
+    async def search(self, pool: asyncpg.Pool, q: MemoryQuery) -> list[SearchHit]:
+        partition_key, vector, top_k, now = q.partition_key, q.vector, q.top_k, q.now
+        where, decay, ranking = q.where, q.decay, q.ranking
         n = max(self.ann_candidates, top_k * decay.overfetch)
         filters = (
             where.importance_min,

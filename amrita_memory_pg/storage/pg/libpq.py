@@ -73,3 +73,26 @@ def child_process_args(
     if found:
         env["PGPASSWORD"] = found.pop()
     return out, env
+
+
+_CONNINFO_DBNAME = re.compile(rf"(^|\s)dbname\s*=\s*({_CONNINFO_VALUE})")
+
+
+def with_database(dsn: str, database: str) -> str:
+    """The same server and credentials, another database (``backup verify``'s scratch one).
+
+    ``database`` is one of our generated names (ASCII letters, digits, ``_``)."""
+    if not re.fullmatch(r"[A-Za-z0-9_]+", database):
+        raise ValueError(f"not a plain database name: {database!r}")
+    if _URL.match(dsn):
+        parts = urlsplit(dsn)
+        params = [
+            (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "dbname"
+        ]
+        query = urlencode(params, quote_via=quote)
+        return urlunsplit((parts.scheme, parts.netloc, f"/{database}", query, parts.fragment))
+    if _CONNINFO.match(dsn):
+        if _CONNINFO_DBNAME.search(dsn):
+            return _CONNINFO_DBNAME.sub(lambda m: f"{m.group(1)}dbname={database}", dsn)
+        return f"{dsn} dbname={database}"
+    raise ValueError("the database URL is neither a postgresql:// URL nor key=value pairs")

@@ -66,11 +66,17 @@ def run_sql_file(relative: str) -> None:
     The file may hold several statements (function bodies included), so it goes to
     asyncpg's simple-query protocol on the migration's own connection and transaction.
     """
+    from amrita_memory_pg.resources import read_sql
+
+    run_sql(read_sql(relative))
+
+
+def run_sql(text: str) -> None:
+    """Execute SQL text (several statements allowed) inside a running migration, the way
+    :func:`run_sql_file` runs a file."""
     from alembic import op
     from sqlalchemy.util import await_only
 
-    from amrita_memory_pg.resources import read_sql
-
     driver_conn = op.get_bind().connection.driver_connection
     assert driver_conn is not None, "migrations run on a live asyncpg connection"
-    await_only(driver_conn.execute(read_sql(relative)))
+    await_only(driver_conn.execute(text))

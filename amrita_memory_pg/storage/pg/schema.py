@@ -490,6 +490,14 @@ pending_message = Table(
         nullable=True,
         comment="set once, by the delivery that took it (NULL = still pending)",
     ),
+    Column(
+        "attempts",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="sends tried (a failed one clears delivered_at: the row waits for a retry)",
+    ),
+    Column("last_error", Text, nullable=True, comment="why the last send failed"),
     CheckConstraint("content <> ''", name="content_nonempty"),
     PrimaryKeyConstraint("target_key", "id"),
     comment="Proactive messages of the L3 loop (subconscious_send_to_user), delivered once",
@@ -776,3 +784,24 @@ Index(
     postgresql_where=text("state = 'running'"),
 )
 Index("ix_job_started_at", job.c.started_at)
+# issue 27 (feat/backup), migration 0023_backup_all
+backup_schedule = Table(
+    "backup_schedule",
+    metadata,
+    Column("id", SmallInteger, nullable=False, server_default=text("1")),
+    Column(
+        "last_slot",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="the newest slot of [backup] schedule a process claimed",
+    ),
+    Column("claimed_by", Text, nullable=True, comment="host:pid of the claimer"),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("stem", Text, nullable=True, comment="the backup the slot produced"),
+    Column("ok", Boolean, nullable=True, comment="backup and verify succeeded"),
+    Column("error", Text, nullable=True),
+    CheckConstraint("id = 1", name="one_row"),
+    PrimaryKeyConstraint("id"),
+    comment="One row: the last scheduled backup slot claimed (claim_backup_slot_v1)",
+)

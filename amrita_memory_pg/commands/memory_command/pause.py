@@ -1,0 +1,43 @@
+"""``/memory pause|resume [user|group|global|<key>]`` (superusers; default: this chat's
+partition). Paused: kept, not injected, not recalled, not written by the chat LLM,
+extraction or L3; people still manage it (issue 17)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from amrita_memory_pg.commands.memory_command.base import Services, Step
+from amrita_memory_pg.commands.memory_command.texts import USAGE_PAUSE
+from amrita_memory_pg.domain.keys import GLOBAL_KEY
+from amrita_memory_pg.services.trail import TrailService
+from amrita_memory_pg.tools.context import ToolContext
+
+
+def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -> str | Step:
+    """``sub`` is the word used (pause/暂停 or resume/恢复); superusers only (the dispatcher
+    checks)."""
+    trail = services.memories.trail
+    if trail is None:
+        return "暂停不可用：本进程没有打开记忆轨迹"
+    target = args.strip()
+    key = {
+        "": ctx.session_key,
+        "user": ctx.personal_key,
+        "group": ctx.group_key,
+        "global": GLOBAL_KEY,
+    }.get(target, target)
+    if not key or any(ch.isspace() for ch in key):
+        return "用法: " + USAGE_PAUSE
+    if sub in ("pause", "暂停"):
+        return Step("pause", key, partial(_pause, trail, key, f"person:{ctx.user_id}"))
+    return Step("pause", key, partial(_resume, trail, key))
+
+
+async def _pause(trail: TrailService, key: str, by: str) -> str:
+    if await trail.pause(key, by=by):
+        return f"⏸ 已暂停 {key} 的记忆：保留不删除，但不再注入、不再检索，自动流程不再写入"
+    return f"{key} 的记忆本来就已暂停"
+
+
+async def _resume(trail: TrailService, key: str) -> str:
+    return f"▶ 已恢复 {key} 的记忆" if await trail.resume(key) else f"{key} 的记忆没有暂停"

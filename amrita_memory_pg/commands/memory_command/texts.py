@@ -1,0 +1,55 @@
+"""The usage texts of ``/memory`` (the reference's wording, extended)."""
+
+from __future__ import annotations
+
+from amrita_memory_pg.tools.context import ToolContext
+
+USAGE_USER = (
+    "/memory user list [页码] [-c 类别] [-i 最低重要度] — 列出个人记忆",
+    "/memory user search [-c 类别] <关键词> — 搜索个人记忆",
+    "/memory user delete <ID>    — 删除个人记忆",
+    "/memory user add [-c 类别] [-i 1-10] <内容> — 添加个人记忆（手动条目，不会被自动流程改动）",
+    "/memory user clear          — 清空个人记忆（先确认，再备份）",
+)
+USAGE_GROUP = (
+    "/memory group list [页码] [-c 类别] — 列出群共享记忆",
+    "/memory group search [-c 类别] <关键词> — 搜索群共享记忆",
+    "/memory group delete <ID>   — 删除群共享记忆 (仅管理/群主)",
+    "/memory group add [-c 类别] [-i 1-10] <内容> — 添加群共享记忆（群成员均可）",
+    "/memory group clear         — 清空群共享记忆 (仅管理/群主；先确认，再备份)",
+)
+USAGE_GLOBAL = "/memory global list|search — 🌐全局记忆（add/delete/clear 仅超级用户）"
+USAGE_EXTRACT = "/memory extract             — 立即从本会话自动提取记忆（群内仅管理）"
+USAGE_CATEGORIES = "类别: preference(偏好) / rule(规则) / event(事件) / knowledge(知识)"
+USAGE_MODES = (
+    "检索方式: … search mode=hybrid|vector|keyword <关键词>（默认见 [retrieval] default_mode）"
+)
+#: a superuser option, not in the usage (like ``dmn``): the README documents it
+USAGE_PAUSE = "/memory pause|resume [user|group|global|分区键] — 暂停/恢复某作用域的记忆（仅超级用户；默认本会话）"
+USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
+USAGE_PROFILE = "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
+PROFILE_USAGE = (
+    "用法:\n"
+    "/memory profile                    — 查看自己的用户画像\n"
+    "/memory profile history            — 查看自己画像的修改历史\n"
+    "/memory profile show <用户>         — 查看他人的画像（仅超级用户）\n"
+    "/memory profile history <用户>      — 查看他人画像的修改历史（仅超级用户）\n"
+    "/memory profile revert [用户] <版本> — 把画像恢复到某个版本（仅超级用户）"
+)
+USAGE_KNOWLEDGE = (
+    "/memory knowledge list                 — 列出知识库（需知识库权限）",
+    "/memory knowledge read <kid> [起始行] [结束行] — 阅读条目",
+    "/memory knowledge search [mode=hybrid|vector|keyword] <关键词> — 检索知识库",
+    "/memory knowledge suggest <标题> | <摘要> | <正文> [| <理由>] — 提交知识建议（任何人）",
+    "/memory knowledge grant|revoke <用户ID> — 授予/撤销 memory.knowledge（仅超级用户）",
+)
+
+
+def usage(ctx: ToolContext) -> str:
+    """The usage hint: the user scope, the group scope in a group chat, then the memo."""
+    lines = ["用法:", *USAGE_USER]
+    if ctx.in_group:
+        lines.extend(USAGE_GROUP)
+    lines.extend((USAGE_GLOBAL, USAGE_EXTRACT, USAGE_MEMO, USAGE_CATEGORIES, USAGE_MODES))
+    lines.append(USAGE_PROFILE)
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""No SQL function is installed that nothing calls (issue 22, item 3), and nothing the
+previous release calls is gone (rolling upgrades). "Called" is read at test time from this
+checkout's Python, so a new ``_vN`` the code calls passes without any list to update."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from alembic.script import ScriptDirectory
+
+from amrita_memory_pg.storage.pg import migrate
+from tests.support.sql_usage import (
+    assert_no_orphans,
+    installed_sql,
+    orphan_functions,
+    python_calls,
+    read_previous_release,
+    released_functions,
+    retire_migration,
+)
+
+RETIRE = "0022_retire_sql"
+
+
+def before_retiring() -> str:
+    """The revision the retiring migration follows (re-chained when migrations merge)."""
+    script = ScriptDirectory.from_config(migrate.alembic_config())
+    down = script.get_revision(RETIRE).down_revision
+    assert isinstance(down, str)
+    return down
+
+
+async def test_the_migrated_schema_has_no_orphan_function(conn: asyncpg.Connection) -> None:
+    await assert_no_orphans(conn)
+
+
+async def test_an_uncalled_function_fails_the_orphan_check(conn: asyncpg.Connection) -> None:
+    await conn.execute(
+        "CREATE FUNCTION amrita_memory.orphan_probe_v1(p_x integer) RETURNS integer "
+        "LANGUAGE sql IMMUTABLE AS 'SELECT p_x'"
+    )
+    assert await orphan_functions(conn) == {"orphan_probe_v1": "orphan_probe_v1(p_x integer)"}
+    with pytest.raises(AssertionError, match=r"orphan_probe_v1\(p_x integer\)"):
+        await assert_no_orphans(conn)
+
+
+async def test_a_function_is_live_through_a_live_caller_a_trigger_or_the_previous_release(
+    conn: asyncpg.Connection,
+) -> None:
+    await conn.execute(
+        """
+        CREATE FUNCTION amrita_memory.probe_leaf_v1() RETURNS integer LANGUAGE sql AS 'SELECT 1';
+        -- plpgsql: no pg_depend row, found in the body (the comment's probe_gone_v1 is not)
+        CREATE FUNCTION amrita_memory.probe_caller_v1() RETURNS integer LANGUAGE plpgsql AS $$
+        BEGIN
+            -- was probe_gone_v1()
+            RETURN amrita_memory.probe_leaf_v1();
+        END $$;
+        CREATE FUNCTION amrita_memory.probe_gone_v1() RETURNS integer LANGUAGE sql AS 'SELECT 2';
+        CREATE FUNCTION amrita_memory.probe_atomic_v1() RETURNS integer LANGUAGE sql
+        BEGIN ATOMIC SELECT amrita_memory.probe_gone_v1(); END;
+        CREATE FUNCTION amrita_memory.probe_on_write_v1() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN RETURN NEW; END $$;
+        CREATE TABLE amrita_memory.probe_table (x integer);
+        CREATE TRIGGER probe_trigger BEFORE INSERT ON amrita_memory.probe_table
+            FOR EACH ROW EXECUTE FUNCTION amrita_memory.probe_on_write_v1();
+        """
+    )
+    python = python_calls() | {"probe_caller_v1"}
+    assert set(await orphan_functions(conn, called_by_python=python)) == {
+        "probe_gone_v1",
+        "probe_atomic_v1",
+    }
+    # probe_atomic_v1 reaches probe_gone_v1 by pg_depend (a BEGIN ATOMIC body)
+    previous = read_previous_release() | {"probe_atomic_v1"}
+    assert await orphan_functions(conn, called_by_python=python, previous_release=previous) == {}
+
+
+async def test_every_function_the_previous_release_calls_is_still_installed(
+    conn: asyncpg.Connection,
+) -> None:
+    previous = read_previous_release()
+    assert previous, "sql/PREVIOUS_RELEASE.txt lists the previous release's calls"
+    assert previous <= released_functions()
+    installed = set((await installed_sql(conn)).functions)
+    assert previous - installed == set()
+    assert (python_calls() & released_functions()) - installed == set()
+
+
+async def test_before_the_retiring_migration_the_orphans_are_exactly_what_it_drops(
+    empty_db_dsn: str,
+) -> None:
+    await migrate.upgrade(empty_db_dsn, before_retiring())
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        orphans = await orphan_functions(conn)
+        assert orphans
+        assert set(orphans) == retire_migration().retired_names()
+        # the migration names them by the signatures the database has
+        signatures = await conn.fetch(
+            """SELECT p.oid::regprocedure::text FROM pg_proc p
+                 JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname = 'amrita_memory' AND p.proname = ANY($1::text[])""",
+            list(orphans),
+        )
+        assert {r[0].removeprefix("amrita_memory.") for r in signatures} == set(
+            retire_migration().RETIRED
+        )
+    finally:
+        await conn.close()
+
+    await migrate.upgrade(empty_db_dsn, RETIRE)
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        await assert_no_orphans(conn)
+    finally:
+        await conn.close()
+
+
+async def test_downgrade_reinstalls_every_retired_function_as_released(
+    empty_db_dsn: str,
+) -> None:
+    """The downgrade brings back each function and its comment exactly as its released
+    file (and later comment files) installed it."""
+    definitions = """
+        SELECT p.proname, pg_get_functiondef(p.oid) AS body, obj_description(p.oid, 'pg_proc') AS comment
+          FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = 'amrita_memory' ORDER BY 1"""
+    await migrate.upgrade(empty_db_dsn, before_retiring())
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        released = [tuple(r) for r in await conn.fetch(definitions)]
+    finally:
+        await conn.close()
+
+    await migrate.upgrade(empty_db_dsn, RETIRE)
+    await migrate.downgrade(empty_db_dsn, before_retiring())
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        assert [tuple(r) for r in await conn.fetch(definitions)] == released
+    finally:
+        await conn.close()
