@@ -71,3 +71,42 @@ def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
         format="%(levelname)s %(name)s: %(message)s",
     )
     ctx.obj = CliState(config, debug)
+
+
+class PartitionKeyType(click.ParamType):  # type: ignore[type-arg]
+    """A partition key argument through the one key rule (domain/keys.py), so that the
+    CLI writes no key the admin page or ``/memory`` would then refuse."""
+
+    name = "key"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from amrita_memory_pg.domain.keys import check_partition_key
+        from amrita_memory_pg.domain.validation import InvalidInput
+
+        try:
+            return check_partition_key(str(value))
+        except InvalidInput as exc:
+            self.fail(exc.reason, param, ctx)
+
+
+class TextType(click.ParamType):  # type: ignore[type-arg]
+    """Free text checked by the one validation: at most ``max_chars``, storable."""
+
+    name = "text"
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from amrita_memory_pg.domain.validation import InvalidInput, check_text
+
+        try:
+            return check_text(str(value), max_chars=self.max_chars)
+        except InvalidInput as exc:
+            self.fail(exc.reason, param, ctx)
+
+
+KEY = PartitionKeyType()
+#: the widest integer a statement takes (PostgreSQL bigint) and the int columns' limit
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1

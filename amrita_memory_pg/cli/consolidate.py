@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import KEY, CliState, cli, run_async
 from amrita_memory_pg.settings import load_settings
 
 #: exit status when another process holds the target's lease (1: failed, 2: an error)
@@ -23,7 +23,9 @@ EXIT_HELD = 3
 
 
 @cli.command()
-@click.option("--target", required=True, help="Partition key, e.g. QQPlatform_Private_10001.")
+@click.option(
+    "--target", required=True, type=KEY, help="Partition key, e.g. QQPlatform_Private_10001."
+)
 @click.option("--dry-run", is_flag=True, help="Answer writes as if done; write nothing.")
 @click.pass_obj
 @run_async

@@ -54,6 +54,8 @@ from amrita_memory_pg.domain.legacy import (
     Skipped,
     convert_memory,
     convert_memos,
+    memo_problem,
+    memory_problem,
     parse_knowledge_index,
     parse_state_payload,
     render_toml,
@@ -68,6 +70,7 @@ from amrita_memory_pg.domain.validation import (
     check_knowledge_body,
     check_knowledge_summary,
     check_knowledge_title,
+    echo,
 )
 from amrita_memory_pg.maintenance.knowledge import knowledge_service
 from amrita_memory_pg.resources import sql_dir
@@ -828,6 +831,10 @@ async def import_legacy(
             if isinstance(result, Skipped):
                 report.skipped.append(result)
                 continue
+            problem = memory_problem(result)
+            if problem is not None:  # reported and skipped, in the dry run too
+                report.skipped.append(Skipped("memory", echo(result.old_id), problem))
+                continue
             if (result.partition_key, result.id) in seen:
                 report.skipped.append(Skipped("memory", result.old_id, "迁移后与另一条记忆同 id"))
                 continue
@@ -887,6 +894,11 @@ async def import_legacy(
         memo_rows, max_chars=settings.memo_max_chars, fallback_time=fallback
     )
     report.skipped += memo_skips
+    for memo in list(memos):
+        problem = memo_problem(memo)
+        if problem is not None:
+            report.skipped.append(Skipped("memo", echo(memo.old_key), problem))
+            memos.remove(memo)
 
     report.knowledge = read_knowledge(layout, report, settings.subconscious.knowledge_max_chars)
     if layout.profile.is_file():

@@ -344,20 +344,10 @@ class Consolidator:
             await self._boundary(cycle)
             progress.iterations += 1
             reply = await llm.complete(cycle, "step", messages, schemas)
-            calls = list(reply.get("tool_calls") or [])
-            if not calls:
-                raise CycleFailed("the model stopped without calling subconscious_iter_stop")
+            calls, batch = _tool_calls(reply, progress.iterations)
             messages.append(
                 {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
             )
-            batch = []
-            for index, call in enumerate(calls):
-                function = call.get("function") or {}
-                arguments = function.get("arguments")
-                if arguments is not None and not isinstance(arguments, str | dict):
-                    arguments = json.dumps(arguments)
-                call_id = str(call.get("id") or f"call_{progress.iterations}_{index}")
-                batch.append((call_id, str(function.get("name", "")), arguments))
             await self._call(cycle, progress, messages, batch)
             if cycle.stopped:
                 return
@@ -466,6 +456,40 @@ class Consolidator:
         )
         log.info("L3 cycle done: %s", describe(summary))
         return summary
+
+
+def _tool_calls(
+    reply: Any, iteration: int
+) -> tuple[list[dict[str, Any]], list[tuple[str, str, Any]]]:
+    """The reply's tool calls as (the calls to echo back, (id, name, arguments) to run).
+
+    A model or a proxy may send anything: a malformed ``tool_calls`` ends the cycle with
+    a sentence in the run record (issue 27 item 8), not with Python's own words for a
+    str that has no ``.get``.
+    """
+    raw = reply.get("tool_calls") if isinstance(reply, dict) else None
+    if not raw:
+        raise CycleFailed("the model stopped without calling subconscious_iter_stop")
+    if not isinstance(raw, list):
+        raise CycleFailed(
+            f"the model's reply is malformed: tool_calls should be a list, got {type(raw).__name__}"
+        )
+    batch: list[tuple[str, str, Any]] = []
+    for index, call in enumerate(raw):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(call, dict) or not isinstance(function, dict):
+            raise CycleFailed(
+                f"the model's reply is malformed: tool call {index} is not "
+                '{"id": …, "function": {"name": …, "arguments": …}}'
+            )
+        # a missing or unknown name is the tools' to answer (the model gets a reply)
+        name = str(function.get("name", ""))
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str | dict):
+            arguments = json.dumps(arguments)
+        call_id = str(call.get("id") or f"call_{iteration}_{index}")
+        batch.append((call_id, name, arguments))
+    return raw, batch
 
 
 def describe(summary: CycleSummary) -> str:

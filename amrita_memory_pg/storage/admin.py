@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -62,6 +62,15 @@ class PartitionUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A stored session that still counts."""
+
+    role: str
+    name: str
+    password_fp: str
+
+
+@dataclass(frozen=True, slots=True)
 class AuditEntry:
     id: int
     at: datetime
@@ -83,6 +92,46 @@ class AdminStore:
         #: the list pages' reads (audit, partitions, memories) may lag: a replica's pool
         #: when ``[database] read_url`` is set (issue 23)
         self.read_pool = read_pool if read_pool is not None else pool
+
+    # ------------------------------------------------------------ sessions, login limit
+
+    async def session_create(
+        self,
+        sid: str,
+        *,
+        role: str,
+        name: str,
+        password_fp: str,
+        client: str | None,
+        now: datetime,
+        expires: datetime,
+    ) -> None:
+        await self.pool.execute(
+            query("web_session_insert"), sid, role, name, password_fp, client, now, expires
+        )
+
+    async def session_get(self, sid: str, now: datetime) -> SessionRow | None:
+        """The session if it still counts (not revoked, not expired), else None."""
+        row = await self.pool.fetchrow(query("web_session_get"), sid, now)
+        return None if row is None else SessionRow(row["role"], row["name"], row["password_fp"])
+
+    async def session_revoke(self, sid: str, now: datetime) -> None:
+        await self.pool.execute(query("web_session_revoke"), sid, now)
+
+    async def session_revoke_all(self, now: datetime) -> int:
+        """Log out everywhere: the number of sessions ended."""
+        return int(await self.pool.fetchval(query("web_session_revoke_all"), now))
+
+    async def login_failed(self, client: str, now: datetime, window: timedelta) -> None:
+        await self.pool.execute(query("web_login_failed"), client, now, now - window)
+
+    async def login_failures(
+        self, client: str, now: datetime, window: timedelta
+    ) -> tuple[int, datetime | None]:
+        """(failed logins of ``client`` within ``window``, the oldest of them)."""
+        row = await self.pool.fetchrow(query("web_login_failures"), client, now - window)
+        assert row is not None
+        return int(row["failures"]), row["oldest"]
 
     async def audit(
         self,

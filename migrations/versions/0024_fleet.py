@@ -1,7 +1,7 @@
 """Several bot processes on one database (issue 23): leases for long work.
 
 Revision ID: 0024_fleet
-Revises: 0023_l2_fast
+Revises: 0028_sweep_pause
 Create Date: 2026-12-04
 
 lease: one row per piece of long work being done somewhere in the fleet (an L3 cycle of
@@ -21,7 +21,7 @@ from alembic import op
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0024_fleet"
-down_revision: str | None = "0023_l2_fast"
+down_revision: str | None = "0028_sweep_pause"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -128,9 +128,10 @@ SELECT cursor_id
 -- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
 -- $6 whether source=user rows are spared (protect_manual_memories), $7 dry run,
 -- $8 cursor (NULL = the persisted one), $9 stop before this id (NULL = end of the
--- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED).
+-- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED); rows
+-- of a paused partition are always kept (a pause keeps its memories, v3).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
-  FROM amrita_memory.sweep_batch_v2($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  FROM amrita_memory.sweep_batch_v3($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: untokenized_memories
 -- The token backfill (maintenance/tokens.py): up to $2 memories without search tokens

@@ -569,3 +569,49 @@ async def test_with_the_chroma_backend_the_index_follows_the_import(
         )
         by_id = {h.record.id: h for h in hits}
         assert len(by_id) == 12 and by_id[target].distance < 1e-6
+
+
+async def test_a_bad_old_memory_is_reported_and_skipped_by_the_dry_run_and_the_real_run(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 27 item 8: one old memory with a NUL aborted the whole import while the dry
+    run said all was well; over-long content and tags passed the caps of every writer."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    with StubEmbeddingServer(dim=64) as server:
+        async with memory_on(db_dsn, tmp_path / "new", **_overrides(server)) as mem:
+            old = build_old_install(tmp_path / "bot", fingerprint=None, vector_of=server.vector)
+            client = chromadb.PersistentClient(
+                path=str(old.data_dir / "vector_db.chroma"),
+                settings=ChromaSettings(anonymized_telemetry=False),
+            )
+            collection = client.get_collection("amrita_user_memory")
+            bad = {
+                "1" * 32: ("含有\x00的记忆", ""),
+                "2" * 32: ("长" * 5000, ""),
+                "3" * 32: ("标签太长", "t" * 5000),
+            }
+            collection.add(
+                ids=list(bad),
+                documents=[doc for doc, _ in bad.values()],
+                metadatas=[
+                    {"scope": "user", "user_id": "QQPlatform_Private_10001", "tags": tags}
+                    for _, tags in bad.values()
+                ],
+                embeddings=[server.vector("x") for _ in bad],
+            )
+            dry = await import_legacy(mem.store, old.data_dir, dry_run=True)
+            report = await import_legacy(mem.store, old.data_dir)
+            assert report.counts["memory"] == dry.counts["memory"]
+            assert report.counts["memory"]["inserted"] > 0  # the rest was imported
+            for result in (dry, report):
+                reasons = {s.item: s.reason for s in result.skipped if s.kind == "memory"}
+                assert "NUL" in reasons[repr("1" * 32)]
+                assert "上限 4000" in reasons[repr("2" * 32)]
+                assert "tags" in reasons[repr("3" * 32)] and "上限 200" in reasons[repr("3" * 32)]
+            stored = await mem.pool.fetchval(
+                "SELECT count(*) FROM amrita_memory.memory WHERE content LIKE '%标签太长%'"
+                " OR length(content) > 4000"
+            )
+            assert stored == 0

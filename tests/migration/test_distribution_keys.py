@@ -46,7 +46,7 @@ REFERENCE = {
 }
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
 #: rows per operator action; its partition_key is a filter, not a distribution key)
-LOCAL = {"alembic_version", "admin_audit"}
+LOCAL = {"alembic_version", "admin_audit", "web_session", "web_login_failure"}
 
 PRIMARY_KEYS = """
 SELECT c.relname AS table_name,

@@ -15,7 +15,7 @@ import asyncpg
 from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
-from amrita_memory_pg.storage.pg.session import PooledConnection
+from amrita_memory_pg.storage.pg.session import PinnablePool, PooledConnection
 from amrita_memory_pg.storage.pg.timeouts import begin_settings, server_timeouts
 from amrita_memory_pg.storage.queries import query
 
@@ -210,10 +210,16 @@ async def _open_pool(
         await register_vector_codec(conn, vector_schema)
 
     try:
-        pool = await asyncpg.create_pool(
+        # asyncpg.create_pool with our class: a page pins one connection for a write
+        # and its audit row (session.pinned); the arguments are create_pool's defaults
+        pool = await PinnablePool(
             dsn,
             min_size=db.pool_min_size,
             max_size=db.pool_max_size,
+            max_queries=50000,
+            max_inactive_connection_lifetime=300.0,
+            loop=None,
+            record_class=asyncpg.Record,
             timeout=db.connect_timeout,
             command_timeout=db.command_timeout,
             # a named statement would outlive the transaction on a pooler's server connection

@@ -784,6 +784,42 @@ Index(
     postgresql_where=text("state = 'running'"),
 )
 Index("ix_job_started_at", job.c.started_at)
+web_session = Table(
+    "web_session",
+    metadata,
+    Column("id", Text, nullable=False, comment="the random id the cookie carries"),
+    Column("role", Text, nullable=False, comment="admin | superuser"),
+    Column("name", Text, nullable=False, comment="the name given at login"),
+    Column(
+        "password_fp",
+        Text,
+        nullable=False,
+        comment="fingerprint of the password hash logged in with (a change ends the session)",
+    ),
+    Column("client", Text, nullable=True, comment="the client address at login"),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "revoked_at",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="set by logout or log out everywhere",
+    ),
+    CheckConstraint("role IN ('admin', 'superuser')", name="role"),
+    PrimaryKeyConstraint("id"),
+    comment="Logged-in admin page sessions: revocable server-side",
+)
+Index("ix_web_session_expires_at", web_session.c.expires_at)
+web_login_failure = Table(
+    "web_login_failure",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("client", Text, nullable=False, comment="the client address"),
+    Column("at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("id"),
+    comment="Failed admin page logins, counted by every process for the rate limit",
+)
+Index("ix_web_login_failure_client_at", web_login_failure.c.client, web_login_failure.c.at)
 # issue 27 (feat/backup), migration 0023_backup_all
 backup_schedule = Table(
     "backup_schedule",
