@@ -157,6 +157,8 @@ NOT_BACKED_UP: dict[str, str] = {
     "backup_schedule": "which scheduled backup slot this fleet last ran",
     "web_session": "admin page logins of this server: a restore logs everybody out",
     "web_login_failure": "the last minute's failed logins (the rate limit's window)",
+    "lease": "which process of this fleet runs which long work now (expires by itself)",
+    "job": "the admin page's background jobs of this fleet's processes",
 }
 #: every table a version-2 backup carries, in restore order
 BACKED_UP: tuple[str, ...] = (*EXPORT_COLUMNS, *GENERIC_TABLES)

@@ -36,10 +36,11 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
-from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import AmritaMemoryError, LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel, Message
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.services.l3_prompts import Prompts
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.settings import SubconsciousSettings
 from amrita_memory_pg.storage.activity import ActivityStore
 from amrita_memory_pg.storage.consolidation import ConsolidationStore
@@ -225,6 +226,7 @@ class Consolidator:
         settings: SubconsciousSettings,
         hooks: L3Hooks | None = None,
         clock: Clock = utcnow,
+        leases: Leases | None = None,
     ) -> None:
         self.store = store
         self.tools = tools
@@ -233,6 +235,8 @@ class Consolidator:
         self.settings = settings
         self.hooks = hooks or L3Hooks()
         self.clock = clock
+        #: the fleet's leases (issue 23); the in-process lock below is only a fast path
+        self.leases = leases
         self._running: dict[str, asyncio.Lock] = {}
 
     async def __call__(self, target_key: str) -> CycleSummary:
@@ -266,7 +270,21 @@ class Consolidator:
                 dry_run=dry_run,
             )
         async with lock:
-            return await self._run(target_key, dry_run=dry_run, trigger=trigger)
+            if self.leases is None:
+                return await self._run(target_key, dry_run=dry_run, trigger=trigger)
+            try:
+                async with self.leases.hold("l3", target_key):
+                    return await self._run(target_key, dry_run=dry_run, trigger=trigger)
+            except LeaseHeld as held:
+                log.info("L3 cycle of %s not started: held by %s", target_key, held.owner)
+                return CycleSummary(
+                    cycle_id=0,
+                    target_key=target_key,
+                    ok=False,
+                    error=f"held by {held.owner}",
+                    dry_run=dry_run,
+                    held_by=held.owner,
+                )
 
     async def _run(self, target_key: str, *, dry_run: bool, trigger: str) -> CycleSummary:
         started = self.clock()

@@ -87,8 +87,11 @@ class AuditEntry:
 class AdminStore:
     """The admin page's own queries on an asyncpg pool."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:
         self.pool = pool
+        #: the list pages' reads (audit, partitions, memories) may lag: a replica's pool
+        #: when ``[database] read_url`` is set (issue 23)
+        self.read_pool = read_pool if read_pool is not None else pool
 
     # ------------------------------------------------------------ sessions, login limit
 
@@ -166,7 +169,7 @@ class AdminStore:
         partition_key: str | None = None,
         action_prefix: str | None = None,
     ) -> tuple[list[AuditEntry], int]:
-        rows = await self.pool.fetch(
+        rows = await self.read_pool.fetch(
             query("admin_audit_page"), limit, offset, partition_key, action_prefix
         )
         entries = [
@@ -190,7 +193,7 @@ class AdminStore:
         self, *, limit: int, offset: int = 0, contains: str | None = None
     ) -> tuple[list[PartitionUsage], int]:
         """Partitions by size, with the ``partition_usage`` view's counts."""
-        rows = await self.pool.fetch(query("admin_partition_page"), limit, offset, contains)
+        rows = await self.read_pool.fetch(query("admin_partition_page"), limit, offset, contains)
         usage = [PartitionUsage(**{k: r[k] for k in PartitionUsage.__slots__}) for r in rows]
         return usage, int(rows[0]["total"]) if rows else 0
 
@@ -201,7 +204,7 @@ class AdminStore:
         if where.sort not in MEMORY_SORTS:
             raise ValueError(f"unknown sort {where.sort!r}")
         tags: Sequence[str] | None = list(where.tags) if where.tags else None
-        rows = await self.pool.fetch(
+        rows = await self.read_pool.fetch(
             query("admin_memory_page"),
             partition_key,
             limit,

@@ -148,7 +148,8 @@ def memory(request: Request) -> Memory:
 
 
 def admin_store(request: Request) -> AdminStore:
-    return AdminStore(memory(request).pool)
+    mem = memory(request)
+    return AdminStore(mem.pool, mem.store.read_pool)
 
 
 def now(request: Request) -> datetime:

@@ -37,6 +37,10 @@ REFERENCE = {
     "reembed_staging",
     "knowledge_suggestion",
     "permission_grant",
+    # issue 23: who in the fleet runs which long work (a few rows, claimed by key)
+    "lease",
+    # issue 23: the admin page's background jobs of every process (tens of rows)
+    "job",
     # issue 27: the one-row claim of the scheduled backup
     "backup_schedule",
 }

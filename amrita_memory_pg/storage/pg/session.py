@@ -8,6 +8,11 @@ cursors only in transactions, no ``LISTEN``, no temporary tables — and the poo
 rolls back a transaction left open. The one session-level change,
 ``lift_statement_timeout(local=False)``, marks the connection; only a marked connection
 is reset on release.
+
+Behind a transaction-mode pooler (``[database] pooler = "transaction"``, issue 23) the
+server connection changes between transactions, so nothing may live in the session: the
+timeouts cannot be startup parameters and are set with ``SET LOCAL`` in the same
+round trip as every ``BEGIN`` (:meth:`PooledConnection.set_begin_settings`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,24 @@ import asyncpg
 class PooledConnection(asyncpg.Connection):
     """An asyncpg connection whose reset query is empty unless session state changed."""
 
-    __slots__ = ("_session_changed",)
+    __slots__ = ("_begin_settings", "_session_changed")
+
+    def set_begin_settings(self, statements: str) -> None:
+        """Statements sent with every top-level ``BEGIN`` in the same simple query (one
+        round trip), e.g. ``SET LOCAL statement_timeout = 10000;``."""
+        self._begin_settings = statements
+
+    @property
+    def behind_pooler(self) -> bool:
+        """True when the connection goes through a transaction-mode pooler."""
+        return bool(getattr(self, "_begin_settings", ""))
+
+    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:  # noqa: ASYNC109 (asyncpg's signature)
+        extra = getattr(self, "_begin_settings", "")
+        if extra and not args and query.startswith("BEGIN"):
+            # asyncpg's Transaction.start sends exactly 'BEGIN[ ISOLATION …];'
+            query = f"{query} {extra}"
+        return str(await super().execute(query, *args, timeout=timeout))
 
     def mark_session_changed(self) -> None:
         """Session-level state was set (``set_config(..., false)``): reset on release."""
@@ -34,6 +56,12 @@ class PooledConnection(asyncpg.Connection):
             self._session_changed = False
             return str(super().get_reset_query())
         return ""
+
+
+def behind_pooler(conn: Any) -> bool:
+    """Whether ``conn`` (a pooled connection or its proxy) goes through a
+    transaction-mode pooler, where session-level settings would leak."""
+    return bool(getattr(conn, "behind_pooler", False))
 
 
 def mark_session_changed(conn: Any) -> None:
