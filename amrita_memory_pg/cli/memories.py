@@ -12,6 +12,7 @@ from __future__ import annotations
 import click
 
 from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.domain.decay import SCORE_LEGEND
 from amrita_memory_pg.domain.keys import scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORY_NAMES,
@@ -150,6 +151,8 @@ async def memory_search(
     for hit in hits:
         click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
     click.echo(f"{len(hits)} hits")
+    if hits:
+        click.echo(SCORE_LEGEND)
 
 
 @cli.command("clear")
