@@ -16,15 +16,11 @@ test checks that both agree to 1e-9. Time is always an argument.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from amrita_memory_pg.domain.importance import HIGH, LOW, MEDIUM, importance_rank
-
-if TYPE_CHECKING:
-    from amrita_memory_pg.domain.records import SearchHit
 
 SECONDS_PER_DAY = 86400.0
 #: 0.5 ** 1000 ≈ 9e-302; PostgreSQL raises on float underflow, so both sides clamp here.
@@ -151,44 +147,6 @@ __all__ = [
     "sweep_action",
     "tier_days",
 ]
-
-
-def reference_scored(hit: SearchHit, policy: DecayPolicy, mode: str) -> SearchHit:
-    """``hit`` with ``score`` = the backend's ranking key and ``decay_score`` = the
-    reference's similarity × decay factor, whatever the mode ranked by (issue 26); in
-    vector mode the two are the backend's one number (left bit for bit as ranked)."""
-    rank = hit.decay_score if hit.score is None else hit.score
-    if mode == "vector":
-        return replace(hit, score=rank)
-    ref = (
-        decay_score(hit.distance, hit.age_days, hit.record.importance, policy)
-        if policy.enabled
-        else similarity_from_distance(hit.distance)
-    )
-    return replace(hit, decay_score=ref, score=rank)
-
-
-#: hybrid mode's cut-off: a row that shares no token with the query is a hit only when
-#: its distance is within this factor of the nearest row's (relative, because embedding
-#: models differ: e5-small puts unrelated Chinese texts at squared L2 0.36, OpenAI's at
-#: 1.5); docs/retrieval.md#scores-shown
-HYBRID_DISTANCE_RATIO = 1.5
-
-
-def relevant_hits(hits: Sequence[SearchHit], mode: str) -> list[SearchHit]:
-    """The ranked rows that are hits at all (issue 26 item 2). Keyword rows share a token
-    by construction, vector mode ranks by distance alone; a hybrid row must share a token
-    (``keyword_score`` > 0) or lie within :data:`HYBRID_DISTANCE_RATIO` × the nearest
-    returned row's distance (the nearest row itself always stays)."""
-    if mode != "hybrid":
-        return list(hits)
-    known = [h.distance for h in hits if h.distance is not None]
-    if not known:
-        return list(hits)
-    limit = min(known) * HYBRID_DISTANCE_RATIO
-    return [
-        h for h in hits if h.keyword_score > 0 or (h.distance is not None and h.distance <= limit)
-    ]
 
 
 #: the one-line legend every surface that prints ``decay_score`` shows under its list

@@ -6,8 +6,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from amrita_memory_pg.domain.decay import DecayPolicy, reference_scored, relevant_hits
+from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
+from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
 from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
