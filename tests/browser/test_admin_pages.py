@@ -133,7 +133,14 @@ def test_search_uses_the_tools_search(page: Any, server: AdminServer) -> None:
     assert rows.count() >= 1
     assert "乌龙茶" in rows.first.inner_text()
     assert "检索到" in page.locator("#hit-count").inner_text()
+    # issue 26: the score column is decay_score, labelled, with the legend under the list
+    assert "衰减分" in page.locator("#memories thead").inner_text()
+    assert "相似度 1/(1+距离)" in page.locator("#score-legend").inner_text()
     screenshot(page, "search")
+    # issue 26 item 2: hybrid lists the hit, not every row of the partition
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?q=乌龙茶&mode=hybrid")
+    hybrid = page.locator("#memories tbody tr").all_inner_texts()
+    assert len(hybrid) == 1 and "乌龙茶" in hybrid[0]
     # the configured default mode (hybrid: embeds the query through the stub server)
     page.goto(f"{server.url}/p/{USER_KEY}/memories?q=橘猫&imin=5&imax=6")
     assert page.locator(".error").count() == 0

@@ -115,7 +115,8 @@ async def test_read_memory_logs_each_hit_with_chat_speaker_redacted_query_and_sc
         "10001",
     )
     assert row["query"] is not None and "sk-abc" not in row["query"] and "***" in row["query"]
-    assert row["score"] == pytest.approx(reply["metadatas"][0][0]["decay_score"], abs=1e-4)
+    # the log keeps the ranking key (issue 26: decay_score is the reference's formula)
+    assert row["score"] == pytest.approx(reply["metadatas"][0][0]["score"], abs=1e-4)
 
     # /memory search logs as the command surface
     await run(mem, ALICE, "user search 猫")
