@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit nonebot-test install clean bench chromium
+.PHONY: run test lint typecheck unit nonebot-test install clean bench chromium pgbouncer
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,9 +40,19 @@ chromium:
 	  || { echo "could not install chromium: run 'apt-get install -y --no-install-recommends chromium' as root" >&2; exit 1; }; \
 	  test -x $(CHROMIUM) || { echo "$(CHROMIUM) still missing after the install" >&2; exit 1; }; }
 
+# The PgBouncer tests (tests/integration/test_pgbouncer.py, issue 23) start Debian's
+# pgbouncer in transaction pooling mode in front of the test server. Installed when missing.
+PGBOUNCER ?= /usr/sbin/pgbouncer
+pgbouncer:
+	@test -x $(PGBOUNCER) || command -v pgbouncer >/dev/null || { \
+	  echo "installing Debian's pgbouncer for the pooler tests (tests/integration/test_pgbouncer.py)"; \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null; } \
+	  || { echo "could not install pgbouncer: run 'apt-get install -y pgbouncer' as root" >&2; exit 1; }; \
+	  test -x $(PGBOUNCER) || { echo "$(PGBOUNCER) still missing after the install" >&2; exit 1; }; }
+
 # The NoneBot tests (tests/nonebot, nonebug) are a second pytest session: nonebug
 # initialises NoneBot for its whole session, which the rest of the suite must not see.
-test: $(STAMP) chromium
+test: $(STAMP) chromium pgbouncer
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider

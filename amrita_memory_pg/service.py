@@ -13,13 +13,16 @@ opened by :func:`amrita_memory_pg.open_memory` (the composition module ``bootstr
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
+from amrita_memory_pg.domain.errors import LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel
+from amrita_memory_pg.domain.records import SweepReport
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.services.bot_memories import BotMemories, Speaker
@@ -34,6 +37,7 @@ from amrita_memory_pg.services.extraction import Extractor, endpoint
 from amrita_memory_pg.services.inspector import Inspection, inspect_chat
 from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.l3_prompts import Prompts
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.proactive import Delivery, PrivateSend, deliver
 from amrita_memory_pg.services.profiles import ProfileService
@@ -46,6 +50,7 @@ from amrita_memory_pg.storage.bot_memories import BotMemoryStore
 from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMessage
 from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
+from amrita_memory_pg.storage.leases import LeaseStore
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoStore
 from amrita_memory_pg.storage.profiles import ProfileStore
@@ -54,6 +59,7 @@ from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_re
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 
+log = logging.getLogger(__name__)
 #: A host's tool lent to the loop (``allowed_tools``): its arguments → its text reply.
 HostTool = Callable[[dict[str, Any]], Awaitable[str]]
 
@@ -132,6 +138,8 @@ class Memory:
         self.memos = MemoStore(
             store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
         )
+        #: issue 23: who in the fleet runs an L3 cycle, the sweep, the session job
+        self.leases = Leases(LeaseStore(store.pool), ttl_seconds=settings.database.lease_seconds)
         #: user profiles (summary + numbered lines, history), one per personal partition
         self.profiles = ProfileService(
             ProfileStore(store.pool, acquire_timeout=settings.database.connect_timeout),
@@ -143,7 +151,10 @@ class Memory:
         #: L3 scheduling per target (penalty, planner, next run); set ``scheduling.runner``
         #: to the loop's cycle runner
         self.scheduling = SchedulingService(
-            L3StateStore(store.pool, tz_name=str(tz)), self.activity, settings
+            L3StateStore(store.pool, tz_name=str(tz)),
+            self.activity,
+            settings,
+            leases=self.leases,
         )
         #: L3 runs: cycles, token usage, pending proactive messages, the pre-pass
         self.consolidation = ConsolidationStore(store.pool)
@@ -188,14 +199,21 @@ class Memory:
         )
         #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(
-            BotMemoryStore(store.pool), store.embedder, settings, trail=self.trail
+            BotMemoryStore(store.pool, store.read_pool),
+            store.embedder,
+            settings,
+            trail=self.trail,
         )
         #: issue 14: automatic extraction; its model only when extraction is enabled
         self.extraction_model: ChatModel | None = None
         if settings.extraction.enabled and is_configured(endpoint(settings)):
             self.extraction_model = ChatClient(endpoint(settings))
         self.extractor = Extractor(
-            self.memories, self.bot_memories.store, self.extraction_model, settings
+            self.memories,
+            self.bot_memories.store,
+            self.extraction_model,
+            settings,
+            leases=self.leases,
         )
         #: one tool registry per audience the settings call for (chat; L3 when enabled)
         self.registries: dict[Audience, ToolRegistry] = compose_registries(
@@ -226,6 +244,7 @@ class Memory:
                 prompts=self.prompts,
                 settings=settings.subconscious,
                 hooks=self.l3_hooks,
+                leases=self.leases,
             )
             # The scheduler's windows start the loop's cycles; the loop shows the plan. A
             # paused partition is left alone however a cycle is started (issue 27): the
@@ -388,6 +407,17 @@ class Memory:
             return await consolidator.run(key, trigger=trigger)
 
         return await self.scheduling.run_cycle(target_key, runner=manual)
+
+    async def scheduled_sweep(self) -> SweepReport | None:
+        """The sweep job's run: only the fleet's lease holder sweeps (issue 23); None when
+        another process holds the lease (it is sweeping; this one waits for its next
+        interval)."""
+        try:
+            async with self.leases.hold("sweep"):
+                return await self.memories.sweep()
+        except LeaseHeld as held:
+            log.info("decay sweep held by %s; skipped until the next interval", held.owner)
+            return None
 
     async def send_pending(
         self, target_key: str, send: PrivateSend | None = None

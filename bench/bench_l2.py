@@ -31,7 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from amrita_memory_pg.domain import decay
+from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import Settings, load_settings
@@ -52,10 +53,17 @@ from amrita_memory_pg.storage.pg.embedded import start_embedded
 from amrita_memory_pg.storage.pgvector import PgvectorBackend
 from amrita_memory_pg.storage.queries import query
 
+try:  # a revision with search parameter objects (issue 22); older ones: positional
+    from amrita_memory_pg.domain.records import MemoryQuery, Ranking
+    from amrita_memory_pg.storage.pgvector import search_statement
+except ImportError:  # pragma: no cover - depends on the revision benched
+    search_statement = None  # type: ignore[assignment]
+
 FINGERPRINT = "bench"
 MAX_AGE_DAYS = 33.1
 TOP_K = 5
 CHUNK = 10_000
+COMMON_WORDS, RARE_WORDS, COMMON_PER_TEXT = 20, 3000, 2
 LEVEL = {1: "low", 2: "low", 3: "low", 4: "medium", 5: "medium", 6: "medium", 7: "medium"}
 
 Vectors = npt.NDArray[np.float32]
@@ -73,6 +81,8 @@ class Chunk:
     vectors: Vectors
     importance: npt.NDArray[np.int64]
     ages: npt.NDArray[np.float64]
+    #: each memory's text: its words (the search tokens too, see words())
+    texts: list[str]
 
 
 @dataclass(frozen=True)
@@ -106,13 +116,29 @@ class Dataset:
             vectors = unit(rng.standard_normal((n, self.dim), dtype=np.float32))
             importance = rng.integers(1, 11, n)
             ages = rng.uniform(0.0, MAX_AGE_DAYS, n)
-            yield Chunk(start, ids, vectors, importance, ages)
+            yield Chunk(start, ids, vectors, importance, ages, words(rng, n, COMMON_PER_TEXT))
 
     def queries(self, n: int, *, seed: int = 99) -> Vectors:
         return unit(np.random.default_rng(seed).standard_normal((n, self.dim), dtype=np.float32))
 
+    def query_tokens(self, n: int, *, seed: int = 98) -> list[list[str]]:
+        """A query's search tokens: one common word and two rare ones (see words())."""
+        return [t.split() for t in words(np.random.default_rng(seed), n, 1, rare=2)]
+
     def small_partitions(self) -> list[str]:
         return [self.partition_of(i) for i in range(min(self.rows, self.partitions))]
+
+
+def words(rng: np.random.Generator, n: int, common: int, *, rare: int = 8) -> list[str]:
+    """n texts of `common` words of 20 (each in ~10% of memories, like 的 or "the") and
+    `rare` of 3,000 (each in ~0.3% of them): a hybrid query shares a token with about a
+    tenth of a partition, a keyword search finds a handful of rows."""
+    c = rng.integers(0, COMMON_WORDS, (n, common))
+    r = rng.integers(0, RARE_WORDS, (n, rare))
+    return [
+        " ".join([f"c{x}" for x in cs] + [f"r{x}" for x in rs])
+        for cs, rs in zip(c.tolist(), r.tolist(), strict=True)
+    ]
 
 
 def unit(vectors: Vectors) -> Vectors:
@@ -190,13 +216,24 @@ def bench_settings(data_dir: Path) -> Settings:
 
 
 async def load_postgres(conn: Conn, ds: Dataset) -> float:
-    """COPY the dataset into amrita_memory.memory; returns seconds."""
+    """COPY the dataset into amrita_memory.memory; returns seconds.
+
+    Through a staging table, so that the search tokens (the words themselves: no
+    tokenizer, the same on every revision) are written with the row, not by a later
+    UPDATE that would leave every page half empty (and the sweep's updates all HOT)."""
     t = time.perf_counter()
     await conn.execute(
         "UPDATE amrita_memory.store_meta SET embed_fingerprint = $1, embed_dim = $2 WHERE id = 1",
         FINGERPRINT,
         ds.dim,
     )
+    columns = ["id", "partition_key", "scope", "content", "importance", "created_at"]
+    columns += ["updated_at", "tier_since", "embedding", "embed_fingerprint"]
+    listed = ", ".join(columns)
+    await conn.execute(
+        f"CREATE TEMP TABLE bench_load AS SELECT {listed} FROM amrita_memory.memory WITH NO DATA"
+    )
+    tokens = await has_tokens(conn)
     for chunk in ds.chunks():
         records = []
         for j, rid in enumerate(chunk.ids):
@@ -207,7 +244,7 @@ async def load_postgres(conn: Conn, ds: Dataset) -> float:
                     rid,
                     ds.partition_of(i),
                     "group" if i >= ds.rows else "user",
-                    f"synthetic memory {i}",
+                    chunk.texts[j],
                     int(chunk.importance[j]),
                     created,
                     created,
@@ -216,25 +253,26 @@ async def load_postgres(conn: Conn, ds: Dataset) -> float:
                     FINGERPRINT,
                 )
             )
-        await conn.copy_records_to_table(
-            "memory",
-            schema_name="amrita_memory",
-            columns=[
-                "id",
-                "partition_key",
-                "scope",
-                "content",
-                "importance",
-                "created_at",
-                "updated_at",
-                "tier_since",
-                "embedding",
-                "embed_fingerprint",
-            ],
-            records=records,
+        await conn.copy_records_to_table("bench_load", columns=columns, records=records)
+        extra = (", search_tokens", ", array_to_tsvector(string_to_array(content, ' '))")
+        await conn.execute(
+            f"INSERT INTO amrita_memory.memory ({listed}{extra[0] if tokens else ''}) "
+            f"SELECT {listed}{extra[1] if tokens else ''} FROM bench_load"
         )
+        await conn.execute("TRUNCATE bench_load")
+    await conn.execute("DROP TABLE bench_load")
     await conn.execute("ANALYZE amrita_memory.memory")
     return time.perf_counter() - t
+
+
+async def has_tokens(conn: Conn) -> bool:
+    """Whether this revision's schema has search tokens (hybrid and keyword search)."""
+    return bool(
+        await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = "
+            "'amrita_memory' AND table_name = 'memory' AND column_name = 'search_tokens')"
+        )
+    )
 
 
 async def pg_search(
@@ -243,15 +281,30 @@ async def pg_search(
     vector: Vectors,
     now: datetime,
     *,
+    mode: str = "vector",
+    tokens: Sequence[str] = (),
     decay: bool = True,
     k: int = TOP_K,
 ) -> Any:
     """The product's search statement (PgvectorBackend.search): decay on with the default
-    half-life 30 d, boost 1, floor 0.05, no filters, 200 HNSW candidates."""
+    half-life 30 d, boost 1, floor 0.05, no filters, 200 HNSW candidates, rrf fusion."""
+    if search_statement is not None:  # this revision binds a MemoryQuery by name
+        sql, args = search_statement(
+            MemoryQuery(
+                partition,
+                None if mode == "keyword" else vector,
+                now,
+                top_k=k,
+                ranking=Ranking(mode=mode, tokens=tuple(tokens)),  # type: ignore[arg-type]
+                decay=DecayPolicy(enabled=decay),
+            ),
+            200,
+        )
+        return await conn.fetch(sql, *args)
     return await conn.fetch(
         query("search_memories"),
-        partition, vector, [], "vector", k, now, decay, 30.0, 1.0, 0.05,
-        None, None, None, None, None, 200, "rrf", 60.0, 0.5,
+        partition, None if mode == "keyword" else vector, list(tokens), mode, k, now, decay,
+        30.0, 1.0, 0.05, None, None, None, None, None, 200, "rrf", 60.0, 0.5,
     )  # fmt: skip
 
 
@@ -494,29 +547,36 @@ async def run(args: argparse.Namespace) -> list[Row]:
             print(f"# chroma load {time.perf_counter() - t:.1f} s", flush=True)
 
         queries = ds.queries(args.queries)
+        words = ds.query_tokens(args.queries)
         partitions = ds.small_partitions()
         pool = await create_pool(server.dsn("bench_src"), settings.database)
+        reads: dict[str, Timings] = {}
+        big_reads: dict[str, Timings] = {}
         async with pool.acquire() as conn:
+            modes = ["vector", "hybrid", "keyword"] if await has_tokens(conn) else ["vector"]
             floor = await timed(500, lambda i: conn.fetchval("SELECT 1"))
-            for i in range(20):  # warm the plan cache and the buffers
-                await pg_search(conn, partitions[i % len(partitions)], queries[i], now)
-            read = await timed(
-                args.queries,
-                lambda i: pg_search(
-                    conn, partitions[(i * 7919) % len(partitions)], queries[i], now
-                ),
-            )
+
+            def reader(mode: str, part: Callable[[int], str]) -> Callable[[int], Awaitable[Any]]:
+                return lambda i: pg_search(
+                    conn, part(i), queries[i], now, mode=mode, tokens=words[i]
+                )
+
+            def spread(i: int) -> str:
+                return partitions[(i * 7919) % len(partitions)]
+
+            for mode in modes:
+                for i in range(20):  # warm the plan cache and the buffers
+                    await reader(mode, lambda i: partitions[i % len(partitions)])(i)
+                reads[mode] = await timed(args.queries, reader(mode, spread))
             write = await timed(
                 args.writes,
                 writes_into(conn, partitions, queries, now),
             )
-            big_read = None
             recall = near_recall = None
             if ds.big_partition:
                 big = "QQPlatform_Group_big"
-                big_read = await timed(
-                    args.queries, lambda i: pg_search(conn, big, queries[i], now)
-                )
+                for mode in modes:
+                    big_reads[mode] = await timed(args.queries, reader(mode, lambda i: big))
                 recall = await ann_recall(conn, big, queries[: min(50, len(queries))], now)
                 # Only the memory a query was made from is clearly nearest (the rest of
                 # the synthetic data has no neighbourhoods), so recall@1 for those.
@@ -524,6 +584,7 @@ async def run(args: argparse.Namespace) -> list[Row]:
                 near_recall = await ann_recall(conn, big, near, now, k=1)
         await pool.close()
         rows.append(Row("floor: SELECT 1 round trip (p50)", ms(floor.p50)))
+        read = reads["vector"]
 
         ref_read = ref_write = None
         if ref is not None:
@@ -545,12 +606,16 @@ async def run(args: argparse.Namespace) -> list[Row]:
             compare("read p50 (top 5 of a partition)", read.p50, ref_read.p50 if ref_read else None)
         )
         rows.append(compare("read p95", read.p95, ref_read.p95 if ref_read else None))
+        for mode, label in (("hybrid", "hybrid read (default mode)"), ("keyword", "keyword read")):
+            if mode in reads:
+                rows.append(Row(f"{label} p50", ms(reads[mode].p50)))
+                rows.append(Row(f"{label} p95", ms(reads[mode].p95)))
         rows.append(
             compare(
                 "write p50 (cap check + insert)", write.p50, ref_write.p50 if ref_write else None
             )
         )
-        if big_read is not None:
+        if big_reads:
             ref_big = None
             if ref is not None:
                 ref_big = timed_sync(
@@ -562,10 +627,18 @@ async def run(args: argparse.Namespace) -> list[Row]:
                     f"read p50, one {ds.big_partition:,}-row partition "
                     f"({path}; recall of the nearest: @1 {near_recall:.2f} for queries near a "
                     f"stored memory, @5 {recall:.2f} for uniform random queries)",
-                    big_read.p50,
+                    big_reads["vector"].p50,
                     ref_big.p50 if ref_big else None,
                 )
             )
+            for mode in ("hybrid", "keyword"):
+                if mode in big_reads:
+                    rows.append(
+                        Row(
+                            f"{mode} read p50, one {ds.big_partition:,}-row partition ({path})",
+                            ms(big_reads[mode].p50),
+                        )
+                    )
 
         if not args.no_sweep:
             rows.append(await compare_sweeps(server, settings, ref, now, demote + purge))

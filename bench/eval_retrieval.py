@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.domain.records import SEARCH_MODES, SearchFilter
+from amrita_memory_pg.domain.records import SEARCH_MODES, MemoryQuery, NewMemory
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import RetrievalSettings, load_settings
@@ -169,14 +169,16 @@ async def load(mem: Memory, part: Partition, now: datetime) -> dict[str, str]:
         vectors = await mem.embedder.embed_passages(texts)
         for label, text, vector in zip(chunk, texts, vectors, strict=True):
             record = await service.repo.add(
-                partition_key=ctx.personal_key,
-                scope="user",
-                content=text,
-                vector=vector,
-                fingerprint=mem.embedder.fingerprint,
-                provider=mem.embedder.provider,
-                now=now,
-                tokens=search_tokens(text),
+                NewMemory(
+                    partition_key=ctx.personal_key,
+                    scope="user",
+                    content=text,
+                    vector=vector,
+                    fingerprint=mem.embedder.fingerprint,
+                    now=now,
+                    tokens=tuple(search_tokens(text)),
+                ),
+                mem.embedder.provider,
             )
             ids[record.id] = label
         if start % (BATCH * 20) == 0:
@@ -225,13 +227,14 @@ async def ask_variants(
                     keyword_weight=value if fusion == "weighted" else base.keyword_weight,
                 )
                 hits = await repo.search(
-                    key,
-                    vector,
-                    top_k=10,
-                    where=SearchFilter(),
-                    now=datetime.now(UTC),
-                    decay=mem.memories.policy,
-                    ranking=ranking,
+                    MemoryQuery(
+                        key,
+                        vector,
+                        datetime.now(UTC),
+                        top_k=10,
+                        ranking=ranking,
+                        decay=mem.memories.policy,
+                    )
                 )
                 ranked = [ids.get(h.record.id, "?") for h in hits]
                 table = out.setdefault(f"hybrid {fusion}={value:g}", {})
@@ -259,13 +262,14 @@ async def latency(
                 ranking = mem.memories.ranking(mode, text)
                 started = time.perf_counter()
                 await repo.search(
-                    key,
-                    None if mode == "keyword" else vector,
-                    top_k=5,
-                    where=SearchFilter(),
-                    now=datetime.now(UTC),
-                    decay=mem.memories.policy,
-                    ranking=ranking,
+                    MemoryQuery(
+                        key,
+                        None if mode == "keyword" else vector,
+                        datetime.now(UTC),
+                        top_k=5,
+                        ranking=ranking,
+                        decay=mem.memories.policy,
+                    )
                 )
                 times.append((time.perf_counter() - started) * 1000)
         times.sort()

@@ -5,18 +5,26 @@ action); the model comes from ``[subconscious] llm_*`` or ``LLM_BASE_URL`` /
 ``LLM_MODEL`` / ``LLM_API_KEY``. ``--dry-run``: every writing tool checks its input and
 answers as if done, but writes nothing (no memory, memo or pending message); only the
 cycle's own row and its token usage are recorded, marked ``dry_run``.
+
+Exit status: 0 the cycle succeeded, 1 it failed, 3 another process of the fleet is
+running this target's cycle right now (its lease, issue 23): nothing ran here, the
+message names the holder (``host:pid:start``).
 """
 
 from __future__ import annotations
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
-from amrita_memory_pg.settings import load_settings
+from amrita_memory_pg.cli.app import KEY, CliState, cli, run_async
+
+#: exit status when another process holds the target's lease (1: failed, 2: an error)
+EXIT_HELD = 3
 
 
 @cli.command()
-@click.option("--target", required=True, help="Partition key, e.g. QQPlatform_Private_10001.")
+@click.option(
+    "--target", required=True, type=KEY, help="Partition key, e.g. QQPlatform_Private_10001."
+)
 @click.option("--dry-run", is_flag=True, help="Answer writes as if done; write nothing.")
 @click.pass_obj
 @run_async
@@ -25,9 +33,16 @@ async def consolidate(state: CliState, target: str, dry_run: bool) -> None:
     from amrita_memory_pg.bootstrap import open_memory
     from amrita_memory_pg.services.consolidation import describe
 
-    settings = load_settings(state.config, overrides={"subconscious.enabled": True})
+    settings = state.load(subconscious__enabled=True)
     async with open_memory(settings, startup=False) as memory:
         summary = await memory.run_cycle(target.strip(), dry_run=dry_run, trigger="cli")
+    if summary.held_by is not None:
+        click.echo(
+            f"a cycle of {summary.target_key} is already running elsewhere: held by "
+            f"{summary.held_by}; nothing ran here",
+            err=True,
+        )
+        raise SystemExit(EXIT_HELD)
     click.echo(describe(summary))
     if not summary.ok:
         raise SystemExit(1)

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from amrita_memory_pg.bootstrap import open_store
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import INT32_MAX, CliState, cli, run_async
 from amrita_memory_pg.domain.knowledge import KNOWLEDGE_NODE, preview
 from amrita_memory_pg.domain.records import SEARCH_MODES, SearchMode
 from amrita_memory_pg.maintenance.knowledge import (
@@ -66,8 +66,20 @@ async def knowledge_list(state: CliState) -> None:
 
 @knowledge.command("show")
 @click.argument("kid")
-@click.option("--start", "start", type=int, default=None, help="First line (0-based).")
-@click.option("--end", "end", type=int, default=None, help="End line (exclusive).")
+@click.option(
+    "--start",
+    "start",
+    type=click.IntRange(-INT32_MAX, INT32_MAX),
+    default=None,
+    help="First line (0-based).",
+)
+@click.option(
+    "--end",
+    "end",
+    type=click.IntRange(-INT32_MAX, INT32_MAX),
+    default=None,
+    help="End line (exclusive).",
+)
 @click.pass_obj
 @run_async
 async def knowledge_show(state: CliState, kid: str, start: int | None, end: int | None) -> None:
@@ -104,9 +116,19 @@ async def knowledge_add(
 @click.option("--summary", default=None)
 @click.option("--body", default=None)
 @click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--start", "start", type=int, default=None, help="Replace lines from here…")
 @click.option(
-    "--end", "end", type=int, default=None, help="…to here (exclusive; default: the end)."
+    "--start",
+    "start",
+    type=click.IntRange(-INT32_MAX, INT32_MAX),
+    default=None,
+    help="Replace lines from here…",
+)
+@click.option(
+    "--end",
+    "end",
+    type=click.IntRange(-INT32_MAX, INT32_MAX),
+    default=None,
+    help="…to here (exclusive; default: the end).",
 )
 @click.pass_obj
 @run_async

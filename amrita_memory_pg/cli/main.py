@@ -9,6 +9,7 @@ own print one sentence and exit with status 2; nothing prints a traceback unless
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 from typing import TYPE_CHECKING
@@ -43,6 +44,9 @@ async def db_upgrade(state: CliState, revision: str) -> None:
     from amrita_memory_pg.storage.pg.database import check_pgvector, connect_once, resolve_target
 
     settings = state.settings
+    problem = migrate.revision_problem(revision)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="REVISION")
     target = await resolve_target(settings)
     try:
         conn = await connect_once(target.dsn, settings.database.connect_timeout)
@@ -76,6 +80,9 @@ async def db_downgrade(state: CliState, revision: str, yes: bool) -> None:
     from amrita_memory_pg.storage.pg.database import connect_once, resolve_target
 
     settings = state.settings
+    problem = migrate.revision_problem(revision)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="REVISION")
     if not yes:
         click.confirm(
             f"Downgrade to {revision}? Tables dropped by the downgrade lose their data", abort=True
@@ -235,7 +242,12 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
         )
         return
     async with open_memory(settings, startup=False) as mem:
-        report = await mem.memories.sweep(dry_run=dry_run, max_batches=batches, force=force)
+        if dry_run:
+            report = await mem.memories.sweep(dry_run=True, max_batches=batches, force=force)
+        else:
+            # one sweep across the fleet (issue 23): held elsewhere = LeaseHeld, exit 2
+            async with mem.leases.hold("sweep"):
+                report = await mem.memories.sweep(max_batches=batches, force=force)
     clock = "restarts" if decay.restart_clock_on_demote else "keeps counting from creation"
     verb = (
         ("would demote", "would purge", "would keep") if dry_run else ("demoted", "purged", "kept")
@@ -428,10 +440,30 @@ def _register_commands() -> None:
     import amrita_memory_pg.cli.web  # noqa: F401
 
 
+#: the start of the last-resort line for an error no command handled (a bug to fix:
+#: the CLI fuzz test fails when it appears)
+INTERNAL_ERROR = "amrita-memory: internal error"
+
+
+def _refuse_unstorable(args: list[str]) -> None:
+    """The CLI edge of the one validation: an argument the database cannot store (a NUL,
+    or bytes the terminal could not decode, which Python hands over as lone
+    surrogates) is refused before any command runs."""
+    from amrita_memory_pg.domain.validation import echo, text_problem
+
+    for number, arg in enumerate(args, start=1):
+        problem = text_problem(arg)
+        if problem is not None:
+            click.echo(f"amrita-memory: argument {number} ({echo(arg)}) {problem}", err=True)
+            sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: our errors become one line on stderr and exit status 2."""
     _register_commands()
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = list(argv if argv is not None else sys.argv[1:])
+    debug = "--debug" in args
+    _refuse_unstorable(args)
     try:
         cli.main(args=argv, prog_name="amrita-memory", standalone_mode=False)
     except click.exceptions.Abort:
@@ -448,6 +480,24 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except OSError as exc:  # a file or folder the operator named or configured
+        if debug:
+            raise
+        from amrita_memory_pg.domain.validation import echo
+
+        where = f" ({echo(str(exc.filename), 120)})" if exc.filename else ""
+        click.echo(f"amrita-memory: {exc.strerror or exc}{where}", err=True)
+        sys.exit(2)
+    except Exception as exc:  # the outermost edge: a sentence, never a traceback
+        if debug:
+            raise
+        logging.getLogger(__name__).debug("unhandled", exc_info=True)
+        click.echo(
+            f"{INTERNAL_ERROR} ({type(exc).__name__}: {str(exc)[:300]}); "
+            "run with --debug for the traceback and report it",
+            err=True,
+        )
+        sys.exit(70)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
-from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.cli.app import INT64_MAX, KEY, CliState, TextType, cli, run_async
+from amrita_memory_pg.domain.decay import SCORE_LEGEND
+from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORY_NAMES,
     SEARCH_MODES,
@@ -23,6 +24,8 @@ from amrita_memory_pg.domain.records import (
 )
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TAGS_CHARS,
     InvalidInput,
     check_text,
     parse_category,
@@ -54,11 +57,11 @@ def memory_group() -> None:
 
 
 @memory_group.command("add")
-@click.argument("key")
+@click.argument("key", type=KEY)
 @click.argument("content")
 @click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
 @click.option("-i", "--importance", type=click.IntRange(1, 10), default=5, show_default=True)
-@click.option("--tags", default="", help="Comma-separated tags.")
+@click.option("--tags", type=TextType(MAX_TAGS_CHARS), default="", help="Comma-separated tags.")
 @click.pass_obj
 @run_async
 async def memory_add(
@@ -88,11 +91,11 @@ async def memory_add(
 
 
 @memory_group.command("list")
-@click.argument("key")
+@click.argument("key", type=KEY)
 @click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
 @click.option("-i", "--min-importance", type=click.IntRange(1, 10), default=None)
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-@click.option("--offset", type=click.IntRange(min=0), default=0)
+@click.option("--offset", type=click.IntRange(0, INT64_MAX), default=0)
 @click.pass_obj
 @run_async
 async def memory_list(
@@ -120,8 +123,8 @@ async def memory_list(
 
 
 @memory_group.command("search")
-@click.argument("key")
-@click.argument("query")
+@click.argument("key", type=KEY)
+@click.argument("query", type=TextType(MAX_QUERY_CHARS))
 @click.option("-c", "--category", default=None, help=CATEGORY_CHOICES)
 @click.option("-k", "--top-k", type=click.IntRange(1, 50), default=10, show_default=True)
 @click.option(
@@ -150,10 +153,12 @@ async def memory_search(
     for hit in hits:
         click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
     click.echo(f"{len(hits)} hits")
+    if hits:
+        click.echo(SCORE_LEGEND)
 
 
 @cli.command("clear")
-@click.argument("key")
+@click.argument("key", type=KEY)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
 @run_async
@@ -180,7 +185,7 @@ async def clear(state: CliState, key: str, yes: bool) -> None:
 
 
 @cli.command("extract")
-@click.argument("session_key")
+@click.argument("session_key", type=TextType(MAX_KEY_CHARS))
 @click.pass_obj
 @run_async
 async def extract(state: CliState, session_key: str) -> None:

@@ -6,17 +6,21 @@ commands always work — while the bot runs, and when its fingerprint check refu
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
 from amrita_memory_pg.bootstrap import open_store
 from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.services.leases import LeaseKind, Leases
 from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage.leases import LeaseStore
 
 
 @asynccontextmanager
@@ -60,6 +64,13 @@ class ProgressBar:
             sys.stderr.flush()
 
 
+def fleet_lease(store: Any, kind: LeaseKind) -> contextlib.AbstractAsyncContextManager[Any]:
+    """The fleet's lease of ``kind`` (issue 23): a re-embed or backup runs in one process
+    at a time; held elsewhere = :class:`LeaseHeld`, one line naming the holder, exit 2."""
+    leases = Leases(LeaseStore(store.pool), ttl_seconds=store.settings.database.lease_seconds)
+    return leases.hold(kind)
+
+
 @cli.command()
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
@@ -75,7 +86,7 @@ async def reindex(state: CliState, yes: bool) -> None:
     from amrita_memory_pg.maintenance.reembed import change_model, reindex_state
     from amrita_memory_pg.maintenance.reembed import reindex as run_reindex
 
-    async with opened(state) as store:
+    async with opened(state) as store, fleet_lease(store, "reembed"):
         status = await inspect_fingerprint(store)
         pending = await reindex_state(store.pool)
         if status.rows == 0:
@@ -159,7 +170,7 @@ async def backup_create(state: CliState) -> None:
     """Take a backup now (rotation keeps REEMBED_BACKUP_KEEP)."""
     from amrita_memory_pg.maintenance.backup import create_backup
 
-    async with opened(state) as store:
+    async with opened(state) as store, fleet_lease(store, "backup"):
         info = await create_backup(store)
     counts = ", ".join(f"{k} {v}" for k, v in info.counts.items())
     click.echo(f"已备份到 {info.jsonl_path}")
@@ -269,6 +280,10 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
     from amrita_memory_pg.maintenance.restore import restore_backup
 
     path = file.expanduser()
+    if not path.is_file() and path.name == str(file):
+        # a bare name, as older replies printed it: the store's backups folder
+        in_backups = state.settings.resolved_data_dir() / "backups" / path.name
+        path = in_backups if in_backups.is_file() else path
     if not path.is_file():
         raise click.ClickException(f"备份文件不存在: {path}")
     if not yes:

@@ -15,19 +15,23 @@ from pathlib import Path
 import click
 
 from amrita_memory_pg.bootstrap import open_store
-from amrita_memory_pg.cli.app import CliState, cli, run_async
-from amrita_memory_pg.domain.keys import user_key
+from amrita_memory_pg.cli.app import INT32_MAX, CliState, cli, run_async
+from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, check_partition_key, user_key
 from amrita_memory_pg.domain.profile import ProfileActor, parse_profile_file, render_numbered
+from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.profiles import ProfileStore
 
 
 def _key(text: str) -> str:
-    key = user_key(text)
+    try:
+        key = user_key(check_partition_key(text)) if text.strip() else None
+    except InvalidInput:  # not a key: maybe a bare QQ number, under the same caps
+        key = user_key(text) if len(text) <= MAX_KEY_CHARS and not text_problem(text) else None
     if key is None:
         raise click.BadParameter(
-            f"{text!r} is not a user: give a personal partition key "
+            f"{echo(text)} is not a user: give a personal partition key "
             "(QQPlatform_Private_10001) or a QQ number; groups have no profile",
             param_hint="USER",
         )
@@ -73,7 +77,13 @@ async def profile_show(state: CliState, user: str) -> None:
 
 @profile.command("history")
 @click.argument("user")
-@click.option("--version", "version", type=int, default=None, help="Show one change in full.")
+@click.option(
+    "--version",
+    "version",
+    type=click.IntRange(0, INT32_MAX - 1),
+    default=None,
+    help="Show one change in full.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Newest N changes.")
 @click.pass_obj
 @run_async
@@ -108,7 +118,7 @@ async def profile_history(
 
 @profile.command("revert")
 @click.argument("user")
-@click.argument("version", type=click.IntRange(min=0))
+@click.argument("version", type=click.IntRange(0, INT32_MAX - 1))
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
 @run_async

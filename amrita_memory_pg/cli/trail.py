@@ -14,13 +14,17 @@ import json
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async
 from amrita_memory_pg.cli.memories import memory_group
+from amrita_memory_pg.domain.keys import MAX_KEY_CHARS
+from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS
 
 
 @cli.command("pause")
-@click.argument("key")
-@click.option("--reason", default=None, help="Why (shown with the pause).")
+@click.argument("key", type=KEY)
+@click.option(
+    "--reason", type=TextType(MAX_NOTE_CHARS), default=None, help="Why (shown with the pause)."
+)
 @click.pass_obj
 @run_async
 async def pause(state: CliState, key: str, reason: str | None) -> None:
@@ -33,7 +37,7 @@ async def pause(state: CliState, key: str, reason: str | None) -> None:
 
 
 @cli.command("resume")
-@click.argument("key")
+@click.argument("key", type=KEY)
 @click.pass_obj
 @run_async
 async def resume(state: CliState, key: str) -> None:
@@ -61,9 +65,20 @@ async def paused(state: CliState) -> None:
 
 
 @cli.command("inspect")
-@click.argument("chat")
-@click.option("--user", "user_id", default=None, help="The speaker in a group chat.")
-@click.option("--message", default=None, help="The current message (for relevant_top_k).")
+@click.argument("chat", type=TextType(MAX_KEY_CHARS))
+@click.option(
+    "--user",
+    "user_id",
+    type=TextType(MAX_KEY_CHARS),
+    default=None,
+    help="The speaker in a group chat.",
+)
+@click.option(
+    "--message",
+    type=TextType(MAX_QUERY_CHARS),
+    default=None,
+    help="The current message (for relevant_top_k).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
 @click.pass_obj
 @run_async
@@ -95,8 +110,8 @@ async def inspect_command(
 
 
 @memory_group.command("history")
-@click.argument("key")
-@click.argument("memory_id")
+@click.argument("key", type=KEY)
+@click.argument("memory_id", type=TextType(MAX_ID_CHARS))
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.pass_obj
 @run_async
@@ -117,8 +132,8 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
 
 
 @memory_group.command("accesses")
-@click.argument("key")
-@click.argument("memory_id")
+@click.argument("key", type=KEY)
+@click.argument("memory_id", type=TextType(MAX_ID_CHARS))
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.pass_obj
 @run_async

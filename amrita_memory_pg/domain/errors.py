@@ -7,6 +7,8 @@ into one clear sentence instead of a traceback.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class AmritaMemoryError(Exception):
     """Root of every error this package raises on purpose."""
@@ -201,3 +203,19 @@ class SuggestionRefused(KnowledgeError):
 class JobRefused(AmritaMemoryError):
     """A background job was not started (one of its kind is running, or the kind is
     unknown); nothing ran."""
+
+
+class LeaseHeld(AmritaMemoryError):
+    """Another process of the fleet holds the lease of this work (issue 23): it is being
+    done there; try again at the next window. ``owner`` is ``host:pid:start``."""
+
+    def __init__(self, kind: str, key: str, owner: str, expires_at: datetime) -> None:
+        what = f"{kind} {key}" if key else kind
+        super().__init__(
+            f"{what} is held by {owner} (its lease runs until {expires_at.isoformat()} "
+            "unless renewed)"
+        )
+        self.kind = kind
+        self.key = key
+        self.owner = owner
+        self.expires_at = expires_at

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem, too_long
+
 KEY_FORMAT_VERSION = 2
 GLOBAL_KEY = "global"
 
@@ -113,3 +115,47 @@ def user_key(text: str, platform: str = "qq") -> str | None:
     if _KEY.match(name) or name == GLOBAL_KEY or "_Group_" in name:
         return None
     return personal_key(platform, name)
+
+
+def legacy_key_now(text: str, default_platform: str = "qq") -> str | None:
+    """The current key an old-style key an operator typed stands for (``user_10004`` →
+    ``QQPlatform_Private_10004``, ``group_1`` → ``QQPlatform_Group_1``); None when the text
+    is current, ``global`` or not a recognised old key (bare digits say no scope).
+
+    Why: the store holds current keys only, so a typed old key found nothing and said
+    nothing (issue 26 item 11); every surface where a key is typed resolves it with this.
+    Kept apart from the key validation so that one rule can call it.
+    """
+    key = text.strip()
+    if not key or is_current(key):
+        return None
+    now = to_current(key, None, default_platform)
+    return now if now is not None and now != key else None
+
+
+#: the longest partition key any surface accepts (the current formats are far shorter)
+MAX_KEY_CHARS = 200
+
+
+def check_partition_key(text: str) -> str:
+    """The ONE key rule of every surface (CLI, web page, ``/memory``): ``global`` or a
+    current-format key (``QQPlatform_Private_10001``, ``QQPlatform_Group_1``), at most
+    200 characters; raises :class:`InvalidInput` with a sentence otherwise.
+
+    Why one rule: the CLI used to accept ``qq:private:1``, ``../../etc`` or a 100,000
+    character key that the admin page then listed but refused to open (issue 27 item 7).
+    """
+    key = text.strip()
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidInput(f"分区键{too_long(len(key), MAX_KEY_CHARS)}")
+    problem = text_problem(key)
+    if problem is not None:
+        raise InvalidInput(f"分区键{problem}")
+    if key == GLOBAL_KEY or is_current(key):
+        return key
+    hint = to_current(key, None)
+    suggestion = f"；是不是指 {hint}？" if hint else ""
+    raise InvalidInput(
+        f"不是有效的分区键：{echo(key)}（应为 global、QQPlatform_Private_10001 或 "
+        f"QQPlatform_Group_1 这样的格式）{suggestion}"
+    )

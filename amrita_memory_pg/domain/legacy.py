@@ -17,8 +17,15 @@ from typing import Any
 
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.importance import LABEL_TO_LEVEL, MEDIUM
-from amrita_memory_pg.domain.keys import to_current
+from amrita_memory_pg.domain.keys import check_partition_key, to_current
 from amrita_memory_pg.domain.records import parse_tags
+from amrita_memory_pg.domain.validation import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_TAGS_CHARS,
+    InvalidInput,
+    check_text,
+)
 
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _SEPARATOR = re.compile(r"^---\s*$", re.MULTILINE)
@@ -269,3 +276,40 @@ def render_toml(tree: dict[str, Any], notes: dict[tuple[str, ...], str] | None =
                     lines.append(f"# {notes[(key, sub)]}")
                 lines.append(f"{sub} = {value(v)}")
     return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def memory_problem(memory: LegacyMemory) -> str | None:
+    """Why an old memory cannot be imported (None: it can), by the same rules and caps as
+    every other writer (domain/validation.py): content 1..4,000 characters, tags at most
+    200 characters joined, no NUL or lone surrogate anywhere, a key of the one key rule.
+
+    Checked on the converted rows before the plan, so the dry run and the real run skip
+    the same rows and report them, and one bad row no longer aborts the import.
+    """
+    fields = (
+        ("content", memory.content.strip(), MAX_CONTENT_CHARS),
+        ("tags", ", ".join(memory.tags), MAX_TAGS_CHARS),
+        ("id", memory.id, MAX_ID_CHARS),
+    )
+    for name, text, cap in fields:
+        try:
+            check_text(text, max_chars=cap)
+        except InvalidInput as exc:
+            return f"{name} {exc.reason}"
+    if not memory.content.strip():
+        return "content 为空"
+    try:
+        check_partition_key(memory.partition_key)
+    except InvalidInput as exc:
+        return exc.reason
+    return None
+
+
+def memo_problem(memo: LegacyMemo) -> str | None:
+    """Why an old memo cannot be imported (None: it can): text the database cannot store."""
+    try:
+        check_text(memo.content)
+        check_partition_key(memo.partition_key)
+    except InvalidInput as exc:
+        return exc.reason
+    return None

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.records import MemoryRecord, Ranking, SearchFilter, SearchHit
+from amrita_memory_pg.domain.records import MemoryQuery, MemoryRecord, SearchHit
+from amrita_memory_pg.domain.trail import Recalled, RecallLog
 
 Vector = npt.NDArray[np.float32]
 #: One OpenAI chat message (``role``, ``content``, ``tool_calls``, ``tool_call_id``…).
@@ -60,6 +59,16 @@ class Embedder(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class RecallingBackend(Protocol):
+    """A backend that searches in PostgreSQL can also check the pause and write the
+    access log in the same statement (``recall_memories_v1``): one round trip per read."""
+
+    async def recall(self, pool: Any, q: MemoryQuery, log: RecallLog) -> Recalled:
+        """The hits of ``q``, or that its partition is paused; the hits logged per ``log``."""
+        ...
+
+
 class VectorBackend(Protocol):
     """Where similarity search runs; PostgreSQL always holds every memory with its vector."""
 
@@ -68,21 +77,10 @@ class VectorBackend(Protocol):
     #: needs no explicit transaction (one round trip instead of three)
     write_hooks: bool
 
-    async def search(
-        self,
-        pool: Any,
-        partition_key: str,
-        vector: Vector | None,
-        *,
-        top_k: int,
-        where: SearchFilter,
-        now: datetime,
-        decay: DecayPolicy,
-        ranking: Ranking,
-    ) -> list[SearchHit]:
-        """The top_k of the partition for the query (``vector``, and ``ranking.tokens``)
-        by decay score (relevance alone when decay is off), ranked by ``ranking.mode``;
-        ``vector`` is None only in keyword mode."""
+    async def search(self, pool: Any, q: MemoryQuery) -> list[SearchHit]:
+        """The ``q.top_k`` of ``q.partition_key`` for the query (``q.vector``, and
+        ``q.ranking.tokens``) by decay score (relevance alone when decay is off), ranked
+        by ``q.ranking.mode``; ``q.vector`` is None only in keyword mode."""
         ...
 
     async def added(self, record: MemoryRecord, vector: Vector) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
+from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.importance import level_to_label
 
 Scope = Literal["user", "group", "global"]
@@ -82,13 +83,17 @@ class SearchHit:
     #: squared L2 distance, as Chroma reports it (so reference numbers match); None in
     #: keyword mode, which embeds no query
     distance: float | None
-    #: relevance × decay factor (relevance alone when decay is disabled); the ranking key.
-    #: Relevance is the similarity 1/(1+distance) in vector mode, BM25 in keyword mode,
-    #: the fused score in hybrid mode.
+    #: the reference plugin's score in EVERY mode: similarity 1/(1+distance) × decay factor
+    #: (similarity alone when decay is disabled; similarity 1 when no distance is known,
+    #: keyword mode, as the reference counts a missing distance)
     decay_score: float
     age_days: float
     #: BM25 of the query's tokens in this memory (0 = no token shared, or vector mode)
     keyword_score: float = 0.0
+    #: the ranking key (× decay factor when decay is on): equal to ``decay_score`` in
+    #: vector mode, BM25 in keyword mode, the fused score (rrf / weighted) in hybrid mode
+    #: (docs/retrieval.md#scores-shown). None until the backend has ranked.
+    score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +120,45 @@ class SearchFilter:
     tags: tuple[str, ...] | None = None
     #: only memories of this category (None = any)
     category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """One memory to write, whole, with its embedding: what the repository's ``add`` and
+    ``write`` take and bind, by argument name, to ``insert_memory_v3`` / ``write_memory_v2``
+    (``storage/memories.py``, :func:`insert_args`)."""
+
+    partition_key: str
+    scope: Scope
+    content: str
+    #: the content's embedding, made before any transaction
+    vector: Any
+    #: the embedder's fingerprint, checked against the store's by the insert
+    fingerprint: str
+    now: datetime
+    tags: tuple[str, ...] = ()
+    importance: int = 5
+    category: Category | None = None
+    source: Source = "auto"
+    author: str | None = None
+    #: the content's search tokens (None = left to the token backfill)
+    tokens: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """One search of one partition, whole: what the repository and the vector backend
+    take (issue 22), and what the pgvector backend binds, by argument name, to
+    ``search_memories_v5`` (``storage/pgvector.py``, :func:`search_args`)."""
+
+    partition_key: str
+    #: the query's embedding (None in keyword mode, which embeds nothing)
+    vector: Any
+    now: datetime
+    top_k: int = 5
+    ranking: Ranking = Ranking()
+    where: SearchFilter = SearchFilter()
+    decay: DecayPolicy = DecayPolicy()  # noqa: RUF009 - frozen, shared safely
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,8 @@ class Decision:
 
     run_at: datetime
     plan: Plan | None
-    #: why, for the log: message | cycle_ok | cycle_failed | idle | kept | missed_run_soon | replanned
+    #: why, for the log: message | cycle_ok | cycle_failed | idle | kept | missed_run_soon |
+    #: replanned | held_elsewhere (another process runs the cycle, issue 23)
     reason: str
 
     def plan_dict(self) -> dict[str, Any] | None:

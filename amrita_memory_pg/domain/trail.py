@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from amrita_memory_pg.domain.records import SearchHit
 from amrita_memory_pg.domain.redact import redact
 
 ActorKind = Literal["person", "llm", "extraction", "l3", "import", "system"]
@@ -95,6 +96,29 @@ class Recall:
     surface: Surface
     chat_key: str | None = None
     who: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallLog:
+    """What a recalling search writes to the access log, and whether it writes at all."""
+
+    recall: Recall
+    #: the search text, redacted and cut (:func:`log_query`)
+    query: str | None
+    #: recalls kept per memory (``[trail] access_per_memory``)
+    keep: int
+    #: ``[trail] access_log``: off = the pause is still honoured, nothing logged
+    log: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """What a recalling search found: the hits, or that the partition is paused (no hits,
+    nothing logged); ``log_error`` when the access log failed (the hits stand)."""
+
+    hits: list[SearchHit]
+    paused: bool = False
+    log_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

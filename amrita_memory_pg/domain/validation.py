@@ -20,6 +20,8 @@ from collections.abc import Sequence
 MAX_CONTENT_CHARS = 4000
 MAX_TAGS_CHARS = 200
 MAX_QUERY_CHARS = 1000
+#: a short note a person adds: why a partition is paused
+MAX_NOTE_CHARS = 500
 #: ids are 32 hex characters; imported ones may be longer, never past this
 MAX_ID_CHARS = 64
 

@@ -155,6 +155,10 @@ NOT_BACKED_UP: dict[str, str] = {
     "sweep_state": "the decay sweep's cursor: a restore starts it from the beginning",
     "ann_index": "this server's per-partition ANN indexes: a dump carries them, else rebuilt",
     "backup_schedule": "which scheduled backup slot this fleet last ran",
+    "web_session": "admin page logins of this server: a restore logs everybody out",
+    "web_login_failure": "the last minute's failed logins (the rate limit's window)",
+    "lease": "which process of this fleet runs which long work now (expires by itself)",
+    "job": "the admin page's background jobs of this fleet's processes",
 }
 #: every table a version-2 backup carries, in restore order
 BACKED_UP: tuple[str, ...] = (*EXPORT_COLUMNS, *GENERIC_TABLES)

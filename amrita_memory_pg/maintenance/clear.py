@@ -75,6 +75,16 @@ async def plan_clear(store: Store, key: str, now: datetime | None = None) -> Cle
 
 async def clear_partition(store: Store, key: str) -> ClearResult:
     """Back the store up, then delete every memory of ``key``; the backup is named in the result."""
-    backup = await create_backup(store, reason=f"before clearing {key}")
+    return await delete_backed_up(store, key, await backup_before_clear(store, key))
+
+
+async def backup_before_clear(store: Store, key: str) -> BackupInfo:
+    """The backup a clear takes first (its own snapshot transaction)."""
+    return await create_backup(store, reason=f"before clearing {key}")
+
+
+async def delete_backed_up(store: Store, key: str, backup: BackupInfo) -> ClearResult:
+    """The delete of a clear once its backup is taken: one statement, so a caller can
+    run it inside its own transaction (the admin page: together with its audit row)."""
     deleted = await _repository(store).clear(key)
     return ClearResult(key, deleted, backup)

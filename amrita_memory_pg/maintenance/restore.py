@@ -224,7 +224,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
     await _replace_all(conn)
     for table in reversed(GENERIC_TABLES):
         if table in kinds:
-            await conn.fetchval(query("clear_table"), table)
+            await _clear_table(conn, table)
 
     async def rows(kind: str, columns: tuple[str, ...]) -> AsyncIterator[tuple[Any, ...]]:
         for item in _iter_jsonl(path, kind):
@@ -248,7 +248,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
     if "memory_change" in kinds:
         # the deletes and inserts above were recorded as "system" changes: the backup's
         # history replaces them, so the restore leaves no trace of its own in it
-        await conn.fetchval(query("clear_table"), "memory_change")
+        await _clear_table(conn, "memory_change")
     for table in GENERIC_TABLES:
         if table not in kinds:
             continue
@@ -256,16 +256,22 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
         for item in _iter_jsonl(path, table):
             if item["type"] == table:
                 batch.append(item["row"])
-                if len(batch) >= IMPORT_BATCH:
-                    await conn.fetchval(
-                        query("import_table_rows"), table, json.dumps(batch, ensure_ascii=False)
-                    )
-                    batch = []
+            if len(batch) >= IMPORT_BATCH:
+                await _import_rows(conn, table, batch)
+                batch = []
         if batch:
-            await conn.fetchval(
-                query("import_table_rows"), table, json.dumps(batch, ensure_ascii=False)
-            )
+            await _import_rows(conn, table, batch)
         await conn.fetchval(query("reset_table_identity"), table)
+
+
+async def _clear_table(conn: Any, table: str) -> None:
+    """Empty one carried table in the caller's transaction."""
+    await conn.fetchval(query("clear_table"), table)
+
+
+async def _import_rows(conn: Any, table: str, batch: list[dict[str, Any]]) -> None:
+    """One batch of a generic table's rows (their canonical JSON) into the table."""
+    await conn.fetchval(query("import_table_rows"), table, json.dumps(batch, ensure_ascii=False))
 
 
 async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreReport:
@@ -419,7 +425,8 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
         report.reembedded += result.embedded
     await merge_memories(store, memories, {}, merge)
     report.merged = merge.counts["memory"]["inserted"]
-    report.kept_existing = merge.counts["memory"]["present"]
+    # kept: identical rows and rows that differ (ours kept), as before the split
+    report.kept_existing = merge.counts["memory"]["present"] + merge.counts["memory"]["unchanged"]
     report.overflow = dict(merge.overflow)
     report.skipped = len(merge.skipped)
     report.reembedded += merge.vectors_embedded

@@ -36,10 +36,11 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
-from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.domain.errors import AmritaMemoryError, LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel, Message
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.services.l3_prompts import Prompts
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.settings import SubconsciousSettings
 from amrita_memory_pg.storage.activity import ActivityStore
 from amrita_memory_pg.storage.consolidation import ConsolidationStore
@@ -232,6 +233,7 @@ class Consolidator:
         settings: SubconsciousSettings,
         hooks: L3Hooks | None = None,
         clock: Clock = utcnow,
+        leases: Leases | None = None,
     ) -> None:
         self.store = store
         self.tools = tools
@@ -240,6 +242,8 @@ class Consolidator:
         self.settings = settings
         self.hooks = hooks or L3Hooks()
         self.clock = clock
+        #: the fleet's leases (issue 23); the in-process lock below is only a fast path
+        self.leases = leases
         self._running: dict[str, asyncio.Lock] = {}
 
     async def __call__(self, target_key: str) -> CycleSummary:
@@ -281,7 +285,21 @@ class Consolidator:
                 dry_run=dry_run,
             )
         async with lock:
-            return await self._run(target_key, dry_run=dry_run, trigger=trigger)
+            if self.leases is None:
+                return await self._run(target_key, dry_run=dry_run, trigger=trigger)
+            try:
+                async with self.leases.hold("l3", target_key):
+                    return await self._run(target_key, dry_run=dry_run, trigger=trigger)
+            except LeaseHeld as held:
+                log.info("L3 cycle of %s not started: held by %s", target_key, held.owner)
+                return CycleSummary(
+                    cycle_id=0,
+                    target_key=target_key,
+                    ok=False,
+                    error=f"held by {held.owner}",
+                    dry_run=dry_run,
+                    held_by=held.owner,
+                )
 
     async def _run(self, target_key: str, *, dry_run: bool, trigger: str) -> CycleSummary:
         started = self.clock()
@@ -341,20 +359,10 @@ class Consolidator:
             await self._boundary(cycle)
             progress.iterations += 1
             reply = await llm.complete(cycle, "step", messages, schemas)
-            calls = list(reply.get("tool_calls") or [])
-            if not calls:
-                raise CycleFailed("the model stopped without calling subconscious_iter_stop")
+            calls, batch = _tool_calls(reply, progress.iterations)
             messages.append(
                 {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
             )
-            batch = []
-            for index, call in enumerate(calls):
-                function = call.get("function") or {}
-                arguments = function.get("arguments")
-                if arguments is not None and not isinstance(arguments, str | dict):
-                    arguments = json.dumps(arguments)
-                call_id = str(call.get("id") or f"call_{progress.iterations}_{index}")
-                batch.append((call_id, str(function.get("name", "")), arguments))
             await self._call(cycle, progress, messages, batch)
             if cycle.stopped:
                 return
@@ -463,6 +471,40 @@ class Consolidator:
         )
         log.info("L3 cycle done: %s", describe(summary))
         return summary
+
+
+def _tool_calls(
+    reply: Any, iteration: int
+) -> tuple[list[dict[str, Any]], list[tuple[str, str, Any]]]:
+    """The reply's tool calls as (the calls to echo back, (id, name, arguments) to run).
+
+    A model or a proxy may send anything: a malformed ``tool_calls`` ends the cycle with
+    a sentence in the run record (issue 27 item 8), not with Python's own words for a
+    str that has no ``.get``.
+    """
+    raw = reply.get("tool_calls") if isinstance(reply, dict) else None
+    if not raw:
+        raise CycleFailed("the model stopped without calling subconscious_iter_stop")
+    if not isinstance(raw, list):
+        raise CycleFailed(
+            f"the model's reply is malformed: tool_calls should be a list, got {type(raw).__name__}"
+        )
+    batch: list[tuple[str, str, Any]] = []
+    for index, call in enumerate(raw):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(call, dict) or not isinstance(function, dict):
+            raise CycleFailed(
+                f"the model's reply is malformed: tool call {index} is not "
+                '{"id": …, "function": {"name": …, "arguments": …}}'
+            )
+        # a missing or unknown name is the tools' to answer (the model gets a reply)
+        name = str(function.get("name", ""))
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str | dict):
+            arguments = json.dumps(arguments)
+        call_id = str(call.get("id") or f"call_{iteration}_{index}")
+        batch.append((call_id, name, arguments))
+    return raw, batch
 
 
 def describe(summary: CycleSummary) -> str:

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from amrita_memory_pg.domain.errors import (
     AmritaMemoryError,
     EmbeddingError,
+    LeaseHeld,
     LlmError,
     MemoryPaused,
     PartitionFull,
@@ -50,6 +51,7 @@ from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, Catego
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.domain.validation import text_problem
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import ExtractionSettings, LlmSettings, Settings
 from amrita_memory_pg.storage.bot_memories import BotMemoryStore
@@ -58,7 +60,7 @@ log = logging.getLogger(__name__)
 
 BUILTIN_TEMPLATE = Path(__file__).resolve().parents[1] / "prompts" / "extraction.md.jinja2"
 Trigger = Literal["expiry", "command", "cli"]
-Status = Literal["ok", "rejected", "failed", "empty", "disabled"]
+Status = Literal["ok", "rejected", "failed", "empty", "disabled", "held"]
 
 
 class ExtractedEntry(BaseModel):
@@ -154,7 +156,8 @@ def load_template(settings: ExtractionSettings) -> jinja2.Template:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What one extraction did (``status`` ok / rejected / failed / empty / disabled)."""
+    """What one extraction did (``status`` ok / rejected / failed / empty / disabled /
+    held: another process of the fleet is extracting this session, issue 23)."""
 
     session_key: str
     partition_key: str
@@ -164,6 +167,9 @@ class Outcome:
     replaced: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
 
+
+#: the lease key of the session-expiry pass (a session key is never this)
+EXPIRY_LEASE = "expiry"
 
 #: the reason recorded for a run on a paused scope (issue 17)
 PAUSED_REASON = "the memory of this scope is paused: nothing extracted (the lines are marked read)"
@@ -178,8 +184,12 @@ class Extractor:
         store: BotMemoryStore,
         model: ChatModel | None,
         settings: Settings,
+        leases: Leases | None = None,
     ) -> None:
         self.memories = memories
+        #: the fleet's leases (issue 23): one extraction per session across processes,
+        #: one session-expiry pass at a time
+        self.leases = leases
         self.store = store
         self.model = model
         self.settings = settings
@@ -227,7 +237,8 @@ class Extractor:
         self, session_key: str, *, trigger: Trigger = "command", now: datetime | None = None
     ) -> Outcome:
         """Extract the session's unread lines into its partition; never raises for the
-        model's, the embedder's or a full partition's failures (they are the outcome)."""
+        model's, the embedder's or a full partition's failures (they are the outcome).
+        Another process extracting the same session: status ``held``, nothing done."""
         now = now or datetime.now(UTC)
         partition = session_key
         if self.model is None:
@@ -237,6 +248,19 @@ class Extractor:
                 "disabled",
                 "no model configured ([extraction] / [llm] base_url and model)",
             )
+        if self.leases is None:
+            return await self._extract(session_key, self.model, trigger, now)
+        try:
+            async with self.leases.hold("extraction", session_key):
+                return await self._extract(session_key, self.model, trigger, now)
+        except LeaseHeld as held:
+            log.info("extraction of %s held by %s", session_key, held.owner)
+            return Outcome(session_key, partition, "held", f"held by {held.owner}")
+
+    async def _extract(
+        self, session_key: str, model: ChatModel, trigger: Trigger, now: datetime
+    ) -> Outcome:
+        partition = session_key
         lines = await self.store.unread_lines(session_key, self.limits.max_messages)
         if not lines:
             return Outcome(
@@ -256,7 +280,7 @@ class Extractor:
         prompt = self.render(partition, lines, records, now)
         usage = TokenUsage()
         try:
-            result = await self.model.complete([{"role": "system", "content": prompt}])
+            result = await model.complete([{"role": "system", "content": prompt}])
             usage = result.usage
             content = result.message.get("content")
             entries = parse_answer(content if isinstance(content, str) else None, self.limits)
@@ -375,6 +399,16 @@ class Extractor:
         ``[extraction] enabled``) extract every session silent for
         ``session_idle_minutes`` that has unread lines, oldest first, at most ``limit``."""
         now = now or datetime.now(UTC)
+        if self.leases is None:
+            return await self._run_expired(now, limit)
+        try:
+            async with self.leases.hold("extraction", EXPIRY_LEASE):
+                return await self._run_expired(now, limit)
+        except LeaseHeld as held:
+            log.info("session expiry pass held by %s; next interval", held.owner)
+            return []
+
+    async def _run_expired(self, now: datetime, limit: int) -> list[Outcome]:
         idle_since = now - timedelta(minutes=self.limits.session_idle_minutes)
         await self.store.expire_loaded(idle_since)
         outcomes: list[Outcome] = []

@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING
 
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
+from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
 from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
+    MemoryQuery,
     MemoryRecord,
+    NewMemory,
     Ranking,
     Scope,
     SearchFilter,
@@ -86,22 +89,10 @@ class MemoryService:
         The embedding happens first, outside any transaction: if it fails, nothing is
         written and no lock was ever taken.
         """
-        (vector,) = await self.embedder.embed_passages([content])
-        return await self.repo.add(
-            tokens=search_tokens(content),
-            partition_key=partition_key,
-            scope=scope,
-            content=content,
-            tags=tags,
-            importance=importance,
-            category=category,
-            source=source,
-            author=author,
-            vector=vector,
-            fingerprint=self.embedder.fingerprint,
-            provider=self.embedder.provider,
-            now=now or _utcnow(),
+        new = await self._new(
+            partition_key, scope, content, tags, importance, category, source, author, now
         )
+        return await self.repo.add(new, self.embedder.provider)
 
     async def write(
         self,
@@ -122,22 +113,43 @@ class MemoryService:
         partition, scope, content, author, source) made within the window returns that
         memory (``duplicate``) instead of a second row. Embedding first, as in :meth:`add`.
         """
-        (vector,) = await self.embedder.embed_passages([content])
+        new = await self._new(
+            partition_key, scope, content, tags, importance, category, source, author, now
+        )
         return await self.repo.write(
-            tokens=search_tokens(content),
+            new,
+            self.embedder.provider,
+            dedup_seconds=self.settings.write_dedup_seconds,
+        )
+
+    async def _new(
+        self,
+        partition_key: str,
+        scope: Scope,
+        content: str,
+        tags: Sequence[str],
+        importance: int,
+        category: Category | None,
+        source: Source,
+        author: str | None,
+        now: datetime | None,
+    ) -> NewMemory:
+        """The memory to write: the content embedded (first, outside any transaction:
+        if it fails, nothing is written and no lock was ever taken) and tokenized."""
+        (vector,) = await self.embedder.embed_passages([content])
+        return NewMemory(
             partition_key=partition_key,
             scope=scope,
             content=content,
-            tags=tags,
+            vector=vector,
+            fingerprint=self.embedder.fingerprint,
+            now=now or _utcnow(),
+            author=author,
+            tags=tuple(tags),
             importance=importance,
             category=category,
             source=source,
-            author=author,
-            vector=vector,
-            fingerprint=self.embedder.fingerprint,
-            provider=self.embedder.provider,
-            now=now or _utcnow(),
-            dedup_seconds=self.settings.write_dedup_seconds,
+            tokens=tuple(search_tokens(content)),
         )
 
     async def update(
@@ -325,13 +337,16 @@ class MemoryService:
         access log and honours a paused partition: :class:`MemoryPaused`, no hits. Without
         it (an operator's own view) nothing is logged and a pause is not checked.
 
-        The pause is checked FIRST — before the embedding call and the search — and a
-        failing check raises (it is never read as "not paused"); the access log's own
-        answer is the second look, for a pause that lands during the search."""
+        The pause is checked FIRST — before the embedding call (one lookup; a keyword
+        search embeds nothing) and again by the search statement itself, before it
+        searches — and a failing check raises (it is never read as "not paused")."""
         trail = self.trail if recall is not None else None
-        if trail is not None and await trail.is_paused(partition_key):
-            raise MemoryPaused(partition_key)
         ranking = self.ranking(mode, query)
+        # issue 27: before the embedding call, and before a search that does not check
+        # the pause itself (a keyword search in PostgreSQL checks it first, in its statement)
+        first = ranking.mode != "keyword" or not self.repo.recalls
+        if first and trail is not None and await trail.is_paused(partition_key):
+            raise MemoryPaused(partition_key)
         vector = None if ranking.mode == "keyword" else await self.embedder.embed_query(query)
         where = SearchFilter(
             importance_min=importance[0] if importance else None,
@@ -341,16 +356,20 @@ class MemoryService:
             category=category,
         )
         at = now or _utcnow()
+        q = MemoryQuery(
+            partition_key, vector, at, top_k=top_k, ranking=ranking, where=where, decay=self.policy
+        )
         try:
-            hits = await self.repo.search(
-                partition_key,
-                vector,
-                top_k=top_k,
-                where=where,
-                now=at,
-                decay=self.policy,
-                ranking=ranking,
-            )
+            if recall is not None and self.trail is not None:
+                # the pause check, the search and the access log in one round trip
+                done = await self.repo.recall(q, self.trail.recall_log(recall, query))
+                if done is not None:
+                    if done.log_error is not None:
+                        self.trail.recall_failed(partition_key, done.log_error)
+                    if done.paused:
+                        raise MemoryPaused(partition_key)
+                    return self._as_hits(done.hits, ranking.mode)
+            hits = self._as_hits(await self.repo.search(q), ranking.mode)
         except FingerprintMismatch as exc:
             dim = "?" if vector is None else str(len(vector))
             raise FingerprintMismatch(
@@ -365,6 +384,11 @@ class MemoryService:
         ):
             raise MemoryPaused(partition_key)
         return hits
+
+    def _as_hits(self, ranked: Sequence[SearchHit], mode: str) -> list[SearchHit]:
+        """The relevant rows (hybrid cut-off), each with the reference's ``decay_score``
+        and the ranking key as ``score`` (issue 26)."""
+        return [reference_scored(h, self.policy, mode) for h in relevant_hits(ranked, mode)]
 
     async def sweep(
         self,

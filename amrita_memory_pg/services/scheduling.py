@@ -12,6 +12,7 @@ L3 loop plugs in its ``run_cycle`` without this module knowing it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleRunner, CycleSummary
+from amrita_memory_pg.domain.errors import LeaseHeld
 from amrita_memory_pg.domain.planner import HeatState, PlannerConfig, log_line, observe
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.domain.scheduling import (
@@ -30,6 +32,7 @@ from amrita_memory_pg.domain.scheduling import (
     after_message,
     after_restart,
 )
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.settings import Settings, SubconsciousSettings
 from amrita_memory_pg.storage.activity import ActivityStore
 from amrita_memory_pg.storage.l3_state import L3StateStore
@@ -102,6 +105,7 @@ class SchedulingService:
         *,
         runner: CycleRunner | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        leases: Leases | None = None,
     ) -> None:
         sub = settings.subconscious
         self.store = state
@@ -112,6 +116,9 @@ class SchedulingService:
         #: what a due run calls; the L3 loop sets it (None: nothing to run yet)
         self.runner: CycleRunner | None = runner
         self.clock = clock
+        #: the fleet's leases (issue 23): one cycle per target across every process;
+        #: None (a test's bare service): only this process's guard
+        self.leases = leases
         self._running: set[str] = set()
 
     @property
@@ -181,24 +188,32 @@ class SchedulingService:
             return busy, None
         self._running.add(target_key)
         try:
-            async with self.store.locked(target_key, self.clock()) as row:
-                await row.start_cycle(self.clock())
-            summary = await self._call_runner(target_key, runner)
-            end = self.clock()
-            if summary.aborted:
-                return summary, await self._aborted(target_key, end)
-            async with self.store.locked(target_key, end) as row:
-                state = await row.finish_cycle(
-                    ok=summary.ok,
-                    error=summary.error,
-                    summary=summary.summary,
-                    now=end,
-                    tz_name=self.rules.tz_name,
-                )
-                decision = after_cycle(
-                    summary.ok, state.penalty, state.failures_in_row, state.heat, end, self.rules
-                )
-                await row.set_next(decision.run_at, decision.plan_dict(), end)
+            async with self._lease(target_key):
+                async with self.store.locked(target_key, self.clock()) as row:
+                    await row.start_cycle(self.clock())
+                summary = await self._call_runner(target_key, runner)
+                end = self.clock()
+                if summary.aborted:
+                    return summary, await self._aborted(target_key, end)
+                async with self.store.locked(target_key, end) as row:
+                    state = await row.finish_cycle(
+                        ok=summary.ok,
+                        error=summary.error,
+                        summary=summary.summary,
+                        now=end,
+                        tz_name=self.rules.tz_name,
+                    )
+                    decision = after_cycle(
+                        summary.ok,
+                        state.penalty,
+                        state.failures_in_row,
+                        state.heat,
+                        end,
+                        self.rules,
+                    )
+                    await row.set_next(decision.run_at, decision.plan_dict(), end)
+        except LeaseHeld as held:
+            return await self._held(target_key, held)
         finally:
             self._running.discard(target_key)
         if summary.ok:
@@ -206,6 +221,36 @@ class SchedulingService:
         else:
             log.warning("[Subconscious] Cycle failed for %s: %s", target_key, summary.error)
         self._log(target_key, state.penalty, decision)
+        return summary, ScheduledRun(target_key, decision)
+
+    def _lease(self, target_key: str) -> contextlib.AbstractAsyncContextManager[Any]:
+        if self.leases is None:
+            return contextlib.nullcontext()
+        return self.leases.hold("l3", target_key)
+
+    async def _held(self, target_key: str, held: LeaseHeld) -> tuple[CycleSummary, ScheduledRun]:
+        """Another process runs this target's cycle now: leave the stored state to it
+        (its end plans the stored next run) and plan this process's next window as after
+        a successful cycle ending now."""
+        now = self.clock()
+        state = await self.store.get(target_key)
+        heat = state.heat if state is not None else HeatState(tz_name=self.rules.tz_name)
+        penalty = state.penalty if state is not None else 0
+        planned = after_cycle(True, penalty, 0, heat, now, self.rules)
+        decision = Decision(planned.run_at, planned.plan, "held_elsewhere")
+        log.info(
+            "[Subconscious] cycle for %s held by %s; next window at %s",
+            target_key,
+            held.owner,
+            decision.run_at.isoformat(),
+        )
+        summary = CycleSummary(
+            cycle_id=0,
+            target_key=target_key,
+            ok=False,
+            error=f"held by {held.owner}",
+            held_by=held.owner,
+        )
         return summary, ScheduledRun(target_key, decision)
 
     async def _aborted(self, target_key: str, end: datetime) -> ScheduledRun | None:

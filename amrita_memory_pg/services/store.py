@@ -31,6 +31,12 @@ class Store:
         return self.database.pool
 
     @property
+    def read_pool(self) -> asyncpg.Pool:
+        """The replica's pool (``[database] read_url``), else the primary's: only for
+        reads that may lag behind a write."""
+        return self.database.read_pool
+
+    @property
     def dsn(self) -> str:
         return self.database.target.dsn
 

@@ -1,9 +1,11 @@
 """The memory's trail as the surfaces use it (issue 17, item 4): log recalls without
 ever failing a read, honour paused partitions, read a memory's log and history.
 
-A recall is logged in ONE statement after the search (``recall_v1``), which also says
-whether the partition is paused (the second look: the search checks the pause first,
-before its embedding call, with :meth:`TrailService.is_paused` — issue 27). The
+With the pgvector backend a recalling search is ONE statement (``recall_memories_v1``):
+the pause check first, the search, the access log (:meth:`recall_log` says what it
+writes). With a backend that searches elsewhere (chroma) the recall is logged in one
+statement after the search (``recall_v1``), which also says whether the partition is
+paused. The
 memories injected into a turn are logged in the background (:meth:`log_injected_soon`):
 the turn never waits for it, and while one such write is still running the next turn's
 is skipped and counted (``dropped``) rather than queued — under load the log thins out,
@@ -18,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from amrita_memory_pg.domain.records import SearchHit
-from amrita_memory_pg.domain.trail import AccessEntry, ChangeEntry, Recall, log_query
+from amrita_memory_pg.domain.trail import AccessEntry, ChangeEntry, Recall, RecallLog, log_query
 from amrita_memory_pg.settings import TrailSettings
 from amrita_memory_pg.storage.trail import HistoryBounds, PauseState, TrailStore
 
@@ -63,6 +65,19 @@ class TrailService:
         if pending is not None:
             await pending
 
+    def recall_log(self, recall: Recall, query: str | None) -> RecallLog:
+        """What a search by ``recall`` for ``query`` writes to the access log."""
+        return RecallLog(
+            recall,
+            log_query(query),
+            keep=self.settings.access_per_memory,
+            log=self.settings.access_log,
+        )
+
+    def recall_failed(self, partition_key: str, error: str) -> None:
+        """The access log of a read failed (the read itself stands): a warning."""
+        log.warning("logging the recall of %s failed: %s", partition_key, error)
+
     async def after_search(
         self,
         partition_key: str,
@@ -87,7 +102,7 @@ class TrailService:
                 log=self.settings.access_log,
             )
         except Exception as exc:  # the trail must never fail a read
-            log.warning("logging the recall of %s failed: %s", partition_key, exc)
+            self.recall_failed(partition_key, str(exc))
             return False
 
     async def log_injected(

@@ -14,6 +14,7 @@ from amrita_memory_pg.settings.keys import set_path
 #: Reference (and conventional) environment variable names → settings path.
 LEGACY_ENV: dict[str, tuple[str, ...]] = {
     "DATABASE_URL": ("database", "url"),
+    "DATABASE_READ_URL": ("database", "read_url"),
     "VECTOR_DB_TYPE": ("vector_db", "type"),
     "VECTOR_DB_SERVER": ("vector_db", "server"),
     "VECTOR_DB_PORT": ("vector_db", "port"),

@@ -155,6 +155,16 @@ class DatabaseSettings(Section):
         description="postgresql:// DSN (`config show` prints it without credentials); "
         "empty = embedded PostgreSQL in <data_dir>/pg.",
     )
+    # issue 23: an optional streaming replica for reads
+    read_url: str = Field(
+        "",
+        description="postgresql:// DSN of a read replica (env DATABASE_READ_URL); empty = "
+        "every read goes to url. When set, the per-turn memory block and the list pages "
+        "(the admin page's memories, partitions and audit pages) read there; writes, searches (they log their recalls), "
+        "the tools' reads (a write then a read in one turn must see the write) and the L3 "
+        "loop stay on url. A replica lags by its replay delay: a page may show a write "
+        "a moment late.",
+    )
     pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
     pool_max_size: int = Field(10, ge=1, le=1000, description="Connections at most.")
     connect_timeout: float = Field(
@@ -187,10 +197,33 @@ class DatabaseSettings(Section):
         100,
         ge=0,
         le=10000,
-        description="Prepared statements cached per connection (0 for pgbouncer).",
+        description="Prepared statements cached per connection (the pooler setting turns "
+        "it off behind a transaction-mode pooler).",
+    )
+    # issue 23: PgBouncer (and other transaction-mode poolers) in front of the server
+    pooler: Literal["auto", "none", "transaction"] = Field(
+        "auto",
+        description="What url points at. transaction = a pooler in transaction mode "
+        '(PgBouncer pool_mode = transaction, most hosted "pooled" endpoints): no named '
+        "prepared statements (statement_cache_size is taken as 0), no startup parameters, "
+        "statement_timeout / lock_timeout applied with SET LOCAL at the start of every "
+        "transaction (statements outside a transaction get the server's defaults: set them "
+        "with ALTER ROLE … SET statement_timeout, or PgBouncer's connect_query), no "
+        "session state. none = the server itself (or a session-mode pooler). auto = none, "
+        "switching to transaction when the server refuses the timeouts as startup "
+        "parameters (what PgBouncer answers).",
+    )
+    # issue 23: several processes on one database
+    lease_seconds: float = Field(
+        60.0,
+        ge=1,
+        le=3600,
+        description="How long a process's lease on long work (an L3 cycle, the sweep, the "
+        "session job, a re-embed, a backup) outlives its last heartbeat (renewed every third "
+        "of it): another process takes over the work of one that died after this long.",
     )
 
-    @field_validator("url")
+    @field_validator("url", "read_url")
     @classmethod
     def _dsn_scheme(cls, value: str) -> str:
         if value and not value.startswith(("postgresql://", "postgres://")):

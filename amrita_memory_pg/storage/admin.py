@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -62,6 +62,15 @@ class PartitionUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A stored session that still counts."""
+
+    role: str
+    name: str
+    password_fp: str
+
+
+@dataclass(frozen=True, slots=True)
 class AuditEntry:
     id: int
     at: datetime
@@ -78,8 +87,51 @@ class AuditEntry:
 class AdminStore:
     """The admin page's own queries on an asyncpg pool."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:
         self.pool = pool
+        #: the list pages' reads (audit, partitions, memories) may lag: a replica's pool
+        #: when ``[database] read_url`` is set (issue 23)
+        self.read_pool = read_pool if read_pool is not None else pool
+
+    # ------------------------------------------------------------ sessions, login limit
+
+    async def session_create(
+        self,
+        sid: str,
+        *,
+        role: str,
+        name: str,
+        password_fp: str,
+        client: str | None,
+        now: datetime,
+        expires: datetime,
+    ) -> None:
+        await self.pool.execute(
+            query("web_session_insert"), sid, role, name, password_fp, client, now, expires
+        )
+
+    async def session_get(self, sid: str, now: datetime) -> SessionRow | None:
+        """The session if it still counts (not revoked, not expired), else None."""
+        row = await self.pool.fetchrow(query("web_session_get"), sid, now)
+        return None if row is None else SessionRow(row["role"], row["name"], row["password_fp"])
+
+    async def session_revoke(self, sid: str, now: datetime) -> None:
+        await self.pool.execute(query("web_session_revoke"), sid, now)
+
+    async def session_revoke_all(self, now: datetime) -> int:
+        """Log out everywhere: the number of sessions ended."""
+        return int(await self.pool.fetchval(query("web_session_revoke_all"), now))
+
+    async def login_failed(self, client: str, now: datetime, window: timedelta) -> None:
+        await self.pool.execute(query("web_login_failed"), client, now, now - window)
+
+    async def login_failures(
+        self, client: str, now: datetime, window: timedelta
+    ) -> tuple[int, datetime | None]:
+        """(failed logins of ``client`` within ``window``, the oldest of them)."""
+        row = await self.pool.fetchrow(query("web_login_failures"), client, now - window)
+        assert row is not None
+        return int(row["failures"]), row["oldest"]
 
     async def audit(
         self,
@@ -117,7 +169,7 @@ class AdminStore:
         partition_key: str | None = None,
         action_prefix: str | None = None,
     ) -> tuple[list[AuditEntry], int]:
-        rows = await self.pool.fetch(
+        rows = await self.read_pool.fetch(
             query("admin_audit_page"), limit, offset, partition_key, action_prefix
         )
         entries = [
@@ -141,7 +193,7 @@ class AdminStore:
         self, *, limit: int, offset: int = 0, contains: str | None = None
     ) -> tuple[list[PartitionUsage], int]:
         """Partitions by size, with the ``partition_usage`` view's counts."""
-        rows = await self.pool.fetch(query("admin_partition_page"), limit, offset, contains)
+        rows = await self.read_pool.fetch(query("admin_partition_page"), limit, offset, contains)
         usage = [PartitionUsage(**{k: r[k] for k in PartitionUsage.__slots__}) for r in rows]
         return usage, int(rows[0]["total"]) if rows else 0
 
@@ -152,7 +204,7 @@ class AdminStore:
         if where.sort not in MEMORY_SORTS:
             raise ValueError(f"unknown sort {where.sort!r}")
         tags: Sequence[str] | None = list(where.tags) if where.tags else None
-        rows = await self.pool.fetch(
+        rows = await self.read_pool.fetch(
             query("admin_memory_page"),
             partition_key,
             limit,

@@ -85,8 +85,11 @@ def _line(row: Any) -> ChatLine:
 class BotMemoryStore:
     """Reads and writes ``loaded_scope`` and ``extraction_run``; the block query."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:
         self._pool = pool
+        #: the block's one read-only query may go to a replica (issue 23): it runs at the
+        #: start of a turn, before the turn writes anything
+        self._read_pool = read_pool if read_pool is not pool else None
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -106,7 +109,7 @@ class BotMemoryStore:
     ) -> BlockRows:
         """Memos, loaded scopes, candidates, relevant memories and the profile summary
         of ``profile_key`` (None: not asked for): one query."""
-        rows = await self._pool.fetch(
+        rows = await (self._read_pool or self._pool).fetch(
             query("memory_block"),
             list(dict.fromkeys(memo_keys)),
             chat_key,

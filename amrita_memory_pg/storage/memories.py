@@ -23,26 +23,24 @@ from typing import Any
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import (
     FingerprintMismatch,
     PartitionFull,
     ProtectedMemory,
 )
-from amrita_memory_pg.domain.ports import ProviderInfo, Vector, VectorBackend
+from amrita_memory_pg.domain.ports import ProviderInfo, RecallingBackend, Vector, VectorBackend
 from amrita_memory_pg.domain.records import (
     Category,
+    MemoryQuery,
     MemoryRecord,
-    Ranking,
+    NewMemory,
     Scope,
-    SearchFilter,
     SearchHit,
-    Source,
     SweepReport,
 )
-from amrita_memory_pg.domain.trail import Actor, current_actor
+from amrita_memory_pg.domain.trail import Actor, Recalled, RecallLog, current_actor
 from amrita_memory_pg.storage.pg.outcome import classify, write_connection
-from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.queries import bind, query
 from amrita_memory_pg.storage.trail import (
     DEFAULT_BOUNDS,
     HistoryBounds,
@@ -77,6 +75,7 @@ def hit_from_row(row: Any) -> SearchHit:
         decay_score=float(row["decay_score"]),
         age_days=float(row["age_days"]),
         keyword_score=float(row["keyword_score"]) if "keyword_score" in row else 0.0,
+        score=float(row["decay_score"]),
     )
 
 
@@ -116,6 +115,29 @@ async def hold_index_gate(conn: Any, backend: VectorBackend) -> None:
     without write hooks."""
     if backend.write_hooks:
         await conn.execute(query("chroma_write_gate"))
+
+
+def insert_args(new: NewMemory, provider: ProviderInfo, cap: int) -> dict[str, Any]:
+    """``insert_memory_v3``'s arguments, by name (``write_memory_v2`` adds
+    ``p_dedup_seconds``): the ONE place a memory to write meets its SQL."""
+    return {
+        "p_partition": new.partition_key,
+        "p_scope": new.scope,
+        "p_content": new.content,
+        "p_tags": list(new.tags),
+        "p_importance": new.importance,
+        "p_category": new.category,
+        "p_source": new.source,
+        "p_author": new.author,
+        "p_embedding": new.vector,
+        "p_fingerprint": new.fingerprint,
+        "p_now": new.now,
+        "p_cap": cap,
+        "p_tokens": None if new.tokens is None else list(new.tokens),
+        "p_protocol": provider.protocol,
+        "p_model": provider.model,
+        "p_base_url": provider.base_url,
+    }
 
 
 def _transaction(conn: Any, explicit: bool) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -186,148 +208,74 @@ class MemoryRepository:
 
     # ------------------------------------------------------------------ writes
 
-    async def add(
-        self,
-        *,
-        partition_key: str,
-        scope: Scope,
-        content: str,
-        tags: Sequence[str] = (),
-        importance: int = 5,
-        category: Category | None = None,
-        source: Source = "auto",
-        author: str | None = None,
-        vector: Vector,
-        fingerprint: str,
-        provider: ProviderInfo,
-        now: datetime,
-        tokens: Sequence[str] | None = None,
-    ) -> MemoryRecord:
+    async def add(self, new: NewMemory, provider: ProviderInfo) -> MemoryRecord:
         """Insert under the partition cap; raises :class:`PartitionFull` or
         :class:`FingerprintMismatch` (the store holds another model's vectors)."""
-        cap = self.cap
-        # insert_memory_v3 is one statement, hence its own transaction: the cap's advisory
-        # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
-        # explicit transaction around insert + hook — three round trips instead of one.
-        explicit = self.backend.write_hooks or acts(self.history)
-        async with self._writing() as conn, _transaction(conn, explicit):
-            if explicit:
-                await act(conn, self.history)
-            try:
-                row = await conn.fetchrow(
-                    query("insert_memory"),
-                    partition_key,
-                    scope,
-                    content,
-                    list(tags),
-                    importance,
-                    category,
-                    source,
-                    author,
-                    vector,
-                    fingerprint,
-                    now,
-                    cap,
-                    None if tokens is None else list(tokens),
-                    provider.protocol,
-                    provider.model,
-                    provider.base_url,
-                )
-            except asyncpg.PostgresError as exc:
-                raise_if_model_mismatch(exc)
-                raise_if_paused(exc, partition_key)
-                raise
-            assert row is not None
-            if row["id"] is None:
-                raise PartitionFull(partition_key, cap)
-            record = MemoryRecord(
-                id=row["id"],
-                partition_key=partition_key,
-                scope=scope,
-                content=content,
-                tags=tuple(tags),
-                importance=importance,
-                category=category,
-                source=source,
-                author=author,
-                created_at=now,
-                updated_at=now,
-            )
-            # Inside the transaction: if a secondary index refuses it, the insert rolls back.
-            if self.backend.write_hooks:
-                await self._gate(conn)
-                await self.backend.added(record, vector)
-        return record
+        return (await self._insert(new, provider, None)).record
 
     async def write(
-        self,
-        *,
-        partition_key: str,
-        scope: Scope,
-        content: str,
-        tags: Sequence[str] = (),
-        importance: int = 5,
-        category: Category | None = None,
-        source: Source = "auto",
-        author: str | None = None,
-        vector: Vector,
-        fingerprint: str,
-        provider: ProviderInfo,
-        now: datetime,
-        dedup_seconds: float = 0.0,
-        tokens: Sequence[str] | None = None,
+        self, new: NewMemory, provider: ProviderInfo, *, dedup_seconds: float = 0.0
     ) -> AddResult:
         """Insert under the partition cap, or return an identical memory written less than
-        ``dedup_seconds`` before ``now`` (``write_memory_v2``: same partition, scope,
+        ``dedup_seconds`` before ``new.now`` (``write_memory_v2``: same partition, scope,
         content, author, source and model; checked under the cap's lock, so two
         concurrent identical writes leave one row).
 
         Raises :class:`PartitionFull`, :class:`FingerprintMismatch`, and for a driver
         failure :class:`DatabaseRefused` (nothing was written) or :class:`OutcomeUnknown`.
         """
-        cap = self.cap
-        # write_memory_v2 is one statement, hence its own transaction: the cap's advisory
-        # lock lasts until its commit. Only a backend with write hooks (chroma) needs an
+        return await self._insert(new, provider, float(dedup_seconds))
+
+    async def _insert(
+        self, new: NewMemory, provider: ProviderInfo, dedup_seconds: float | None
+    ) -> AddResult:
+        """:meth:`add` (``dedup_seconds`` None: ``insert_memory``) and :meth:`write`
+        (``write_memory``), one path."""
+        args = insert_args(new, provider, self.cap)
+        if dedup_seconds is None:
+            statement = query("insert_memory")
+            values = bind("insert_memory", args)
+        else:
+            statement = query("write_memory")
+            values = bind("write_memory", {**args, "p_dedup_seconds": dedup_seconds})
+        # Each statement is its own transaction: the cap's advisory lock lasts until its
+        # commit. Only a backend with write hooks (chroma) or a writer to name needs an
         # explicit transaction around insert + hook — three round trips instead of one.
         explicit = self.backend.write_hooks or acts(self.history)
         async with self._writing() as conn, _transaction(conn, explicit):
             if explicit:
                 await act(conn, self.history)
             try:
-                row = await conn.fetchrow(
-                    query("write_memory"),
-                    partition_key,
-                    scope,
-                    content,
-                    list(tags),
-                    importance,
-                    category,
-                    source,
-                    author,
-                    vector,
-                    fingerprint,
-                    now,
-                    cap,
-                    float(dedup_seconds),
-                    None if tokens is None else list(tokens),
-                    provider.protocol,
-                    provider.model,
-                    provider.base_url,
-                )
+                row = await conn.fetchrow(statement, *values)
             except asyncpg.PostgresError as exc:
                 raise_if_model_mismatch(exc)
-                raise_if_paused(exc, partition_key)
+                raise_if_paused(exc, new.partition_key)
                 raise
             assert row is not None
             if row["id"] is None:
-                raise PartitionFull(partition_key, cap)
-            record = record_from_row(row)
-            if row["duplicate"]:
-                return AddResult(record, duplicate=True)
+                raise PartitionFull(new.partition_key, self.cap)
+            if dedup_seconds is None:
+                record = MemoryRecord(
+                    id=row["id"],
+                    partition_key=new.partition_key,
+                    scope=new.scope,
+                    content=new.content,
+                    tags=new.tags,
+                    importance=new.importance,
+                    category=new.category,
+                    source=new.source,
+                    author=new.author,
+                    created_at=new.now,
+                    updated_at=new.now,
+                )
+            else:
+                record = record_from_row(row)
+                if row["duplicate"]:
+                    return AddResult(record, duplicate=True)
             # Inside the transaction: if a secondary index refuses it, the insert rolls back.
             if self.backend.write_hooks:
                 await self._gate(conn)
-                await self.backend.added(record, vector)
+                await self.backend.added(record, new.vector)
         return AddResult(record)
 
     async def update(
@@ -671,36 +619,31 @@ class MemoryRepository:
         rows = await self.pool.fetch(query("find_memories_by_prefix"), partition_key, prefix)
         return [record_from_row(r) for r in rows]
 
-    async def search(
-        self,
-        partition_key: str,
-        vector: Vector | None,
-        *,
-        top_k: int,
-        where: SearchFilter,
-        now: datetime,
-        decay: DecayPolicy,
-        ranking: Ranking | None = None,
-    ) -> list[SearchHit]:
-        """The true top_k by decay score (relevance alone when decay is disabled).
-
-        ``ranking`` says how relevance is scored (default: vector similarity, reference
-        §5.1); ``vector`` may be None in keyword mode only.
-        """
+    async def search(self, q: MemoryQuery) -> list[SearchHit]:
+        """The true top_k by decay score (relevance alone when decay is disabled), ranked
+        as ``q.ranking`` says (default: vector similarity, reference §5.1); ``q.vector``
+        may be None in keyword mode only."""
         try:
-            return await self.backend.search(
-                self.pool,
-                partition_key,
-                vector,
-                top_k=top_k,
-                where=where,
-                now=now,
-                decay=decay,
-                ranking=ranking or Ranking(),
-            )
+            return await self.backend.search(self.pool, q)
         except asyncpg.PostgresError as exc:
-            # search_memories_v4 refuses a query of another dimension than the store's
+            # search_memories_v5 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
+            raise_if_model_mismatch(exc)
+            raise
+
+    @property
+    def recalls(self) -> bool:
+        """Whether :meth:`recall` checks the pause, searches and logs in one statement."""
+        return isinstance(self.backend, RecallingBackend)
+
+    async def recall(self, q: MemoryQuery, log: RecallLog) -> Recalled | None:
+        """The search, the pause check and the access log in one statement, when the
+        backend searches in PostgreSQL; None otherwise (the caller searches, then logs)."""
+        if not isinstance(self.backend, RecallingBackend):
+            return None
+        try:
+            return await self.backend.recall(self.pool, q, log)
+        except asyncpg.PostgresError as exc:
             raise_if_model_mismatch(exc)
             raise
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from amrita_memory_pg.resources import sql_dir
 
@@ -138,3 +139,30 @@ def query(name: str) -> str:
         close = difflib.get_close_matches(name, list(catalogue()), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UnknownQuery(f"no query named {name!r} under {queries_dir()}{hint}") from None
+
+
+#: a function argument in named notation: ``p_partition => $1``
+_NAMED_ARG = re.compile(r"\b(?P<name>p_[a-z0-9_]+)\s*=>\s*\$(?P<n>[0-9]+)\b")
+
+
+@cache
+def named_params(name: str) -> tuple[str, ...]:
+    """The argument names a named query passes in named notation (``p_x => $n``), in the
+    order of their ``$n``: the order :func:`bind` sends the values in."""
+    pairs = sorted((int(m["n"]), m["name"]) for m in _NAMED_ARG.finditer(catalogue()[name].sql))
+    if [n for n, _ in pairs] != list(range(1, len(pairs) + 1)):
+        raise ValueError(f"query {name!r}: named arguments must be $1..$n, each once")
+    return tuple(arg for _, arg in pairs)
+
+
+def bind(name: str, args: Mapping[str, Any]) -> list[Any]:
+    """The values of ``args`` (argument name -> value) in the order query ``name`` takes
+    them: a statement calling a SQL function by argument name (``p_x => $n``) is bound
+    by name, never by position. The names must be exactly the statement's (a missing or
+    an extra one is a bug: ``ValueError``)."""
+    names = named_params(name)
+    if set(args) != set(names):
+        missing = sorted(set(names) - set(args))
+        extra = sorted(set(args) - set(names))
+        raise ValueError(f"query {name!r}: arguments missing {missing}, unknown {extra}")
+    return [args[n] for n in names]

@@ -13,26 +13,31 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import jinja2
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from amrita_memory_pg.domain.errors import ConfigError, NotReady
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.storage.admin import AdminStore
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.i18n import LANG_COOKIE, LANGS, pick_lang, translator
 from amrita_memory_pg.web.pages import PAGES, PLANNED
 from amrita_memory_pg.web.security import (
     LoginLimiter,
     Role,
+    Session,
     check_hash_format,
     csrf_ok,
     decode_session,
     encode_session,
+    hash_fingerprint,
     load_or_create_secret,
     login,
     new_session,
@@ -41,6 +46,8 @@ from amrita_memory_pg.web.security import (
 
 HERE = Path(__file__).resolve().parent
 MAX_NAME_CHARS = 40
+#: the login rate limit's window: [web] login_attempts_per_minute failures per client
+LOGIN_WINDOW = timedelta(minutes=1)
 
 
 def secret_file(settings: Settings) -> Path:
@@ -134,6 +141,8 @@ def create_admin_app(
         redoc_url=None,
         openapi_url=None,
         lifespan=lifespan,
+        # the one validation at the edge: every route, also the ones added later
+        dependencies=[Depends(kit.check_input)],
     )
     admin = kit.AdminState(
         settings=settings,
@@ -166,6 +175,8 @@ def _install_middleware(app: FastAPI, admin: kit.AdminState) -> None:
     ) -> Response:
         now = admin.clock()
         current = decode_session(request.cookies.get(kit.SESSION_COOKIE), admin.secret, now)
+        if current is not None and current.logged_in and not await _still_counts(admin, current):
+            current = None  # logged out, out everywhere, or the password changed
         fresh = current is None
         request.state.session = current or new_session(now, lifetime)
         query_lang = request.query_params.get("lang")
@@ -205,6 +216,60 @@ def _install_middleware(app: FastAPI, admin: kit.AdminState) -> None:
         return response
 
 
+def _at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _hash_for(settings: Settings, role: str) -> str:
+    web = settings.web
+    secret = web.superuser_password_hash if role == "superuser" else web.password_hash
+    return secret.get_secret_value()
+
+
+def _sessions(admin: kit.AdminState) -> AdminStore | None:
+    """The session and login-limit rows, or None while the store is not open yet."""
+    try:
+        return AdminStore(admin.memory_source().pool)
+    except NotReady:
+        return None
+
+
+async def _still_counts(admin: kit.AdminState, session: Session) -> bool:
+    """Whether a logged-in cookie's session row still counts: not revoked, not expired,
+    same role, made with the password hash configured now. While the store is not open
+    yet the cookie alone stands (every page that reads data answers 503 then)."""
+    store = _sessions(admin)
+    if store is None:
+        return True
+    row = await store.session_get(session.sid, _at(admin.clock()))
+    return (
+        row is not None
+        and row.role == session.role
+        and row.password_fp == hash_fingerprint(_hash_for(admin.settings, row.role))
+    )
+
+
+async def _retry_after(admin: kit.AdminState, client: str, now: float) -> float | None:
+    """Seconds until ``client`` may try again (counted in the database: every process of
+    a fleet shares the limit), or None."""
+    store = _sessions(admin)
+    if store is None:
+        return admin.limiter.retry_after(client, now)
+    limit = admin.settings.web.login_attempts_per_minute
+    failures, oldest = await store.login_failures(client, _at(now), LOGIN_WINDOW)
+    if failures < limit or oldest is None:
+        return None
+    return max(1.0, oldest.timestamp() + LOGIN_WINDOW.total_seconds() - now)
+
+
+async def _login_failed(admin: kit.AdminState, client: str, now: float) -> None:
+    store = _sessions(admin)
+    if store is None:
+        admin.limiter.failed(client, now)
+    else:
+        await store.login_failed(client, _at(now), LOGIN_WINDOW)
+
+
 def _error(request: Request, status: int, message: str) -> HTMLResponse:
     return kit.render(request, "error.html", status_code=status, message=message)
 
@@ -227,6 +292,26 @@ def _install_errors(app: FastAPI) -> None:
     @app.exception_handler(kit.CsrfRefused)
     async def csrf_refused(request: Request, _exc: Exception) -> Response:
         return _error(request, 403, translator(request.state.lang)("error.csrf"))
+
+    @app.exception_handler(kit.BadInput)
+    async def bad_input(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, kit.BadInput)
+        t = translator(request.state.lang)
+        return _error(request, 400, t("error.bad_input", field=exc.field, reason=exc.reason))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """Unknown URLs (and a wrong method) get the app's page, not raw JSON."""
+        assert isinstance(exc, StarletteHTTPException)
+        t = translator(request.state.lang)
+        if exc.status_code == 404:
+            message = t("error.not_found", what=kit.clean(request, request.url.path[:200]))
+        else:
+            message = t("error.http", status=exc.status_code)
+        response = _error(request, exc.status_code, message)
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(NotReady)
     async def not_ready(request: Request, exc: Exception) -> Response:
@@ -262,7 +347,7 @@ def _install_login(app: FastAPI, admin: kit.AdminState) -> None:
         form = await request.form()
         next_path = kit.form_text(form, "next")
         name = " ".join(kit.form_text(form, "name").split())[:MAX_NAME_CHARS] or "admin"
-        wait = admin.limiter.retry_after(client, now)
+        wait = await _retry_after(admin, client, now)
         if wait is not None:
             return kit.render(
                 request,
@@ -281,7 +366,7 @@ def _install_login(app: FastAPI, admin: kit.AdminState) -> None:
         elif verify_password(password, web.password_hash.get_secret_value()):
             role = "admin"
         if role is None:
-            admin.limiter.failed(client, now)
+            await _login_failed(admin, client, now)
             return kit.render(
                 request,
                 "login.html",
@@ -290,11 +375,36 @@ def _install_login(app: FastAPI, admin: kit.AdminState) -> None:
                 name=name,
                 error=t("login.wrong"),
             )
-        request.state.session = login(request.state.session, role, name, now, lifetime)
+        session = login(request.state.session, role, name, now, lifetime)
+        store = _sessions(admin)
+        if store is not None:  # else the cookie stands alone until the store opens
+            await store.session_create(
+                session.sid,
+                role=role,
+                name=name,
+                password_fp=hash_fingerprint(_hash_for(admin.settings, role)),
+                client=kit.client_of(request),
+                now=_at(now),
+                expires=_at(session.expires),
+            )
+        request.state.session = session
         return RedirectResponse(_safe_next(request, next_path), status_code=303)
 
     @app.post("/logout")
     async def logout(request: Request, _user: kit.AdminWrite) -> Response:
+        """Ends this session in every process (its row is revoked), not only this cookie."""
+        store = _sessions(admin)
+        if store is not None:
+            await store.session_revoke(request.state.session.sid, _at(admin.clock()))
+        request.state.session = new_session(admin.clock(), lifetime)
+        return kit.redirect(request, "/login")
+
+    @app.post("/logout/everywhere")
+    async def logout_everywhere(request: Request, user: kit.AdminWrite) -> Response:
+        """Log out everywhere: every session of the page, in every browser and process."""
+        async with kit.atomic(request):
+            ended = await kit.admin_store(request).session_revoke_all(_at(admin.clock()))
+            await kit.audit(request, user, "session.revoke_all", detail={"sessions": ended})
         request.state.session = new_session(admin.clock(), lifetime)
         return kit.redirect(request, "/login")
 

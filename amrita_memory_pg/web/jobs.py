@@ -1,18 +1,25 @@
 """Background jobs of the admin page: backup, decay sweep and re-embed, with progress.
 
 Framework-free: a :class:`JobRunner` starts each job as an asyncio task in the serving
-process (the bot's, or ``amrita-memory web``'s) and keeps its progress in memory,
-readable by id while it runs and after it ends (the newest ``keep`` finished jobs).
-One job of each kind at a time: a second start of a running kind is refused
-(:class:`~amrita_memory_pg.domain.errors.JobRefused`), never queued. A job that fails
-is reported in its record (``state = failed``, a redacted ``error``), never raised into
-the page that polls it.
+process (the bot's, or ``amrita-memory web``'s). With a memory to work on (``fleet``,
+what the admin page passes), every job is also a row of ``amrita_memory.job`` (issue 23,
+``sql/functions/job_v1.sql``): started only when no job of its kind runs anywhere in
+the fleet, its progress and its process's heartbeat written every ``beat_seconds``, so
+the page of ANY process lists it, shows its progress, and can cancel it (a request the
+owner sees on its next heartbeat); a job whose process died (no heartbeat for
+``[database] lease_seconds``) shows as ``lost``. The job also holds the fleet's lease of
+its kind, so a web sweep and the scheduler's sweep (or a CLI one) never run at once.
+
+Without ``fleet`` (a bare runner in a test) the records live in memory only. A second
+start of a running kind is refused (:class:`~amrita_memory_pg.domain.errors.JobRefused`),
+never queued. A job that fails is reported in its record (``state = failed``, a redacted
+``error``), never raised into the page that polls it.
 
 The operations are the maintenance ones the CLI runs (``backup create``, ``sweep``,
 ``reindex``) with their progress callbacks; :func:`memory_operations` binds them to an
-open :class:`~amrita_memory_pg.service.Memory`. Jobs do not outlive the process: a
-re-embed cut short by a restart resumes when started again (its staging is in the
-database); a backup or sweep simply runs again.
+open :class:`~amrita_memory_pg.service.Memory`. A re-embed cut short (a restart, a kill)
+resumes when started again (its staging is in the database); a backup or sweep simply
+runs again.
 """
 
 from __future__ import annotations
@@ -23,13 +30,15 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from amrita_memory_pg.domain.errors import AmritaMemoryError, JobRefused
+from amrita_memory_pg.domain.errors import AmritaMemoryError, JobRefused, LeaseHeld
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.maintenance.backup import create_backup, store_counts
 from amrita_memory_pg.maintenance.reembed import change_model
 from amrita_memory_pg.service import Memory
+from amrita_memory_pg.services.leases import LeaseKind
+from amrita_memory_pg.storage.jobs import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +46,8 @@ log = logging.getLogger(__name__)
 JOB_KINDS = ("backup", "sweep", "reembed")
 #: finished jobs kept readable (running ones are always kept)
 KEEP_FINISHED = 20
+#: how often a running job writes its progress and heartbeat (seconds)
+BEAT_SECONDS = 1.0
 
 
 def _utcnow() -> datetime:
@@ -51,7 +62,7 @@ class Job:
     kind: str
     started_by: str
     started_at: datetime
-    #: running | done | failed
+    #: running | done | failed | cancelled | lost (its process died)
     state: str = "running"
     phase: str = "starting"
     done: int = 0
@@ -61,6 +72,11 @@ class Job:
     error: str | None = None
     #: what it did, one line (done jobs)
     result: str | None = None
+    #: the process that runs it (``host:pid:start``; None: a runner without a database)
+    owner: str | None = None
+    heartbeat_at: datetime | None = None
+    cancel_requested: bool = False
+    cancelled_by: str | None = None
 
     def update(
         self, phase: str | None = None, done: int | None = None, total: int | None = None
@@ -101,15 +117,41 @@ class Job:
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
             "error": self.error,
             "result": self.result,
+            "owner": self.owner,
+            "heartbeat_at": self.heartbeat_at.isoformat() if self.heartbeat_at else None,
+            "cancel_requested": self.cancel_requested,
         }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Job:
+        return cls(
+            id=str(row["id"]),
+            kind=str(row["kind"]),
+            started_by=str(row["started_by"]),
+            started_at=row["started_at"],
+            state=str(row["state"]),
+            phase=str(row["phase"]),
+            done=int(row["done"]),
+            total=int(row["total"]),
+            finished_at=row["finished_at"],
+            error=row["error"],
+            result=row["result"],
+            owner=row["owner"],
+            heartbeat_at=row["heartbeat_at"],
+            cancel_requested=bool(row["cancel_requested"]),
+            cancelled_by=row["cancelled_by"],
+        )
 
 
 #: an operation: does the work, reports through ``job.update``, returns a one-line result
 Operation = Callable[[Job], Awaitable[str]]
+#: the memory the jobs' rows and leases live in, or what returns it when needed
+Fleet = Memory | Callable[[], Memory]
 
 
 class JobRunner:
-    """Starts operations as tasks, one per kind at a time, and keeps their records."""
+    """Starts operations as tasks, one per kind at a time (across the fleet when it has
+    a ``fleet`` memory), and keeps their records."""
 
     def __init__(
         self,
@@ -118,6 +160,8 @@ class JobRunner:
         clock: Callable[[], datetime] = _utcnow,
         keep: int = KEEP_FINISHED,
         on_finish: Callable[[Job], Awaitable[None]] | None = None,
+        fleet: Fleet | None = None,
+        beat_seconds: float = BEAT_SECONDS,
     ) -> None:
         self.operations = dict(operations)
         self.clock = clock
@@ -125,12 +169,25 @@ class JobRunner:
         #: told about every job that ended, done or failed (the page audits the outcome);
         #: its own failure is logged, never raised into the job
         self.on_finish = on_finish
+        self.fleet = fleet
+        self.beat_seconds = beat_seconds
         self._jobs: dict[str, Job] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
-    def start(self, kind: str, *, by: str) -> Job:
+    def _memory(self) -> Memory | None:
+        fleet = self.fleet
+        if fleet is None:
+            return None
+        return fleet if isinstance(fleet, Memory) else fleet()
+
+    @staticmethod
+    def _stale(mem: Memory) -> float:
+        """No heartbeat for this long: the job's process died."""
+        return float(mem.settings.database.lease_seconds)
+
+    async def start(self, kind: str, *, by: str) -> Job:
         """Start a job of ``kind`` now (in the running event loop); refused while one of
-        the same kind runs."""
+        the same kind runs here or, with a ``fleet`` memory, in any process."""
         operation = self.operations.get(kind)
         if operation is None:
             raise JobRefused(f"unknown job kind {kind!r}; known: {', '.join(self.operations)}")
@@ -141,28 +198,101 @@ class JobRunner:
                 f"UTC by {busy.started_by}); wait for it to finish"
             )
         job = Job(id=secrets.token_hex(6), kind=kind, started_by=by, started_at=self.clock())
+        mem = self._memory()
+        if mem is not None:
+            owner = mem.leases.owner
+            claim = await JobStore(mem.pool).start(job.id, kind, by, owner, self._stale(mem))
+            if not claim.started:
+                raise JobRefused(
+                    f"a {kind} job is already running ({claim.id}, started "
+                    f"{claim.started_at:%H:%M:%S} UTC by {claim.started_by} in process "
+                    f"{claim.owner}); wait for it to finish"
+                )
+            job.owner = owner
+            job.started_at = claim.started_at
+            job.heartbeat_at = claim.started_at
         self._jobs[job.id] = job
         self._tasks[job.id] = asyncio.get_running_loop().create_task(
-            self._run(job, operation), name=f"amrita-memory-job-{kind}-{job.id}"
+            self._run(job, operation, mem), name=f"amrita-memory-job-{kind}-{job.id}"
         )
         self._trim()
         return job
 
-    async def _run(self, job: Job, operation: Operation) -> None:
+    async def _run(self, job: Job, operation: Operation, mem: Memory | None) -> None:
+        beat: asyncio.Task[None] | None = None
         try:
-            job.result = await operation(job)
+            if mem is None:
+                job.result = await operation(job)
+            else:
+                me = asyncio.current_task()
+                assert me is not None
+                beat = asyncio.create_task(self._beat(job, mem, me))
+                # the fleet's lease of the work: a sweep the scheduler or a CLI runs
+                # elsewhere refuses this one (and the other way round)
+                async with mem.leases.hold(cast(LeaseKind, job.kind)):
+                    job.result = await operation(job)
+        except LeaseHeld as held:
+            self._finish(job, "failed", f"held by {held.owner}: a {job.kind} runs there now")
         except asyncio.CancelledError:
-            self._finish(job, "failed", "cancelled (the server stopped)")
-            raise
+            if job.cancel_requested:
+                self._finish(job, "cancelled", f"cancelled by {job.cancelled_by or 'an operator'}")
+            else:
+                self._finish(job, "failed", "cancelled (the server stopped)")
+                await self._record(job, mem, beat)
+                self._tasks.pop(job.id, None)
+                raise
         except Exception as exc:  # the job's boundary: reported in its record, not raised
             if not isinstance(exc, AmritaMemoryError):
                 log.exception("%s job %s failed", job.kind, job.id)
             self._finish(job, "failed", redact(str(exc) or type(exc).__name__))
         else:
             self._finish(job, "done", None)
-        finally:
-            self._tasks.pop(job.id, None)
+        await self._record(job, mem, beat)
+        self._tasks.pop(job.id, None)
         await self._tell(job)
+
+    async def _beat(self, job: Job, mem: Memory, task: asyncio.Task[Any]) -> None:
+        """Write progress and the heartbeat; stop the job when a cancel was requested."""
+        store = JobStore(mem.pool)
+        assert job.owner is not None
+        while True:
+            await asyncio.sleep(self.beat_seconds)
+            try:
+                cancel = await store.beat(job.id, job.owner, job.phase, job.done, job.total)
+            except Exception as exc:  # the next beat may get through
+                log.warning("%s job %s: heartbeat failed: %s", job.kind, job.id, exc)
+                continue
+            job.heartbeat_at = self.clock()
+            if cancel is None:
+                log.error("%s job %s: its row is no longer this process's", job.kind, job.id)
+                return
+            if cancel and not job.cancel_requested:
+                row = await store.get(job.id, self._stale(mem))
+                job.cancel_requested = True
+                job.cancelled_by = None if row is None else row["cancelled_by"]
+                task.cancel()
+                return
+
+    async def _record(self, job: Job, mem: Memory | None, beat: asyncio.Task[None] | None) -> None:
+        """Stop the heartbeat and write the job's end to its row."""
+        if beat is not None:
+            beat.cancel()
+            await asyncio.wait([beat])
+        if mem is None or job.owner is None:
+            return
+        try:
+            await JobStore(mem.pool).finish(
+                job.id,
+                job.owner,
+                state=job.state,
+                phase=job.phase,
+                done=job.done,
+                total=job.total,
+                result=job.result,
+                error=job.error,
+            )
+        except Exception:  # the row shows lost once its heartbeat is stale
+            log.exception("recording the end of %s job %s failed", job.kind, job.id)
 
     async def _tell(self, job: Job) -> None:
         if self.on_finish is None:
@@ -185,11 +315,49 @@ class JobRunner:
             del self._jobs[old.id]
 
     def get(self, job_id: str) -> Job | None:
+        """A job this process started (None: not one of ours, or long gone)."""
         return self._jobs.get(job_id)
 
     def jobs(self) -> list[Job]:
-        """Every kept job, newest first (start order)."""
+        """Every kept job of this process, newest first (start order)."""
         return list(reversed(self._jobs.values()))
+
+    async def fetch(self, job_id: str) -> Job | None:
+        """A job of any process of the fleet (this process's own record first: it is
+        fresher than its last heartbeat)."""
+        own = self._jobs.get(job_id)
+        if own is not None:
+            return own
+        mem = self._memory()
+        if mem is None:
+            return None
+        row = await JobStore(mem.pool).get(job_id, self._stale(mem))
+        return None if row is None else Job.from_row(row)
+
+    async def fleet_jobs(self) -> list[Job]:
+        """The newest jobs of every process, this process's own as it knows them."""
+        mem = self._memory()
+        if mem is None:
+            return self.jobs()
+        rows = await JobStore(mem.pool).list(self.keep, self._stale(mem))
+        return [self._jobs.get(str(r["id"])) or Job.from_row(r) for r in rows]
+
+    async def cancel(self, job_id: str, *, by: str) -> str | None:
+        """Ask the job to stop, wherever it runs; its state (None: no such job). The owner
+        stops it at its next heartbeat (this process's own: at once)."""
+        own = self._jobs.get(job_id)
+        mem = self._memory()
+        state = None
+        if mem is not None:
+            state = await JobStore(mem.pool).cancel(job_id, by)
+        if own is not None and own.running:
+            own.cancel_requested = True
+            own.cancelled_by = by
+            task = self._tasks.get(job_id)
+            if task is not None:
+                task.cancel()
+            return "running"
+        return state
 
     def running(self, kind: str) -> Job | None:
         return next((j for j in self._jobs.values() if j.kind == kind and j.running), None)

@@ -16,24 +16,28 @@ the form with an inline error and writes nothing (not audited: nothing happened)
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import jinja2
 from fastapi import Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
+from pydantic import BaseModel, ValidationError
 
 from amrita_memory_pg.domain.errors import NotReady
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.domain.trail import Actor, set_actor
+from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.admin import AdminStore
+from amrita_memory_pg.storage.pg.session import pinned
 from amrita_memory_pg.web.i18n import translator
 from amrita_memory_pg.web.security import LoginLimiter, Session, csrf_ok
 
@@ -75,6 +79,15 @@ class SuperuserRequired(Exception):
 
 class CsrfRefused(Exception):
     """A POST without this session's CSRF token (403, nothing written)."""
+
+
+class BadInput(Exception):
+    """A query parameter, path segment or form field the database cannot store (400)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
 
 
 @dataclass
@@ -135,7 +148,8 @@ def memory(request: Request) -> Memory:
 
 
 def admin_store(request: Request) -> AdminStore:
-    return AdminStore(memory(request).pool)
+    mem = memory(request)
+    return AdminStore(mem.pool, mem.store.read_pool)
 
 
 def now(request: Request) -> datetime:
@@ -160,6 +174,31 @@ async def check_csrf(request: Request) -> None:
     form = await request.form()
     if not csrf_ok(session(request), form.get("csrf")):
         raise CsrfRefused()
+
+
+def _unstorable(pairs: Any, where: str) -> None:
+    for name, value in pairs:
+        for text in (name, value):
+            problem = text_problem(text) if isinstance(text, str) else None
+            if problem is not None:
+                raise BadInput(f"{where} {echo(name)}", problem)
+
+
+async def check_input(request: Request) -> None:
+    """The web edge of the one validation (domain/validation.py): every query parameter,
+    path parameter and form field of every page, before any handler sees it.
+
+    PostgreSQL refuses NUL (and a lone surrogate is no text): such a value used to reach
+    asyncpg and end the request with HTTP 500 and a reset connection. An app-wide
+    dependency, so a page added later is covered without doing anything.
+    """
+    _unstorable(request.query_params.multi_items(), "查询参数")
+    _unstorable(request.path_params.items(), "路径参数")
+    content_type = request.headers.get("content-type", "")
+    if request.method == "POST" and content_type.startswith(
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
+        _unstorable((await request.form()).multi_items(), "表单字段")
 
 
 def _acting_as(user: AdminUser) -> None:
@@ -258,6 +297,81 @@ def redirect(request: Request, path: str, **query: Any) -> RedirectResponse:
     return RedirectResponse(url(request, path, **query), status_code=303)
 
 
+@contextlib.asynccontextmanager
+async def atomic(request: Request) -> AsyncIterator[None]:
+    """A page action's write(s) and its :func:`audit` row in ONE transaction: both are
+    committed or neither (issue 27 item 4: a write used to be saved while its audit
+    row failed). Put the write and the success ``audit`` inside the block; a refusal is
+    audited after it, by :func:`refused`, once the failed transaction is rolled back."""
+    async with pinned(memory(request).pool):
+        yield
+
+
+async def refused(
+    request: Request,
+    user: AdminUser,
+    action: str,
+    error: Exception,
+    page: Callable[[], Response],
+    *,
+    partition_key: str | None = None,
+    target_id: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+) -> Response:
+    """The one refuse → audit → re-render step: record the refused write (``ok`` false,
+    with the error) and answer with ``page()`` (the form again with the reason)."""
+    await audit(
+        request,
+        user,
+        action,
+        partition_key=partition_key,
+        target_id=target_id,
+        detail={**(detail or {}), "error": str(error)},
+        ok=False,
+    )
+    return page()
+
+
+class FieldError(ValueError):
+    """A form field refused with a page string of its own (``key`` and its values)
+    instead of the field's usual ``invalid.<field>`` line."""
+
+    def __init__(self, key: str, *, refs: Mapping[str, str] | None = None, **values: Any) -> None:
+        super().__init__(key)
+        self.key = key
+        self.values = values
+        #: values that are page strings themselves (translated when shown)
+        self.refs = dict(refs or {})
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_form(
+    request: Request, model: type[M], fields: Mapping[str, Any], messages: Mapping[str, str]
+) -> tuple[M | None, list[str]]:
+    """A form through its pydantic model: (the clean values, None on errors; the page's
+    error lines). Validators call the one validation (domain/validation.py); an
+    :class:`InvalidInput` of field ``f`` becomes ``t(messages[f], reason=…)``, a
+    :class:`FieldError` its own string. One line per refused field, in field order."""
+    t = translator_for(request)
+    try:
+        return model.model_validate(dict(fields)), []
+    except ValidationError as exc:
+        lines: list[str] = []
+        for error in exc.errors():
+            field_name = str(error["loc"][0]) if error["loc"] else ""
+            cause = (error.get("ctx") or {}).get("error")
+            if isinstance(cause, FieldError):
+                named = {name: t(ref) for name, ref in cause.refs.items()}
+                lines.append(t(cause.key, **cause.values, **named))
+            elif isinstance(cause, InvalidInput) and field_name in messages:
+                lines.append(t(messages[field_name], reason=cause.reason))
+            else:
+                lines.append(t("invalid.form", field=field_name, reason=error["msg"]))
+        return None, lines
+
+
 async def audit(
     request: Request,
     user: AdminUser,
@@ -301,7 +415,9 @@ __all__ = [
     "AdminState",
     "AdminUser",
     "AdminWrite",
+    "BadInput",
     "CsrfRefused",
+    "FieldError",
     "LoginRequired",
     "NavItem",
     "NotReady",
@@ -309,14 +425,18 @@ __all__ = [
     "SuperuserRequired",
     "SuperuserWrite",
     "admin_store",
+    "atomic",
     "audit",
     "base",
+    "check_input",
     "clean",
     "form_text",
     "memory",
     "now",
+    "parse_form",
     "quoted",
     "redirect",
+    "refused",
     "render",
     "translator_for",
     "url",

@@ -4,8 +4,9 @@ cookie, CSRF tokens and the login rate limit.
 No framework here and the time is always passed in, so every rule is unit-tested without
 a server (tests/unit/test_web_security.py). Passwords are stored only as salted scrypt
 hashes (``scrypt$n$r$p$salt$hash``, base64 parts), compared in constant time; the
-session is a cookie whose payload is signed with HMAC-SHA256, so the server keeps no
-session table and a restart logs nobody out (only a new secret does).
+session is a cookie whose payload is signed with HMAC-SHA256; a logged-in session's id
+is also a row of ``web_session`` (checked on every request by the app), so a logout, a
+"log out everywhere" or a password change ends it in every process.
 """
 
 from __future__ import annotations
@@ -67,6 +68,12 @@ def check_hash_format(stored: str) -> str | None:
     return None
 
 
+def hash_fingerprint(stored: str) -> str:
+    """A short digest of a configured password hash: stored with a session, so that a
+    session made with a password that has since changed no longer counts."""
+    return hashlib.sha256(stored.encode()).hexdigest()[:24]
+
+
 def verify_password(password: str, stored: str) -> bool:
     """Whether ``password`` matches ``stored`` (constant-time compare; False for a bad hash)."""
     if not stored or check_hash_format(stored) is not None:
@@ -106,7 +113,7 @@ class Session:
 def new_session(now: float, lifetime_seconds: float) -> Session:
     """A fresh anonymous session: new id, new CSRF token."""
     return Session(
-        sid=secrets.token_urlsafe(12),
+        sid=secrets.token_urlsafe(24),
         csrf=secrets.token_urlsafe(24),
         expires=now + lifetime_seconds,
     )
@@ -170,8 +177,8 @@ def csrf_ok(session: Session, submitted: object) -> bool:
 class LoginLimiter:
     """At most ``limit`` failed logins per client address in any ``window`` seconds.
 
-    In memory, per process: a restart forgets it, which only ever lets more tries
-    through, and a second process (the bot and the CLI) counts on its own.
+    In memory, per process: the app counts in the database (``web_login_failure``, shared
+    by every process) and uses this only while its store is not open yet.
     """
 
     def __init__(self, limit: int, window: float = 60.0, *, max_clients: int = 10_000) -> None:

@@ -2,7 +2,7 @@
 and profile are refused by the database (SQLSTATE AMZ01), as its memories already are.
 
 Revision ID: 0027_pause_all
-Revises: 0029_dropin
+Revises: 0024_fleet
 Create Date: 2026-12-04
 
 Additive: triggers and their function only (sql/functions/pause_v1.sql); older code keeps
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0027_pause_all"
-down_revision: str | None = "0029_dropin"
+down_revision: str | None = "0024_fleet"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

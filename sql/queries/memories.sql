@@ -9,9 +9,13 @@
 -- (domain/tokens.py), $14-$16 protocol/model/base_url (recorded only by the store's first
 -- write). id is NULL when the partition is full (rows_before = the count). SQLSTATE
 -- AMF01: another embedding model; AMF03: another dimension.
+-- Bound BY NAME from a NewMemory (storage/memories.py insert_args).
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                      $14, $15, $16);
+  FROM amrita_memory.insert_memory_v3(
+           p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
+           p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
+           p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
+           p_tokens => $13, p_protocol => $14, p_model => $15, p_base_url => $16);
 
 -- name: write_memory
 -- The chat tool's write: insert_memory's arguments ($1-$12 as there), then $13 the dedup
@@ -19,28 +23,55 @@ SELECT id, rows_before
 -- identical memory (same partition, scope, content, author, source, model) written less
 -- than $13 seconds before $11 is returned instead of a new row (duplicate = true): a
 -- retry after a lost reply never makes a duplicate. id is NULL when the partition is
--- full. SQLSTATE AMF01 / AMF03 as for insert_memory.
+-- full. SQLSTATE AMF01 / AMF03 as for insert_memory. Bound BY NAME (insert_args).
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, rows_before, duplicate
-  FROM amrita_memory.write_memory_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                     $14, $15, $16, $17);
+  FROM amrita_memory.write_memory_v2(
+           p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
+           p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
+           p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
+           p_dedup_seconds => $13, p_tokens => $14, p_protocol => $15, p_model => $16,
+           p_base_url => $17);
 
 -- (update_memory moved to sql/queries/seed.sql as update_memory_guarded: update_memory_v3,
 -- the manual-entry guard of issue 14, with hybrid's search tokens.)
 
 -- name: search_memories
--- The top $5 of partition $1 for query vector $2 (NULL in keyword mode) and search tokens
--- $3, ranked by mode $4 (vector | keyword | hybrid) times the decay at $6 ($7 decay on,
--- $8 half-life base days, $9 importance boost, $10 score floor; filters $11-$15:
--- importance min/max, scope, any of tags, category; $16 HNSW/GIN candidates for a large
--- partition; $17 fusion rrf | weighted, $18 the RRF k, $19 the keyword weight).
--- distance = squared L2; vector mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life),
--- floor), release 3's score bit for bit. SQLSTATE AMF03 when the query's dimension is not the
--- store's, 22023 for a bad mode.
+-- The top p_top_k of partition p_partition for query vector p_query (NULL in keyword
+-- mode) and search tokens p_tokens, ranked by p_mode (vector | keyword | hybrid) times
+-- the decay at p_now (p_decay on, p_base_days half-life base, p_boost importance boost,
+-- p_floor score floor; filters p_importance_min/max, p_scope, p_tags (any of), p_category;
+-- p_candidates HNSW/GIN candidates for a large partition; p_fusion rrf | weighted,
+-- p_rrf_k, p_weight the keyword weight). Bound BY NAME from a MemoryQuery
+-- (storage/pgvector.py search_args, through queries.bind). distance = squared L2; vector
+-- mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life), floor), release 3's
+-- scores bit for bit. search_memories_v5: one plain statement per mode (memory_v5.sql).
+-- SQLSTATE AMF03 when the query's dimension is not the store's, 22023 for a bad mode.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score
-  FROM amrita_memory.search_memories_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                        $14, $15, $16, $17, $18, $19);
+  FROM amrita_memory.search_memories_v5(
+           p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
+           p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
+           p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,
+           p_category => $15, p_candidates => $16, p_fusion => $17, p_rrf_k => $18,
+           p_weight => $19);
+
+-- name: recall_memories
+-- read_memory's one round trip: search_memories' arguments (same names) plus the access
+-- log's: p_chat, p_who, p_query_text (redacted), p_surface, p_keep per memory, p_log.
+-- A paused partition is checked first; rows with id NULL are status rows (paused, or
+-- log_error: the log failed and the hits stand). Bound BY NAME (storage/pgvector.py
+-- recall_args). recall_memories_v1 (memory_v5.sql).
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       created_at, updated_at, distance, decay_score, age_days, keyword_score, paused,
+       log_error
+  FROM amrita_memory.recall_memories_v1(
+           p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
+           p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
+           p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,
+           p_category => $15, p_candidates => $16, p_fusion => $17, p_rrf_k => $18,
+           p_weight => $19, p_chat => $20, p_who => $21, p_query_text => $22,
+           p_surface => $23, p_keep => $24, p_log => $25);
 
 -- name: get_memory
 -- One memory of partition $1 by its full id $2: a primary-key lookup (partition_key, id).
@@ -97,9 +128,10 @@ SELECT cursor_id
 -- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
 -- $6 whether source=user rows are spared (protect_manual_memories), $7 dry run,
 -- $8 cursor (NULL = the persisted one), $9 stop before this id (NULL = end of the
--- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED).
+-- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED); rows
+-- of a paused partition are always kept (a pause keeps its memories, v3).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
-  FROM amrita_memory.sweep_batch_v2($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  FROM amrita_memory.sweep_batch_v3($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: untokenized_memories
 -- The token backfill (maintenance/tokens.py): up to $2 memories without search tokens

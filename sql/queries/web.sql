@@ -55,3 +55,44 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
           CASE WHEN $11::text = 'importance_desc' THEN importance END DESC,
           created_at DESC, id
  LIMIT $2 OFFSET $3;
+
+-- name: web_session_insert
+-- A logged-in session: $1 id, $2 role, $3 name, $4 password hash fingerprint, $5 client,
+-- $6 now, $7 expiry. Sessions expired for a day are dropped in the same statement.
+WITH gone AS (
+    DELETE FROM amrita_memory.web_session WHERE expires_at < $6::timestamptz - interval '1 day'
+)
+INSERT INTO amrita_memory.web_session (id, role, name, password_fp, client, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7);
+
+-- name: web_session_get
+-- A session that still counts ($1 id, $2 now): not revoked, not expired; none otherwise.
+SELECT role, name, password_fp
+  FROM amrita_memory.web_session
+ WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2;
+
+-- name: web_session_revoke
+-- Logout ($1 id, $2 now): the session stops counting in every process at once.
+UPDATE amrita_memory.web_session SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL;
+
+-- name: web_session_revoke_all
+-- Log out everywhere ($1 now): every session still counting; the number revoked.
+WITH revoked AS (
+    UPDATE amrita_memory.web_session SET revoked_at = $1
+     WHERE revoked_at IS NULL AND expires_at > $1
+    RETURNING 1
+)
+SELECT count(*)::integer FROM revoked;
+
+-- name: web_login_failed
+-- One failed login of client $1 at $2; failures older than $3 are dropped.
+WITH gone AS (
+    DELETE FROM amrita_memory.web_login_failure WHERE at < $3
+)
+INSERT INTO amrita_memory.web_login_failure (client, at) VALUES ($1, $2);
+
+-- name: web_login_failures
+-- Client $1's failed logins since $2: how many, and the oldest (when the wait ends).
+SELECT count(*)::integer AS failures, min(at) AS oldest
+  FROM amrita_memory.web_login_failure
+ WHERE client = $1 AND at > $2;

@@ -290,6 +290,10 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     page.goto(f"{server.url}/status")
     assert "1 full passes" in page.locator("#status-sweep").inner_text()
     assert page.locator("#jobs tbody tr").count() == 1
+    # issue 23: the job is a row any process's page reads, naming the process that ran it
+    (row,) = server.sql("SELECT id, state, owner, started_by FROM amrita_memory.job")
+    assert (row["id"], row["state"], row["started_by"]) == (audit["target_id"], "done", "root")
+    assert page.locator("#jobs tbody td.mono.small").first.inner_text() == row["owner"]
 
 
 def test_a_reembed_job_shows_its_progress_while_it_runs(

@@ -365,3 +365,19 @@ async def test_knowledge_and_profile_tools_are_offered_when_there_is_something_n
         # fixed for the cycle: every call sends the same tools and system prompt
         assert all(_offered(r) == offered for r in llm.requests)
         assert len({r["messages"][0]["content"] for r in llm.requests}) == 1
+
+
+async def test_malformed_tool_calls_end_the_cycle_with_a_sentence(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """Issue 27 item 8: the run record said Python's words ('str' object has no attribute
+    'get') when the model sent tool_calls in a shape the API does not have."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        for malformed in ("abc", ["x"], [{"id": "c1", "function": "subconscious_iter_stop"}]):
+            llm.script.append({"role": "assistant", "content": "", "tool_calls": malformed})
+            summary = await mem.run_cycle(TARGET)
+            assert not summary.ok and summary.error is not None, malformed
+            assert summary.error.startswith("the model's reply is malformed: "), summary.error
+            assert "attribute" not in summary.error and "object" not in summary.error
+            row = await cycle_row(mem, summary.cycle_id)
+            assert row["error"] == summary.error

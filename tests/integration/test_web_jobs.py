@@ -34,9 +34,9 @@ async def test_sweep_job_runs_to_completion_with_progress_and_a_second_is_refuse
         old = datetime.now(UTC) - timedelta(days=400)
         await bulk_insert(mem.pool, count=250, created_at=old, importance=2)
         runner = JobRunner(memory_operations(mem))
-        job = runner.start("sweep", by="alice")
+        job = await runner.start("sweep", by="alice")
         with pytest.raises(JobRefused, match="a sweep job is already running"):
-            runner.start("sweep", by="bob")
+            await runner.start("sweep", by="bob")
         seen = await _watch(runner, job)
         assert job.state == "done", job.error
         assert (job.done, job.total, job.percent) == (250, 250, 100)
@@ -47,7 +47,7 @@ async def test_sweep_job_runs_to_completion_with_progress_and_a_second_is_refuse
         assert all(done <= total for _phase, done, total in seen)
         assert await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 0
         # finished: the same kind may start again
-        again = runner.start("sweep", by="bob")
+        again = await runner.start("sweep", by="bob")
         assert (await runner.wait(again.id)).state == "done"
         assert [j.id for j in runner.jobs()] == [again.id, job.id]
         assert runner.get(job.id) is job
@@ -61,9 +61,9 @@ async def test_reembed_job_switches_the_model_with_progress_and_takes_a_backup(
             mem.pool, count=45, created_at=datetime.now(UTC), importance=5, fingerprint="old"
         )
         runner = JobRunner(memory_operations(mem))
-        job = runner.start("reembed", by="alice")
+        job = await runner.start("reembed", by="alice")
         with pytest.raises(JobRefused, match="reembed job is already running"):
-            runner.start("reembed", by="alice")
+            await runner.start("reembed", by="alice")
         seen = await _watch(runner, job)
         assert job.state == "done", job.error
         assert job.done == job.total == 45
@@ -82,7 +82,7 @@ async def test_backup_job_reports_export_progress(db_dsn: str, tmp_path: Path) -
     async with memory_on(db_dsn, tmp_path) as mem:
         await bulk_insert(mem.pool, count=1200, created_at=datetime.now(UTC), importance=5)
         runner = JobRunner(memory_operations(mem))
-        job = runner.start("backup", by="alice")
+        job = await runner.start("backup", by="alice")
         seen = await _watch(runner, job)
         assert job.state == "done", job.error
         assert job.result is not None and job.result.startswith("amrita_memory_")
@@ -102,7 +102,7 @@ async def test_a_failing_job_is_reported_in_its_record_not_raised(
 ) -> None:
     async with memory_on(db_dsn, tmp_path, decay__sweep_enabled=False) as mem:
         runner = JobRunner(memory_operations(mem))
-        job = runner.start("sweep", by="alice")
+        job = await runner.start("sweep", by="alice")
         finished = await runner.wait(job.id)
         assert finished.state == "failed"
         assert finished.error is not None and "disabled via config" in finished.error

@@ -37,12 +37,16 @@ REFERENCE = {
     "reembed_staging",
     "knowledge_suggestion",
     "permission_grant",
+    # issue 23: who in the fleet runs which long work (a few rows, claimed by key)
+    "lease",
+    # issue 23: the admin page's background jobs of every process (tens of rows)
+    "job",
     # issue 27: the one-row claim of the scheduled backup
     "backup_schedule",
 }
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
 #: rows per operator action; its partition_key is a filter, not a distribution key)
-LOCAL = {"alembic_version", "admin_audit"}
+LOCAL = {"alembic_version", "admin_audit", "web_session", "web_login_failure"}
 
 PRIMARY_KEYS = """
 SELECT c.relname AS table_name,

@@ -20,9 +20,9 @@ async def test_unknown_kind_is_refused_and_other_kinds_run_side_by_side() -> Non
 
     runner = JobRunner({"a": slow, "b": slow})
     with pytest.raises(JobRefused, match="unknown job kind 'c'"):
-        runner.start("c", by="x")
-    a = runner.start("a", by="x")
-    b = runner.start("b", by="x")  # another kind: not refused
+        await runner.start("c", by="x")
+    a = await runner.start("a", by="x")
+    b = await runner.start("b", by="x")  # another kind: not refused
     await asyncio.sleep(0)
     assert (a.phase, a.percent, runner.running("a")) == ("waiting", 25, a)
     gate.set()
@@ -40,11 +40,11 @@ async def test_an_exception_becomes_a_redacted_error_and_cancel_marks_failed() -
         return "never"
 
     runner = JobRunner({"boom": boom, "forever": forever})
-    failed = await runner.wait(runner.start("boom", by="x").id)
+    failed = await runner.wait((await runner.start("boom", by="x")).id)
     assert failed.state == "failed"
     assert failed.error is not None and "hunter22" not in failed.error
     assert "cannot reach" in failed.error
-    hanging = runner.start("forever", by="x")
+    hanging = await runner.start("forever", by="x")
     await asyncio.sleep(0)
     await runner.aclose()
     assert (hanging.state, hanging.error) == ("failed", "cancelled (the server stopped)")
@@ -57,7 +57,7 @@ async def test_only_the_newest_finished_jobs_are_kept() -> None:
     runner = JobRunner({"q": quick}, keep=3)
     ids = []
     for _ in range(6):
-        job = runner.start("q", by="x")
+        job = await runner.start("q", by="x")
         await runner.wait(job.id)
         ids.append(job.id)
     kept = [j.id for j in runner.jobs()]
@@ -83,7 +83,7 @@ async def test_the_end_of_every_job_is_told_and_a_failing_listener_changes_nothi
         raise ValueError("nope")
 
     runner = JobRunner({"ok": ok, "bad": bad}, on_finish=listener)
-    first = await runner.wait(runner.start("ok", by="x").id)
-    second = await runner.wait(runner.start("bad", by="x").id)
+    first = await runner.wait((await runner.start("ok", by="x")).id)
+    second = await runner.wait((await runner.start("bad", by="x")).id)
     assert told == [("ok", "done"), ("bad", "failed")]
     assert (first.state, second.state, second.error) == ("done", "failed", "nope")

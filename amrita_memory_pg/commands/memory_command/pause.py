@@ -8,7 +8,8 @@ from functools import partial
 
 from amrita_memory_pg.commands.memory_command.base import Services, Step
 from amrita_memory_pg.commands.memory_command.texts import USAGE_PAUSE
-from amrita_memory_pg.domain.keys import GLOBAL_KEY
+from amrita_memory_pg.domain.keys import GLOBAL_KEY, check_partition_key, legacy_key_now
+from amrita_memory_pg.domain.validation import InvalidInput
 from amrita_memory_pg.services.trail import TrailService
 from amrita_memory_pg.tools.context import ToolContext
 
@@ -26,8 +27,13 @@ def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -
         "group": ctx.group_key,
         "global": GLOBAL_KEY,
     }.get(target, target)
+    key = (key and legacy_key_now(key)) or key  # user_1 is QQPlatform_Private_1 now (issue 26)
     if not key or any(ch.isspace() for ch in key):
         return "用法: " + USAGE_PAUSE
+    try:  # the one key rule of every surface (domain/keys.py)
+        key = check_partition_key(key)
+    except InvalidInput as exc:
+        return f"{exc.reason}\n用法: {USAGE_PAUSE}"
     if sub in ("pause", "暂停"):
         return Step("pause", key, partial(_pause, trail, key, f"person:{ctx.user_id}"))
     return Step("pause", key, partial(_resume, trail, key))

@@ -16,7 +16,13 @@ from amrita_memory_pg.commands.memory_command.texts import PROFILE_USAGE
 from amrita_memory_pg.domain.keys import user_key
 from amrita_memory_pg.domain.profile import ProfileActor, render_numbered
 from amrita_memory_pg.domain.text import pack_chunks
-from amrita_memory_pg.domain.validation import MAX_ID_CHARS, InvalidInput, check_text, parse_count
+from amrita_memory_pg.domain.validation import (
+    MAX_ID_CHARS,
+    InvalidInput,
+    check_text,
+    parse_count,
+    plain,
+)
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.tools.context import ToolContext
 
@@ -52,9 +58,10 @@ def parse_profile(ctx: ToolContext, args: str) -> ProfileRequest | str:
             return "❌ 仅超级用户可以回滚画像"
         if not rest:
             return PROFILE_USAGE
+        # a version lives in an int column and the lookup asks for version + 1
         version = parse_count(rest[-1], lo=0, hi=2**31 - 1)
-        if version is None:
-            return f"版本号应为非负整数，收到 {rest[-1]}"
+        if version is None or version >= 2**31 - 1:
+            return f"版本号应为非负整数（0 到 {2**31 - 2}），收到 {plain(rest[-1])}"
         target = rest[0] if len(rest) == 2 else None
     else:
         if len(rest) > 1:

@@ -105,7 +105,7 @@ async def _startup() -> None:
         async def _sweep_job() -> None:
             current = runtime.memory
             if current is not None:
-                await run_sweep(current.memories.sweep)
+                await run_sweep(current.scheduled_sweep)
 
         register_sweep_job(scheduler, settings, _sweep_job)
 

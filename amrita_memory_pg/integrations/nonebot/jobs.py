@@ -46,12 +46,15 @@ def register_sweep_job(
     return True
 
 
-async def run_sweep(sweep: Callable[[], Awaitable[SweepReport]]) -> SweepReport | None:
-    """One sweep; a scheduled job's outer edge: failures are logged, never raised."""
+async def run_sweep(sweep: Callable[[], Awaitable[SweepReport | None]]) -> SweepReport | None:
+    """One sweep; a scheduled job's outer edge: failures are logged, never raised. The
+    sweep returns None when another process of the fleet holds its lease (logged there)."""
     try:
         report = await sweep()
     except Exception:
         log.exception("decay sweep failed")
+        return None
+    if report is None:
         return None
     log.info(
         "decay sweep: scanned=%d demoted=%d purged=%d kept=%d",

@@ -48,7 +48,7 @@ from amrita_memory_pg.domain.decay import (
 from amrita_memory_pg.domain.errors import BackendError, FingerprintMismatch
 from amrita_memory_pg.domain.fusion import Candidate, rank_candidates
 from amrita_memory_pg.domain.ports import Vector
-from amrita_memory_pg.domain.records import MemoryRecord, Ranking, SearchFilter, SearchHit
+from amrita_memory_pg.domain.records import MemoryQuery, MemoryRecord, SearchFilter, SearchHit
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.memories import count_all, record_from_row
@@ -201,18 +201,9 @@ class ChromaBackend:
 
     # ------------------------------------------------------------------ the store's hooks
 
-    async def search(
-        self,
-        pool: asyncpg.Pool,
-        partition_key: str,
-        vector: Vector | None,
-        *,
-        top_k: int,
-        where: SearchFilter,
-        now: datetime,
-        decay: DecayPolicy,
-        ranking: Ranking,
-    ) -> list[SearchHit]:
+    async def search(self, pool: asyncpg.Pool, q: MemoryQuery) -> list[SearchHit]:
+        partition_key, vector, top_k, now = q.partition_key, q.vector, q.top_k, q.now
+        where, decay, ranking = q.where, q.decay, q.ranking
         n = max(self.ann_candidates, top_k * decay.overfetch)
         filters = (
             where.importance_min,

@@ -15,8 +15,8 @@ import asyncpg
 from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
-from amrita_memory_pg.storage.pg.session import PooledConnection
-from amrita_memory_pg.storage.pg.timeouts import server_timeouts
+from amrita_memory_pg.storage.pg.session import PinnablePool, PooledConnection
+from amrita_memory_pg.storage.pg.timeouts import begin_settings, server_timeouts
 from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
@@ -46,9 +46,13 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 async def connect_once(dsn: str, connect_timeout: float) -> asyncpg.Connection:
-    """One connection, with connection failures mapped to :class:`DatabaseUnavailable`."""
+    """One connection, with connection failures mapped to :class:`DatabaseUnavailable`.
+
+    No named prepared statements (``statement_cache_size=0``): a one-off connection
+    gains nothing from them, and behind a transaction-mode pooler (issue 23) a named
+    statement lands on a server connection another client may be using already."""
     try:
-        return await asyncpg.connect(dsn, timeout=connect_timeout)
+        return await asyncpg.connect(dsn, timeout=connect_timeout, statement_cache_size=0)
     except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         reason = str(exc).strip() or type(exc).__name__
         raise DatabaseUnavailable(
@@ -161,27 +165,67 @@ async def register_vector_codec(conn: asyncpg.Connection, schema: str = "public"
     )
 
 
+def refused_startup_parameter(exc: BaseException) -> bool:
+    """PgBouncer's answer to a startup parameter it does not pass on (the timeouts)."""
+    return "unsupported startup parameter" in str(exc)
+
+
 async def create_pool(dsn: str, db: DatabaseSettings) -> asyncpg.Pool:
-    """An asyncpg pool whose connections decode ``vector`` columns to numpy arrays."""
+    """An asyncpg pool whose connections decode ``vector`` columns to numpy arrays.
+
+    ``db.pooler`` (issue 23): behind a transaction-mode pooler the pool prepares no
+    named statements and sends no startup parameters; the timeouts go with every
+    ``BEGIN`` as ``SET LOCAL``. ``auto`` switches to that when the server refuses the
+    timeouts as startup parameters, which is how PgBouncer answers them.
+    """
     probe = await connect_once(dsn, db.connect_timeout)
     try:
         vector_schema = await _vector_schema(probe)
     finally:
         await probe.close()
+    if db.pooler == "transaction":
+        return await _open_pool(dsn, db, vector_schema, behind_pooler=True)
+    try:
+        return await _open_pool(dsn, db, vector_schema, behind_pooler=False)
+    except DatabaseUnavailable as exc:
+        if db.pooler != "auto" or not refused_startup_parameter(exc.__cause__ or exc):
+            raise
+    log.warning(
+        "%s refused statement_timeout as a startup parameter: a transaction-mode pooler "
+        "(PgBouncer). Connecting without session state; set [database] pooler = "
+        '"transaction" to say so and skip this probe',
+        describe_target(dsn),
+    )
+    return await _open_pool(dsn, db, vector_schema, behind_pooler=True)
+
+
+async def _open_pool(
+    dsn: str, db: DatabaseSettings, vector_schema: str, *, behind_pooler: bool
+) -> asyncpg.Pool:
+    per_transaction = begin_settings(db) if behind_pooler else ""
 
     async def init(conn: asyncpg.Connection) -> None:
+        if per_transaction and isinstance(conn, PooledConnection):
+            conn.set_begin_settings(per_transaction)
         await register_vector_codec(conn, vector_schema)
 
     try:
-        pool = await asyncpg.create_pool(
+        # asyncpg.create_pool with our class: a page pins one connection for a write
+        # and its audit row (session.pinned); the arguments are create_pool's defaults
+        pool = await PinnablePool(
             dsn,
             min_size=db.pool_min_size,
             max_size=db.pool_max_size,
+            max_queries=50000,
+            max_inactive_connection_lifetime=300.0,
+            loop=None,
+            record_class=asyncpg.Record,
             timeout=db.connect_timeout,
             command_timeout=db.command_timeout,
-            statement_cache_size=db.statement_cache_size,
+            # a named statement would outlive the transaction on a pooler's server connection
+            statement_cache_size=0 if behind_pooler else db.statement_cache_size,
             # issue 11 F7: the server times out first (statement/lock_timeout < command_timeout)
-            server_settings=server_timeouts(db),
+            server_settings=None if behind_pooler else server_timeouts(db),
             init=init,
             connection_class=PooledConnection,  # no reset round trip per release
         )
@@ -189,6 +233,7 @@ async def create_pool(dsn: str, db: DatabaseSettings) -> asyncpg.Pool:
         raise DatabaseUnavailable(
             f"cannot open a connection pool to {describe_target(dsn)}: {exc}"
         ) from exc
+    assert pool is not None
     return pool
 
 
@@ -218,9 +263,14 @@ def as_dict(record: Any) -> dict[str, Any]:
 class Database:
     """The server target plus an asyncpg pool on a schema at the current head."""
 
-    def __init__(self, target: ServerTarget, pool: asyncpg.Pool) -> None:
+    def __init__(
+        self, target: ServerTarget, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None
+    ) -> None:
         self.target = target
         self.pool = pool
+        #: where reads that may lag go (``[database] read_url``, a replica); the primary's
+        #: pool when none is configured
+        self.read_pool = read_pool if read_pool is not None else pool
 
     @classmethod
     async def open(cls, settings: Settings, *, upgrade: bool = True) -> Database:
@@ -247,14 +297,23 @@ class Database:
                     )
                 await migrate.upgrade(target.dsn)
             pool = await create_pool(target.dsn, settings.database)
+            read_pool = None
+            if settings.database.read_url:
+                try:
+                    read_pool = await create_pool(settings.database.read_url, settings.database)
+                except BaseException:
+                    await pool.close()
+                    raise
         except BaseException:
             target.release()
             raise
-        return cls(target, pool)
+        return cls(target, pool, read_pool)
 
     async def close(self) -> None:
         """Close the pool, then release the embedded server (it stops if we were the last)."""
         try:
+            if self.read_pool is not self.pool:
+                await self.read_pool.close()
             await self.pool.close()
         finally:
             self.target.release()

@@ -8,6 +8,7 @@ take a transaction-level advisory lock, so a bot and a CLI starting together do 
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,26 @@ def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
+
+
+_RELATIVE = re.compile(r"^(?:head|base)?[+-][0-9]{1,4}$")
+
+
+def revision_problem(revision: str) -> str | None:
+    """Why alembic cannot go to ``revision`` (None: it can): ``head``, ``base``, a
+    relative step (``-1``, ``head-2``) or a revision id shipped with this code.
+    Checked before alembic runs, whose own errors for a bad one are an assertion or a
+    resolution traceback."""
+    if revision in ("head", "heads", "base") or _RELATIVE.match(revision):
+        return None
+    known = [r.revision for r in ScriptDirectory.from_config(alembic_config()).walk_revisions()]
+    if revision in known:
+        return None
+    shown = revision if len(revision) <= 40 and revision.isprintable() else repr(revision[:40])
+    return (
+        f"no such schema revision: {shown} (use head, base, a step such as -1, "
+        f"or one of {known[-1]} … {known[0]})"
+    )
 
 
 async def upgrade(dsn: str, revision: str = "head") -> None:

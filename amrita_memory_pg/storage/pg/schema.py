@@ -716,6 +716,110 @@ admin_audit = Table(
 )
 Index("ix_admin_audit_at", admin_audit.c.at)
 Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)
+
+# issue 23: several bot processes on one database (sql/functions/lease_v1.sql)
+lease = Table(
+    "lease",
+    metadata,
+    Column("kind", Text, nullable=False, comment="l3 | extraction | sweep | reembed | backup"),
+    Column(
+        "lease_key",
+        Text,
+        nullable=False,
+        comment="the target / session key, '' for the fleet's one job of the kind",
+    ),
+    Column("owner", Text, nullable=False, comment="host:pid:start of the holder"),
+    Column("token", Text, nullable=False, comment="random per claim"),
+    Column("acquired_at", DateTime(timezone=True), nullable=False),
+    Column("renewed_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "expires_at",
+        DateTime(timezone=True),
+        nullable=False,
+        comment="free for anyone after this (the heartbeat pushes it)",
+    ),
+    Column(
+        "previous_owner",
+        Text,
+        nullable=True,
+        comment="whose expired lease this claim took over",
+    ),
+    CheckConstraint("kind IN ('l3', 'extraction', 'sweep', 'reembed', 'backup')", name="kind"),
+    CheckConstraint("expires_at > acquired_at", name="expiry_after_claim"),
+    PrimaryKeyConstraint("kind", "lease_key"),
+    comment="Who in the fleet runs which long work (lease_acquire_v1); expired = free",
+)
+job = Table(
+    "job",
+    metadata,
+    Column("id", Text, nullable=False),
+    Column("kind", Text, nullable=False, comment="backup | sweep | reembed"),
+    Column(
+        "state",
+        Text,
+        nullable=False,
+        comment="running | done | failed | cancelled | lost (its process died)",
+    ),
+    Column("phase", Text, nullable=False),
+    Column("done", BigInteger, nullable=False),
+    Column("total", BigInteger, nullable=False),
+    Column("started_by", Text, nullable=False, comment="the operator"),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("owner", Text, nullable=False, comment="host:pid:start of the running process"),
+    Column("heartbeat_at", DateTime(timezone=True), nullable=False),
+    Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
+    Column("cancelled_by", Text, nullable=True),
+    Column("result", Text, nullable=True, comment="what it did, one line"),
+    Column("error", Text, nullable=True, comment="why it failed (redacted)"),
+    CheckConstraint("kind IN ('backup', 'sweep', 'reembed')", name="kind"),
+    CheckConstraint("state IN ('running', 'done', 'failed', 'cancelled', 'lost')", name="state"),
+    PrimaryKeyConstraint("id"),
+    comment="The admin page's background jobs of every process (job_start_v1)",
+)
+Index(
+    "ux_job_one_running_per_kind",
+    job.c.kind,
+    unique=True,
+    postgresql_where=text("state = 'running'"),
+)
+Index("ix_job_started_at", job.c.started_at)
+web_session = Table(
+    "web_session",
+    metadata,
+    Column("id", Text, nullable=False, comment="the random id the cookie carries"),
+    Column("role", Text, nullable=False, comment="admin | superuser"),
+    Column("name", Text, nullable=False, comment="the name given at login"),
+    Column(
+        "password_fp",
+        Text,
+        nullable=False,
+        comment="fingerprint of the password hash logged in with (a change ends the session)",
+    ),
+    Column("client", Text, nullable=True, comment="the client address at login"),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column(
+        "revoked_at",
+        DateTime(timezone=True),
+        nullable=True,
+        comment="set by logout or log out everywhere",
+    ),
+    CheckConstraint("role IN ('admin', 'superuser')", name="role"),
+    PrimaryKeyConstraint("id"),
+    comment="Logged-in admin page sessions: revocable server-side",
+)
+Index("ix_web_session_expires_at", web_session.c.expires_at)
+web_login_failure = Table(
+    "web_login_failure",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("client", Text, nullable=False, comment="the client address"),
+    Column("at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("id"),
+    comment="Failed admin page logins, counted by every process for the rate limit",
+)
+Index("ix_web_login_failure_client_at", web_login_failure.c.client, web_login_failure.c.at)
 # issue 27 (feat/backup), migration 0023_backup_all
 backup_schedule = Table(
     "backup_schedule",

@@ -11,22 +11,37 @@ server itself stalled, and is reported as an unknown outcome
 
 from __future__ import annotations
 
+import logging
+
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.settings import DatabaseSettings
-from amrita_memory_pg.storage.pg.session import mark_session_changed
+from amrita_memory_pg.storage.pg.session import behind_pooler, mark_session_changed
 from amrita_memory_pg.storage.queries import query
+
+log = logging.getLogger(__name__)
 
 
 def server_timeouts(db: DatabaseSettings) -> dict[str, str]:
     """``statement_timeout`` and ``lock_timeout`` (milliseconds; 0 = none) for every pooled
     connection. Sent in the startup packet, they are the session's defaults: the pool's
-    ``RESET ALL`` on release keeps them."""
+    ``RESET ALL`` on release keeps them. Not behind a transaction-mode pooler (it refuses
+    them): :func:`begin_settings` there."""
     return {
         "statement_timeout": str(round(db.statement_timeout * 1000)),
         "lock_timeout": str(round(db.lock_timeout * 1000)),
     }
+
+
+def begin_settings(db: DatabaseSettings) -> str:
+    """The same timeouts as ``SET LOCAL`` statements, sent with every ``BEGIN`` behind a
+    transaction-mode pooler (issue 23): they end with the transaction, so they never
+    stay on a server connection another client gets next."""
+    timeouts = server_timeouts(db)
+    return query("begin_timeouts").format(
+        statement_ms=int(timeouts["statement_timeout"]), lock_ms=int(timeouts["lock_timeout"])
+    )
 
 
 async def lift_statement_timeout(
@@ -38,5 +53,14 @@ async def lift_statement_timeout(
     ``lock_timeout`` stays: a maintenance statement queued behind a lock would stall
     every chat write queued behind it."""
     if not local:
+        if behind_pooler(conn):
+            # the next statement may run on another server connection, and this one's
+            # session setting would stay for whoever gets it: leave the defaults
+            log.warning(
+                "behind a transaction-mode pooler the statement timeout cannot be lifted "
+                "for a session; a long maintenance statement may time out (run it with "
+                "DATABASE_URL pointing at the server itself)"
+            )
+            return
         mark_session_changed(conn)  # the pool resets only connections marked so
     await conn.fetchval(query("lift_statement_timeout"), local)

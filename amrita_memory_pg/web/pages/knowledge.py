@@ -79,41 +79,43 @@ async def new_entry(request: Request, _user: kit.Admin) -> Response:
 async def create_entry(request: Request, user: kit.AdminWrite) -> Response:
     form = await request.form()
     title, summary, body = (kit.form_text(form, k) for k in ("title", "summary", "body"))
+
+    def again(errors: list[str]) -> Response:
+        return _form(
+            request,
+            kid=None,
+            title=title,
+            summary=summary,
+            body=body,
+            errors=errors,
+            status_code=400,
+        )
+
     try:
-        written = await kit.memory(request).knowledge.create(
-            title=title, summary=summary, body=body, now=kit.now(request)
-        )
+        async with kit.atomic(request):
+            written = await kit.memory(request).knowledge.create(
+                title=title, summary=summary, body=body, now=kit.now(request)
+            )
+            await kit.audit(
+                request,
+                user,
+                "knowledge.create",
+                target_id=written.kid,
+                detail={"title": title, "summary": summary, "lines": written.total_lines},
+            )
     except KnowledgeError as exc:  # validation: nothing written, not audited
-        return _form(
-            request,
-            kid=None,
-            title=title,
-            summary=summary,
-            body=body,
-            errors=[kit.clean(request, str(exc))],
-            status_code=400,
-        )
+        return again([kit.clean(request, str(exc))])
     except AmritaMemoryError as exc:
-        await kit.audit(
-            request, user, "knowledge.create", detail={"title": title, "error": str(exc)}, ok=False
-        )
         t = kit.translator_for(request)
-        return _form(
+        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        return await kit.refused(
             request,
-            kid=None,
-            title=title,
-            summary=summary,
-            body=body,
-            errors=[t("refused.failed", reason=kit.clean(request, str(exc)))],
-            status_code=400,
+            user,
+            "knowledge.create",
+            exc,
+            lambda: again([message]),
+            detail={"title": title},
         )
-    await kit.audit(
-        request,
-        user,
-        "knowledge.create",
-        target_id=written.kid,
-        detail={"title": title, "summary": summary, "lines": written.total_lines},
-    )
     return kit.redirect(request, f"/knowledge/e/{written.kid}", done="created", kid=written.kid)
 
 
@@ -148,48 +150,45 @@ async def save_entry(request: Request, kid: str, user: kit.AdminWrite) -> Respon
     form = await request.form()
     title, summary, body = (kit.form_text(form, k) for k in ("title", "summary", "body"))
     service = kit.memory(request).knowledge
-    try:
-        before = await service.get(kid)
-        written = await service.update(
-            kid, title=title, summary=summary, body=body, now=kit.now(request)
+
+    def again(errors: list[str]) -> Response:
+        return _form(
+            request,
+            kid=kid,
+            title=title,
+            summary=summary,
+            body=body,
+            errors=errors,
+            status_code=400,
         )
+
+    try:
+        async with kit.atomic(request):
+            before = await service.get(kid)
+            written = await service.update(
+                kid, title=title, summary=summary, body=body, now=kit.now(request)
+            )
+            await kit.audit(
+                request,
+                user,
+                "knowledge.edit",
+                target_id=kid,
+                detail={
+                    "before": {"title": before.title, "summary": before.summary},
+                    "after": {"title": title, "summary": summary},
+                    "lines": written.total_lines,
+                },
+            )
     except KnowledgeNotFound as exc:
         return _error(request, kit.clean(request, str(exc)))
     except KnowledgeError as exc:
-        return _form(
-            request,
-            kid=kid,
-            title=title,
-            summary=summary,
-            body=body,
-            errors=[kit.clean(request, str(exc))],
-            status_code=400,
-        )
+        return again([kit.clean(request, str(exc))])
     except AmritaMemoryError as exc:
-        await kit.audit(
-            request, user, "knowledge.edit", target_id=kid, detail={"error": str(exc)}, ok=False
-        )
         t = kit.translator_for(request)
-        return _form(
-            request,
-            kid=kid,
-            title=title,
-            summary=summary,
-            body=body,
-            errors=[t("refused.failed", reason=kit.clean(request, str(exc)))],
-            status_code=400,
+        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        return await kit.refused(
+            request, user, "knowledge.edit", exc, lambda: again([message]), target_id=kid
         )
-    await kit.audit(
-        request,
-        user,
-        "knowledge.edit",
-        target_id=kid,
-        detail={
-            "before": {"title": before.title, "summary": before.summary},
-            "after": {"title": title, "summary": summary},
-            "lines": written.total_lines,
-        },
-    )
     return kit.redirect(request, f"/knowledge/e/{kid}", done="edited", kid=kid)
 
 
@@ -206,17 +205,22 @@ async def delete_confirm(request: Request, kid: str, _user: kit.Admin) -> Respon
 async def delete_entry(request: Request, kid: str, user: kit.AdminWrite) -> Response:
     service = kit.memory(request).knowledge
     try:
-        before = await service.get(kid)
-        await service.delete(kid)
+        async with kit.atomic(request):
+            before = await service.get(kid)
+            await service.delete(kid)
+            await kit.audit(
+                request,
+                user,
+                "knowledge.delete",
+                target_id=kid,
+                detail={
+                    "title": before.title,
+                    "summary": before.summary,
+                    "chars": len(before.body),
+                },
+            )
     except KnowledgeError as exc:
         return _error(request, kit.clean(request, str(exc)))
-    await kit.audit(
-        request,
-        user,
-        "knowledge.delete",
-        target_id=kid,
-        detail={"title": before.title, "summary": before.summary, "chars": len(before.body)},
-    )
     return kit.redirect(request, "/knowledge", done="deleted", kid=kid)
 
 
@@ -245,33 +249,39 @@ async def _handle(request: Request, sid: str, user: kit.AdminUser, verb: str) ->
         "title": view.suggestion.title,
         "author": view.suggestion.author_id,
     }
-    try:
-        if verb == "accept":
-            written = await mem.knowledge.accept_suggestion(number, now=kit.now(request))
-            detail["kid"] = written.kid
-        else:
-            await mem.knowledge.reject_suggestion(number, now=kit.now(request))
-    except AmritaMemoryError as exc:
-        if not isinstance(exc, KnowledgeError):
-            await kit.audit(
-                request,
-                user,
-                f"knowledge.suggestion_{verb}",
-                target_id=str(number),
-                detail={**detail, "error": str(exc)},
-                ok=False,
-            )
+    action = f"knowledge.suggestion_{verb}"
+
+    def again(status_code: int, error: str) -> Response:
         return kit.render(
             request,
             "knowledge_suggestion.html",
-            status_code=409 if isinstance(exc, KnowledgeError) else 400,
+            status_code=status_code,
             view=view,
             s=view.suggestion,
-            errors=[kit.clean(request, str(exc))],
+            errors=[error],
         )
-    await kit.audit(
-        request, user, f"knowledge.suggestion_{verb}", target_id=str(number), detail=detail
-    )
+
+    try:
+        async with kit.atomic(request):
+            if verb == "accept":
+                written = await mem.knowledge.accept_suggestion(number, now=kit.now(request))
+                detail["kid"] = written.kid
+            else:
+                await mem.knowledge.reject_suggestion(number, now=kit.now(request))
+            await kit.audit(request, user, action, target_id=str(number), detail=detail)
+    except KnowledgeError as exc:  # already decided, gone: nothing written, not audited
+        return again(409, kit.clean(request, str(exc)))
+    except AmritaMemoryError as exc:
+        message = kit.clean(request, str(exc))
+        return await kit.refused(
+            request,
+            user,
+            action,
+            exc,
+            lambda: again(400, message),
+            target_id=str(number),
+            detail=detail,
+        )
     done = "accepted" if verb == "accept" else "rejected"
     return kit.redirect(request, "/knowledge", done=done, id=number, kid=detail["kid"] or "")
 

@@ -10,8 +10,7 @@ re-renders the form with the reason and writes nothing. What a person writes her
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,31 +21,28 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
     ProtectedMemory,
 )
-from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, legacy_key_now, scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORIES,
     CATEGORY_NAMES,
     SEARCH_MODES,
     SOURCE_NAMES,
-    Category,
     MemoryRecord,
     SearchHit,
     SearchMode,
-    parse_tags,
 )
 from amrita_memory_pg.domain.validation import (
-    MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
-    MAX_QUERY_CHARS,
-    MAX_TAGS_CHARS,
-    InvalidInput,
-    check_text,
-    parse_category,
-    parse_importance,
-    parse_int,
 )
 from amrita_memory_pg.storage.admin import MEMORY_SORTS, MemoryQuery
 from amrita_memory_pg.web import kit
+from amrita_memory_pg.web.forms import (
+    FILTER_MESSAGES,
+    MEMORY_MESSAGES,
+    FilterInput,
+    MemoryForm,
+    MemoryInput,
+)
 from amrita_memory_pg.web.pages.partitions import page_number, valid_key
 
 router = APIRouter()
@@ -55,7 +51,6 @@ NAV: list[kit.NavItem] = []
 SCOPES = ("user", "group", "global")
 #: a search shows at most this many hits (the tools' top_k cap)
 SEARCH_TOP_K = 50
-MAX_AGE_DAYS = 36500
 DONE = ("added", "edited", "deleted", "cleared")
 
 
@@ -94,11 +89,11 @@ class Filters:
 
 
 def read_filters(
-    params: Mapping[str, str], t: Callable[..., str], now: datetime
+    request: Request, now: datetime
 ) -> tuple[Filters, MemoryQuery, SearchMode | None, list[str]]:
     """The list's filters from the query string; unknown choices fall back to "any",
-    typed values are checked (each error is one line for the page)."""
-    errors: list[str] = []
+    typed values go through :class:`FilterInput` (each error is one line for the page)."""
+    params = request.query_params
 
     def choice(name: str, allowed: tuple[str, ...]) -> str:
         value = params.get(name, "")
@@ -117,50 +112,17 @@ def read_filters(
         sort=choice("sort", MEMORY_SORTS) or "created_desc",
         page=page_number(params.get("page")),
     )
-    if f.q:
-        try:
-            f.q = check_text(f.q, max_chars=MAX_QUERY_CHARS)
-        except InvalidInput as exc:
-            errors.append(t("invalid.query", reason=exc.reason))
-    category: str | None = None
-    if f.category:
-        try:
-            category = parse_category(f.category)
-        except InvalidInput as exc:
-            errors.append(t("invalid.category", reason=exc.reason))
-    bounds: list[int | None] = []
-    for value in (f.imin, f.imax):
-        if not value:
-            bounds.append(None)
-            continue
-        try:
-            bounds.append(parse_importance(value))
-        except InvalidInput as exc:
-            errors.append(t("invalid.importance", reason=exc.reason))
-            bounds.append(None)
-    tags: tuple[str, ...] = ()
-    if f.tags:
-        try:
-            tags = parse_tags(check_text(f.tags, max_chars=MAX_TAGS_CHARS))
-        except InvalidInput as exc:
-            errors.append(t("invalid.tags", reason=exc.reason))
-    since = None
-    if f.age:
-        try:
-            days = parse_int(f.age)
-            if not 1 <= days <= MAX_AGE_DAYS:
-                raise InvalidInput(f"1–{MAX_AGE_DAYS}")
-            since = now - timedelta(days=days)
-        except InvalidInput:
-            errors.append(t("invalid.number", field=t("memories.age"), value=f.age[:20]))
+    typed = {k: getattr(f, k) for k in ("q", "category", "imin", "imax", "tags", "age")}
+    values, errors = kit.parse_form(request, FilterInput, typed, FILTER_MESSAGES)
+    clean = values or FilterInput(q="", category=None, imin=None, imax=None, tags=(), age=None)
     where = MemoryQuery(
         scope=f.scope or None,
-        category=category,
+        category=clean.category,
         source=f.source or None,
-        importance_min=bounds[0],
-        importance_max=bounds[1],
-        tags=tags or None,
-        created_since=since,
+        importance_min=clean.imin,
+        importance_max=clean.imax,
+        tags=clean.tags or None,
+        created_since=now - timedelta(days=clean.age) if clean.age else None,
         sort=f.sort,
     )
     mode: SearchMode | None = f.mode if f.mode in SEARCH_MODES else None
@@ -177,11 +139,14 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
     try:
         key = partition(request, key)
     except BadKey:
+        now = legacy_key_now(key[:MAX_KEY_CHARS])
+        if now is not None:  # an old-style key in the URL: the partition it is now (issue 26)
+            return kit.redirect(request, f"/p/{kit.quoted(now)}/memories", **request.query_params)
         return _bad_key(request, key)
     t = kit.translator_for(request)
     settings = kit.state(request).settings
     mem = kit.memory(request)
-    f, where, mode, errors = read_filters(request.query_params, t, kit.now(request))
+    f, where, mode, errors = read_filters(request, kit.now(request))
     size = settings.web.page_size
     records: list[MemoryRecord] = []
     hits: list[SearchHit] = []
@@ -247,47 +212,29 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
     )
 
 
-@dataclass
-class MemoryForm:
-    content: str = ""
-    category: str = ""
-    importance: str = "5"
-    tags: str = ""
+async def read_memory_form(
+    request: Request, stored: str | None = None
+) -> tuple[MemoryForm, MemoryInput | None, list[str]]:
+    """The add/edit form: (what was typed, the clean values or None, the errors).
 
-
-def read_memory_form(
-    form: Mapping[str, Any], t: Callable[..., str]
-) -> tuple[MemoryForm, dict[str, Any], list[str]]:
-    """The add/edit form through the one validation: (what was typed, clean values, errors)."""
+    ``stored``: the edited memory's text. Sent back unchanged it is kept as it is, even
+    over the cap: an imported 4,500-character memory stays editable (importance, tags,
+    category) instead of refusing every save (issue 26 item 0).
+    """
+    form = await request.form()
     typed = MemoryForm(
         content=kit.form_text(form, "content"),
         category=kit.form_text(form, "category").strip(),
         importance=kit.form_text(form, "importance").strip(),
         tags=kit.form_text(form, "tags"),
     )
-    errors: list[str] = []
-    values: dict[str, Any] = {}
-    try:
-        content = check_text(typed.content.strip(), max_chars=MAX_CONTENT_CHARS)
-        if not content:
-            errors.append(t("invalid.content_empty"))
-        values["content"] = content
-    except InvalidInput as exc:
-        errors.append(t("invalid.content", reason=exc.reason))
-    values["category"] = None
-    if typed.category:
-        try:
-            values["category"] = parse_category(typed.category)
-        except InvalidInput as exc:
-            errors.append(t("invalid.category", reason=exc.reason))
-    try:
-        values["importance"] = parse_importance(typed.importance)
-    except InvalidInput as exc:
-        errors.append(t("invalid.importance", reason=exc.reason))
-    try:
-        values["tags"] = parse_tags(check_text(typed.tags, max_chars=MAX_TAGS_CHARS))
-    except InvalidInput as exc:
-        errors.append(t("invalid.tags", reason=exc.reason))
+    fields = asdict(typed)
+    kept = stored is not None and typed.content.replace("\r\n", "\n").strip() == stored.strip()
+    if kept:
+        fields["content"] = "kept"  # stands in for the stored text, checked when written
+    values, errors = kit.parse_form(request, MemoryInput, fields, MEMORY_MESSAGES)
+    if kept and values is not None and stored is not None:
+        values = values.model_copy(update={"content": stored})
     return typed, values, errors
 
 
@@ -325,51 +272,51 @@ async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
     if not valid_key(key):
         return _bad_key(request, key)
     t = kit.translator_for(request)
-    typed, values, errors = read_memory_form(await request.form(), t)
-    if errors:
+    typed, values, errors = await read_memory_form(request)
+    if values is None:
         return _form_page(request, key, typed, errors, status_code=400)
     mem = kit.memory(request)
-    category: Category | None = values["category"]
     try:
-        record = await mem.memories.add(
-            partition_key=key,
-            scope=scope_of_key(key),
-            content=values["content"],
-            tags=values["tags"],
-            importance=values["importance"],
-            category=category,
-            source="user",
-            author=f"web:{user.name}",
-            now=kit.now(request),
-        )
+        async with kit.atomic(request):
+            record = await mem.memories.add(
+                partition_key=key,
+                scope=scope_of_key(key),
+                content=values.content,
+                tags=values.tags,
+                importance=values.importance,
+                category=values.category,
+                source="user",
+                author=f"web:{user.name}",
+                now=kit.now(request),
+            )
+            await kit.audit(
+                request,
+                user,
+                "memory.add",
+                partition_key=key,
+                target_id=record.id,
+                detail={
+                    "content": record.content,
+                    "importance": record.importance,
+                    "category": record.category,
+                    "tags": list(record.tags),
+                },
+            )
     except AmritaMemoryError as exc:
         message = (
             t("refused.full", cap=mem.settings.per_session_memory_limit)
             if isinstance(exc, PartitionFull)
             else t("refused.failed", reason=kit.clean(request, str(exc)))
         )
-        await kit.audit(
+        return await kit.refused(
             request,
             user,
             "memory.add",
+            exc,
+            lambda: _form_page(request, key, typed, [message], status_code=409),
             partition_key=key,
-            detail={"content": values["content"], "error": str(exc)},
-            ok=False,
+            detail={"content": values.content},
         )
-        return _form_page(request, key, typed, [message], status_code=409)
-    await kit.audit(
-        request,
-        user,
-        "memory.add",
-        partition_key=key,
-        target_id=record.id,
-        detail={
-            "content": record.content,
-            "importance": record.importance,
-            "category": record.category,
-            "tags": list(record.tags),
-        },
-    )
     return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="added", id=record.id)
 
 
@@ -406,61 +353,59 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
     t = kit.translator_for(request)
-    typed, values, errors = read_memory_form(await request.form(), t)
-    if errors:
+    typed, values, errors = await read_memory_form(request, stored=record.content)
+    if values is None:
         return _form_page(request, key, typed, errors, record=record, status_code=400)
     mem = kit.memory(request)
     try:
-        updated = await mem.memories.update(
-            key,
-            memory_id,
-            content=values["content"],
-            tags=values["tags"],
-            importance=values["importance"],
-            category=values["category"],
-            now=kit.now(request),
-            by_person=True,
-        )
+        async with kit.atomic(request):
+            updated = await mem.memories.update(
+                key,
+                memory_id,
+                content=values.content,
+                tags=values.tags,
+                importance=values.importance,
+                category=values.category,
+                now=kit.now(request),
+                by_person=True,
+            )
+            if updated is not None:
+                await kit.audit(
+                    request,
+                    user,
+                    "memory.edit",
+                    partition_key=key,
+                    target_id=memory_id,
+                    detail={"before": _shown(record), "after": _shown(updated)},
+                )
     except AmritaMemoryError as exc:
         message = (
             t("refused.protected")
             if isinstance(exc, ProtectedMemory)
             else t("refused.failed", reason=kit.clean(request, str(exc)))
         )
-        await kit.audit(
+        return await kit.refused(
             request,
             user,
             "memory.edit",
+            exc,
+            lambda: _form_page(request, key, typed, [message], record=record, status_code=409),
             partition_key=key,
             target_id=memory_id,
-            detail={"error": str(exc)},
-            ok=False,
         )
-        return _form_page(request, key, typed, [message], record=record, status_code=409)
     if updated is None:
         return _not_found(request, f"{key} / {memory_id}")
-    await kit.audit(
-        request,
-        user,
-        "memory.edit",
-        partition_key=key,
-        target_id=memory_id,
-        detail={
-            "before": {
-                "content": record.content,
-                "importance": record.importance,
-                "category": record.category,
-                "tags": list(record.tags),
-            },
-            "after": {
-                "content": updated.content,
-                "importance": updated.importance,
-                "category": updated.category,
-                "tags": list(updated.tags),
-            },
-        },
-    )
     return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="edited", id=memory_id)
+
+
+def _shown(record: MemoryRecord) -> dict[str, Any]:
+    """What the audit keeps of a memory before and after an edit."""
+    return {
+        "content": record.content,
+        "importance": record.importance,
+        "category": record.category,
+        "tags": list(record.tags),
+    }
 
 
 @router.get("/p/{key}/memories/{memory_id}/delete")
@@ -479,32 +424,28 @@ async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrit
     mem = kit.memory(request)
     t = kit.translator_for(request)
     try:
-        deleted = await mem.memories.delete(key, memory_id, by_person=True)
+        async with kit.atomic(request):
+            deleted = await mem.memories.delete(key, memory_id, by_person=True)
+            await kit.audit(
+                request,
+                user,
+                "memory.delete",
+                partition_key=key,
+                target_id=memory_id,
+                detail={"content": record.content, "importance": record.importance},
+                ok=deleted,
+            )
     except AmritaMemoryError as exc:
-        await kit.audit(
+        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        return await kit.refused(
             request,
             user,
             "memory.delete",
+            exc,
+            lambda: kit.render(request, "error.html", status_code=409, message=message),
             partition_key=key,
             target_id=memory_id,
-            detail={"error": str(exc)},
-            ok=False,
         )
-        return kit.render(
-            request,
-            "error.html",
-            status_code=409,
-            message=t("refused.failed", reason=kit.clean(request, str(exc))),
-        )
-    await kit.audit(
-        request,
-        user,
-        "memory.delete",
-        partition_key=key,
-        target_id=memory_id,
-        detail={"content": record.content, "importance": record.importance},
-        ok=deleted,
-    )
     if not deleted:
         return _not_found(request, f"{key} / {memory_id}")
     return kit.redirect(request, f"/p/{kit.quoted(key)}/memories", done="deleted", id=memory_id)
@@ -522,7 +463,7 @@ async def clear_confirm(request: Request, key: str, _user: kit.Superuser) -> Res
 
 @router.post("/p/{key}/clear")
 async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Response:
-    from amrita_memory_pg.maintenance.clear import clear_partition, plan_clear
+    from amrita_memory_pg.maintenance.clear import backup_before_clear, delete_backed_up, plan_clear
 
     if not valid_key(key):
         return _bad_key(request, key)
@@ -541,30 +482,27 @@ async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
             error=None if plan.count == 0 else t("confirm.token_wrong"),
         )
     try:
-        result = await clear_partition(mem.store, key)
+        backup_info = await backup_before_clear(mem.store, key)
+        async with kit.atomic(request):
+            result = await delete_backed_up(mem.store, key, backup_info)
+            backup = str(result.backup.jsonl_path)
+            await kit.audit(
+                request,
+                user,
+                "partition.clear",
+                partition_key=key,
+                detail={"deleted": result.deleted, "backup": backup},
+            )
     except AmritaMemoryError as exc:
-        await kit.audit(
+        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        return await kit.refused(
             request,
             user,
             "partition.clear",
+            exc,
+            lambda: kit.render(request, "error.html", status_code=500, message=message),
             partition_key=key,
-            detail={"error": str(exc)},
-            ok=False,
         )
-        return kit.render(
-            request,
-            "error.html",
-            status_code=500,
-            message=t("refused.failed", reason=kit.clean(request, str(exc))),
-        )
-    backup = str(result.backup.jsonl_path)
-    await kit.audit(
-        request,
-        user,
-        "partition.clear",
-        partition_key=key,
-        detail={"deleted": result.deleted, "backup": backup},
-    )
     return kit.redirect(
         request, f"/p/{kit.quoted(key)}/memories", done="cleared", n=result.deleted, backup=backup
     )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, field_validator
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError, MemoTooLong
-from amrita_memory_pg.domain.validation import InvalidInput, check_text
+from amrita_memory_pg.domain.validation import check_text
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.pages.partitions import valid_key
 
@@ -48,6 +49,17 @@ async def memo(request: Request, key: str, _user: kit.Admin) -> Response:
     return _page(request, key, current.content, version=current.version, errors=[], done=done)
 
 
+class MemoInput(BaseModel):
+    """The memo form after the one validation (its cap is checked by the database write)."""
+
+    content: str
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        return check_text(value.strip())
+
+
 @router.post("/p/{key}/memo")
 async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Response:
     t = kit.translator_for(request)
@@ -58,41 +70,40 @@ async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Respons
     memos = kit.memory(request).memos
     typed = kit.form_text(await request.form(), "content")
     current = await memos.get(key)
+    values, errors = kit.parse_form(
+        request, MemoInput, {"content": typed}, {"content": "invalid.content"}
+    )
+    if values is None:
+        return _page(request, key, typed, version=current.version, errors=errors, status_code=400)
     try:
-        content = check_text(typed.strip())
-    except InvalidInput as exc:
-        return _page(
-            request,
-            key,
-            typed,
-            version=current.version,
-            errors=[t("invalid.content", reason=exc.reason)],
-            status_code=400,
-        )
-    try:
-        written = await memos.replace(key, content, now=kit.now(request))
+        async with kit.atomic(request):
+            written = await memos.replace(key, values.content, now=kit.now(request))
+            await kit.audit(
+                request,
+                user,
+                "memo.edit",
+                partition_key=key,
+                detail={
+                    "before": current.content,
+                    "after": values.content,
+                    "version": written.version,
+                },
+            )
     except AmritaMemoryError as exc:
         message = (
             t("memo.too_long", length=exc.length, limit=exc.limit)
             if isinstance(exc, MemoTooLong)
             else t("refused.failed", reason=kit.clean(request, str(exc)))
         )
-        await kit.audit(
+        return await kit.refused(
             request,
             user,
             "memo.edit",
+            exc,
+            lambda: _page(
+                request, key, typed, version=current.version, errors=[message], status_code=400
+            ),
             partition_key=key,
-            detail={"chars": len(content), "error": str(exc)},
-            ok=False,
+            detail={"chars": len(values.content)},
         )
-        return _page(
-            request, key, typed, version=current.version, errors=[message], status_code=400
-        )
-    await kit.audit(
-        request,
-        user,
-        "memo.edit",
-        partition_key=key,
-        detail={"before": current.content, "after": content, "version": written.version},
-    )
     return kit.redirect(request, f"/p/{kit.quoted(key)}/memo", done="memo")

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from amrita_memory_pg.domain.keys import GLOBAL_KEY, is_current
+from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, check_partition_key, legacy_key_now
+from amrita_memory_pg.domain.validation import InvalidInput
 from amrita_memory_pg.web import kit
 
 router = APIRouter()
 NAV = [kit.NavItem("partitions", "/partitions", "nav.partitions")]
 
 PAGE_SIZE = 50
-MAX_KEY_CHARS = 200
 
 
 def valid_key(key: str) -> bool:
-    """``global`` or a current-format partition key (what every surface writes)."""
-    return len(key) <= MAX_KEY_CHARS and (key == GLOBAL_KEY or is_current(key))
+    """Whether ``key`` passes the one key rule (domain/keys.py) unchanged."""
+    try:
+        return check_partition_key(key) == key
+    except InvalidInput:
+        return False
 
 
 def page_number(text: str | None) -> int:
@@ -49,6 +52,8 @@ async def partitions(request: Request, _user: kit.Admin) -> Response:
 async def open_partition(request: Request, _user: kit.Admin) -> Response:
     """The "open partition" box: a valid key goes to its memories, else an inline error."""
     key = request.query_params.get("key", "").strip()
+    # an old-style key (user_10004) opens the partition it is now (issue 26 item 11)
+    key = legacy_key_now(key[:MAX_KEY_CHARS]) or key
     if valid_key(key):
         return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")
     t = kit.translator_for(request)

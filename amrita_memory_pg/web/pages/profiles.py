@@ -83,12 +83,26 @@ async def profile(request: Request, key: str, _user: kit.Admin) -> Response:
 async def revert(request: Request, key: str, user: kit.AdminWrite) -> Response:
     version = kit.form_text(await request.form(), "version").strip()
     try:
-        update = await opsview.revert_profile(kit.memory(request), key, version, who=user.name)
+        async with kit.atomic(request):
+            update = await opsview.revert_profile(kit.memory(request), key, version, who=user.name)
+            await kit.audit(
+                request,
+                user,
+                "profile.revert",
+                partition_key=opsview.profile_key(key),
+                detail={
+                    "to_version": version,
+                    "new_version": update.profile.version,
+                    "changed": update.changed,
+                },
+            )
     except ProfileRefused as exc:  # bad input or a version no longer kept: nothing written
         return await _detail(
             request, key, version=None, errors=[kit.clean(request, str(exc))], status_code=400
         )
     except AmritaMemoryError as exc:
+        t = kit.translator_for(request)
+        message = t("refused.failed", reason=kit.clean(request, str(exc)))
         await kit.audit(
             request,
             user,
@@ -97,25 +111,7 @@ async def revert(request: Request, key: str, user: kit.AdminWrite) -> Response:
             detail={"version": version, "error": str(exc)},
             ok=False,
         )
-        t = kit.translator_for(request)
-        return await _detail(
-            request,
-            key,
-            version=None,
-            errors=[t("refused.failed", reason=kit.clean(request, str(exc)))],
-            status_code=400,
-        )
-    await kit.audit(
-        request,
-        user,
-        "profile.revert",
-        partition_key=opsview.profile_key(key),
-        detail={
-            "to_version": version,
-            "new_version": update.profile.version,
-            "changed": update.changed,
-        },
-    )
+        return await _detail(request, key, version=None, errors=[message], status_code=400)
     return kit.redirect(
         request, f"/profiles/u/{opsview.profile_key(key)}", done="reverted", version=version
     )

@@ -4,7 +4,9 @@
 Each button starts a background job (:mod:`amrita_memory_pg.web.jobs`) in this process
 — superuser only, CSRF-checked, audited — and leads to its progress view, which a
 small script refreshes from ``/status/jobs/<id>.json`` (without JavaScript the page
-reloads itself every two seconds). One job of each kind at a time.
+reloads itself every two seconds). One job of each kind at a time across the fleet
+(issue 23): the jobs are rows in the database, so every process's page lists them, shows
+which process runs each, and can cancel it; a job whose process died shows as lost.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def runner(request: Request) -> JobRunner:
                 at=job.finished_at or job.started_at,
             )
 
-        found = JobRunner(memory_operations(source), on_finish=finished)
+        found = JobRunner(memory_operations(source), on_finish=finished, fleet=source)
         app.state.webops_jobs = found
     return found
 
@@ -62,7 +64,7 @@ async def _status(request: Request, *, errors: list[str], status_code: int = 200
         status_code=status_code,
         report=report,
         sweep=describe_sweep(report.sweep) if report.sweep else None,
-        jobs=runner(request).jobs(),
+        jobs=await runner(request).fleet_jobs(),
         kinds=JOB_KINDS,
         errors=errors,
     )
@@ -81,7 +83,7 @@ async def start_job(request: Request, kind: str, user: kit.SuperuserWrite) -> Re
             request, "error.html", status_code=404, message=t("error.not_found", what=kind)
         )
     try:
-        job = runner(request).start(kind, by=user.name)
+        job = await runner(request).start(kind, by=user.name)
     except JobRefused as exc:
         return await _status(request, errors=[kit.clean(request, str(exc))], status_code=409)
     await kit.audit(request, user, f"job.{kind}", target_id=job.id, detail={"kind": kind})
@@ -90,7 +92,7 @@ async def start_job(request: Request, kind: str, user: kit.SuperuserWrite) -> Re
 
 @router.get("/status/jobs/{job_id}.json")
 async def job_json(request: Request, job_id: str, _user: kit.Admin) -> Response:
-    job = runner(request).get(job_id)
+    job = await runner(request).fetch(job_id)
     if job is None:
         return JSONResponse({"status": "error", "message": f"no job {job_id}"}, status_code=404)
     return JSONResponse(job.as_dict())
@@ -99,9 +101,22 @@ async def job_json(request: Request, job_id: str, _user: kit.Admin) -> Response:
 @router.get("/status/jobs/{job_id}")
 async def job_page(request: Request, job_id: str, _user: kit.Admin) -> Response:
     t = kit.translator_for(request)
-    job = runner(request).get(job_id)
+    job = await runner(request).fetch(job_id)
     if job is None:
         return kit.render(
             request, "error.html", status_code=404, message=t("error.not_found", what=job_id)
         )
     return kit.render(request, "job.html", job=job)
+
+
+@router.post("/status/jobs/{job_id}/cancel")
+async def cancel_job(request: Request, job_id: str, user: kit.SuperuserWrite) -> Response:
+    """Ask the job to stop, in whichever process runs it (issue 23)."""
+    t = kit.translator_for(request)
+    state = await runner(request).cancel(job_id, by=user.name)
+    if state is None:
+        return kit.render(
+            request, "error.html", status_code=404, message=t("error.not_found", what=job_id)
+        )
+    await kit.audit(request, user, "job.cancel", target_id=job_id, detail={"state": state})
+    return kit.redirect(request, f"/status/jobs/{job_id}")

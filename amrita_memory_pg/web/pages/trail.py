@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from amrita_memory_pg.domain.validation import MAX_ID_CHARS, InvalidInput, check_text
+from amrita_memory_pg.domain.validation import (
+    MAX_ID_CHARS,
+    MAX_NOTE_CHARS,
+    InvalidInput,
+    check_text,
+)
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.pages.partitions import valid_key
 
@@ -24,7 +29,6 @@ NAV = [
 #: rows of each table on a memory's trail page
 TRAIL_ROWS = 50
 #: a reason or a message typed on these pages is cut here
-MAX_NOTE_CHARS = 500
 DONE = ("paused", "resumed", "was_paused", "not_paused")
 
 
@@ -108,16 +112,17 @@ async def pause(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
             form_key=key[:200],
             form_reason=reason[:MAX_NOTE_CHARS],
         )
-    done = await kit.memory(request).trail.pause(
-        key, by=f"person:web:{user.name}", reason=reason or None, now=kit.now(request)
-    )
-    await kit.audit(
-        request,
-        user,
-        "partition.pause",
-        partition_key=key,
-        detail={"reason": reason, "already": not done},
-    )
+    async with kit.atomic(request):
+        done = await kit.memory(request).trail.pause(
+            key, by=f"person:web:{user.name}", reason=reason or None, now=kit.now(request)
+        )
+        await kit.audit(
+            request,
+            user,
+            "partition.pause",
+            partition_key=key,
+            detail={"reason": reason, "already": not done},
+        )
     return _back(request, next_path, key, "paused" if done else "was_paused")
 
 
@@ -134,8 +139,9 @@ async def resume(request: Request, key: str, user: kit.SuperuserWrite) -> Respon
     if not valid_key(key):
         return _error(request, 400, t("error.bad_key", key=key[:200]))
     _reason, next_path = await _pause_form(request)
-    done = await kit.memory(request).trail.resume(key)
-    await kit.audit(request, user, "partition.resume", partition_key=key, detail={"was": done})
+    async with kit.atomic(request):
+        done = await kit.memory(request).trail.resume(key)
+        await kit.audit(request, user, "partition.resume", partition_key=key, detail={"was": done})
     return _back(request, next_path, key, "resumed" if done else "not_paused")
 
 

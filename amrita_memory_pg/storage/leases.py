@@ -1,0 +1,85 @@
+"""Lease rows of long work across the fleet (``sql/queries/leases.sql``, functions in
+``sql/functions/lease_v1.sql``): one short statement per claim, heartbeat or release."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from amrita_memory_pg.storage.queries import query
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The answer to a claim: whether it was acquired, and who holds the lease now."""
+
+    acquired: bool
+    owner: str
+    token: str
+    expires_at: datetime
+    #: whose expired lease this claim took over (None: the lease was free)
+    previous_owner: str | None
+
+
+class LeaseStore:
+    """The lease functions; ``now`` None means the database's clock (one for the fleet)."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def acquire(
+        self,
+        kind: str,
+        key: str,
+        owner: str,
+        token: str,
+        ttl_seconds: float,
+        now: datetime | None = None,
+    ) -> Claim:
+        row = await self.pool.fetchrow(
+            query("lease_acquire"), kind, key, owner, token, ttl_seconds, now
+        )
+        assert row is not None  # the function always returns one row
+        return Claim(
+            acquired=bool(row["acquired"]),
+            owner=str(row["owner"]),
+            token=str(row["token"]),
+            expires_at=row["expires_at"],
+            previous_owner=row["previous_owner"],
+        )
+
+    async def take_over(
+        self,
+        kind: str,
+        key: str,
+        dead_token: str,
+        owner: str,
+        token: str,
+        ttl_seconds: float,
+        now: datetime | None = None,
+    ) -> bool:
+        """Replace a dead process's claim before its expiry (False: the row moved on)."""
+        return bool(
+            await self.pool.fetchval(
+                query("lease_take_over"), kind, key, dead_token, owner, token, ttl_seconds, now
+            )
+        )
+
+    async def renew(
+        self, kind: str, key: str, token: str, ttl_seconds: float, now: datetime | None = None
+    ) -> bool:
+        """The heartbeat; False when this claim no longer holds the lease."""
+        return bool(
+            await self.pool.fetchval(query("lease_renew"), kind, key, token, ttl_seconds, now)
+        )
+
+    async def release(self, kind: str, key: str, token: str) -> bool:
+        """Drop this claim's row; False when it no longer held the lease."""
+        return bool(await self.pool.fetchval(query("lease_release"), kind, key, token))
+
+    async def list(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Every lease row, with ``live`` (not expired at ``now``)."""
+        return [dict(r.items()) for r in await self.pool.fetch(query("lease_list"), now)]

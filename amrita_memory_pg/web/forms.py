@@ -1,0 +1,131 @@
+"""The admin page's forms as pydantic models: each field's validator is the one
+validation (domain/validation.py), and :func:`kit.parse_form` turns a refusal into the
+page's line for that field. One place per form instead of a try/except per field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from amrita_memory_pg.domain.records import Category, parse_tags
+from amrita_memory_pg.domain.validation import (
+    MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TAGS_CHARS,
+    InvalidInput,
+    check_text,
+    parse_category,
+    parse_importance,
+    parse_int,
+)
+from amrita_memory_pg.web.kit import FieldError
+
+#: the memory list's age filter: at most this many days
+MAX_AGE_DAYS = 36500
+
+
+@dataclass
+class MemoryForm:
+    """What was typed in the add/edit form (shown again with the errors)."""
+
+    content: str = ""
+    category: str = ""
+    importance: str = "5"
+    tags: str = ""
+
+
+class MemoryInput(BaseModel):
+    """The add/edit form after the one validation (domain/validation.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    category: Category | None
+    importance: int
+    tags: tuple[str, ...]
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        content = check_text(value.strip(), max_chars=MAX_CONTENT_CHARS)
+        if not content:
+            raise FieldError("invalid.content_empty")
+        return content
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _category(cls, value: str) -> str | None:
+        return parse_category(value) if value else None
+
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _importance(cls, value: str) -> int:
+        return parse_importance(value)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: str) -> tuple[str, ...]:
+        return parse_tags(check_text(value, max_chars=MAX_TAGS_CHARS))
+
+
+#: the page line of each field's refusal
+MEMORY_MESSAGES = {
+    "content": "invalid.content",
+    "category": "invalid.category",
+    "importance": "invalid.importance",
+    "tags": "invalid.tags",
+}
+
+
+class FilterInput(BaseModel):
+    """The list's typed filters after the one validation (in the order errors are shown)."""
+
+    q: str
+    category: str | None
+    imin: int | None
+    imax: int | None
+    tags: tuple[str, ...]
+    age: int | None
+
+    @field_validator("q", mode="before")
+    @classmethod
+    def _q(cls, value: str) -> str:
+        return check_text(value, max_chars=MAX_QUERY_CHARS) if value else value
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _category(cls, value: str) -> str | None:
+        return parse_category(value) if value else None
+
+    @field_validator("imin", "imax", mode="before")
+    @classmethod
+    def _importance(cls, value: str) -> int | None:
+        return parse_importance(value) if value else None
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: str) -> tuple[str, ...]:
+        return parse_tags(check_text(value, max_chars=MAX_TAGS_CHARS)) if value else ()
+
+    @field_validator("age", mode="before")
+    @classmethod
+    def _age(cls, value: str) -> int | None:
+        if not value:
+            return None
+        try:
+            days = parse_int(value)
+        except InvalidInput:
+            days = 0
+        if not 1 <= days <= MAX_AGE_DAYS:
+            raise FieldError("invalid.number", refs={"field": "memories.age"}, value=value[:20])
+        return days
+
+
+FILTER_MESSAGES = {
+    "q": "invalid.query",
+    "category": "invalid.category",
+    "imin": "invalid.importance",
+    "imax": "invalid.importance",
+    "tags": "invalid.tags",
+}
