@@ -56,6 +56,10 @@ class Embedder(Protocol):
 
     async def embed_query(self, text: str) -> Vector: ...
 
+    def cached_query(self, text: str) -> Vector | None:
+        """The query's vector when it is cached (no provider call), else None."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

@@ -84,13 +84,19 @@ class Embedder:
         """Vectors for stored documents (memories, knowledge)."""
         return await self._embed(list(texts), "passage")
 
+    def cached_query(self, text: str) -> Vector | None:
+        """The query's vector when it was asked before (no provider call), else None."""
+        cached = self._cache.get((self.fingerprint, text))
+        if cached is not None:
+            self._cache.move_to_end((self.fingerprint, text))
+        return cached
+
     async def embed_query(self, text: str) -> Vector:
         """The vector of one search query, from the cache when it was asked before."""
-        key = (self.fingerprint, text)
-        cached = self._cache.get(key)
+        cached = self.cached_query(text)
         if cached is not None:
-            self._cache.move_to_end(key)
             return cached
+        key = (self.fingerprint, text)
         (vector,) = await self._embed([text], "query")
         if self.cache_size:
             self._cache[key] = vector

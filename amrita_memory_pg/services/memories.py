@@ -337,17 +337,21 @@ class MemoryService:
         access log and honours a paused partition: :class:`MemoryPaused`, no hits. Without
         it (an operator's own view) nothing is logged and a pause is not checked.
 
-        The pause is checked FIRST — before the embedding call (one lookup; a keyword
-        search embeds nothing) and again by the search statement itself, before it
-        searches — and a failing check raises (it is never read as "not paused")."""
+        The pause is checked FIRST — before an embedding request (one lookup: a paused
+        partition's query never reaches the embedding service) and again by the search
+        statement itself, before it searches — and a failing check raises (it is never
+        read as "not paused"). When no request is needed (keyword mode, a cached query)
+        and the backend's search statement checks the pause itself (pgvector), the read
+        stays one round trip (issue 24)."""
         trail = self.trail if recall is not None else None
         ranking = self.ranking(mode, query)
-        # issue 27: before the embedding call, and before a search that does not check
-        # the pause itself (a keyword search in PostgreSQL checks it first, in its statement)
-        first = ranking.mode != "keyword" or not self.repo.recalls
+        vector = None if ranking.mode == "keyword" else self.embedder.cached_query(query)
+        requests = ranking.mode != "keyword" and vector is None
+        first = requests or not self.repo.recalls
         if first and trail is not None and await trail.is_paused(partition_key):
             raise MemoryPaused(partition_key)
-        vector = None if ranking.mode == "keyword" else await self.embedder.embed_query(query)
+        if requests:
+            vector = await self.embedder.embed_query(query)
         where = SearchFilter(
             importance_min=importance[0] if importance else None,
             importance_max=importance[1] if importance else None,
