@@ -1,0 +1,242 @@
+"""Every page of the admin app, rendered in Chinese, shows no English words (issue 26 item 4).
+
+The GET routes are enumerated from the app itself (a page added later is checked without
+editing this test); path parameters are filled with real ids of a seeded store: a
+partition with memories and a memo, a knowledge entry and a suggestion, a profile, and a
+finished sweep job and re-embed job (their phases and results are the seams the issue
+found). The visible text (``innerText`` of the body) may hold ASCII letters only inside
+identifiers: a token with a digit or an underscore (partition keys, ids, ``L1``…), the
+seeded values (model name, fingerprint), and the small allow-list below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from starlette.routing import Mount, Route
+
+from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.testing import StubEmbeddingServer
+from amrita_memory_pg.web.app import create_admin_app
+from amrita_memory_pg.web.pages import PAGES
+from tests.browser.conftest import (
+    SUPER_PASSWORD,
+    AdminServer,
+    log_in,
+    run_admin_server,
+    run_sync,
+    web_settings,
+)
+
+USER = "QQPlatform_Private_10001"
+MODEL = "nomic-embed-text"
+#: words that are names, not prose: the product and the tools an operator types or reads
+#: in other programs, units, and the language switch's own name for English
+ALLOWED = {
+    "PostgreSQL",
+    "pgvector",
+    "SQL",
+    "JSON",
+    "JSONL",
+    "LLM",
+    "API",
+    "URL",
+    "CSRF",
+    "QQ",
+    "HNSW",
+    "English",
+    "amrita",
+    "memory",  # the CLI's name, amrita-memory, in commands shown to copy
+    "ID",
+    "Markdown",
+    "token",
+    "tokens",
+    "ms",
+    "KB",
+    "MB",
+    "GB",
+    "UTC",
+    "ollama",
+    "embed",  # the protocol name ollama-embed, shown as configured
+    "openai",
+    "local",  # the offline model's name
+}
+
+
+#: a memory or job id (or its 8-character prefix) that happens to hold no digit
+HEX_ID = re.compile(r"[0-9a-f]{8,}")
+
+
+def english_words(text: str, identifiers: set[str]) -> list[str]:
+    """The tokens that are plain ASCII words, not identifiers or allow-listed names."""
+    for value in sorted(identifiers, key=len, reverse=True):
+        text = text.replace(value, " ")
+    # a config section (``[trail]``) or setting (``[injection] enabled``) is a name
+    text = re.sub(r"\[[a-z_.]+\]( [a-z_]+)?", " ", text)
+    found = []
+    for token in re.split(r"[^A-Za-z0-9_]+", text):
+        if len(token) < 2 or not token.isalpha() or not token.isascii():
+            continue
+        if token in ALLOWED or HEX_ID.fullmatch(token):
+            continue
+        found.append(token)
+    return found
+
+
+@pytest.fixture(scope="module")
+def server(
+    module_db: str, stub_embedder: StubEmbeddingServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AdminServer]:
+    settings = web_settings(
+        module_db,
+        tmp_path_factory.mktemp("zh-data"),
+        stub_embedder.url,
+        **{"subconscious.enabled": True, "subconscious.target_user_id": "10001"},
+    )
+
+    async def seed() -> None:
+        from amrita_memory_pg.domain.profile import ProfileActor, ProfileEdit
+
+        async with open_memory(settings, startup=False) as mem:
+            for n in range(3):
+                await mem.memories.add(
+                    partition_key=USER, scope="user", content=f"喜欢猫 {n}", importance=5
+                )
+            await mem.memos.replace(USER, "称呼：小王")
+            await mem.knowledge.create(kid="0000000a", title="咖啡", summary="烘焙", body="浅烘")
+            await mem.knowledge.suggest(
+                author_id="10001", action="create", title="猫", summary="不吃巧克力",
+                body="巧克力", reason="有人问过",
+            )  # fmt: skip
+            actor = ProfileActor(kind="chat", who="10001")
+            await mem.profiles.edit(USER, ProfileEdit("后端工程师", ("喜欢猫",)), actor)
+
+    run_sync(seed())
+    with run_admin_server(settings, module_db) as running:
+        yield running
+
+
+def get_routes(server: AdminServer) -> list[str]:
+    """The admin app's GET page routes (not the JSON ones, not static files): the app's
+    own and every page module's (FastAPI wraps included routers in objects of its own)."""
+    app = create_admin_app(None, server.settings)
+    paths = []
+    routes = [*app.routes, *(r for module in PAGES for r in module.router.routes)]
+    for route in routes:
+        if isinstance(route, Mount) or not isinstance(route, Route):
+            continue
+        if "GET" in (route.methods or set()) and not route.path.endswith(".json"):
+            paths.append(route.path)
+    return sorted(set(paths))
+
+
+def start_job(page: Any, server: AdminServer, kind: str) -> str:
+    page.goto(f"{server.url}/status")
+    page.click(f"#job-{kind}")
+    page.wait_for_load_state()
+    page.wait_for_selector("#job[data-state='done']", timeout=20_000)
+    return str(page.url.rsplit("/", 1)[1].split("?")[0])
+
+
+@pytest.fixture(scope="module")
+def jobs(server: AdminServer, browser: Any) -> list[str]:
+    """A finished sweep and re-embed job (their pages are among the ones checked)."""
+    browser.clear_cookies()
+    tab = browser.new_page()
+    try:
+        log_in(tab, server.url, password=SUPER_PASSWORD, name="root")
+        return [start_job(tab, server, "sweep"), start_job(tab, server, "reembed")]
+    finally:
+        tab.close()
+
+
+def page_urls(server: AdminServer, jobs: list[str]) -> list[str]:
+    """One URL per GET page of the app, with real ids in it."""
+    memory_id = str(server.sql("SELECT min(id) AS id FROM amrita_memory.memory")[0]["id"])
+    sid = str(server.sql("SELECT min(id) AS id FROM amrita_memory.knowledge_suggestion")[0]["id"])
+    params = {"key": USER, "memory_id": memory_id, "kid": "0000000a", "sid": sid}
+    urls: list[str] = []
+    for path in get_routes(server):
+        if path == "/planned/{page}":
+            continue  # nothing is planned any more: each key would be a 404
+        if path == "/status/jobs/{job_id}":
+            urls += [f"/status/jobs/{job}" for job in jobs]
+            continue
+        url = path
+        for name, value in params.items():
+            url = url.replace("{" + name + "}", value)
+        assert "{" not in url, f"no value for a parameter of {path}"
+        # the "open a partition" forms need the key they open
+        urls.append(f"{url}?key={USER}" if path.endswith("/open") else url)
+    urls += [f"/inspector?key={USER}&message=猫", f"/l3?target={USER}"]
+    assert len(urls) >= 20
+    return urls
+
+
+def test_every_page_in_chinese_has_no_english_words(
+    page: Any, server: AdminServer, jobs: list[str]
+) -> None:
+    log_in(page, server.url, password=SUPER_PASSWORD, name="root")
+    fingerprint = str(
+        server.sql("SELECT embed_fingerprint AS f FROM amrita_memory.memory LIMIT 1")[0]["f"]
+    )
+    zone = server.settings.subconscious.idle_timezone or ""
+    identifiers = {USER, MODEL, fingerprint, "root", zone, *jobs}
+    urls = page_urls(server, jobs)
+    problems: dict[str, list[str]] = {}
+    for url in urls:
+        sep = "&" if "?" in url else "?"
+        response = page.goto(f"{server.url}{url}{sep}lang=zh")
+        assert response is not None and response.status < 400, url
+        # data shown as stored (host names, URLs, audit details) is marked translate="no"
+        text = page.evaluate(
+            "() => { document.querySelectorAll('[translate=no]').forEach(e => e.remove());"
+            " return document.body.innerText; }"
+        )
+        words = english_words(text, identifiers)
+        # option values of every <select> are visible text too
+        for option in page.locator("option").all_inner_texts():
+            words += english_words(option, identifiers)
+        if words:
+            problems[url] = sorted(set(words))
+    assert not problems, "\n".join(f"{url}: {words}" for url, words in problems.items())
+
+
+#: a count of one followed by a plural noun ("1 entries"), not inside a number
+ONE_PLURAL = re.compile(r"(?<![\d.,])1 [a-z]{2,}s\b")
+
+
+def test_every_page_in_english_has_no_one_plural(
+    page: Any, server: AdminServer, jobs: list[str]
+) -> None:
+    """The seeded store has one knowledge entry, one profile, one memo, one run…: an
+    English page that says "1 entries" builds a plural from a count."""
+    log_in(page, server.url, password=SUPER_PASSWORD, name="root")
+    problems = {}
+    for url in page_urls(server, jobs):
+        sep = "&" if "?" in url else "?"
+        page.goto(f"{server.url}{url}{sep}lang=en")
+        found = ONE_PLURAL.findall(page.locator("body").inner_text())
+        if found:
+            problems[url] = found
+    assert not problems, problems
+
+
+def test_the_open_partition_placeholder_fits_its_box(page: Any, server: AdminServer) -> None:
+    log_in(page, server.url, password=SUPER_PASSWORD, name="root")
+    for lang in ("en", "zh"):
+        page.goto(f"{server.url}/partitions?lang={lang}")
+        text_width, box_width = page.evaluate(
+            """() => {
+              const box = document.getElementById("open-key");
+              const style = getComputedStyle(box);
+              const ctx = document.createElement("canvas").getContext("2d");
+              ctx.font = style.font;
+              const pad = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+              return [ctx.measureText(box.placeholder).width, box.clientWidth - pad];
+            }"""
+        )
+        assert text_width <= box_width, (lang, text_width, box_width)
