@@ -184,7 +184,8 @@ def test_every_page_in_chinese_has_no_english_words(
         server.sql("SELECT embed_fingerprint AS f FROM amrita_memory.memory LIMIT 1")[0]["f"]
     )
     zone = server.settings.subconscious.idle_timezone or ""
-    identifiers = {USER, MODEL, fingerprint, "root", zone, *jobs}
+    # configured values are names: the zones of the heatmap and of the page's times
+    identifiers = {USER, MODEL, fingerprint, "root", zone, server.settings.web.timezone, *jobs}
     urls = page_urls(server, jobs)
     problems: dict[str, list[str]] = {}
     for url in urls:
@@ -240,3 +241,26 @@ def test_the_open_partition_placeholder_fits_its_box(page: Any, server: AdminSer
             }"""
         )
         assert text_width <= box_width, (lang, text_width, box_width)
+
+
+def test_memory_list_shows_creation_time_in_the_configured_zone(
+    page: Any, server: AdminServer
+) -> None:
+    """An imported memory keeps its old creation time; the list shows it next to the
+    update time, both in ``[web] timezone`` (Asia/Shanghai, UTC+8), and names the zone."""
+    (row,) = server.sql(
+        "UPDATE amrita_memory.memory SET created_at = '2025-01-01 00:30+00'"
+        " WHERE id = (SELECT min(id) FROM amrita_memory.memory) RETURNING id"
+    )
+    assert server.settings.web.timezone == "Asia/Shanghai"
+    log_in(page, server.url)
+    page.goto(f"{server.url}/p/{USER}/memories?lang=zh")
+    headers = page.locator("#memories thead th").all_inner_texts()
+    assert "创建时间" in headers and "更新时间" in headers
+    line = page.locator(f"#memories tr[data-id='{row['id']}']")
+    assert line.locator("td.created").inner_text() == "2025-01-01 08:30"
+    assert line.locator("td.updated").inner_text() != "2025-01-01 08:30"
+    assert "Asia/Shanghai" in page.locator("#times-zone").inner_text()
+    page.goto(f"{server.url}/partitions?lang=zh")
+    assert "最新一条记忆的创建时间" in page.locator("table thead").inner_text()
+    assert "Asia/Shanghai" in page.locator("#times-zone").inner_text()
