@@ -274,6 +274,11 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     screenshot(page, "ops-status")
     page.click("#job-sweep")
     page.wait_for_load_state()
+    # issue 26 item 5: asked first, with what it costs; nothing has started yet
+    assert f"全部 {OLD_ROWS} 条记忆" in page.locator("#job-cost").inner_text()
+    assert server.sql("SELECT count(*) AS n FROM amrita_memory.job")[0]["n"] == 0
+    page.click("#confirm")
+    page.wait_for_load_state()
     assert "/status/jobs/" in page.url
     page.wait_for_selector("#job[data-state='done']", timeout=15_000)
     assert page.locator("#job-count").inner_text() == f"{OLD_ROWS}/{OLD_ROWS}"
@@ -319,6 +324,11 @@ def test_a_reembed_job_shows_its_progress_while_it_runs(
     stub_embedder.delay_seconds = 0.3
     try:
         page.click("#job-reembed")
+        page.wait_for_load_state()
+        assert "42 行" in page.locator("#job-cost").inner_text()  # asked first (issue 26)
+        assert "nomic-embed-text" in page.locator("#job-model").inner_text()
+        assert "本机" in page.locator("#job-remote").inner_text()  # the stub is on loopback
+        page.click("#confirm")
         page.wait_for_load_state()
         assert page.locator("#job").get_attribute("data-state") == "running"
         page.wait_for_selector("#job[data-state='done']", timeout=20_000)

@@ -137,6 +137,8 @@ def start_job(page: Any, server: AdminServer, kind: str) -> str:
     page.goto(f"{server.url}/status")
     page.click(f"#job-{kind}")
     page.wait_for_load_state()
+    page.click("#confirm")  # the confirm page (issue 26 item 5)
+    page.wait_for_load_state()
     page.wait_for_selector("#job[data-state='done']", timeout=20_000)
     return str(page.url.rsplit("/", 1)[1].split("?")[0])
 
@@ -157,7 +159,7 @@ def page_urls(server: AdminServer, jobs: list[str]) -> list[str]:
     """One URL per GET page of the app, with real ids in it."""
     memory_id = str(server.sql("SELECT min(id) AS id FROM amrita_memory.memory")[0]["id"])
     sid = str(server.sql("SELECT min(id) AS id FROM amrita_memory.knowledge_suggestion")[0]["id"])
-    params = {"key": USER, "memory_id": memory_id, "kid": "0000000a", "sid": sid}
+    params = {"key": USER, "memory_id": memory_id, "kid": "0000000a", "sid": sid, "kind": "reembed"}
     urls: list[str] = []
     for path in get_routes(server):
         if path == "/planned/{page}":

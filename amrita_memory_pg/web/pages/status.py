@@ -12,12 +12,15 @@ which process runs each, and can cancel it; a job whose process died shows as lo
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from amrita_memory_pg.domain.errors import JobRefused
+from amrita_memory_pg.domain.fingerprint import IN_PROCESS, describe
 from amrita_memory_pg.domain.redact import redact
+from amrita_memory_pg.maintenance.backup import store_counts
 from amrita_memory_pg.maintenance.status import SweepCursor
 from amrita_memory_pg.storage.admin import AdminStore
 from amrita_memory_pg.web import kit, opsview
@@ -100,6 +103,49 @@ async def status(request: Request, _user: kit.Admin) -> Response:
     return await _status(request, errors=[])
 
 
+#: the jobs that cost something (time, deleted rows, embedding calls): asked first
+CONFIRMED = ("sweep", "reembed")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def is_remote(protocol: str | None, url: str | None) -> bool:
+    """Whether embedding calls leave this machine (a hosted API may bill each one): a
+    URL on another host; an in-process model or a loopback server is local."""
+    if protocol in IN_PROCESS or not url:
+        return False
+    return (urlsplit(url).hostname or "") not in LOOPBACK
+
+
+async def _confirm(request: Request, kind: str) -> Response:
+    """What the job will cost, asked before it starts (issue 26 item 5): the rows it
+    reads, the model, and whether each row is a call to a remote (possibly paid) API."""
+    mem = kit.memory(request)
+    counts = await store_counts(mem.pool)
+    embedding = mem.settings.embedding
+    url = embedding.model_url or ""
+    rows = counts["memory"] + (counts["knowledge"] if kind == "reembed" else 0)
+    return kit.render(
+        request,
+        "confirm_job.html",
+        kind=kind,
+        rows=rows,
+        memories=counts["memory"],
+        knowledge=counts["knowledge"],
+        model=describe(embedding.protocol, embedding.model_name, url or None),
+        remote=is_remote(embedding.protocol, url),
+    )
+
+
+@router.get("/status/jobs/{kind}/confirm")
+async def confirm_job(request: Request, kind: str, _user: kit.Superuser) -> Response:
+    t = kit.translator_for(request)
+    if kind not in CONFIRMED:
+        return kit.render(
+            request, "error.html", status_code=404, message=t("error.not_found", what=kind)
+        )
+    return await _confirm(request, kind)
+
+
 @router.post("/status/jobs/{kind}")
 async def start_job(request: Request, kind: str, user: kit.SuperuserWrite) -> Response:
     t = kit.translator_for(request)
@@ -107,6 +153,8 @@ async def start_job(request: Request, kind: str, user: kit.SuperuserWrite) -> Re
         return kit.render(
             request, "error.html", status_code=404, message=t("error.not_found", what=kind)
         )
+    if kind in CONFIRMED and kit.form_text(await request.form(), "confirm") != "yes":
+        return await _confirm(request, kind)  # not confirmed: ask, start nothing
     try:
         job = await runner(request).start(kind, by=user.name)
     except JobRefused as exc:
