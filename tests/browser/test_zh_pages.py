@@ -75,7 +75,7 @@ def english_words(text: str, identifiers: set[str]) -> list[str]:
     for value in sorted(identifiers, key=len, reverse=True):
         text = text.replace(value, " ")
     # a config section (``[trail]``) or setting (``[injection] enabled``) is a name
-    text = re.sub(r"\[[a-z_.]+\]( [a-z_]+)?", " ", text)
+    text = re.sub(r"\[[a-z_.]+\]( [a-z_]+( = (true|false))?)?", " ", text)
     found = []
     for token in re.split(r"[^A-Za-z0-9_]+", text):
         if len(token) < 2 or not token.isalpha() or not token.isascii():
@@ -173,7 +173,7 @@ def page_urls(server: AdminServer, jobs: list[str]) -> list[str]:
         assert "{" not in url, f"no value for a parameter of {path}"
         # the "open a partition" forms need the key they open
         urls.append(f"{url}?key={USER}" if path.endswith("/open") else url)
-    urls += [f"/inspector?key={USER}&message=猫", f"/l3?target={USER}"]
+    urls += [f"/inspector?chat={USER}&message=猫", f"/l3?target={USER}"]
     assert len(urls) >= 20
     return urls
 
@@ -266,3 +266,20 @@ def test_memory_list_shows_creation_time_in_the_configured_zone(
     page.goto(f"{server.url}/partitions?lang=zh")
     assert "最新一条记忆的创建时间" in page.locator("table thead").inner_text()
     assert "Asia/Shanghai" in page.locator("#times-zone").inner_text()
+
+
+def test_inspector_with_injection_off_shows_read_memory_and_the_setting(
+    page: Any, server: AdminServer
+) -> None:
+    """Out of the box (injection off) the block is nearly empty: the page says which
+    setting turns injection on and lists what read_memory finds, without logging a recall."""
+    assert server.settings.injection.enabled is False
+    recalls = server.sql("SELECT count(*) AS n FROM amrita_memory.memory_access")[0]["n"]
+    log_in(page, server.url)
+    page.goto(f"{server.url}/inspector?chat={USER}&message=喜欢猫&lang=zh")
+    assert "[injection] enabled = true" in page.locator("#injection-off").inner_text()
+    rows = page.locator("#read-memory tbody tr")
+    assert rows.count() == 3
+    assert "喜欢猫" in rows.first.inner_text()
+    after = server.sql("SELECT count(*) AS n FROM amrita_memory.memory_access")[0]["n"]
+    assert after == recalls
