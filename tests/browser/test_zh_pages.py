@@ -283,3 +283,24 @@ def test_inspector_with_injection_off_shows_read_memory_and_the_setting(
     assert "喜欢猫" in rows.first.inner_text()
     after = server.sql("SELECT count(*) AS n FROM amrita_memory.memory_access")[0]["n"]
     assert after == recalls
+
+
+def test_a_paused_partition_is_marked_on_its_page_and_in_the_list(
+    page: Any, server: AdminServer
+) -> None:
+    key = "QQPlatform_Group_4242"
+
+    async def pause() -> None:
+        async with open_memory(server.settings, startup=False) as mem:
+            await mem.memories.add(partition_key=key, scope="group", content="群规", importance=5)
+            await mem.trail.pause(key, by="root")
+
+    run_sync(pause())
+    log_in(page, server.url)
+    page.goto(f"{server.url}/partitions?lang=zh")
+    assert "已暂停" in page.locator(f"tr[data-key='{key}']").inner_text()
+    assert "已暂停" not in page.locator(f"tr[data-key='{USER}']").inner_text()
+    page.goto(f"{server.url}/p/{key}/memories?lang=zh")
+    assert page.locator("#paused-marker").inner_text() == "已暂停"
+    page.goto(f"{server.url}/p/{USER}/memories?lang=zh")
+    assert page.locator("#paused-marker").count() == 0
