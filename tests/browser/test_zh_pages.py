@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -304,3 +305,34 @@ def test_a_paused_partition_is_marked_on_its_page_and_in_the_list(
     assert page.locator("#paused-marker").inner_text() == "已暂停"
     page.goto(f"{server.url}/p/{USER}/memories?lang=zh")
     assert page.locator("#paused-marker").count() == 0
+
+
+def test_l3_says_no_messages_or_runs_only_when_there_are_none(
+    page: Any, server: AdminServer
+) -> None:
+    log_in(page, server.url)
+    page.goto(f"{server.url}/l3?lang=zh")
+    target = page.locator(f".target[data-target='{USER}']")
+    assert "还没有消息或运行" in target.locator(".next-window").inner_text()
+
+    async def run_once() -> None:
+        async with open_memory(server.settings, startup=False) as mem:
+            runs = mem.consolidation
+            start = datetime.now(UTC) - timedelta(days=1)
+            cycle = await runs.start_cycle(USER, trigger="manual", now=start, dry_run=False)
+            await runs.finish_cycle(
+                USER, cycle, now=start + timedelta(minutes=1), ok=True, error=None,
+                iterations=1, tool_calls=0, memories_changed=0, summary="无事",
+            )  # fmt: skip
+
+    run_sync(run_once())
+    # the scheduler's own count of the target's runs (what "已运行 N 次" reads)
+    server.sql(
+        "INSERT INTO amrita_memory.l3_state (target_key, runs) VALUES ($1, 1)"
+        " ON CONFLICT (target_key) DO UPDATE SET runs = 1",
+        USER,
+    )
+    page.goto(f"{server.url}/l3?lang=zh")
+    target = page.locator(f".target[data-target='{USER}']")
+    assert "已运行 1 次" in target.inner_text()
+    assert "还没有消息或运行" not in target.locator(".next-window").inner_text()
