@@ -336,3 +336,28 @@ def test_l3_says_no_messages_or_runs_only_when_there_are_none(
     target = page.locator(f".target[data-target='{USER}']")
     assert "已运行 1 次" in target.inner_text()
     assert "还没有消息或运行" not in target.locator(".next-window").inner_text()
+
+
+def test_overview_counts_and_daily_charts_drawn_as_svg(page: Any, server: AdminServer) -> None:
+    """Counts by scope/category/source match the table; today's bar of "written" holds
+    today's memories; the charts are inline SVG (no script loaded for them)."""
+    log_in(page, server.url)
+    page.goto(f"{server.url}/overview?lang=zh")
+    by_scope = server.sql(
+        "SELECT scope, count(*)::int AS n FROM amrita_memory.memory GROUP BY scope"
+    )
+    for row in by_scope:
+        cells = page.locator(f"#counts-scope tr[data-value='{row['scope']}'] td")
+        assert cells.nth(1).inner_text() == str(row["n"])
+    assert page.locator("#counts-scope tr[data-value='user'] td").first.inner_text() == "用户"
+    bars = page.locator("#chart-written svg rect")
+    assert bars.count() == 30
+    today = server.sql(
+        "SELECT count(*)::int AS n FROM amrita_memory.memory"
+        " WHERE (created_at AT TIME ZONE 'Asia/Shanghai')::date"
+        " = (now() AT TIME ZONE 'Asia/Shanghai')::date"
+    )[0]["n"]
+    assert today > 0 and bars.last.get_attribute("data-value") == str(today)
+    assert page.locator("#chart-recalls svg rect").count() == 30
+    assert page.locator("#chart-tokens svg rect").count() == 30
+    assert page.locator("script[src*='chart'], script[src^='http']").count() == 0
