@@ -28,6 +28,7 @@ import asyncio
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -269,6 +270,7 @@ async def harness(args: argparse.Namespace) -> int:
                 proc.kill()
                 proc.wait()
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # its server's data, the workers' ack logs
     for ok, line in checks:
         print(("PASS " if ok else "FAIL ") + line)
     return 0 if checks and all(ok for ok, _ in checks) else 1

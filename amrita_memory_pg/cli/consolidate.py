@@ -16,7 +16,6 @@ from __future__ import annotations
 import click
 
 from amrita_memory_pg.cli.app import KEY, CliState, cli, run_async
-from amrita_memory_pg.settings import load_settings
 
 #: exit status when another process holds the target's lease (1: failed, 2: an error)
 EXIT_HELD = 3
@@ -34,7 +33,7 @@ async def consolidate(state: CliState, target: str, dry_run: bool) -> None:
     from amrita_memory_pg.bootstrap import open_memory
     from amrita_memory_pg.services.consolidation import describe
 
-    settings = load_settings(state.config, overrides={"subconscious.enabled": True})
+    settings = state.load(subconscious__enabled=True)
     async with open_memory(settings, startup=False) as memory:
         summary = await memory.run_cycle(target.strip(), dry_run=dry_run, trigger="cli")
     if summary.held_by is not None:

@@ -37,8 +37,25 @@ class _Bar:
             self.bar.__exit__(None, None, None)
 
 
+def _refuse_another_bots_env(state: CliState, data_dir: Path) -> None:
+    """Refuse when the old bot's folder has a ``.env`` this command did not read.
+
+    The bot reads its ``.env``; an import run elsewhere embeds with another model and
+    the bot then refuses to start (issue 26 item 0).
+    """
+    bot_dir = data_dir.parent.parent
+    env_file = bot_dir / ".env"
+    if env_file.is_file() and env_file.resolve() not in {p.resolve() for p in state.bot_env.files}:
+        raise click.ClickException(
+            f"{env_file} 存在，但本命令在 {Path.cwd()} 运行、没有读取它：机器人用那里的嵌入模型，"
+            f"在这里导入会用另一个模型嵌入。请在机器人目录运行：cd {bot_dir} && "
+            f"amrita-memory import-legacy {data_dir}"
+        )
+
+
 @cli.command("import-legacy")
 @click.argument("old_data_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+# OLD_DATA_DIR may also be the bot's folder: data/amrita_plugin_memory is found below it.
 @click.option(
     "--db",
     "db",
@@ -85,7 +102,8 @@ async def import_legacy_command(
     chroma_dir: Path | None,
     write_config: Path | None,
 ) -> None:
-    """Merge an amrita_plugin_memory installation (OLD_DATA_DIR = data/amrita_plugin_memory).
+    """Merge an amrita_plugin_memory installation (OLD_DATA_DIR = the bot folder or its
+    data/amrita_plugin_memory). Run it in the bot folder: it reads the bot's .env.
 
     Memories (Chroma, vectors reused when the model is the same), memos (SQL table),
     and the old config.toml (printed for review). Knowledge, profile and L3 state are
@@ -93,13 +111,17 @@ async def import_legacy_command(
     a second run changes nothing; a killed run resumes when started again.
     """
     from amrita_memory_pg.bootstrap import open_store
-    from amrita_memory_pg.maintenance.legacy_import import import_legacy
+    from amrita_memory_pg.maintenance.legacy_import import import_legacy, resolve_data_dir
     from amrita_memory_pg.maintenance.legacy_prompts import legacy_prompts
 
     if write_config is not None and write_config.exists():
         raise click.ClickException(f"{write_config} 已存在，不覆盖")
+    old_data_dir = resolve_data_dir(old_data_dir)
+    _refuse_another_bots_env(state, old_data_dir)
     bar = _Bar("导入记忆")
     async with open_store(state.settings) as store:
+        # Said before anything is embedded: the model decides what the bot accepts later.
+        click.echo(f"嵌入模型: {store.embedder.describe()}\n配置来源: {state.sources()}", err=True)
         try:
             report = await import_legacy(
                 store,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import click
 
 from amrita_memory_pg.cli.app import INT64_MAX, KEY, CliState, TextType, cli, run_async
+from amrita_memory_pg.domain.decay import SCORE_LEGEND
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORY_NAMES,
@@ -152,6 +153,8 @@ async def memory_search(
     for hit in hits:
         click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
     click.echo(f"{len(hits)} hits")
+    if hits:
+        click.echo(SCORE_LEGEND)
 
 
 @cli.command("clear")

@@ -280,6 +280,10 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
     from amrita_memory_pg.maintenance.restore import restore_backup
 
     path = file.expanduser()
+    if not path.is_file() and path.name == str(file):
+        # a bare name, as older replies printed it: the store's backups folder
+        in_backups = state.settings.resolved_data_dir() / "backups" / path.name
+        path = in_backups if in_backups.is_file() else path
     if not path.is_file():
         raise click.ClickException(f"备份文件不存在: {path}")
     if not yes:

@@ -147,3 +147,10 @@ __all__ = [
     "sweep_action",
     "tier_days",
 ]
+
+
+#: the one-line legend every surface that prints ``decay_score`` shows under its list
+SCORE_LEGEND = (
+    "衰减分 = 相似度 1/(1+距离) × 时间衰减（0–1，越大越相关，各模式同一尺度）；"
+    "关键词模式不算距离，相似度按 1 计"
+)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from amrita_memory_pg.domain.decay import (
     DecayPolicy,
     age_days,
     decay_factor,
+    decay_score,
     half_life_days,
     similarity_from_distance,
 )
@@ -131,3 +132,41 @@ def rank_candidates(
         )
     )
     return hits[:top_k]
+
+
+def reference_scored(hit: SearchHit, policy: DecayPolicy, mode: str) -> SearchHit:
+    """``hit`` with ``score`` = the backend's ranking key and ``decay_score`` = the
+    reference's similarity × decay factor, whatever the mode ranked by (issue 26); in
+    vector mode the two are the backend's one number (left bit for bit as ranked)."""
+    rank = hit.decay_score if hit.score is None else hit.score
+    if mode == "vector":
+        return replace(hit, score=rank)
+    ref = (
+        decay_score(hit.distance, hit.age_days, hit.record.importance, policy)
+        if policy.enabled
+        else similarity_from_distance(hit.distance)
+    )
+    return replace(hit, decay_score=ref, score=rank)
+
+
+#: hybrid mode's cut-off: a row that shares no token with the query is a hit only when
+#: its distance is within this factor of the nearest row's (relative, because embedding
+#: models differ: e5-small puts unrelated Chinese texts at squared L2 0.36, OpenAI's at
+#: 1.5); docs/retrieval.md#scores-shown
+HYBRID_DISTANCE_RATIO = 1.5
+
+
+def relevant_hits(hits: Sequence[SearchHit], mode: str) -> list[SearchHit]:
+    """The ranked rows that are hits at all (issue 26 item 2). Keyword rows share a token
+    by construction, vector mode ranks by distance alone; a hybrid row must share a token
+    (``keyword_score`` > 0) or lie within :data:`HYBRID_DISTANCE_RATIO` × the nearest
+    returned row's distance (the nearest row itself always stays)."""
+    if mode != "hybrid":
+        return list(hits)
+    known = [h.distance for h in hits if h.distance is not None]
+    if not known:
+        return list(hits)
+    limit = min(known) * HYBRID_DISTANCE_RATIO
+    return [
+        h for h in hits if h.keyword_score > 0 or (h.distance is not None and h.distance <= limit)
+    ]

@@ -117,6 +117,22 @@ def user_key(text: str, platform: str = "qq") -> str | None:
     return personal_key(platform, name)
 
 
+def legacy_key_now(text: str, default_platform: str = "qq") -> str | None:
+    """The current key an old-style key an operator typed stands for (``user_10004`` →
+    ``QQPlatform_Private_10004``, ``group_1`` → ``QQPlatform_Group_1``); None when the text
+    is current, ``global`` or not a recognised old key (bare digits say no scope).
+
+    Why: the store holds current keys only, so a typed old key found nothing and said
+    nothing (issue 26 item 11); every surface where a key is typed resolves it with this.
+    Kept apart from the key validation so that one rule can call it.
+    """
+    key = text.strip()
+    if not key or is_current(key):
+        return None
+    now = to_current(key, None, default_platform)
+    return now if now is not None and now != key else None
+
+
 #: the longest partition key any surface accepts (the current formats are far shorter)
 MAX_KEY_CHARS = 200
 

@@ -83,13 +83,17 @@ class SearchHit:
     #: squared L2 distance, as Chroma reports it (so reference numbers match); None in
     #: keyword mode, which embeds no query
     distance: float | None
-    #: relevance × decay factor (relevance alone when decay is disabled); the ranking key.
-    #: Relevance is the similarity 1/(1+distance) in vector mode, BM25 in keyword mode,
-    #: the fused score in hybrid mode.
+    #: the reference plugin's score in EVERY mode: similarity 1/(1+distance) × decay factor
+    #: (similarity alone when decay is disabled; similarity 1 when no distance is known,
+    #: keyword mode, as the reference counts a missing distance)
     decay_score: float
     age_days: float
     #: BM25 of the query's tokens in this memory (0 = no token shared, or vector mode)
     keyword_score: float = 0.0
+    #: the ranking key (× decay factor when decay is on): equal to ``decay_score`` in
+    #: vector mode, BM25 in keyword mode, the fused score (rrf / weighted) in hybrid mode
+    #: (docs/retrieval.md#scores-shown). None until the backend has ranked.
+    score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

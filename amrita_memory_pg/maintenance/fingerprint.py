@@ -15,9 +15,11 @@ with the configured one:
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from amrita_memory_pg.domain.errors import FingerprintRefused
 from amrita_memory_pg.maintenance.reembed import change_model, write_fingerprint
@@ -30,6 +32,12 @@ log = logging.getLogger(__name__)
 REASON_UNRECORDED = "库中未记录嵌入模型信息，无法确认现有向量与当前配置是否一致。"
 REASON_CHANGED = "嵌入模型已变更，现有向量与当前模型不兼容。"
 FIX_COMMAND = "amrita-memory reindex --yes"
+
+
+def fix_command() -> str:
+    """The command that fixes a mismatch, run where the bot runs: there the CLI reads the
+    bot's ``.env`` and so re-embeds with the bot's model (issue 26 item 0)."""
+    return f"cd {shlex.quote(str(Path.cwd()))} && {FIX_COMMAND}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +105,8 @@ async def check_fingerprint(
         if not is_tty():
             raise FingerprintRefused(
                 f"{summary} EMBED_MISMATCH_POLICY=ask and there is no terminal to ask on, so the "
-                f"memory plugin does not start. Fix: run `{FIX_COMMAND}` (re-embeds {status.rows} rows "
-                "with the configured model, online), or set EMBED_MISMATCH_POLICY=auto (re-embed at "
+                f"memory plugin does not start. Fix: run `{fix_command()}` (re-embeds {status.rows} "
+                f"rows with this bot's model, {status.current_describe}, read from the same .env), or set EMBED_MISMATCH_POLICY=auto (re-embed at "
                 "start-up) or never (keep serving), or EMBED_CHECK_ON_STARTUP=false."
             )
         ask = confirm or _confirm

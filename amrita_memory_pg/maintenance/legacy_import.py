@@ -39,8 +39,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
+from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import AmritaMemoryError, ConfigError, ProfileRefused
-from amrita_memory_pg.domain.keys import personal_key
+from amrita_memory_pg.domain.fingerprint import describe as describe_model
+from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION, personal_key
 from amrita_memory_pg.domain.knowledge import (
     KnowledgeEntry,
     from_markdown,
@@ -97,6 +99,31 @@ STATE_UID = "amrita_memory"
 #: joins a memory's tags into one text for the batch statement (never inside a tag: tags
 #: are trimmed words from the reference's comma-separated string)
 TAG_SEPARATOR = "\x1f"
+
+
+#: the old plugin's data directory below a bot's root folder
+DATA_SUBDIR = Path("data") / "amrita_plugin_memory"
+#: what an old data directory holds (any one of them is enough to recognise it)
+_DATA_MARKS = ("vector_db.chroma", "knowledge", "knowledge_index.json", "user_profile.md")
+
+
+def resolve_data_dir(path: Path) -> Path:
+    """The old data directory from what the operator typed: the data directory itself,
+    or the bot's root folder holding ``data/amrita_plugin_memory`` (the natural thing to
+    type, which used to import nothing and exit 0). Raises :class:`AmritaMemoryError`
+    naming the folder it expected otherwise."""
+    path = path.expanduser().resolve()
+    if not path.is_dir():
+        raise AmritaMemoryError(f"旧数据目录不存在: {path}")
+    if any((path / mark).exists() for mark in _DATA_MARKS):
+        return path
+    below = path / DATA_SUBDIR
+    if below.is_dir():
+        return below
+    raise AmritaMemoryError(
+        f"{path} 不是旧插件的数据目录（其中没有 vector_db.chroma、knowledge 或 user_profile.md），"
+        f"也没有 {below}：请给出机器人目录或其中的 data/amrita_plugin_memory"
+    )
 
 
 @dataclass(slots=True)
@@ -175,21 +202,26 @@ class ImportReport:
     config_notes: list[str] = field(default_factory=list)
     #: what this build cannot import yet (said in the report, never claimed as done)
     not_available: list[str] = field(default_factory=list)
+    #: the old collection's embedding model and the one this import writes with
+    source_model: str = ""
+    target_model: str = ""
 
     def render(self) -> list[str]:
         """The report as lines (Chinese like the rest of the operator output)."""
         head = "[dry-run] 将要" if self.dry_run else ""
         lines = [f"{head}导入结果（冲突策略: {self.on_conflict}）:"]
+        # One vocabulary whatever --on-conflict says: identical, or differs and kept
+        # ours, or differs and replaced (issue 26 item 10).
         names = {
             "inserted": "新增",
-            "present": "已存在而保留",
             "unchanged": "已存在且相同",
-            "replaced": "已覆盖",
+            "present": "已存在且不同，保留本库的",
+            "replaced": "已存在且不同，换成旧的",
             "full": "超出上限未导入",
         }
-        for kind in ("memory", "memo", "knowledge", "profile", "state", "pending"):
+        for kind in ("memory", "memo", "knowledge", "profile", "state", "pending", "suggestion"):
             counter = self.counts.get(kind, Counter())
-            if kind in ("knowledge", "profile", "state", "pending") and not counter:
+            if kind not in ("memory", "memo") and not counter:
                 continue
             label = {
                 "memory": "记忆",
@@ -198,11 +230,16 @@ class ImportReport:
                 "profile": "用户画像",
                 "state": "潜意识状态",
                 "pending": "待发主动消息",
+                "suggestion": "知识建议（待审队列）",
             }[kind]
             if kind == "state" and self.state_target:
                 label += f"（{self.state_target}）"
             parts = [f"{names[k]} {counter[k]}" for k in names if counter.get(k)]
             lines.append(f"  {label}: " + ("，".join(parts) if parts else "无"))
+        if self.source_model or self.target_model:
+            lines.append(
+                f"  嵌入模型: 旧 {self.source_model or '（未记录）'} → 新 {self.target_model}"
+            )
         if self.vectors_reused or self.vectors_embedded or self.vector_note:
             verb = "将" if self.dry_run else ""
             lines.append(
@@ -380,7 +417,7 @@ async def _import_knowledge(
             entry.summary,
             normalize_body(entry.body),
         ):
-            outcome = "unchanged" if report.on_conflict == "replace" else "present"
+            outcome = "unchanged"
         elif report.on_conflict == "skip":
             outcome = "present"
         else:
@@ -418,11 +455,32 @@ def translate_config(path: Path) -> tuple[str, list[str]]:
             messages.append(f"{'.'.join(key_path)}: {note}")
     target = settings.subconscious.target_user_id
     if target:
-        messages.append(f"subconscious.target_user_id = {target}")
+        messages.append(
+            f"subconscious.target_user_id = {target}：旧插件潜意识（L3）的目标用户，"
+            f"其画像与 L3 状态归到 {personal_key('qq', target)} 名下"
+        )
+    if settings.subconscious.enabled:
+        # Our default is off: without the translated file the imported L3 state would
+        # sit unused and nothing would say why (issue 26 item 12).
+        messages.append(
+            "旧安装开启了潜意识（L3，subconscious.enabled = true），本插件默认关闭："
+            "写入下面的配置（--write-config config/amrita_memory_pg/config.toml）即可沿用"
+        )
     return render_toml(tree, notes), messages
 
 
 # ---------------------------------------------------------------------------- import
+
+
+def _source_model(meta: dict[str, Any]) -> str:
+    """The old collection's model as the reference recorded it (``embed_*`` metadata)."""
+    if not any(meta.get(k) for k in ("embed_protocol", "embed_model", "embed_base_url")):
+        return ""
+    return describe_model(
+        str(meta.get("embed_protocol") or ""),
+        str(meta.get("embed_model") or ""),
+        str(meta.get("embed_base_url") or ""),
+    )
 
 
 def _reusable(data: ChromaData, fingerprint: str, dim: int | None) -> tuple[bool, str]:
@@ -521,10 +579,10 @@ async def _import_memories(
             for m, present, stored in batch:
                 if not present:
                     outcome = "inserted"
-                elif not replace:
-                    outcome = "present"
+                elif stored == m.content:
+                    outcome = "unchanged"
                 else:
-                    outcome = "replaced" if stored != m.content else "unchanged"
+                    outcome = "replaced" if replace else "present"
                 report.counts["memory"][outcome] += 1
             done += len(batch)
             if progress is not None:
@@ -540,7 +598,7 @@ async def _import_memories(
         for m, present, stored in batch:
             if present and not replace:
                 # kept as it is: nothing to ask the database
-                report.counts["memory"]["present"] += 1
+                report.counts["memory"]["unchanged" if stored == m.content else "present"] += 1
                 continue
             vector = fresh.get(m.id)
             if vector is None:
@@ -647,7 +705,7 @@ async def _import_memos(store: Store, memos: list[LegacyMemo], report: ImportRep
                     )
                     outcome = "inserted" if row is not None else "present"
             elif current == memo.content:
-                outcome = "unchanged" if report.on_conflict == "replace" else "present"
+                outcome = "unchanged"
             elif report.on_conflict == "skip":
                 outcome = "present"
             else:
@@ -701,6 +759,8 @@ async def _import_state(
                 and await conn.fetchrow(query("import_l3_state_insert"), *args) is None
             ):
                 outcome = "present"
+        elif await conn.fetchval(query("import_l3_state_same"), *args[:6]):
+            outcome = "unchanged"
         elif report.on_conflict == "skip":
             outcome = "present"
         elif report.dry_run:
@@ -711,6 +771,78 @@ async def _import_state(
     report.counts["state"][outcome] += 1
     report.state_target = target
     await _import_pending(store, state, target, report)
+
+
+def _queued_at(stamp: object) -> datetime | None:
+    """When the old plugin queued something: an ISO string (what it writes, +00:00) or
+    epoch seconds; None when neither."""
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return datetime.fromtimestamp(float(stamp), UTC)
+    return parse_created_at(stamp)
+
+
+#: the author the old plugin's suggestions are queued under (it recorded none)
+SUGGESTION_AUTHOR = "import-legacy"
+
+
+async def _import_suggestions(store: Store, state: LegacyState, report: ImportReport) -> None:
+    """The old queue of knowledge suggestions (§4.10 objects) → our suggestion queue, for
+    the loop or an operator to review; checked like a new suggestion, the queue bound
+    kept, no rate limit (they were suggested long ago), each queued once however often
+    the import runs."""
+    sub = store.settings.subconscious
+    fallback = datetime.fromtimestamp(state.last_run_ts or 0.0, UTC)
+    for item in state.knowledge_suggestions:
+        title = str(item.get("title") or "").strip()
+        name = title[:40] or repr(item)[:40]
+        action = "update" if item.get("action") == "update" and item.get("kid") else "create"
+        kid = str(item.get("kid") or "").strip() if action == "update" else None
+        summary = str(item.get("summary") or "").strip()
+        body = str(item.get("body") or item.get("content") or "")
+        reason = str(item.get("reason") or "")
+        when = _queued_at(item.get("timestamp")) or fallback
+        part = "title"
+        try:
+            check_knowledge_title(title)
+            part = "summary"
+            check_knowledge_summary(summary or title)
+            part = "body"
+            check_knowledge_body(body, sub.knowledge_max_chars)
+        except InvalidInput as exc:
+            report.skipped.append(Skipped("suggestion", name, f"{part} {exc.reason}"))
+            continue
+        async with store.pool.acquire() as conn:
+            if await conn.fetchval(
+                query("import_suggestion_exists"), SUGGESTION_AUTHOR, title, body, when
+            ):
+                report.counts["suggestion"]["unchanged"] += 1
+                continue
+            if report.dry_run:
+                report.counts["suggestion"]["inserted"] += 1
+                continue
+            row = await conn.fetchrow(
+                query("import_knowledge_suggestion"),
+                action,
+                kid,
+                title,
+                summary or title,
+                body,
+                reason,
+                SUGGESTION_AUTHOR,
+                sub.knowledge_suggest_max,
+                0,
+                1,
+                when,
+            )
+        status = row["status"] if row is not None else "full"
+        if status == "queued":
+            report.counts["suggestion"]["inserted"] += 1
+        elif status == "unknown_kid":
+            report.skipped.append(Skipped("suggestion", name, f"要更新的知识条目 {kid} 不存在"))
+        else:
+            report.skipped.append(
+                Skipped("suggestion", name, f"建议队列已满（{sub.knowledge_suggest_max} 条）")
+            )
 
 
 async def _import_pending(
@@ -726,16 +858,12 @@ async def _import_pending(
             if not isinstance(content, str) or not content.strip():
                 report.skipped.append(Skipped("pending", repr(item)[:60], "空消息"))
                 continue
-            when = (
-                datetime.fromtimestamp(float(stamp), UTC)
-                if isinstance(stamp, int | float) and not isinstance(stamp, bool)
-                else datetime.fromtimestamp(state.last_run_ts or 0.0, UTC)
-            )
+            when = _queued_at(stamp) or datetime.fromtimestamp(state.last_run_ts or 0.0, UTC)
             if report.dry_run:
                 report.counts["pending"]["inserted"] += 1
                 continue
             row = await conn.fetchrow(query("import_pending_message"), target, content, when)
-            report.counts["pending"]["inserted" if row is not None else "present"] += 1
+            report.counts["pending"]["inserted" if row is not None else "unchanged"] += 1
 
 
 async def _import_profile(
@@ -759,7 +887,7 @@ async def _import_profile(
     if current.empty:
         outcome = "inserted"
     elif same:
-        outcome = "unchanged" if report.on_conflict == "replace" else "present"
+        outcome = "unchanged"
     elif report.on_conflict == "skip":
         outcome = "present"
     else:
@@ -789,10 +917,9 @@ async def import_legacy(
     on_conflict: OnConflict = "skip",
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Merge the old installation in ``data_dir`` into ``store``; see the module doc."""
-    if not data_dir.expanduser().is_dir():
-        raise AmritaMemoryError(f"旧数据目录不存在: {data_dir}")
-    layout = locate(data_dir, db=db, config=config, chroma_dir=chroma_dir)
+    """Merge the old installation in ``data_dir`` (or the bot folder above it) into
+    ``store``; see the module doc."""
+    layout = locate(resolve_data_dir(data_dir), db=db, config=config, chroma_dir=chroma_dir)
     report = ImportReport(
         dry_run=dry_run,
         on_conflict=on_conflict,
@@ -915,12 +1042,11 @@ async def import_legacy(
         report.profile_owner = _state_target(report, settings)
     if report.state is not None:
         rest = report.state
-        if rest.knowledge_suggestions or rest.last_abstracts:
+        if rest.last_abstracts:
             report.not_available.append(
-                f"L3 state: {len(rest.knowledge_suggestions)} knowledge suggestions and "
-                f"{len(rest.last_abstracts)} run abstracts parsed, import not available in "
-                "this build (penalty, runs, last run, summary, heatmap and pending "
-                "messages are imported)"
+                f"L3 state: {len(rest.last_abstracts)} run abstracts parsed, import not "
+                "available in this build (penalty, runs, last run, summary, heatmap, "
+                "pending messages and knowledge suggestions are imported)"
             )
 
     # --- the store must be on the configured model before vectors of it are written
@@ -929,8 +1055,11 @@ async def import_legacy(
         raise AmritaMemoryError(
             "当前存储的嵌入模型与配置不同：请先运行 `amrita-memory reindex`，再导入"
         )
+    if chroma is not None:
+        report.source_model = _source_model(chroma.collection_meta)
     if memories:
         await store.embedder.prepare()
+        report.target_model = store.embedder.describe()
         reuse, report.vector_note = (
             _reusable(chroma, store.embedder.fingerprint, store.embedder.dim or meta.dim)
             if chroma is not None
@@ -942,6 +1071,26 @@ async def import_legacy(
         await _import_state(store, report.state, _state_target(report, settings), report)
     if report.knowledge:
         await _import_knowledge(store, report.knowledge, report)
+    if report.state is not None:
+        # after the knowledge: an update suggestion names an entry imported just above
+        await _import_suggestions(store, report.state, report)
     if report.profile is not None and not report.profile.empty:
         await _import_profile(store, report.profile, report.profile_owner, report)
+    if not dry_run:
+        await _record_key_format(store)
     return report
+
+
+async def _record_key_format(store: Store) -> None:
+    """Record the key format when every key of the store is current: the import wrote
+    only current keys, and a fresh store had no version yet, so ``status`` asked for a
+    ``migrate-keys`` that then found nothing (issue 26 item 9). Legacy keys from before
+    are left for ``migrate-keys``, as they were."""
+    from amrita_memory_pg.maintenance.keys import migrate_keys
+
+    if (await store_meta.read(store.pool)).key_format_version == KEY_FORMAT_VERSION:
+        return
+    pending = await migrate_keys(store.pool, dry_run=True)
+    if not pending.mapping and not pending.unrecognised:
+        async with store.pool.acquire() as conn:
+            await store_meta.write_key_format_version(conn, KEY_FORMAT_VERSION)

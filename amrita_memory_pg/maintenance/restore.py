@@ -425,7 +425,8 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
         report.reembedded += result.embedded
     await merge_memories(store, memories, {}, merge)
     report.merged = merge.counts["memory"]["inserted"]
-    report.kept_existing = merge.counts["memory"]["present"]
+    # kept: identical rows and rows that differ (ours kept), as before the split
+    report.kept_existing = merge.counts["memory"]["present"] + merge.counts["memory"]["unchanged"]
     report.overflow = dict(merge.overflow)
     report.skipped = len(merge.skipped)
     report.reembedded += merge.vectors_embedded

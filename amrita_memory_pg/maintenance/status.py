@@ -210,7 +210,15 @@ def render_status(report: StatusReport) -> str:
         if report.scheduled_backup:
             lines.append(f"定时备份:    {report.scheduled_backup}")
         if report.partitions:
-            lines.append("分布:")
+            total = report.counts.get("partitions", len(report.partitions))
+            # say when the list is cut: it showed 10 of 12 as if that were all (issue 26)
+            cut = (
+                f"（最大的 {len(report.partitions)} 个，共 {total} 个分区；"
+                "全部分区见管理页 amrita-memory web）"
+                if total > len(report.partitions)
+                else ""
+            )
+            lines.append(f"分布:{cut}")
             lines.extend(f"  {key}: {n}" for key, n in report.partitions)
     if report.backups:
         lines.append(f"\n备份（{len(report.backups)} 份）:")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
+from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
 from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.domain.records import (
     Category,
@@ -357,8 +358,8 @@ class MemoryService:
                         self.trail.recall_failed(partition_key, done.log_error)
                     if done.paused:
                         raise MemoryPaused(partition_key)
-                    return done.hits
-            hits = await self.repo.search(q)
+                    return self._as_hits(done.hits, ranking.mode)
+            hits = self._as_hits(await self.repo.search(q), ranking.mode)
         except FingerprintMismatch as exc:
             dim = "?" if vector is None else str(len(vector))
             raise FingerprintMismatch(
@@ -373,6 +374,11 @@ class MemoryService:
         ):
             raise MemoryPaused(partition_key)
         return hits
+
+    def _as_hits(self, ranked: Sequence[SearchHit], mode: str) -> list[SearchHit]:
+        """The relevant rows (hybrid cut-off), each with the reference's ``decay_score``
+        and the ranking key as ``score`` (issue 26)."""
+        return [reference_scored(h, self.policy, mode) for h in relevant_hits(ranked, mode)]
 
     async def sweep(
         self,

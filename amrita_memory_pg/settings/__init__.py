@@ -18,7 +18,8 @@ The package is split by reason, each module importing only those above it in thi
 ``keys`` (settings paths ↔ variable names), ``legacy`` (the reference's variable names),
 ``loader`` (the environment and TOML sources, the config file), ``explain`` (the error
 sentence), ``model`` (:class:`Settings`, :func:`load_settings`), ``render`` (``config
-show`` and docs/configuration.md). Import the public names from here.
+show`` and docs/configuration.md) and ``bot`` (a NoneBot bot's ``.env`` and driver
+config, read the same way by the plugin and the CLI). Import the public names from here.
 """
 
 from __future__ import annotations

@@ -106,7 +106,8 @@ def render_reference() -> str:
         "reference plugin's `config/amrita_plugin_memory/config.toml`), the environment.",
         "Every key also has a generic variable `AMRITA_MEMORY_<KEY>` (top level) or",
         "`AMRITA_MEMORY_<SECTION>__<KEY>`, which wins over the reference's name for the same",
-        "key; in NoneBot's `.env` write the same names.",
+        "key; in NoneBot's `.env` write the same names. The `amrita-memory` command reads",
+        "the `.env` and `.env.<ENVIRONMENT>` of its working directory as the bot does.",
         "Keys of type `str (secret)` never appear in `amrita-memory config show` (`***`).",
         "",
     ]

@@ -70,6 +70,7 @@ def hit_from_row(row: Any) -> SearchHit:
         decay_score=float(row["decay_score"]),
         age_days=float(row["age_days"]),
         keyword_score=float(row["keyword_score"]) if "keyword_score" in row else 0.0,
+        score=float(row["decay_score"]),
     )
 
 

@@ -332,6 +332,9 @@ class MemoryTools:
                 meta["decay_score"] = round(hit.decay_score, 4)
             if hit.keyword_score:
                 meta["keyword_score"] = round(hit.keyword_score, 4)
+            if hit.score is not None:
+                # the ranking key (issue 26); decay_score stays the reference's formula
+                meta["score"] = round(hit.score, 4)
             metadatas.append(meta)
         # The reference's nested-list shape (one query → one inner list per field),
         # plus the status key it lacked (B11). Ordered by decay score when decay is on.

@@ -36,6 +36,7 @@ from amrita_memory_pg.maintenance.status import (
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.services.profiles import ProfileUpdate
 from amrita_memory_pg.storage.consolidation import CycleRow
+from amrita_memory_pg.storage.queries import query
 
 #: rows per page of the profile and run lists
 PER_PAGE = 25
@@ -276,6 +277,8 @@ class L3Page:
     runs: list[CycleRow] = field(default_factory=list)
     #: the run list's filter (None = every target)
     target: str | None = None
+    #: while the loop is off: (targets, runs) of the kept L3 states, e.g. imported ones
+    kept_states: tuple[int, int] = (0, 0)
 
 
 async def target_view(mem: Memory, target_key: str, now: datetime) -> TargetView:
@@ -316,7 +319,13 @@ async def l3_page(
     targets = [await target_view(mem, key, now) for key in mem.scheduling.targets]
     wanted = target.strip() if target and target.strip() else None
     total, runs = await mem.consolidation.cycles(wanted, PER_PAGE, (page - 1) * PER_PAGE)
+    kept = (0, 0)
+    if not mem.scheduling.enabled:
+        # an imported store holds the old loop's state: say it and how to carry L3 over
+        row = await mem.pool.fetchrow(query("l3_states_with_runs"))
+        kept = (row["targets"], row["runs"]) if row is not None else (0, 0)
     return L3Page(
+        kept_states=kept,
         enabled=mem.scheduling.enabled,
         timezone=mem.scheduling.rules.tz_name,
         targets=targets,

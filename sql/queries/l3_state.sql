@@ -90,3 +90,10 @@ UPDATE amrita_memory.l3_state
 RETURNING target_key, penalty, runs, failures, failures_in_row, running_since, last_run_end,
           last_success_at, last_failure_at, last_error, last_summary, next_run_at,
           plan::text AS plan, heat::text AS heat;
+
+-- name: l3_states_with_runs
+-- How many targets have a state row with runs (run here, or imported from the old
+-- plugin) and their runs in total: the L3 page says so while the loop is off.
+SELECT count(*)::int AS targets, coalesce(sum(runs), 0)::int AS runs
+  FROM amrita_memory.l3_state
+ WHERE runs > 0;

@@ -107,3 +107,24 @@ RETURNING id;
 UPDATE amrita_memory.memory
    SET search_tokens = array_to_tsvector($4::text[])
  WHERE partition_key = $1 AND id = $2 AND content = $3;
+
+-- name: import_suggestion_exists
+-- Whether the old plugin's knowledge suggestion (author $1, title $2, body $3, queued at
+-- $4) is already in the queue, handled or not: a second import queues it again never.
+SELECT EXISTS (SELECT 1 FROM amrita_memory.knowledge_suggestion s
+                WHERE s.author_id = $1 AND s.title = $2 AND s.body = $3
+                  AND s.created_at = $4) AS found;
+
+-- name: import_l3_state_same
+-- Whether target $1's state row holds exactly the old state (arguments $2-$6 of
+-- import_l3_state_insert): a kept row is reported identical or different.
+SELECT EXISTS (SELECT 1 FROM amrita_memory.l3_state
+                WHERE target_key = $1
+                  AND (penalty, runs, last_run_end, last_summary, heat)
+                      IS NOT DISTINCT FROM ($2, $3, $4, $5, $6::jsonb)) AS same;
+
+-- name: import_knowledge_suggestion
+-- The old plugin's knowledge suggestion into the queue: knowledge_suggest's arguments
+-- ($1 action … $7 author, $8 bound, $9 rate limit (0 here), $10 window, $11 when queued).
+SELECT status, id, pending
+  FROM amrita_memory.knowledge_suggest_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);

@@ -133,7 +133,14 @@ def test_search_uses_the_tools_search(page: Any, server: AdminServer) -> None:
     assert rows.count() >= 1
     assert "乌龙茶" in rows.first.inner_text()
     assert "检索到" in page.locator("#hit-count").inner_text()
+    # issue 26: the score column is decay_score, labelled, with the legend under the list
+    assert "衰减分" in page.locator("#memories thead").inner_text()
+    assert "相似度 1/(1+距离)" in page.locator("#score-legend").inner_text()
     screenshot(page, "search")
+    # issue 26 item 2: hybrid lists the hit, not every row of the partition
+    page.goto(f"{server.url}/p/{USER_KEY}/memories?q=乌龙茶&mode=hybrid")
+    hybrid = page.locator("#memories tbody tr").all_inner_texts()
+    assert len(hybrid) == 1 and "乌龙茶" in hybrid[0]
     # the configured default mode (hybrid: embeds the query through the stub server)
     page.goto(f"{server.url}/p/{USER_KEY}/memories?q=橘猫&imin=5&imax=6")
     assert page.locator(".error").count() == 0
@@ -171,6 +178,23 @@ def test_filters_and_sort(page: Any, server: AdminServer) -> None:
     page.wait_for_load_state()
     assert page.url.endswith("/p/QQPlatform_Private_55555/memories")
     assert "没有符合条件的记忆" in page.inner_text("main")
+
+
+def test_an_old_style_key_opens_the_partition_it_is_now(page: Any, server: AdminServer) -> None:
+    """Issue 26 item 11: `user_10001` typed in the open box or in the URL (with a search)
+    is the current key's partition, not an empty page."""
+    log_in(page, server.url)
+    page.goto(f"{server.url}/partitions")
+    page.fill("input[name=key]", "user_10001")
+    page.click("form[action$='/open'] button")
+    page.wait_for_load_state()
+    assert page.url.endswith(f"/p/{USER_KEY}/memories")
+    assert page.locator("#memories tbody tr").count() == 4
+    page.goto(f"{server.url}/p/user_10001/memories?q=乌龙茶&mode=keyword")
+    assert f"/p/{USER_KEY}/memories" in page.url and "q=" in page.url
+    assert "乌龙茶" in page.locator("#memories tbody tr").first.inner_text()
+    page.goto(f"{server.url}/p/group_777/memories")
+    assert page.url.endswith(f"/p/{GROUP_KEY}/memories")
 
 
 def test_pagination(page: Any, server: AdminServer) -> None:
@@ -361,6 +385,25 @@ def test_english_strings(page: Any, server: AdminServer) -> None:
     page.goto(f"{server.url}/p/{USER_KEY}/memories")  # the choice is remembered
     assert page.locator("#add-memory").inner_text() == "Add memory"
     assert page.locator("a[data-nav=inspector]").inner_text() == "What the bot sees"
+
+
+def test_the_l3_page_of_an_imported_store_says_how_to_carry_l3_over(
+    page: Any, server: AdminServer
+) -> None:
+    """Issue 26 item 12: L3 off here, the old plugin's state imported (runs 12): the page
+    says the state is kept and how to turn L3 on (--write-config)."""
+    log_in(page, server.url)
+    page.goto(f"{server.url}/l3")
+    assert page.locator("#l3-disabled").is_visible()
+    assert page.locator("#l3-kept-states").count() == 0  # nothing kept yet: nothing said
+    server.sql(
+        "INSERT INTO amrita_memory.l3_state (target_key, runs, updated_at)"
+        " VALUES ('QQPlatform_Private_10001', 12, now())"
+    )
+    page.goto(f"{server.url}/l3")
+    kept = page.locator("#l3-kept-states").inner_text()
+    assert "1 个目标的 L3 状态（共运行过 12 次" in kept and "--write-config" in kept
+    server.sql("DELETE FROM amrita_memory.l3_state")
 
 
 def test_login_is_rate_limited(page: Any, server: AdminServer) -> None:

@@ -154,3 +154,40 @@ def test_the_inspector_shows_the_block_of_the_next_turn_with_token_counts(
     assert server.sql("SELECT surface FROM amrita_memory.memory_access ORDER BY seq") == server.sql(
         "SELECT 'tool'::text AS surface"
     )
+
+
+def test_an_imported_memory_over_the_cap_stays_editable(page: Any, server: AdminServer) -> None:
+    """Issue 26 item 0: an old install's 4,500-character memory came in as it was; the
+    edit page saves its importance (text sent back unchanged), and a changed text is
+    still held to the cap."""
+    long_text = "很长的旧记忆。" * 643  # 4,501 characters
+    assert len(long_text) > 4000
+
+    async def seed() -> str:
+        async with open_memory(server.settings, startup=False) as mem:
+            record = await mem.memories.add(partition_key=KEY, scope="user", content="旧记忆")
+            await mem.pool.execute(
+                "UPDATE amrita_memory.memory SET content = $1 WHERE id = $2", long_text, record.id
+            )
+            return record.id
+
+    long_id = run_sync(seed())
+    log_in(page, server.url)
+    page.goto(f"{server.url}/p/{KEY}/memories/{long_id}/edit")
+    page.fill("#importance", "9")
+    page.click("#save")
+    page.wait_for_load_state()
+    assert page.locator("p.error").count() == 0
+    (row,) = server.sql(
+        "SELECT importance, content FROM amrita_memory.memory WHERE id = $1", long_id
+    )
+    assert (row["importance"], row["content"]) == (9, long_text)
+    # a changed text over the cap is refused, nothing written
+    page.goto(f"{server.url}/p/{KEY}/memories/{long_id}/edit")
+    page.fill("#content", long_text + "再加一句")
+    page.fill("#importance", "3")
+    page.click("#save")
+    page.wait_for_load_state()
+    assert page.locator("p.error").count() == 1
+    (row,) = server.sql("SELECT importance FROM amrita_memory.memory WHERE id = $1", long_id)
+    assert row["importance"] == 9

@@ -233,6 +233,49 @@ async def test_sql_scores_match_the_reference_formula(memory: Memory) -> None:
         assert abs(hit.age_days - (now - hit.record.created_at).total_seconds() / 86400) <= 1e-9
 
 
+@pytest.mark.parametrize("mode", ["vector", "hybrid", "keyword"])
+async def test_read_memory_decay_score_is_the_reference_formula_in_every_mode(
+    memory: Memory, mode: str
+) -> None:
+    """Issue 26 item 1: ``decay_score`` = similarity 1/(1+distance) × decay factor in EVERY
+    mode (keyword: no distance, similarity 1); the ranking key is its own ``score``."""
+    now = datetime.now(UTC)
+    for days, imp in [(0, 3), (10, 5), (45, 8), (200, 3), (3, 10)]:
+        await memory.memories.add(
+            partition_key=ALICE.personal_key,
+            scope="user",
+            content=f"水果 苹果 香蕉 {days}",
+            importance=imp,
+            now=now - timedelta(days=days, hours=5),
+        )
+    policy = DecayPolicy()
+    data = await call(memory, "read_memory", query="水果", scope="user", mode=mode, top_k=10)
+    metas, distances = data["metadatas"][0], data["distances"][0]
+    assert len(metas) == 5
+    for meta, distance in zip(metas, distances, strict=True):
+        expected = decay_score(distance, meta["age_days"], meta["importance_level"], policy)
+        # age_days is rounded to 0.01 in the reply: tolerance of one rounding step
+        assert meta["decay_score"] == pytest.approx(expected, abs=2e-3)
+        assert meta["decay_score"] > 0.01  # never the min-max normalised 0.0000
+        assert isinstance(meta["score"], float)
+        if mode == "vector":
+            assert meta["score"] == meta["decay_score"]
+    # the rows come in the ranking key's order
+    scores = [m["score"] for m in metas]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_hybrid_lists_only_relevant_rows(memory: Memory) -> None:
+    """Issue 26 item 2: a hybrid row shares a token with the query or lies within
+    HYBRID_DISTANCE_RATIO × the nearest row's distance; the rest of the partition is not
+    a hit (before, all 5 rows came back, the last ones scored 0.0000)."""
+    fruit = await write(memory, "我喜欢吃水果", tags="food")
+    for text in ("明天要去北京出差", "周五开会讨论预算", "猫咪对鱼过敏", "车停在三号楼"):
+        await write(memory, text)
+    data = await call(memory, "read_memory", query="水果", scope="user", mode="hybrid")
+    assert data["ids"] == [[fruit]]
+
+
 async def test_ties_break_by_created_at_then_id(memory: Memory) -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     ids = [

@@ -280,6 +280,13 @@ async def test_backup_cli_create_list_restore(db_dsn: str, tmp_path: Path) -> No
     assert "恢复前已备份到" in restored.stdout and "memory 26" in restored.stdout
     missing = run_cli("backup", "restore", str(tmp_path / "nope.jsonl"), "--yes", env=env)
     assert missing.returncode == 1 and "备份文件不存在" in missing.stderr
+    # a bare name (as older /memory clear replies printed it) is found in the backups
+    # folder from wherever the operator stands (issue 26)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    by_name = run_cli("backup", "restore", jsonl.name, "--yes", env=env, cwd=elsewhere)
+    assert by_name.returncode == 0, by_name.stderr
+    assert f"完成，已从 {jsonl.name} 恢复" in by_name.stdout
 
 
 async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_back(

@@ -303,15 +303,21 @@ def assert_same_ranking(
     differences in float32, we (over Chroma's vectors) in float64, so a mathematically
     exact tie may come out of pgvector split by ~1e-7 and ordered differently."""
     assert len(got) == len(want)
+    # the ranking key is ``score`` (issue 26: decay_score is the reference's formula)
     for a, b in zip(got, want, strict=True):
-        assert a.decay_score == pytest.approx(b.decay_score, rel=rel, abs=tol)
+        assert a.score is not None and b.score is not None
+        assert a.score == pytest.approx(b.score, rel=rel, abs=tol)
         if a.record.id != b.record.id:  # only inside a tie
-            assert abs(a.decay_score - b.decay_score) <= rel * b.decay_score + tol
+            assert abs(a.score - b.score) <= rel * b.score + tol
+        else:
+            assert a.decay_score == pytest.approx(b.decay_score, rel=rel, abs=tol)
     if not want:
         return
-    cutoff = want[-1].decay_score * (1 + rel) + tol
-    assert {h.record.id for h in got if h.decay_score > cutoff} == {
-        h.record.id for h in want if h.decay_score > cutoff
+    last = want[-1].score
+    assert last is not None
+    cutoff = last * (1 + rel) + tol
+    assert {h.record.id for h in got if (h.score or 0.0) > cutoff} == {
+        h.record.id for h in want if (h.score or 0.0) > cutoff
     }
     by_id = {h.record.id: h for h in want}
     for hit in got:

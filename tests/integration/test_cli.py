@@ -192,3 +192,49 @@ async def test_sweep_command_reports_and_dry_run_keeps_rows(db_dsn: str) -> None
     assert "scanned 50, demoted 0, purged 30, kept 20" in real.stdout, real.stdout + real.stderr
     disabled = run_cli("sweep", env={**env, "AMRITA_MEMORY_DECAY__SWEEP_ENABLED": "false"})
     assert "sweep disabled via config" in disabled.stdout
+
+
+async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path: Path) -> None:
+    """Issue 26: 12 partitions, the 10 largest listed, and the line says so."""
+    from tests.support.memory import memory_on
+
+    async with memory_on(db_dsn, tmp_path) as mem:
+        for p in range(12):
+            for i in range(p + 1):
+                await mem.memories.add(
+                    partition_key=f"QQPlatform_Private_{100 + p}", scope="user", content=f"记忆{i}"
+                )
+    env = {
+        "DATABASE_URL": db_dsn,
+        "EMBEDDING_PROCTOL": "hash",
+        "AMRITA_MEMORY_DATA_DIR": str(tmp_path),
+    }
+    result = run_cli("status", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "分布:（最大的 10 个，共 12 个分区" in result.stdout
+    assert "QQPlatform_Private_111: 12" in result.stdout
+    assert "QQPlatform_Private_100:" not in result.stdout
+
+
+async def test_an_old_style_key_is_resolved_and_said(db_dsn: str, tmp_path: Path) -> None:
+    """Issue 26 item 11: `memory list/search user_10004` used to find nothing silently."""
+    from tests.support.memory import memory_on
+
+    async with memory_on(db_dsn, tmp_path, embedding__protocol="hash") as mem:
+        await mem.memories.add(
+            partition_key="QQPlatform_Private_10004", scope="user", content="喜欢下围棋"
+        )
+    env = {
+        "DATABASE_URL": db_dsn,
+        "EMBEDDING_PROCTOL": "hash",
+        "AMRITA_MEMORY_DATA_DIR": str(tmp_path),
+    }
+    listed = run_cli("memory", "list", "user_10004", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "喜欢下围棋" in listed.stdout
+    assert "user_10004 是旧格式的分区键，现为 QQPlatform_Private_10004" in listed.stderr
+    found = run_cli("memory", "search", "user_10004", "围棋", "--mode", "keyword", env=env)
+    assert found.returncode == 0, found.stderr
+    assert "喜欢下围棋" in found.stdout
+    current = run_cli("memory", "list", "QQPlatform_Private_10004", env=env)
+    assert "旧格式" not in current.stderr

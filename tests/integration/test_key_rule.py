@@ -16,14 +16,16 @@ from tests.integration.test_cli_fuzz import invoke
 from tests.integration.test_web_edge import site
 
 ROOT = ToolContext(platform="qq", user_id="99999", roles=frozenset({"superuser"}))
-BAD = ("qq:private:1", "not a key", "<script>", "../../etc", "k" * 100_000, "user_1")
+BAD = ("qq:private:1", "not a key", "<script>", "../../etc", "k" * 100_000)
+#: old-style keys: the rule refuses them, every surface resolves them first (issue 26.11)
+OLD = ("user_1",)
 GOOD = ("global", "QQPlatform_Private_10001", "QQPlatform_Group_1")
 
 
 def test_the_rule() -> None:
     for key in GOOD:
         assert check_partition_key(key) == key
-    for key in BAD:
+    for key in (*BAD, *OLD):
         with pytest.raises(InvalidInput, match="分区键"):
             check_partition_key(key)
     with pytest.raises(InvalidInput, match="是不是指 QQPlatform_Private_1"):
@@ -57,6 +59,24 @@ async def test_every_surface_refuses_the_same_keys(db_dsn: str, tmp_path: Path) 
                 assert isinstance(reply, TextReply) and "分区键" in reply.text, reply
         assert await s.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 0
         assert await s.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.paused_partition") == 0
+        # an old-style key is the partition it is now, on every surface (issue 26 item 11)
+        for key in OLD:
+            outcome = await asyncio.to_thread(
+                invoke, ["--config", str(config), "memory", "add", key, "旧键"]
+            )
+            assert outcome.code == 0, outcome
+            assert f"{key} 是旧格式的分区键，现为 QQPlatform_Private_1" in outcome.output
+            page = await s.client.get("/open", params={"key": key})
+            assert page.status_code == 303
+            assert page.headers["location"].endswith("/p/QQPlatform_Private_1/memories")
+            reply = await command.run(ROOT, f"pause {key}")
+            assert isinstance(reply, TextReply) and "已暂停 QQPlatform_Private_1" in reply.text
+        assert (
+            await s.mem.pool.fetchval(
+                "SELECT count(*) FROM amrita_memory.memory WHERE partition_key = 'QQPlatform_Private_1'"
+            )
+            == 1
+        )
         # and a good key works everywhere
         outcome = await asyncio.to_thread(
             invoke, ["--config", str(config), "memory", "add", "QQPlatform_Group_1", "x"]

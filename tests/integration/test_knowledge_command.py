@@ -74,8 +74,32 @@ async def test_memory_knowledge_commands(db_dsn: str, tmp_path: Path) -> None:
         # anyone suggests
         done = await run(mem, who("5"), "knowledge suggest 新条目 | 一段摘要 | 正文 | 常被问到")
         assert done.startswith("✅ 知识建议 #") and "待处理 1 条" in done
+        # L3 is off here: no promise of a review by the loop (issue 26)
+        assert "等待管理员审查" in done and "后台记忆管家将在" not in done
         assert "用法" in await run(mem, who("5"), "knowledge suggest 只有标题")
         assert (await mem.knowledge.pending_suggestions())[0] == 1
 
         assert await run(mem, root, "knowledge revoke 2") == "✅ 已撤销 2 memory.knowledge"
         assert await run(mem, plain, "knowledge list") == NO_PERMISSION
+
+
+async def test_the_usage_names_every_command_a_caller_may_run(db_dsn: str, tmp_path: Path) -> None:
+    """Issue 26: the help omitted the knowledge, pause/resume, dmn and profile
+    show/revert commands; a superuser sees the ones only they may run."""
+    from amrita_memory_pg.commands.memory_command import (
+        USAGE_DMN,
+        USAGE_KNOWLEDGE,
+        USAGE_PAUSE,
+        USAGE_PROFILE_ADMIN,
+    )
+
+    async with memory_on(db_dsn, tmp_path) as mem:
+        plain = await run(mem, who("2"), "help")
+        root = await run(mem, who("1", roles={"superuser"}), "help")
+        lp_admin = await run(mem, who("3", group="9", roles={"lp.admin"}), "help")
+    for line in USAGE_KNOWLEDGE:
+        assert line in plain and line in root
+    for line in (USAGE_PAUSE, USAGE_DMN, USAGE_PROFILE_ADMIN):
+        assert line not in plain
+        assert line in root and line in lp_admin
+    assert "/memory pause|resume" in root and "/memory dmn" in root and "revert" in root

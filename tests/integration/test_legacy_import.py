@@ -201,13 +201,43 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert (state["penalty"], state["runs"], state["last_summary"]) == (2, 12, "整理了记忆")
             assert state["last_run_end"] == datetime.fromtimestamp(1767398400.0, UTC)
             assert report.counts["state"] == {"inserted": 1}
-            assert "1 knowledge suggestions and 2 run abstracts parsed" in text
+            assert "2 run abstracts parsed" in text
             pending = await mem.pool.fetch("SELECT * FROM amrita_memory.pending_message")
             assert [(p["target_key"], p["content"], p["delivered_at"]) for p in pending] == [
                 ("QQPlatform_Private_10001", "早上好", None)
             ]
-            assert pending[0]["created_at"] == datetime.fromtimestamp(1767398400.0, UTC)
+            # queued at its own ISO time, not the last run's (issue 26 item 0)
+            assert pending[0]["created_at"] == datetime(2026, 1, 2, 21, 30, tzinfo=UTC)
             assert report.counts["pending"] == {"inserted": 1}
+            # the old knowledge suggestions wait in our queue for review (issue 26 item 0)
+            queued = await mem.pool.fetch(
+                "SELECT action, kid, title, summary, body, reason, status, created_at"
+                " FROM amrita_memory.knowledge_suggestion ORDER BY created_at"
+            )
+            assert [tuple(r) for r in queued] == [
+                (
+                    "create",
+                    None,
+                    "猫的品种",
+                    "用户家里的猫",
+                    "一只橘猫，叫大黄",
+                    "聊天里提到了两次",
+                    "pending",
+                    datetime(2026, 1, 2, 20, 0, tzinfo=UTC),
+                ),
+                (
+                    "update",
+                    "a1b2c3d4",
+                    "条目 a1b2c3d4",
+                    "摘要 a1b2c3d4",
+                    "第 0 行\n第 1 行（补充）",
+                    "",
+                    "pending",
+                    datetime(2026, 1, 2, 20, 5, tzinfo=UTC),
+                ),
+            ]
+            assert report.counts["suggestion"] == {"inserted": 2}
+            assert "知识建议（待审队列）: 新增 2" in text
             # knowledge through the knowledge service, summaries embedded
             assert report.counts["knowledge"] == {"inserted": 3}
             rows_kb = await mem.pool.fetch(
@@ -218,8 +248,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             }
             assert {r["embed_fingerprint"] for r in rows_kb} == {mem.embedder.fingerprint}
             assert "import not available in this build" not in text.replace(
-                "knowledge suggestions and 2 run abstracts parsed, import not available in this build",
-                "",
+                "2 run abstracts parsed, import not available in this build", ""
             )
             assert report.config_toml is not None and "half_life_days = 45.0" in report.config_toml
 
@@ -230,12 +259,18 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert await checksum(mem) == after_first
             assert server.embedding_requests == []
             assert again.counts["memory"]["inserted"] == 0
-            assert again.counts["memory"]["present"] == len(expected) + 1
-            assert again.counts["memo"] == {"present": 3}
-            assert again.counts["state"] == {"present": 1}
-            assert again.counts["pending"] == {"present": 1}
-            assert again.counts["profile"] == {"present": 1}
-            assert again.counts["knowledge"] == {"present": 3}
+            # one vocabulary in both modes (issue 26 item 10): identical rows are
+            # "identical", the one that differs is "differs, kept ours"
+            assert again.counts["memory"]["unchanged"] == len(expected)
+            assert again.counts["memory"]["present"] == 1
+            assert again.counts["memo"] == {"unchanged": 2, "present": 1}
+            assert again.counts["state"] == {"unchanged": 1}
+            assert again.counts["pending"] == {"unchanged": 1}
+            assert again.counts["suggestion"] == {"unchanged": 2}
+            assert again.counts["profile"] == {"unchanged": 1}
+            assert again.counts["knowledge"] == {"unchanged": 3}
+            again_text = "\n".join(again.render())
+            assert f"记忆: 已存在且相同 {len(expected)}，已存在且不同，保留本库的 1" in again_text
             assert len(await mem.profiles.history("QQPlatform_Private_10001")) == 1
     # the old installation was read, never written
     assert tree_checksum(old.root) == before_files
@@ -304,6 +339,7 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
             assert second.counts["memory"]["replaced"] == 0
             assert second.counts["memory"]["unchanged"] == first.counts["memory"]["inserted"] + 1
             assert second.counts["memo"] == {"unchanged": 3}
+            assert "记忆: 已存在且相同" in "\n".join(second.render())
             assert first.counts["state"] == {"inserted": 1}
             assert second.counts["state"] == {"unchanged": 1}
             assert second.counts["knowledge"] == {"unchanged": 3}
@@ -404,7 +440,7 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
             command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
         )
         assert resumed.returncode == 0, resumed.stderr
-        assert f"已存在而保留 {killed_at}" in resumed.stdout
+        assert f"已存在且相同 {killed_at}" in resumed.stdout
         # the resumed run embeds only what the killed one had not committed
         resumed_texts = len(_memory_texts(server))
         total = sum(min(count, CAP) for _k, _s, count in PARTITIONS)
@@ -451,6 +487,14 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
     assert "记忆: 新增 3" in result.stdout
     assert "知识库: 新增 3" in result.stdout and "用户画像: 新增 1" in result.stdout
     assert 'target_user_id = "10001"' in result.stdout
+    # the notes above the translated config say what they are (issue 26 item 12)
+    assert (
+        "# subconscious.target_user_id = 10001：旧插件潜意识（L3）的目标用户，"
+        "其画像与 L3 状态归到 QQPlatform_Private_10001 名下"
+    ) in result.stdout
+    assert (
+        "# 旧安装开启了潜意识（L3，subconscious.enabled = true），本插件默认关闭" in result.stdout
+    )
     # every key the settings accept but do not use is marked as such above it
     from amrita_memory_pg.settings import accepted_only, iter_fields
 
@@ -569,6 +613,98 @@ async def test_with_the_chroma_backend_the_index_follows_the_import(
         )
         by_id = {h.record.id: h for h in hits}
         assert len(by_id) == 12 and by_id[target].distance < 1e-6
+
+
+def _bot_env_files(bot: Path, server: StubEmbeddingServer, db_dsn: str) -> None:
+    """A NoneBot bot's .env (ENVIRONMENT=dev) and .env.dev holding the embedding model
+    under the reference's names, as a bot keeps them."""
+    (bot / ".env").write_text(
+        'ENVIRONMENT=dev\nDRIVER=~fastapi\nSUPERUSERS=["123"]\n', encoding="utf-8"
+    )
+    (bot / ".env.dev").write_text(
+        "EMBEDDING_PROCTOL=ollama-embed\n"
+        f"EMBEDDING_MODEL_URL={server.url}\n"
+        f'EMBEDDING_MODEL_NAME="{MODEL}"\n'
+        f"AMRITA_MEMORY_DATABASE__URL={db_dsn}\n"
+        f"AMRITA_MEMORY_DATA_DIR={bot / 'new'}\n"
+        "AMRITA_MEMORY_EMBEDDING__MAX_RETRIES=0\n",
+        encoding="utf-8",
+    )
+
+
+async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_bot_starts(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 26 item 0: run in the bot's folder (given as `.`, item 8), the CLI reads
+    .env and .env.<ENVIRONMENT> as NoneBot does, says which model it embeds with, the
+    report names both models, and the bot's own settings accept the store."""
+    from tests.support.cli import run_cli
+
+    with StubEmbeddingServer(dim=64) as server:
+        bot = tmp_path / "bot"
+        build_old_install(
+            bot,
+            fingerprint="0" * 64,
+            vector_of=lambda t: [0.1] * 8,
+            embed_meta={
+                "embed_protocol": "openai",
+                "embed_model": "text-embedding-3-small",
+                "embed_base_url": "https://api.example.com/v1",
+            },
+            partitions=[("user_10002", "user", 4)],
+        )
+        _bot_env_files(bot, server, db_dsn)
+        # elsewhere, the bot's .env unread: refused, nothing embedded or written
+        away = run_cli(
+            "import-legacy", str(bot), cwd=tmp_path, env={"AMRITA_MEMORY_DATABASE__URL": db_dsn}
+        )
+        assert away.returncode != 0
+        assert f"{bot / '.env'} 存在" in away.stderr and f"cd {bot}" in away.stderr
+        assert not server.embedding_requests
+
+        result = run_cli("import-legacy", ".", cwd=bot)
+        assert result.returncode == 0, result.stderr
+        target = f"ollama-embed / {MODEL} @ {server.url}"
+        assert f"嵌入模型: {target}" in result.stderr
+        assert str(bot / ".env.dev") in result.stderr
+        assert (
+            f"嵌入模型: 旧 openai / text-embedding-3-small @ https://api.example.com/v1 → 新 {target}"
+            in result.stdout
+        )
+        assert "记忆: 新增 4" in result.stdout
+        assert len(_memory_texts(server)) == 4
+        # the import wrote current keys only: status asks for no migrate-keys (item 9)
+        status = run_cli("status", cwd=bot)
+        assert status.returncode == 0, status.stderr
+        assert "分区键版本:  2（最新）" in status.stdout
+
+        # The bot's model (what tests/nonebot/test_plugin_setup.py shows NoneBot resolves
+        # from these files) is the one the store now records: the bot starts.
+        from amrita_memory_pg.domain.fingerprint import fingerprint
+
+        conn = await asyncpg.connect(db_dsn)
+        try:
+            stored = await conn.fetchval("SELECT embed_fingerprint FROM amrita_memory.store_meta")
+        finally:
+            await conn.close()
+        assert stored == fingerprint("ollama-embed", MODEL, server.url)
+
+
+def test_an_old_data_dir_that_is_none_exits_non_zero_naming_the_folder(
+    tmp_path: Path, db_dsn: str
+) -> None:
+    """Issue 26 item 8: a folder with neither the old data nor data/amrita_plugin_memory."""
+    from tests.support.cli import run_cli
+
+    (tmp_path / "somewhere").mkdir()
+    result = run_cli(
+        "import-legacy",
+        str(tmp_path / "somewhere"),
+        env={"AMRITA_MEMORY_DATABASE__URL": db_dsn, "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash"},
+        cwd=tmp_path,
+    )
+    assert result.returncode != 0
+    assert str(tmp_path / "somewhere" / "data" / "amrita_plugin_memory") in result.stderr
 
 
 async def test_a_bad_old_memory_is_reported_and_skipped_by_the_dry_run_and_the_real_run(

@@ -364,6 +364,10 @@ async def test_clear_asks_first_then_takes_a_backup_and_names_it(mem: Memory) ->
     done = await run(mem, ALICE, f"user clear {token}")
     (backup,) = list_backups(mem.store.backups_dir)
     assert f"已清空 👤个人 的 3 条记忆。清空前的备份: {backup.stem}" in done
+    # the restore hint works wherever it is pasted: the whole path (issue 26)
+    hint = done.split("恢复: ", 1)[1].rstrip("）")
+    assert hint == f"amrita-memory backup restore {backup.jsonl_path.resolve()}"
+    assert Path(hint.rsplit(" ", 1)[1]).is_absolute()
     assert backup.counts["memory"] == 4  # the backup holds what was cleared
     assert await mem.memories.count(ALICE.personal_key) == 0
     assert await mem.memories.count(BOB.personal_key) == 1

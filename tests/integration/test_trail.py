@@ -115,7 +115,8 @@ async def test_read_memory_logs_each_hit_with_chat_speaker_redacted_query_and_sc
         "10001",
     )
     assert row["query"] is not None and "sk-abc" not in row["query"] and "***" in row["query"]
-    assert row["score"] == pytest.approx(reply["metadatas"][0][0]["decay_score"], abs=1e-4)
+    # the log keeps the ranking key (issue 26: decay_score is the reference's formula)
+    assert row["score"] == pytest.approx(reply["metadatas"][0][0]["score"], abs=1e-4)
 
     # /memory search logs as the command surface
     await run(mem, ALICE, "user search 猫")
@@ -282,6 +283,13 @@ async def test_a_paused_partition_is_kept_but_not_recalled_injected_or_written_b
     paused = await mem.trail.state(ROOT.personal_key)
     assert paused is not None and paused.paused_by == "person:99999"
     assert await run(mem, ROOT, "resume user") == f"▶ 已恢复 {ROOT.personal_key} 的记忆"
+    # an old-style key is the partition it is now, and the reply names it (issue 26)
+    assert await run(mem, ROOT, "pause user_424242") == (
+        "⏸ 已暂停 QQPlatform_Private_424242 的记忆：保留不删除，但不再注入、不再检索，自动流程不再写入"
+    )
+    assert await mem.trail.state("QQPlatform_Private_424242") is not None
+    assert await mem.trail.state("user_424242") is None
+    await run(mem, ROOT, "resume user_424242")
     await mem.trail.pause(KEY, by="person:99999")
 
     read = await call(mem, "read_memory", {"query": "猫", "scope": "user"}, ALICE)

@@ -9,6 +9,7 @@ from amrita_memory_pg.commands.memory_command import (
     USAGE_CATEGORIES,
     USAGE_EXTRACT,
     USAGE_GLOBAL,
+    USAGE_KNOWLEDGE,
     USAGE_MEMO,
     USAGE_MODES,
     USAGE_PROFILE,
@@ -36,6 +37,7 @@ USAGE_PRIVATE = "\n".join(
         USAGE_CATEGORIES,
         USAGE_MODES,
         USAGE_PROFILE,
+        *USAGE_KNOWLEDGE,
     ]
 )
 USAGE_GROUP = "\n".join(
@@ -49,6 +51,7 @@ USAGE_GROUP = "\n".join(
         USAGE_CATEGORIES,
         USAGE_MODES,
         USAGE_PROFILE,
+        *USAGE_KNOWLEDGE,
     ]
 )
 # the issue-14 lines are there

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nonebug import App
 
+from amrita_memory_pg.domain.decay import SCORE_LEGEND
 from tests.nonebot.console_process import ConsoleBotProcess
 from tests.nonebot.support import console_bot, console_private, qq_bot, qq_group, qq_private
 
@@ -101,6 +102,19 @@ async def test_search_shows_distance_and_decay_score(app: App) -> None:
     )
 
 
+async def test_search_decay_score_is_never_normalised_to_zero(app: App) -> None:
+    """Issue 26 item 1: two fresh memories both score similarity × decay (not the hybrid
+    fusion min-max normalised over the rows, which put the last one at 0.0000); the
+    legend says what the number is."""
+    ctx = await _ctx(app, qq_private("x"))
+    assert ADDED.match(await _run(ctx, "user add 我最喜欢的水果是芒果"))
+    assert ADDED.match(await _run(ctx, "user add 水果店周日不开门"))
+    lines = (await _run(ctx, "user search 水果")).split("\n")
+    assert lines[-1] == SCORE_LEGEND
+    scores = [float(m) for m in re.findall(r"衰减分: (\d+\.\d{4})$", "\n".join(lines[1:-1]), re.M)]
+    assert len(scores) == 2 and all(score > 0.3 for score in scores)
+
+
 async def test_search_takes_a_mode(app: App) -> None:
     """issue 16: ``search mode=keyword|vector|hybrid <关键词>``; keyword mode has no distance."""
     ctx = await _ctx(app, qq_private("x"))
@@ -109,7 +123,7 @@ async def test_search_takes_a_mode(app: App) -> None:
     keyword = await _run(ctx, "user search mode=keyword 2046")
     header, first, *rest = keyword.split("\n")
     assert header == "🔍 👤个人 搜索「2046」结果（距离越小越相似）:"
-    assert "阿杰的新号码尾号 2046" in first and "距离: - |" in first and rest == []
+    assert "阿杰的新号码尾号 2046" in first and "距离: - |" in first and rest == [SCORE_LEGEND]
     vector = await _run(ctx, "user search mode=vector 猫")
     assert re.search(r"距离: \d+\.\d{4}", vector.split("\n")[1])
     refused = await _run(ctx, "user search mode=fuzzy 猫")

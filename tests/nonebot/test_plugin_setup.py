@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -209,6 +210,47 @@ asyncio.run(main())
     result = json.loads(line.removeprefix("STATE "))
     assert result["up"] == {"tools": sorted(REFERENCE_TOOLS), "priorities": [15]}
     assert result["down"] == {"tools": [], "priorities": []}
+
+
+def test_the_cli_reads_a_bots_env_files_as_nonebot_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26 item 0: NoneBot's own Env/Config over .env + .env.<ENVIRONMENT> and the
+    process environment give the plugin the same settings the CLI builds in that folder."""
+    from nonebot.config import Config as NoneBotConfig
+    from nonebot.config import Env
+
+    from amrita_memory_pg.integrations.nonebot.config import settings_from_driver_config
+    from amrita_memory_pg.settings.bot import read_bot_env
+
+    (tmp_path / ".env").write_text(
+        "ENVIRONMENT=dev\nEMBEDDING_PROCTOL=openai\nEMBEDDING_MODEL_NAME=from-base-env\n",
+        encoding="utf-8",
+    )
+    (tmp_path / ".env.dev").write_text(
+        "EMBEDDING_MODEL_NAME=text-embedding-3-small\n"
+        "EMBEDDING_MODEL_URL=http://127.0.0.1:9/v1\n"
+        "amrita_memory_embedding__hash_dim=256\n"
+        "AMRITA_MEMORY_DECAY__HALF_LIFE_DAYS=12.5\n"
+        "AMRITA_MEMORY_PER_SESSION_MEMORY_LIMIT=77\n",
+        encoding="utf-8",
+    )
+    for name in list(os.environ):
+        if name.upper().startswith(("AMRITA_MEMORY_", "EMBEDDING_", "ENVIRONMENT")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("EMBEDDING_MODEL_URL", "http://127.0.0.1:10/v1")  # process wins
+    monkeypatch.chdir(tmp_path)
+    env = Env()
+    nonebot_config = NoneBotConfig(_env_file=(".env", f".env.{env.environment}"))  # type: ignore[call-arg]
+    plugin = settings_from_driver_config(nonebot_config.model_dump(), environ=dict(os.environ))
+    cli = settings_from_driver_config(
+        read_bot_env(tmp_path, os.environ).values, environ=dict(os.environ)
+    )
+    assert plugin.embedding.model_name == "text-embedding-3-small"
+    assert plugin.embedding.model_url == "http://127.0.0.1:10/v1"
+    assert cli.embedding == plugin.embedding
+    assert cli.decay == plugin.decay and cli.decay.half_life_days == 12.5
+    assert cli.per_session_memory_limit == plugin.per_session_memory_limit == 77
 
 
 async def test_the_scheduled_backup_tick_is_registered_only_with_a_schedule(app: App) -> None:

@@ -164,8 +164,28 @@ def build_old_install(
         "last_iter_summary": "整理了记忆",
         "penalty": 2,
         "last_abstracts": ["第一次", "第二次"],
-        "pending_messages": [{"content": "早上好", "timestamp": 1767398400.0}],
-        "knowledge_suggestions": [{"title": "建议", "content": "x"}],
+        # the reference's shapes (§4.10, §8.10): times are ISO strings in UTC
+        "pending_messages": [{"content": "早上好", "timestamp": "2026-01-02T21:30:00+00:00"}],
+        "knowledge_suggestions": [
+            {
+                "action": "create",
+                "title": "猫的品种",
+                "summary": "用户家里的猫",
+                "body": "一只橘猫，叫大黄",
+                "reason": "聊天里提到了两次",
+                "kid": "",
+                "timestamp": "2026-01-02T20:00:00+00:00",
+            },
+            {
+                "action": "update",
+                "title": "条目 a1b2c3d4",
+                "summary": "摘要 a1b2c3d4",
+                "body": "第 0 行\n第 1 行（补充）",
+                "reason": "",
+                "kid": "a1b2c3d4",
+                "timestamp": "2026-01-02T20:05:00+00:00",
+            },
+        ],
     }
     conn.execute(
         "INSERT INTO amrita_plugin_memory_subconscious_state VALUES (?, ?, ?)",

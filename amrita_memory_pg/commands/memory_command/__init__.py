@@ -69,6 +69,7 @@ from amrita_memory_pg.commands.memory_command.parsing import (
 from amrita_memory_pg.commands.memory_command.texts import (
     PROFILE_USAGE,
     USAGE_CATEGORIES,
+    USAGE_DMN,
     USAGE_EXTRACT,
     USAGE_GLOBAL,
     USAGE_GROUP,
@@ -77,6 +78,7 @@ from amrita_memory_pg.commands.memory_command.texts import (
     USAGE_MODES,
     USAGE_PAUSE,
     USAGE_PROFILE,
+    USAGE_PROFILE_ADMIN,
     USAGE_USER,
     usage,
 )
@@ -95,6 +97,7 @@ __all__ = [
     "PROFILE_USAGE",
     "SEARCH_TOP_K",
     "USAGE_CATEGORIES",
+    "USAGE_DMN",
     "USAGE_EXTRACT",
     "USAGE_GLOBAL",
     "USAGE_GROUP",
@@ -103,6 +106,7 @@ __all__ = [
     "USAGE_MODES",
     "USAGE_PAUSE",
     "USAGE_PROFILE",
+    "USAGE_PROFILE_ADMIN",
     "USAGE_USER",
     "CycleRun",
     "DmnTrigger",

@@ -23,13 +23,14 @@ from amrita_memory_pg.commands.memory_command.memories import (
 from amrita_memory_pg.commands.memory_command.parsing import Parsed, parse_command, refusal
 from amrita_memory_pg.commands.memory_command.pause import pause_or_resume
 from amrita_memory_pg.commands.memory_command.profile import profile
-from amrita_memory_pg.commands.memory_command.texts import usage
+from amrita_memory_pg.commands.memory_command.texts import ADMIN_ROLES, usage
 from amrita_memory_pg.domain.keys import GLOBAL_KEY
 from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.tools.context import ToolContext
 
-#: roles that may run the hidden ``dmn`` option (SUPERUSERS, or LitePerm's lp.admin)
-DMN_ADMIN_ROLES = frozenset({"superuser", "lp.admin"})
+#: roles that may run the ``dmn`` option (SUPERUSERS, or LitePerm's lp.admin); the
+#: usage shows them its line
+DMN_ADMIN_ROLES = ADMIN_ROLES
 
 
 class MemoryCommand(Services):

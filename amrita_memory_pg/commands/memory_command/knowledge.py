@@ -178,7 +178,13 @@ async def _suggest(kb: KnowledgeService, author: str, suggestion: Suggestion) ->
         body=suggestion.body,
         reason=suggestion.reason,
     )
-    return f"✅ 知识建议 #{sid} 已提交，后台记忆管家将在下一轮推理中审查（待处理 {pending} 条）"
+    if kb.settings.subconscious.enabled:
+        return f"✅ 知识建议 #{sid} 已提交，后台记忆管家将在下一轮推理中审查（待处理 {pending} 条）"
+    # No loop runs to review it: say who does instead of promising a review (issue 26).
+    return (
+        f"✅ 知识建议 #{sid} 已提交，等待管理员审查（待处理 {pending} 条；"
+        "后台记忆管家未开启，不会自动处理）"
+    )
 
 
 async def _grant(kb: KnowledgeService, user: str, node: str, by: str) -> str:

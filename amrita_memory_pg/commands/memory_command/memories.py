@@ -18,6 +18,7 @@ from amrita_memory_pg.commands.memory_command.parsing import (
     parse_options,
     search_mode,
 )
+from amrita_memory_pg.domain.decay import SCORE_LEGEND
 from amrita_memory_pg.domain.importance import MEDIUM
 from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, MemoryRecord, SearchMode
 from amrita_memory_pg.domain.trail import Recall
@@ -146,6 +147,7 @@ async def _search(
         + f" | 衰减分: {hit.decay_score:.4f}"
         for hit in hits
     )
+    lines.append(SCORE_LEGEND)
     return "\n".join(lines)
 
 

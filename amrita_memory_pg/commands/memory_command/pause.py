@@ -8,7 +8,7 @@ from functools import partial
 
 from amrita_memory_pg.commands.memory_command.base import Services, Step
 from amrita_memory_pg.commands.memory_command.texts import USAGE_PAUSE
-from amrita_memory_pg.domain.keys import GLOBAL_KEY, check_partition_key
+from amrita_memory_pg.domain.keys import GLOBAL_KEY, check_partition_key, legacy_key_now
 from amrita_memory_pg.domain.validation import InvalidInput
 from amrita_memory_pg.services.trail import TrailService
 from amrita_memory_pg.tools.context import ToolContext
@@ -27,6 +27,7 @@ def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -
         "group": ctx.group_key,
         "global": GLOBAL_KEY,
     }.get(target, target)
+    key = (key and legacy_key_now(key)) or key  # user_1 is QQPlatform_Private_1 now (issue 26)
     if not key or any(ch.isspace() for ch in key):
         return "用法: " + USAGE_PAUSE
     try:  # the one key rule of every surface (domain/keys.py)

@@ -24,10 +24,16 @@ USAGE_CATEGORIES = "类别: preference(偏好) / rule(规则) / event(事件) / 
 USAGE_MODES = (
     "检索方式: … search mode=hybrid|vector|keyword <关键词>（默认见 [retrieval] default_mode）"
 )
-#: a superuser option, not in the usage (like ``dmn``): the README documents it
+#: superuser options: in the usage a superuser sees (issue 26: the help omitted them)
 USAGE_PAUSE = "/memory pause|resume [user|group|global|分区键] — 暂停/恢复某作用域的记忆（仅超级用户；默认本会话）"
 USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
 USAGE_PROFILE = "/memory profile [history]   — 查看自己的用户画像 / 修改历史"
+USAGE_PROFILE_ADMIN = (
+    "/memory profile show|history <用户> / revert [用户] <版本> — 他人画像、恢复版本（仅超级用户）"
+)
+USAGE_DMN = "/memory dmn [dry]           — 立即跑一轮潜意识整理（L3；仅超级用户 / lp.admin）"
+#: roles that see the superuser lines (the dispatcher lets them run ``dmn``)
+ADMIN_ROLES = frozenset({"superuser", "lp.admin"})
 PROFILE_USAGE = (
     "用法:\n"
     "/memory profile                    — 查看自己的用户画像\n"
@@ -46,10 +52,14 @@ USAGE_KNOWLEDGE = (
 
 
 def usage(ctx: ToolContext) -> str:
-    """The usage hint: the user scope, the group scope in a group chat, then the memo."""
+    """The usage hint: the user scope, the group scope in a group chat, the memo, the
+    profile and the knowledge base; a superuser also sees what only they may run."""
     lines = ["用法:", *USAGE_USER]
     if ctx.in_group:
         lines.extend(USAGE_GROUP)
     lines.extend((USAGE_GLOBAL, USAGE_EXTRACT, USAGE_MEMO, USAGE_CATEGORIES, USAGE_MODES))
     lines.append(USAGE_PROFILE)
+    lines.extend(USAGE_KNOWLEDGE)
+    if ctx.roles & ADMIN_ROLES:
+        lines.extend((USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_DMN))
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
     ProtectedMemory,
 )
-from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, legacy_key_now, scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORIES,
     CATEGORY_NAMES,
@@ -139,6 +139,9 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
     try:
         key = partition(request, key)
     except BadKey:
+        now = legacy_key_now(key[:MAX_KEY_CHARS])
+        if now is not None:  # an old-style key in the URL: the partition it is now (issue 26)
+            return kit.redirect(request, f"/p/{kit.quoted(now)}/memories", **request.query_params)
         return _bad_key(request, key)
     t = kit.translator_for(request)
     settings = kit.state(request).settings
@@ -210,8 +213,15 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
     )
 
 
-async def read_memory_form(request: Request) -> tuple[MemoryForm, MemoryInput | None, list[str]]:
-    """The add/edit form: (what was typed, the clean values or None, the errors)."""
+async def read_memory_form(
+    request: Request, stored: str | None = None
+) -> tuple[MemoryForm, MemoryInput | None, list[str]]:
+    """The add/edit form: (what was typed, the clean values or None, the errors).
+
+    ``stored``: the edited memory's text. Sent back unchanged it is kept as it is, even
+    over the cap: an imported 4,500-character memory stays editable (importance, tags,
+    category) instead of refusing every save (issue 26 item 0).
+    """
     form = await request.form()
     typed = MemoryForm(
         content=kit.form_text(form, "content"),
@@ -219,7 +229,13 @@ async def read_memory_form(request: Request) -> tuple[MemoryForm, MemoryInput | 
         importance=kit.form_text(form, "importance").strip(),
         tags=kit.form_text(form, "tags"),
     )
-    values, errors = kit.parse_form(request, MemoryInput, asdict(typed), MEMORY_MESSAGES)
+    fields = asdict(typed)
+    kept = stored is not None and typed.content.replace("\r\n", "\n").strip() == stored.strip()
+    if kept:
+        fields["content"] = "kept"  # stands in for the stored text, checked when written
+    values, errors = kit.parse_form(request, MemoryInput, fields, MEMORY_MESSAGES)
+    if kept and values is not None and stored is not None:
+        values = values.model_copy(update={"content": stored})
     return typed, values, errors
 
 
@@ -338,7 +354,7 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
     t = kit.translator_for(request)
-    typed, values, errors = await read_memory_form(request)
+    typed, values, errors = await read_memory_form(request, stored=record.content)
     if values is None:
         return _form_page(request, key, typed, errors, record=record, status_code=400)
     mem = kit.memory(request)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, check_partition_key
+from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, check_partition_key, legacy_key_now
 from amrita_memory_pg.domain.validation import InvalidInput
 from amrita_memory_pg.web import kit
 
@@ -54,6 +54,8 @@ async def partitions(request: Request, _user: kit.Admin) -> Response:
 async def open_partition(request: Request, _user: kit.Admin) -> Response:
     """The "open partition" box: a valid key goes to its memories, else an inline error."""
     key = request.query_params.get("key", "").strip()
+    # an old-style key (user_10004) opens the partition it is now (issue 26 item 11)
+    key = legacy_key_now(key[:MAX_KEY_CHARS]) or key
     if valid_key(key):
         return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")
     t = kit.translator_for(request)
