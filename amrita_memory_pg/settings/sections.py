@@ -445,6 +445,17 @@ class WebSettings(Section):
         description="Failed logins allowed per client address per minute; more get HTTP 429.",
     )
     page_size: int = Field(50, ge=5, le=500, description="Memories per page in the memory list.")
+    timezone: str = Field(
+        "Asia/Shanghai", description="Time zone the page shows times in (named next to them)."
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        from amrita_memory_pg.domain.backup_schedule import zone
+
+        zone(value)
+        return value
 
     @field_validator("path")
     @classmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -196,6 +196,16 @@ class AdminStore:
         rows = await self.read_pool.fetch(query("admin_partition_page"), limit, offset, contains)
         usage = [PartitionUsage(**{k: r[k] for k in PartitionUsage.__slots__}) for r in rows]
         return usage, int(rows[0]["total"]) if rows else 0
+
+    async def overview_counts(self) -> list[tuple[str, str, int]]:
+        """Memories by scope, category and source across partitions: (dimension, value, n)."""
+        rows = await self.read_pool.fetch(query("admin_overview_counts"))
+        return [(str(r["dimension"]), str(r["value"]), int(r["n"])) for r in rows]
+
+    async def overview_daily(self, since: datetime, tz: str) -> list[tuple[date, int, int, int]]:
+        """Per day in ``tz`` since ``since``: (day, memories written, recalls, L3 tokens)."""
+        rows = await self.read_pool.fetch(query("admin_overview_daily"), since, tz)
+        return [(r["day"], int(r["written"]), int(r["recalls"]), int(r["tokens"])) for r in rows]
 
     async def memory_page(
         self, partition_key: str, where: MemoryQuery, *, limit: int, offset: int = 0

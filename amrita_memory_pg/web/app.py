@@ -26,7 +26,7 @@ from amrita_memory_pg.domain.errors import ConfigError, NotReady
 from amrita_memory_pg.service import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.admin import AdminStore
-from amrita_memory_pg.web import kit
+from amrita_memory_pg.web import kit, texts
 from amrita_memory_pg.web.i18n import LANG_COOKIE, LANGS, pick_lang, translator
 from amrita_memory_pg.web.pages import PAGES, PLANNED
 from amrita_memory_pg.web.security import (
@@ -82,6 +82,8 @@ def _templates() -> jinja2.Environment:
     )
     # the audit detail shows Chinese as written, not as \uXXXX escapes
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
+    env.globals["profile_operation"] = texts.profile_operation
+    env.globals["profile_actor"] = texts.profile_actor
     return env
 
 

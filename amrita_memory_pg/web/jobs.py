@@ -25,6 +25,7 @@ runs again.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -383,6 +384,26 @@ class JobRunner:
 # ---------------------------------------------------------------------------- operations
 
 
+def result_line(key: str, **values: int | str) -> str:
+    """A job's result as data (an i18n key and its values, JSON): the row is read by
+    every process's page, each showing it in its reader's language (issue 26)."""
+    return json.dumps({"key": key, "values": values}, ensure_ascii=False)
+
+
+def result_text(result: str | None, t: Callable[..., str]) -> str:
+    """The result line in ``t``'s language; a plain-text result (older rows, the
+    backup's file name) is shown as it is."""
+    if not result:
+        return ""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return result
+    if not isinstance(data, dict) or not isinstance(data.get("key"), str):
+        return result
+    return t(data["key"], **dict(data.get("values") or {}))
+
+
 def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operation]:
     """Backup, sweep and re-embed on the memory's store, as the CLI runs them.
 
@@ -418,9 +439,12 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
             progress=lambda scanned: job.update(done=scanned, total=max(total, scanned))
         )
         job.update(done=max(job.done, report.scanned))
-        return (
-            f"scanned {report.scanned}, demoted {report.demoted}, purged {report.purged}, "
-            f"kept {report.kept}"
+        return result_line(
+            "job.result.sweep",
+            scanned=report.scanned,
+            demoted=report.demoted,
+            purged=report.purged,
+            kept=report.kept,
         )
 
     async def reembed(job: Job) -> str:
@@ -432,9 +456,13 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
             progress=lambda done, total: job.update("embed", done, total),
         )
         job.update("done", report.embedded, max(job.total, report.embedded))
-        return (
-            f"re-embedded {report.embedded + report.resumed} rows ({report.resumed} resumed): "
-            f"{report.memories} memories, {report.knowledge} knowledge entries, dimension {report.dim}"
+        return result_line(
+            "job.result.reembed",
+            rows=report.embedded + report.resumed,
+            resumed=report.resumed,
+            memories=report.memories,
+            knowledge=report.knowledge,
+            dim=report.dim if report.dim is not None else "?",
         )
 
     return {"backup": backup, "sweep": sweep, "reembed": reembed}

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 from urllib.parse import quote, urlencode
+from zoneinfo import ZoneInfo
 
 import jinja2
 from fastapi import Depends, Request
@@ -270,6 +271,12 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     def link(path: str, **query: Any) -> str:
         return url(request, path, **query)
 
+    tz = ZoneInfo(admin.settings.web.timezone)
+
+    def when(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+        """A stored (UTC) time in the configured zone; the page names the zone."""
+        return moment.astimezone(tz).strftime(fmt) if moment else ""
+
     def csrf_field() -> Markup:
         return Markup(f'<input type="hidden" name="csrf" value="{escape(current.csrf)}">')
 
@@ -282,6 +289,8 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         "user": user,
         "csrf": current.csrf,
         "csrf_field": csrf_field,
+        "when": when,
+        "zone": admin.settings.web.timezone,
         "nav": [n for n in admin.nav if user is not None and (user.superuser or not n.superuser)],
         "planned": admin.planned if user is not None else [],
         "current_path": request.url.path,

@@ -96,3 +96,41 @@ INSERT INTO amrita_memory.web_login_failure (client, at) VALUES ($1, $2);
 SELECT count(*)::integer AS failures, min(at) AS oldest
   FROM amrita_memory.web_login_failure
  WHERE client = $1 AND at > $2;
+
+-- name: admin_overview_counts
+-- Memories counted by scope, by category (NULL shown as '') and by source, across every
+-- partition: one row per (dimension, value).
+SELECT 'scope' AS dimension, scope AS value, count(*)::integer AS n
+  FROM amrita_memory.memory GROUP BY scope
+UNION ALL
+SELECT 'category', coalesce(category, ''), count(*)::integer
+  FROM amrita_memory.memory GROUP BY category
+UNION ALL
+SELECT 'source', source, count(*)::integer
+  FROM amrita_memory.memory GROUP BY source
+ORDER BY 1, 3 DESC, 2;
+
+-- name: admin_overview_daily
+-- Per day in time zone $2 from $1 on: memories written (created), recalls logged and L3
+-- tokens (prompt + completion), each day once even when nothing happened.
+WITH days AS (
+    SELECT generate_series(($1::timestamptz AT TIME ZONE $2)::date,
+                           (now() AT TIME ZONE $2)::date, interval '1 day')::date AS day
+), written AS (
+    SELECT (created_at AT TIME ZONE $2)::date AS day, count(*)::integer AS n
+      FROM amrita_memory.memory WHERE created_at >= $1 GROUP BY 1
+), recalls AS (
+    SELECT (at AT TIME ZONE $2)::date AS day, count(*)::integer AS n
+      FROM amrita_memory.memory_access WHERE at >= $1 GROUP BY 1
+), tokens AS (
+    SELECT (created_at AT TIME ZONE $2)::date AS day,
+           sum(prompt_tokens + completion_tokens)::bigint AS n
+      FROM amrita_memory.token_usage WHERE created_at >= $1 GROUP BY 1
+)
+SELECT d.day, coalesce(w.n, 0) AS written, coalesce(r.n, 0) AS recalls,
+       coalesce(t.n, 0)::bigint AS tokens
+  FROM days d
+  LEFT JOIN written w USING (day)
+  LEFT JOIN recalls r USING (day)
+  LEFT JOIN tokens t USING (day)
+ ORDER BY d.day;

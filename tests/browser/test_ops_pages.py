@@ -270,15 +270,21 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     page.context.clear_cookies()
     log_in(page, server.url, password=SUPER_PASSWORD, name="root")
     page.goto(f"{server.url}/status")
-    assert "not run yet" in page.locator("#status-sweep").inner_text()
+    assert "尚未运行" in page.locator("#status-sweep").inner_text()
     screenshot(page, "ops-status")
     page.click("#job-sweep")
+    page.wait_for_load_state()
+    # issue 26 item 5: asked first, with what it costs; nothing has started yet
+    assert f"全部 {OLD_ROWS} 条记忆" in page.locator("#job-cost").inner_text()
+    assert server.sql("SELECT count(*) AS n FROM amrita_memory.job")[0]["n"] == 0
+    page.click("#confirm")
     page.wait_for_load_state()
     assert "/status/jobs/" in page.url
     page.wait_for_selector("#job[data-state='done']", timeout=15_000)
     assert page.locator("#job-count").inner_text() == f"{OLD_ROWS}/{OLD_ROWS}"
     assert page.locator("#job-percent").inner_text() == "(100%)"
-    assert f"purged {OLD_ROWS}" in page.locator("#job-result").inner_text()
+    assert f"清除 {OLD_ROWS} 条" in page.locator("#job-result").inner_text()
+    assert page.locator("#job-phase").inner_text() == "完成"
     assert page.locator("#job-bar").get_attribute("value") == str(OLD_ROWS)
     screenshot(page, "ops-job")
     assert server.sql("SELECT count(*) AS n FROM amrita_memory.memory")[0]["n"] == 0
@@ -288,7 +294,7 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     assert end["target_id"] == audit["target_id"] and end["ok"] is True
     assert f"purged {OLD_ROWS}" in end["detail"]
     page.goto(f"{server.url}/status")
-    assert "1 full passes" in page.locator("#status-sweep").inner_text()
+    assert "已完成完整轮次：1" in page.locator("#status-sweep").inner_text()
     assert page.locator("#jobs tbody tr").count() == 1
     # issue 23: the job is a row any process's page reads, naming the process that ran it
     (row,) = server.sql("SELECT id, state, owner, started_by FROM amrita_memory.job")
@@ -319,13 +325,18 @@ def test_a_reembed_job_shows_its_progress_while_it_runs(
     try:
         page.click("#job-reembed")
         page.wait_for_load_state()
+        assert "42 行" in page.locator("#job-cost").inner_text()  # asked first (issue 26)
+        assert "nomic-embed-text" in page.locator("#job-model").inner_text()
+        assert "本机" in page.locator("#job-remote").inner_text()  # the stub is on loopback
+        page.click("#confirm")
+        page.wait_for_load_state()
         assert page.locator("#job").get_attribute("data-state") == "running"
         page.wait_for_selector("#job[data-state='done']", timeout=20_000)
     finally:
         stub_embedder.delay_seconds = 0.0
     assert page.locator("#job-count").inner_text() == "42/42"  # updated by the script
     assert page.locator("#job-state").inner_text() == "完成"
-    assert "re-embedded 42 rows" in page.locator("#job-result").inner_text()
+    assert "重新嵌入 42 行" in page.locator("#job-result").inner_text()
     screenshot(page, "ops-job-reembed")
     left = server.sql(
         "SELECT count(*) AS n FROM amrita_memory.memory WHERE embed_fingerprint = 'old'"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from amrita_memory_pg.domain.errors import JobRefused
-from amrita_memory_pg.web.jobs import Job, JobRunner, memory_operations
+from amrita_memory_pg.web.i18n import translator
+from amrita_memory_pg.web.jobs import Job, JobRunner, memory_operations, result_text
 from tests.support.data import bulk_insert
 from tests.support.memory import memory_on
 
@@ -40,7 +41,8 @@ async def test_sweep_job_runs_to_completion_with_progress_and_a_second_is_refuse
         seen = await _watch(runner, job)
         assert job.state == "done", job.error
         assert (job.done, job.total, job.percent) == (250, 250, 100)
-        assert "scanned 250" in (job.result or "") and "purged 250" in (job.result or "")
+        text = result_text(job.result, translator("en"))  # stored as data, read per language
+        assert "scanned 250" in text and "purged 250" in text
         # progress moved batch by batch, never past the total
         partial = [done for phase, done, total in seen if phase == "sweep" and 0 < done < total]
         assert partial, seen
@@ -67,7 +69,7 @@ async def test_reembed_job_switches_the_model_with_progress_and_takes_a_backup(
         seen = await _watch(runner, job)
         assert job.state == "done", job.error
         assert job.done == job.total == 45
-        assert "re-embedded 45 rows" in (job.result or "")
+        assert "rows re-embedded: 45" in result_text(job.result, translator("en"))
         phases = [phase for phase, _d, _t in seen]
         assert phases.index("backup") < phases.index("embed")
         assert any(phase == "embed" and 0 < done < total for phase, done, total in seen), seen

@@ -16,6 +16,7 @@ from amrita_memory_pg.web.pages import (
     l3,
     memories,
     memos,
+    overview,
     partitions,
     profiles,
     status,
@@ -24,6 +25,7 @@ from amrita_memory_pg.web.pages import (
 
 PAGES: list[ModuleType] = [
     partitions,
+    overview,
     memories,
     memos,
     knowledge,

@@ -209,6 +209,7 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
         sorts=MEMORY_SORTS,
         top_k=SEARCH_TOP_K,
         done=done_text,
+        paused=await mem.trail.is_paused(key),
     )
 
 

@@ -35,10 +35,12 @@ async def partitions(request: Request, _user: kit.Admin) -> Response:
         limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, contains=contains
     )
     cap = kit.state(request).settings.per_session_memory_limit
+    paused = await kit.memory(request).trail.paused_among([r.partition_key for r in rows])
     return kit.render(
         request,
         "partitions.html",
         rows=rows,
+        paused=paused,
         total=total,
         page=page,
         pages=max(1, -(-total // PAGE_SIZE)),

@@ -11,15 +11,21 @@ which process runs each, and can cancel it; a job whose process died shows as lo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from amrita_memory_pg.domain.errors import JobRefused
+from amrita_memory_pg.domain.fingerprint import IN_PROCESS, describe
 from amrita_memory_pg.domain.redact import redact
-from amrita_memory_pg.maintenance.status import describe_sweep
+from amrita_memory_pg.maintenance.backup import store_counts
+from amrita_memory_pg.maintenance.status import SweepCursor
 from amrita_memory_pg.storage.admin import AdminStore
 from amrita_memory_pg.web import kit, opsview
-from amrita_memory_pg.web.jobs import JOB_KINDS, Job, JobRunner, memory_operations
+from amrita_memory_pg.web.i18n import EN, STRINGS, translator
+from amrita_memory_pg.web.jobs import JOB_KINDS, Job, JobRunner, memory_operations, result_text
 
 router = APIRouter()
 NAV = [kit.NavItem("status", "/status", "nav.status")]
@@ -46,7 +52,10 @@ def runner(request: Request) -> JobRunner:
                 action=f"job.{job.kind}.end",
                 partition_key=None,
                 target_id=job.id,
-                detail={"result": clean(job.result or ""), "error": clean(job.error or "")},
+                detail={
+                    "result": clean(result_text(job.result, translator("en"))),
+                    "error": clean(job.error or ""),
+                },
                 ok=job.state == "done",
                 at=job.finished_at or job.started_at,
             )
@@ -56,6 +65,25 @@ def runner(request: Request) -> JobRunner:
     return found
 
 
+def phase_label(phase: str, lang: str) -> str:
+    """A job phase in the reader's language (an unknown one as it is)."""
+    return STRINGS.get(lang, EN).get(f"job.phase.{phase}", phase)
+
+
+def describe_sweep(sweep: SweepCursor, t: Callable[..., str]) -> str:
+    """The sweep cursor in the reader's language (the CLI keeps its English line)."""
+    if not sweep.cursor_id and sweep.passes == 0:
+        return t("status.sweep_never")
+    return t(
+        "status.sweep_cursor",
+        where=t("status.sweep_after", id=sweep.cursor_id)
+        if sweep.cursor_id
+        else t("status.sweep_start"),
+        passes=sweep.passes,
+        at=f"{sweep.updated_at:%Y-%m-%d %H:%M} UTC",
+    )
+
+
 async def _status(request: Request, *, errors: list[str], status_code: int = 200) -> Response:
     report = await opsview.status_report(kit.memory(request))
     return kit.render(
@@ -63,7 +91,7 @@ async def _status(request: Request, *, errors: list[str], status_code: int = 200
         "status.html",
         status_code=status_code,
         report=report,
-        sweep=describe_sweep(report.sweep) if report.sweep else None,
+        sweep=describe_sweep(report.sweep, kit.translator_for(request)) if report.sweep else None,
         jobs=await runner(request).fleet_jobs(),
         kinds=JOB_KINDS,
         errors=errors,
@@ -75,6 +103,49 @@ async def status(request: Request, _user: kit.Admin) -> Response:
     return await _status(request, errors=[])
 
 
+#: the jobs that cost something (time, deleted rows, embedding calls): asked first
+CONFIRMED = ("sweep", "reembed")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def is_remote(protocol: str | None, url: str | None) -> bool:
+    """Whether embedding calls leave this machine (a hosted API may bill each one): a
+    URL on another host; an in-process model or a loopback server is local."""
+    if protocol in IN_PROCESS or not url:
+        return False
+    return (urlsplit(url).hostname or "") not in LOOPBACK
+
+
+async def _confirm(request: Request, kind: str) -> Response:
+    """What the job will cost, asked before it starts (issue 26 item 5): the rows it
+    reads, the model, and whether each row is a call to a remote (possibly paid) API."""
+    mem = kit.memory(request)
+    counts = await store_counts(mem.pool)
+    embedding = mem.settings.embedding
+    url = embedding.model_url or ""
+    rows = counts["memory"] + (counts["knowledge"] if kind == "reembed" else 0)
+    return kit.render(
+        request,
+        "confirm_job.html",
+        kind=kind,
+        rows=rows,
+        memories=counts["memory"],
+        knowledge=counts["knowledge"],
+        model=describe(embedding.protocol, embedding.model_name, url or None),
+        remote=is_remote(embedding.protocol, url),
+    )
+
+
+@router.get("/status/jobs/{kind}/confirm")
+async def confirm_job(request: Request, kind: str, _user: kit.Superuser) -> Response:
+    t = kit.translator_for(request)
+    if kind not in CONFIRMED:
+        return kit.render(
+            request, "error.html", status_code=404, message=t("error.not_found", what=kind)
+        )
+    return await _confirm(request, kind)
+
+
 @router.post("/status/jobs/{kind}")
 async def start_job(request: Request, kind: str, user: kit.SuperuserWrite) -> Response:
     t = kit.translator_for(request)
@@ -82,6 +153,8 @@ async def start_job(request: Request, kind: str, user: kit.SuperuserWrite) -> Re
         return kit.render(
             request, "error.html", status_code=404, message=t("error.not_found", what=kind)
         )
+    if kind in CONFIRMED and kit.form_text(await request.form(), "confirm") != "yes":
+        return await _confirm(request, kind)  # not confirmed: ask, start nothing
     try:
         job = await runner(request).start(kind, by=user.name)
     except JobRefused as exc:
@@ -95,7 +168,12 @@ async def job_json(request: Request, job_id: str, _user: kit.Admin) -> Response:
     job = await runner(request).fetch(job_id)
     if job is None:
         return JSONResponse({"status": "error", "message": f"no job {job_id}"}, status_code=404)
-    return JSONResponse(job.as_dict())
+    lang = request.state.lang
+    labels = {
+        "phase_label": phase_label(job.phase, lang),
+        "result_label": result_text(job.result, translator(lang)),
+    }
+    return JSONResponse(job.as_dict() | labels)
 
 
 @router.get("/status/jobs/{job_id}")
@@ -106,7 +184,14 @@ async def job_page(request: Request, job_id: str, _user: kit.Admin) -> Response:
         return kit.render(
             request, "error.html", status_code=404, message=t("error.not_found", what=job_id)
         )
-    return kit.render(request, "job.html", job=job)
+    lang = request.state.lang
+    return kit.render(
+        request,
+        "job.html",
+        job=job,
+        phase=phase_label(job.phase, lang),
+        result=result_text(job.result, translator(lang)),
+    )
 
 
 @router.post("/status/jobs/{job_id}/cancel")

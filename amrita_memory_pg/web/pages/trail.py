@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.domain.records import SearchHit
 from amrita_memory_pg.domain.validation import (
     MAX_ID_CHARS,
     MAX_NOTE_CHARS,
@@ -145,6 +147,10 @@ async def resume(request: Request, key: str, user: kit.SuperuserWrite) -> Respon
     return _back(request, next_path, key, "resumed" if done else "not_paused")
 
 
+#: read_memory's default top_k (tools/memory.py ReadMemoryArgs)
+READ_TOP_K = 5
+
+
 @router.get("/inspector")
 async def inspector(request: Request, _user: kit.Admin) -> Response:
     t = kit.translator_for(request)
@@ -154,6 +160,7 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
     message = params.get("message", "")
     errors: list[str] = []
     seen = None
+    found: list[SearchHit] | None = None
     if chat:
         if not valid_key(chat):
             errors.append(t("error.bad_key", key=chat))
@@ -164,9 +171,15 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
         except InvalidInput as exc:
             errors.append(t("inspector.bad_message", reason=exc.reason))
         if not errors:
-            seen = await kit.memory(request).inspect(
-                chat, user_id=speaker or None, message=message or None
-            )
+            mem = kit.memory(request)
+            seen = await mem.inspect(chat, user_id=speaker or None, message=message or None)
+            if message.strip():
+                # what the chat model's read_memory tool finds for this message (its
+                # default top_k; no recall is logged: looking is not recalling)
+                try:
+                    found = await mem.memories.search(chat, message, top_k=READ_TOP_K)
+                except AmritaMemoryError as exc:
+                    errors.append(t("refused.failed", reason=kit.clean(request, str(exc))))
     return kit.render(
         request,
         "inspector.html",
@@ -176,4 +189,5 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
         message=message[:MAX_NOTE_CHARS],
         errors=errors,
         seen=seen,
+        found=found,
     )

@@ -29,10 +29,10 @@ document.addEventListener("DOMContentLoaded", () => {
     const state = $("job-state");
     const key = "stateLabel" + job.state.charAt(0).toUpperCase() + job.state.slice(1);
     state.textContent = state.dataset[key] || job.state;
-    $("job-phase").textContent = job.phase;
+    $("job-phase").textContent = job.phase_label || job.phase;
     $("job-count").textContent = job.done + "/" + job.total;
     $("job-percent").textContent = job.percent === null ? "" : "(" + job.percent + "%)";
-    show($("job-result"), job.result);
+    show($("job-result"), job.result_label || job.result);
     show($("job-error"), job.error);
     box.dataset.state = job.state;
     if (job.state === "running") window.setTimeout(tick, 400);
