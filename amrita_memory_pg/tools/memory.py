@@ -514,4 +514,10 @@ def register_memory_tools(
             read_only=True,
         )
     )
+    # Monstrum's names, so a Monstrum-style prompt works unchanged: memory_write writes,
+    # or updates the memory its `id` names; memory_delete deletes.
+    registry.route(
+        "memory_write", lambda args: "update_memory" if args.get("id") else "write_memory"
+    )
+    registry.alias("memory_delete", "delete_memory")
     return tools

@@ -139,6 +139,9 @@ class ToolRegistry:
         self.compact = audience == "consolidation"
         #: other names a tool is called by: accepted by :meth:`call`, never in the schemas
         self._aliases: dict[str, str] = {}
+        #: names that pick their tool from the call's arguments (Monstrum's memory_write:
+        #: a write, or an update when it names an id); accepted, never in the schemas
+        self._routes: dict[str, Callable[[Mapping[str, Any]], str]] = {}
         #: run first for every call of a cycle with its target (the loop's pause check:
         #: raises :class:`MemoryPaused`); tools in :attr:`ungated` skip it
         self.gate: Callable[[str], Awaitable[None]] | None = None
@@ -159,6 +162,12 @@ class ToolRegistry:
         if alias in self._tools or alias in self._aliases:
             raise ValueError(f"tool {alias} registered twice for {self.audience}")
         self._aliases[alias] = name
+
+    def route(self, name: str, choose: Callable[[Mapping[str, Any]], str]) -> None:
+        """Accept ``name`` as a call of the tool ``choose(arguments)`` names."""
+        if name in self._tools or name in self._aliases or name in self._routes:
+            raise ValueError(f"tool {name} registered twice for {self.audience}")
+        self._routes[name] = choose
 
     def aliases(self) -> dict[str, str]:
         return dict(self._aliases)
@@ -198,6 +207,12 @@ class ToolRegistry:
         self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
     ) -> str:
         """Run a tool and return its JSON reply; never raises."""
+        if isinstance(name, str) and name in self._routes:
+            try:
+                arguments = _arguments(name, arguments)
+            except ToolError as exc:
+                return error_reply(exc.message, compact=self.compact, **exc.extra)
+            name = self._routes[name](arguments)
         tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self._tools) or "（无）"
