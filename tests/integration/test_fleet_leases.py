@@ -310,3 +310,30 @@ async def test_cli_backup_and_sweep_refuse_while_another_process_holds_their_lea
         assert swept.stdout.startswith("scanned 0")
     finally:
         await pool.close()
+
+
+async def test_a_second_reindex_says_who_holds_the_re_embed_and_embeds_nothing(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """Issue 27 item 8: two `reindex` runs at once no longer fight; the second names the
+    holder, exits 2 and neither stages nor embeds a row."""
+    env = {
+        "DATABASE_URL": db_dsn,
+        "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "data"),
+        "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash",
+    }
+    added = run_cli("memory", "add", "QQPlatform_Private_10001", "我喜欢猫", env=env)
+    assert added.returncode == 0, added.stderr
+    pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
+    try:
+        store = LeaseStore(pool)
+        assert (await store.acquire("reembed", "", "bot-a:101:x", "t-reembed", 60)).acquired
+        second = run_cli("reindex", "--yes", env=env)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert "reembed is held by bot-a:101:x" in second.stderr
+        assert await pool.fetchval("SELECT count(*) FROM amrita_memory.reembed_staging") == 0
+        assert await store.release("reembed", "", "t-reembed")
+        third = run_cli("reindex", "--yes", env=env)
+        assert third.returncode == 0, third.stderr
+    finally:
+        await pool.close()
