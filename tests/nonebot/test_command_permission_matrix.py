@@ -41,6 +41,11 @@ from typing import Any
 import pytest
 from nonebug import App
 
+from amrita_memory_pg.commands.memory_command.texts import (
+    USAGE_DMN,
+    USAGE_PAUSE,
+    USAGE_PROFILE_ADMIN,
+)
 from tests.nonebot.conftest import SUPERUSER_ID
 from tests.nonebot.support import BOT_QQ, qq_bot, qq_group, qq_private
 from tests.nonebot.test_memory_commands import USAGE_GROUP, USAGE_PRIVATE
@@ -214,6 +219,8 @@ def command_text(case: Case, world: World) -> str:
 def expected_reply(case: Case, world: World) -> Any:
     """The exact text the actor gets (a pattern for replies with a fresh id)."""
     usage = USAGE_GROUP if case.chat == "group" else USAGE_PRIVATE
+    if case.actor == "superuser":  # a superuser's usage also names what only they may run
+        usage = "\n".join((usage, USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_DMN))
     if case.command in ("user add", "group add"):
         return usage if case.outcome == "R" else Matches(ADDED)
     if case.command in ("user delete", "delete"):
