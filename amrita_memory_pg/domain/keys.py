@@ -135,12 +135,17 @@ def legacy_key_now(text: str, default_platform: str = "qq") -> str | None:
 
 #: the longest partition key any surface accepts (the current formats are far shorter)
 MAX_KEY_CHARS = 200
+#: a key the adapters write for a platform whose ids are not digits (the console bot's
+#: ``ConsolePlatform_Private_user``): ``{Platform}_{Private|Group}_{id}``, the id plain
+#: letters, digits and ``_.@-`` — nothing a path, a URL or a page would read otherwise
+_PLATFORM_KEY = re.compile(r"^[A-Za-z0-9]+_(?:Private|Group)_[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 
 
 def check_partition_key(text: str) -> str:
     """The ONE key rule of every surface (CLI, web page, ``/memory``): ``global`` or a
-    current-format key (``QQPlatform_Private_10001``, ``QQPlatform_Group_1``), at most
-    200 characters; raises :class:`InvalidInput` with a sentence otherwise.
+    current-format key (``QQPlatform_Private_10001``, ``QQPlatform_Group_1``, or another
+    platform's ``ConsolePlatform_Private_user``), at most 200 characters; raises
+    :class:`InvalidInput` with a sentence otherwise.
 
     Why one rule: the CLI used to accept ``qq:private:1``, ``../../etc`` or a 100,000
     character key that the admin page then listed but refused to open (issue 27 item 7).
@@ -151,7 +156,7 @@ def check_partition_key(text: str) -> str:
     problem = text_problem(key)
     if problem is not None:
         raise InvalidInput(f"分区键{problem}")
-    if key == GLOBAL_KEY or is_current(key):
+    if key == GLOBAL_KEY or is_current(key) or _PLATFORM_KEY.match(key):
         return key
     hint = to_current(key, None)
     suggestion = f"；是不是指 {hint}？" if hint else ""

@@ -16,10 +16,19 @@ from tests.integration.test_cli_fuzz import invoke
 from tests.integration.test_web_edge import site
 
 ROOT = ToolContext(platform="qq", user_id="99999", roles=frozenset({"superuser"}))
-BAD = ("qq:private:1", "not a key", "<script>", "../../etc", "k" * 100_000)
+BAD = (
+    "qq:private:1",
+    "not a key",
+    "<script>",
+    "../../etc",
+    "k" * 100_000,
+    "QQPlatform_Private_../etc",
+    "QQPlatform_Private_<b>",
+)
 #: old-style keys: the rule refuses them, every surface resolves them first (issue 26.11)
 OLD = ("user_1",)
-GOOD = ("global", "QQPlatform_Private_10001", "QQPlatform_Group_1")
+#: the console bot's own key is a key the product writes: every surface must take it
+GOOD = ("global", "QQPlatform_Private_10001", "QQPlatform_Group_1", "ConsolePlatform_Private_user")
 
 
 def test_the_rule() -> None:
