@@ -519,5 +519,5 @@ def register_memory_tools(
     registry.route(
         "memory_write", lambda args: "update_memory" if args.get("id") else "write_memory"
     )
-    registry.alias("memory_delete", "delete_memory")
+    registry.route("memory_delete", lambda _args: "delete_memory")
     return tools
