@@ -13,7 +13,7 @@ __all__ = ["Memory", "ToolContext", "open_memory"]
 
 if TYPE_CHECKING:
     from amrita_memory_pg.bootstrap import open_memory
-    from amrita_memory_pg.service import Memory
+    from amrita_memory_pg.memory import Memory
     from amrita_memory_pg.tools.context import ToolContext
 
 
@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
 
         return open_memory
     if name == "Memory":
-        from amrita_memory_pg.service import Memory
+        from amrita_memory_pg.memory import Memory
 
         return Memory
     if name == "ToolContext":

@@ -17,7 +17,7 @@ from amrita_memory_pg.domain.ports import VectorBackend
 from amrita_memory_pg.maintenance.fingerprint import check_fingerprint
 from amrita_memory_pg.maintenance.keys import key_format_version, migrate_keys
 from amrita_memory_pg.maintenance.tokens import backfill_tokens
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings, load_settings
 from amrita_memory_pg.storage.pg.database import Database

@@ -15,7 +15,7 @@ from typing import Any
 
 from amrita_memory_pg.domain.ports import ChatModel, Message, TokenUsage
 from amrita_memory_pg.domain.records import ChatLine
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import ToolContext
 
 log = logging.getLogger(__name__)

@@ -133,7 +133,7 @@ async def main(candidates: int, budget: int, turns: int) -> None:
                 await mem.memories.list_page(ctx.personal_key, limit=candidates)
                 floor_rows.append(time.perf_counter() - started)
 
-            rows = await mem.bot_memories.store.block(
+            rows = await mem.bot_memories.repo.block(
                 memo_keys=[ctx.personal_key],
                 chat_key=ctx.session_key,
                 scope_keys=[GLOBAL_KEY, ctx.session_key],

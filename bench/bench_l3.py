@@ -54,7 +54,7 @@ import reference_l3 as reference
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.profile import Profile, ProfileActor
-from amrita_memory_pg.service import Memory, RegistryLoopTools
+from amrita_memory_pg.memory import Memory, RegistryLoopTools
 from amrita_memory_pg.services.consolidation import Consolidator
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.testing_llm import ScriptedLLM
@@ -335,7 +335,7 @@ async def main() -> None:
             ours_runner = mem.consolidator
             assert ours_runner is not None
             ref_runner = ReferenceRunner(
-                store=mem.consolidation,
+                repo=mem.consolidation,
                 tools=ReferenceTools(RegistryLoopTools(mem.registries["consolidation"])),
                 llm=ours_runner.llm,
                 prompts=mem.prompts,

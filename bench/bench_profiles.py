@@ -21,7 +21,7 @@ from typing import Any
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.profile import ProfileActor, make_edit
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.tools.context import ToolContext
 

@@ -119,7 +119,7 @@ async def main(memories: int, rounds: int) -> None:
                 return await mem.memory_block(ctx)
 
             pause_only = TrailService(
-                trail.store, settings.trail.model_copy(update={"log_injection": False})
+                trail.repo, settings.trail.model_copy(update={"log_injection": False})
             )
 
             async def block_pause_only() -> object:

@@ -45,7 +45,7 @@ from typing import Any
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.records import SEARCH_MODES, MemoryQuery, NewMemory
 from amrita_memory_pg.domain.tokens import search_tokens
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import RetrievalSettings, load_settings
 from amrita_memory_pg.tools.context import ToolContext
 

@@ -57,7 +57,7 @@ import asyncpg
 import psutil
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 from amrita_memory_pg.storage.pg.embedded import bin_path
 from amrita_memory_pg.testing import StubEmbeddingServer

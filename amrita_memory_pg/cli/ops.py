@@ -20,7 +20,7 @@ from amrita_memory_pg.bootstrap import open_store
 from amrita_memory_pg.cli.app import CliState, cli, run_async
 from amrita_memory_pg.services.leases import LeaseKind, Leases
 from amrita_memory_pg.services.store import Store
-from amrita_memory_pg.storage.leases import LeaseStore
+from amrita_memory_pg.storage.leases import LeaseRepository
 
 
 @asynccontextmanager
@@ -67,7 +67,7 @@ class ProgressBar:
 def fleet_lease(store: Any, kind: LeaseKind) -> contextlib.AbstractAsyncContextManager[Any]:
     """The fleet's lease of ``kind`` (issue 23): a re-embed or backup runs in one process
     at a time; held elsewhere = :class:`LeaseHeld`, one line naming the holder, exit 2."""
-    leases = Leases(LeaseStore(store.pool), ttl_seconds=store.settings.database.lease_seconds)
+    leases = Leases(LeaseRepository(store.pool), ttl_seconds=store.settings.database.lease_seconds)
     return leases.hold(kind)
 
 

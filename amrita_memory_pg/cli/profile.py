@@ -21,7 +21,7 @@ from amrita_memory_pg.domain.profile import ProfileActor, parse_profile_file, re
 from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
-from amrita_memory_pg.storage.profiles import ProfileStore
+from amrita_memory_pg.storage.profiles import ProfileRepository
 
 
 def _key(text: str) -> str:
@@ -40,7 +40,7 @@ def _key(text: str) -> str:
 
 def _service(store: Store) -> ProfileService:
     return ProfileService(
-        ProfileStore(store.pool, acquire_timeout=store.settings.database.connect_timeout),
+        ProfileRepository(store.pool, acquire_timeout=store.settings.database.connect_timeout),
         store.settings.profile,
     )
 

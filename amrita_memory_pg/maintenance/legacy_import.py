@@ -82,7 +82,7 @@ from amrita_memory_pg.settings import Settings, accepted_only, iter_fields, load
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.chroma.reference import ChromaData, read_reference_collection
 from amrita_memory_pg.storage.memories import hold_index_gate, record_from_row
-from amrita_memory_pg.storage.profiles import ProfileStore
+from amrita_memory_pg.storage.profiles import ProfileRepository
 from amrita_memory_pg.storage.queries import load_queries, query
 from amrita_memory_pg.storage.trail import act
 
@@ -879,7 +879,7 @@ async def _import_profile(
         )
         return
     service = ProfileService(
-        ProfileStore(store.pool, acquire_timeout=store.settings.database.connect_timeout),
+        ProfileRepository(store.pool, acquire_timeout=store.settings.database.connect_timeout),
         store.settings.profile,
     )
     current = await service.get(owner)

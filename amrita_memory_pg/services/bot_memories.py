@@ -34,7 +34,7 @@ from amrita_memory_pg.domain.records import CATEGORY_NAMES
 from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.llm.tokens import token_counter
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.bot_memories import BlockRows, BotMemoryStore
+from amrita_memory_pg.storage.bot_memories import BlockRows, BotMemoryRepository
 
 if TYPE_CHECKING:
     from amrita_memory_pg.services.trail import TrailService
@@ -71,11 +71,11 @@ class ChatLogMembership:
     ask the platform replace it (:attr:`Membership.check`).
     """
 
-    def __init__(self, store: BotMemoryStore) -> None:
-        self.store = store
+    def __init__(self, repo: BotMemoryRepository) -> None:
+        self.repo = repo
 
     async def __call__(self, platform: str, user_id: str, group_id: str) -> bool:
-        return await self.store.spoke_in(group_key(platform, group_id), user_id)
+        return await self.repo.spoke_in(group_key(platform, group_id), user_id)
 
 
 @dataclass
@@ -123,18 +123,18 @@ class BotMemories:
 
     def __init__(
         self,
-        store: BotMemoryStore,
+        repo: BotMemoryRepository,
         embedder: Embedder,
         settings: Settings,
         *,
         counter: TokenCounter | None = None,
         trail: TrailService | None = None,
     ) -> None:
-        self.store = store
+        self.repo = repo
         self.embedder = embedder
         self.settings = settings
         self._counter = counter
-        self.membership = Membership(ChatLogMembership(store))
+        self.membership = Membership(ChatLogMembership(repo))
         #: issue 17: paused partitions are left out; injected memories are logged
         self.trail = trail
         #: per chat and scope set: (version, candidates) of the last turn — the block query
@@ -186,7 +186,7 @@ class BotMemories:
             vector = await self.embedder.embed_query(message)
         cache_key = (speaker.session_key, tuple(scope_keys), injection.max_candidates)
         held = self._candidates.get(cache_key)
-        rows = await self.store.block(
+        rows = await self.repo.block(
             memo_keys=memo_keys,
             chat_key=speaker.session_key,
             scope_keys=scope_keys,
@@ -275,10 +275,10 @@ class BotMemories:
     async def load(
         self, chat_key: str, scope_key: str, user_id: str, now: datetime | None = None
     ) -> None:
-        await self.store.load(chat_key, scope_key, user_id, now or datetime.now(UTC))
+        await self.repo.load(chat_key, scope_key, user_id, now or datetime.now(UTC))
 
     async def unload(self, chat_key: str, scope_key: str) -> bool:
-        return await self.store.unload(chat_key, scope_key)
+        return await self.repo.unload(chat_key, scope_key)
 
     async def loaded(self, chat_key: str) -> Sequence[str]:
-        return await self.store.loaded(chat_key)
+        return await self.repo.loaded(chat_key)

@@ -42,8 +42,8 @@ from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.settings import SubconsciousSettings
-from amrita_memory_pg.storage.activity import ActivityStore
-from amrita_memory_pg.storage.consolidation import ConsolidationStore
+from amrita_memory_pg.storage.activity import ActivityRepository
+from amrita_memory_pg.storage.consolidation import ConsolidationRepository
 
 log = logging.getLogger(__name__)
 
@@ -123,14 +123,14 @@ class CycleLlm:
     def __init__(
         self,
         model: ChatModel,
-        store: ConsolidationStore,
+        repo: ConsolidationRepository,
         *,
         model_name: str,
         clock: Clock,
         label: Callable[[], str] | None = None,
     ) -> None:
         self.model = model
-        self.store = store
+        self.repo = repo
         self.model_name = model_name
         self.clock = clock
         #: the model's current name when it can change between calls (a host's preset)
@@ -153,7 +153,7 @@ class CycleLlm:
         tools: list[dict[str, Any]] | None = None,
     ) -> Message:
         result = await self.model.complete(messages, tools)
-        await self.store.record_usage(
+        await self.repo.record_usage(
             cycle.target_key,
             cycle.cycle_id,
             purpose=purpose,
@@ -226,7 +226,7 @@ class Consolidator:
     def __init__(
         self,
         *,
-        store: ConsolidationStore,
+        repo: ConsolidationRepository,
         tools: LoopTools,
         llm: CycleLlm | None,
         prompts: Prompts,
@@ -235,7 +235,7 @@ class Consolidator:
         clock: Clock = utcnow,
         leases: Leases | None = None,
     ) -> None:
-        self.store = store
+        self.repo = repo
         self.tools = tools
         self.llm = llm
         self.prompts = prompts
@@ -303,7 +303,7 @@ class Consolidator:
 
     async def _run(self, target_key: str, *, dry_run: bool, trigger: str) -> CycleSummary:
         started = self.clock()
-        cycle_id = await self.store.start_cycle(
+        cycle_id = await self.repo.start_cycle(
             target_key, trigger=trigger, now=started, dry_run=dry_run
         )
         cycle = CycleContext(cycle_id=cycle_id, target_key=target_key, dry_run=dry_run)
@@ -437,7 +437,7 @@ class Consolidator:
         ok = error is None and cycle.stopped
         if ok is False and error is None:
             error = "the cycle ended without subconscious_iter_stop"
-        prompt, completion = await self.store.finish_cycle(
+        prompt, completion = await self.repo.finish_cycle(
             cycle.target_key,
             cycle.cycle_id,
             now=self.clock(),
@@ -526,8 +526,8 @@ def describe(summary: CycleSummary) -> str:
 class LoopDeps:
     """What the loop's tools use besides the memory and memo repositories."""
 
-    store: ConsolidationStore
-    activity: ActivityStore
+    repo: ConsolidationRepository
+    activity: ActivityRepository
     prompts: Prompts
     hooks: L3Hooks
     #: None when no model is configured: send/summary degrade, cycles fail at once

@@ -54,7 +54,7 @@ from amrita_memory_pg.domain.validation import text_problem
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import ExtractionSettings, LlmSettings, Settings
-from amrita_memory_pg.storage.bot_memories import BotMemoryStore
+from amrita_memory_pg.storage.bot_memories import BotMemoryRepository
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ class Extractor:
     def __init__(
         self,
         memories: MemoryService,
-        store: BotMemoryStore,
+        repo: BotMemoryRepository,
         model: ChatModel | None,
         settings: Settings,
         leases: Leases | None = None,
@@ -190,7 +190,7 @@ class Extractor:
         #: the fleet's leases (issue 23): one extraction per session across processes,
         #: one session-expiry pass at a time
         self.leases = leases
-        self.store = store
+        self.repo = repo
         self.model = model
         self.settings = settings
         self.limits = settings.extraction
@@ -261,7 +261,7 @@ class Extractor:
         self, session_key: str, model: ChatModel, trigger: Trigger, now: datetime
     ) -> Outcome:
         partition = session_key
-        lines = await self.store.unread_lines(session_key, self.limits.max_messages)
+        lines = await self.repo.unread_lines(session_key, self.limits.max_messages)
         if not lines:
             return Outcome(
                 session_key, partition, "empty", "no new chat lines since the last extraction"
@@ -291,7 +291,7 @@ class Extractor:
             )
 
             async def record_ok(conn: Any) -> None:
-                await self.store.record_run(
+                await self.repo.record_run(
                     conn,
                     session_key=session_key,
                     partition_key=partition,
@@ -378,8 +378,8 @@ class Extractor:
         log.warning(
             "extraction of %s %s: %s (the previous auto memories stay)", session_key, status, reason
         )
-        await self.store.record_run(
-            self.store.pool,
+        await self.repo.record_run(
+            self.repo.pool,
             session_key=session_key,
             partition_key=partition,
             trigger=trigger,
@@ -410,11 +410,11 @@ class Extractor:
 
     async def _run_expired(self, now: datetime, limit: int) -> list[Outcome]:
         idle_since = now - timedelta(minutes=self.limits.session_idle_minutes)
-        await self.store.expire_loaded(idle_since)
+        await self.repo.expire_loaded(idle_since)
         outcomes: list[Outcome] = []
         if not self.limits.enabled or self.model is None:
             return outcomes
-        for session in await self.store.expired_sessions(idle_since, limit):
+        for session in await self.repo.expired_sessions(idle_since, limit):
             try:
                 outcomes.append(await self.extract(session.session_key, trigger="expiry", now=now))
             except Exception:  # one session's failure must not stop the others

@@ -29,7 +29,7 @@ from typing import Literal
 import psutil
 
 from amrita_memory_pg.domain.errors import LeaseHeld
-from amrita_memory_pg.storage.leases import Claim, LeaseStore
+from amrita_memory_pg.storage.leases import Claim, LeaseRepository
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,11 @@ class Leases:
     """
 
     def __init__(
-        self, store: LeaseStore, *, ttl_seconds: float = 60.0, owner: str | None = None
+        self, repo: LeaseRepository, *, ttl_seconds: float = 60.0, owner: str | None = None
     ) -> None:
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        self.store = store
+        self.repo = repo
         self.ttl = ttl_seconds
         self.owner = owner or process_owner()
 
@@ -111,12 +111,12 @@ class Leases:
             yield None
             return
         token = secrets.token_hex(12)
-        claim = await self.store.acquire(kind, key, self.owner, token, self.ttl)
+        claim = await self.repo.acquire(kind, key, self.owner, token, self.ttl)
         if not claim.acquired:
             # killed on this host (kill -9, OOM): no need to wait for its lease to expire
             if not (
                 dead_here(claim.owner)
-                and await self.store.take_over(kind, key, claim.token, self.owner, token, self.ttl)
+                and await self.repo.take_over(kind, key, claim.token, self.owner, token, self.ttl)
             ):
                 raise LeaseHeld(kind, key, claim.owner, claim.expires_at)
             claim = Claim(True, self.owner, token, claim.expires_at, claim.owner)
@@ -143,7 +143,7 @@ class Leases:
         while True:
             await asyncio.sleep(self.ttl / 3)
             try:
-                held = await self.store.renew(lease.kind, lease.key, lease.token, self.ttl)
+                held = await self.repo.renew(lease.kind, lease.key, lease.token, self.ttl)
             except Exception as exc:  # a heartbeat's edge: the next one may get through
                 log.warning("lease %s %r: heartbeat failed: %s", lease.kind, lease.key, exc)
                 continue
@@ -159,7 +159,7 @@ class Leases:
 
     async def _release(self, lease: Lease) -> None:
         try:
-            await self.store.release(lease.kind, lease.key, lease.token)
+            await self.repo.release(lease.kind, lease.key, lease.token)
         except Exception as exc:  # the row expires by itself after the TTL
             log.warning(
                 "lease %s %r: not released (%s); it expires within %.0f s",

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from amrita_memory_pg.domain.consolidation import is_private_key, key_subject
 from amrita_memory_pg.domain.redact import redact
-from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMessage
+from amrita_memory_pg.storage.consolidation import ConsolidationRepository, PendingMessage
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +37,14 @@ class Delivery:
 
 
 async def deliver(
-    store: ConsolidationStore, target_key: str, send: PrivateSend, now: datetime
+    repo: ConsolidationRepository, target_key: str, send: PrivateSend, now: datetime
 ) -> Delivery:
     """Send every pending message of a personal target, oldest first; never raises for
     a failed send (the row is pending again, the reason stored)."""
     done = Delivery()
     if not is_private_key(target_key):
         return done
-    for message in await store.take_messages(target_key, now=now):
+    for message in await repo.take_messages(target_key, now=now):
         try:
             await send(target_key, message.content)
         except Exception as exc:  # the host's send: keep the message for a retry
@@ -55,7 +55,7 @@ async def deliver(
                 key_subject(target_key),
                 reason,
             )
-            await store.release_message(target_key, message.id, reason[:500])
+            await repo.release_message(target_key, message.id, reason[:500])
             done.failed.append((message, reason))
             continue
         done.sent.append(message)

@@ -32,7 +32,7 @@ from amrita_memory_pg.domain.profile import (
     read_window,
 )
 from amrita_memory_pg.settings import ProfileSettings
-from amrita_memory_pg.storage.profiles import ProfileStore
+from amrita_memory_pg.storage.profiles import ProfileRepository
 
 #: compare-and-set attempts before a save gives up (each lost one means another writer
 #: committed in between; eight in a row means a storm, not bad luck)
@@ -65,16 +65,16 @@ def require_personal(partition_key: str) -> None:
 
 
 class ProfileService:
-    """Profiles over a :class:`ProfileStore`, with the ``[profile]`` settings."""
+    """Profiles over a :class:`ProfileRepository`, with the ``[profile]`` settings."""
 
-    def __init__(self, store: ProfileStore, settings: ProfileSettings) -> None:
-        self.store = store
+    def __init__(self, repo: ProfileRepository, settings: ProfileSettings) -> None:
+        self.repo = repo
         self.settings = settings
         self.limits = limits_of(settings)
 
     async def get(self, partition_key: str) -> Profile:
         require_personal(partition_key)
-        return await self.store.get(partition_key)
+        return await self.repo.get(partition_key)
 
     async def read(
         self, partition_key: str, start: int | None = None, end: int | None = None
@@ -96,7 +96,7 @@ class ProfileService:
         require_personal(partition_key)
         check_edit(edit, self.limits)
         if dry_run:
-            before = await self.store.get(partition_key)
+            before = await self.repo.get(partition_key)
             self._apply(before, edit)
             return ProfileUpdate(before, False, describe(edit, before))
 
@@ -165,7 +165,7 @@ class ProfileService:
         """Under the profile's lock: read, ``compute`` the new content (it may refuse, and
         then nothing is written), save it with a history row unless nothing changed."""
         for _ in range(MAX_ATTEMPTS):
-            async with self.store.locked(partition_key) as locked:
+            async with self.repo.locked(partition_key) as locked:
                 before = locked.profile
                 after, operation = compute(before)
                 if (after.summary, after.lines) == (before.summary, before.lines):
@@ -183,27 +183,27 @@ class ProfileService:
 
     async def listing(self, limit: int, offset: int = 0) -> tuple[int, list[ProfileInfo]]:
         """(total, a page of profiles), the most recently changed first."""
-        return await self.store.listing(max(1, limit), max(0, offset))
+        return await self.repo.listing(max(1, limit), max(0, offset))
 
     async def history(self, partition_key: str, limit: int | None = None) -> list[ProfileChange]:
         """The kept changes, newest first."""
         require_personal(partition_key)
-        return await self.store.history(partition_key, limit or self.settings.history_keep)
+        return await self.repo.history(partition_key, limit or self.settings.history_keep)
 
     async def change(self, partition_key: str, version: int) -> ProfileChange | None:
         require_personal(partition_key)
-        return await self.store.change(partition_key, version)
+        return await self.repo.change(partition_key, version)
 
     async def _content_at(self, partition_key: str, version: int) -> Profile:
         """The content after ``version``: its own history row, else the old content of the
         next one (how version 0, the empty profile, is found)."""
-        entry = await self.store.change(partition_key, version) if version > 0 else None
+        entry = await self.repo.change(partition_key, version) if version > 0 else None
         if entry is not None and entry.new_lines is not None:
             return Profile(entry.new_summary, entry.new_lines, version)
-        following = await self.store.change(partition_key, version + 1)
+        following = await self.repo.change(partition_key, version + 1)
         if following is not None and following.old_lines is not None:
             return Profile(following.old_summary, following.old_lines, version)
-        current = await self.store.get(partition_key)
+        current = await self.repo.get(partition_key)
         if version == current.version:
             return current
         raise ProfileRefused(

@@ -34,7 +34,7 @@ from amrita_memory_pg.domain.scheduling import (
 )
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.settings import Settings, SubconsciousSettings
-from amrita_memory_pg.storage.activity import ActivityStore
+from amrita_memory_pg.storage.activity import ActivityRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ class SchedulingService:
     def __init__(
         self,
         state: L3StateStore,
-        activity: ActivityStore,
+        activity: ActivityRepository,
         settings: Settings,
         *,
         runner: CycleRunner | None = None,
@@ -108,7 +108,7 @@ class SchedulingService:
         leases: Leases | None = None,
     ) -> None:
         sub = settings.subconscious
-        self.store = state
+        self.repo = state
         self.activity = activity
         self.rules = schedule_rules(sub)
         #: every target partition key, ``target_user_id``'s first; empty when L3 is off
@@ -138,7 +138,7 @@ class SchedulingService:
         moment = now or self.clock()
         runs = []
         for target in self.targets_for(personal_key, group_key):
-            async with self.store.locked(target, moment) as row:
+            async with self.repo.locked(target, moment) as row:
                 heat = await self._heat(row.state, moment)
                 had_history = heat.has_history()
                 heat, _counted = observe(heat, moment, self.rules.planner, self.rules.tz)
@@ -189,13 +189,13 @@ class SchedulingService:
         self._running.add(target_key)
         try:
             async with self._lease(target_key):
-                async with self.store.locked(target_key, self.clock()) as row:
+                async with self.repo.locked(target_key, self.clock()) as row:
                     await row.start_cycle(self.clock())
                 summary = await self._call_runner(target_key, runner)
                 end = self.clock()
                 if summary.aborted:
                     return summary, await self._aborted(target_key, end)
-                async with self.store.locked(target_key, end) as row:
+                async with self.repo.locked(target_key, end) as row:
                     state = await row.finish_cycle(
                         ok=summary.ok,
                         error=summary.error,
@@ -233,7 +233,7 @@ class SchedulingService:
         (its end plans the stored next run) and plan this process's next window as after
         a successful cycle ending now."""
         now = self.clock()
-        state = await self.store.get(target_key)
+        state = await self.repo.get(target_key)
         heat = state.heat if state is not None else HeatState(tz_name=self.rules.tz_name)
         penalty = state.penalty if state is not None else 0
         planned = after_cycle(True, penalty, 0, heat, now, self.rules)
@@ -257,7 +257,7 @@ class SchedulingService:
         """The cycle gave way to the target's message (reference §8.3): no run counted,
         the penalty as the message left it, and the next run the one that message
         planned (re-planned only if it is already due)."""
-        async with self.store.locked(target_key, end) as row:
+        async with self.repo.locked(target_key, end) as row:
             state = await row.abort_cycle(end)
             decision = after_restart(state, end, self.rules)
             if decision is not None and decision.reason != "kept":
@@ -267,7 +267,7 @@ class SchedulingService:
 
     async def interrupted(self, target_key: str) -> bool:
         """Whether the target spoke since its running cycle started (any process)."""
-        return await self.store.spoke_during_cycle(target_key)
+        return await self.repo.spoke_during_cycle(target_key)
 
     async def _call_runner(
         self, target_key: str, runner: CycleRunner | None = None
@@ -290,12 +290,12 @@ class SchedulingService:
         else a new window is planned."""
         moment = now or self.clock()
         runs = []
-        for state in await self.store.get_many(self.targets):
+        for state in await self.repo.get_many(self.targets):
             decision = after_restart(state, moment, self.rules)
             if decision is None:
                 continue
             if decision.reason != "kept":
-                async with self.store.locked(state.target_key, moment) as row:
+                async with self.repo.locked(state.target_key, moment) as row:
                     await row.set_next(decision.run_at, decision.plan_dict(), moment)
             log.info(
                 "[Subconscious] restored %s: %s at %s",
@@ -308,12 +308,12 @@ class SchedulingService:
 
     async def state(self, target_key: str) -> TargetState | None:
         """A target's stored state (None before its first message or cycle)."""
-        return await self.store.get(target_key)
+        return await self.repo.get(target_key)
 
     async def context(self, target_key: str) -> dict[str, Any]:
         """What ``subconscious_get_context`` shows about scheduling: the last run's end
         (ISO in ``idle_timezone``, None if never), the planned window (§9.8 ``idle_plan``), the penalty."""
-        state = await self.store.get(target_key)
+        state = await self.repo.get(target_key)
         if state is None:
             return {"last_run_end": None, "idle_plan": None, "penalty": 0, "next_run_at": None}
         return {

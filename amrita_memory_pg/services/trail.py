@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from amrita_memory_pg.domain.records import SearchHit
 from amrita_memory_pg.domain.trail import AccessEntry, ChangeEntry, Recall, RecallLog, log_query
 from amrita_memory_pg.settings import TrailSettings
-from amrita_memory_pg.storage.trail import HistoryBounds, PauseState, TrailStore
+from amrita_memory_pg.storage.trail import HistoryBounds, PauseState, TrailRepository
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +33,10 @@ def history_bounds(settings: TrailSettings) -> HistoryBounds:
 
 
 class TrailService:
-    """Access log, change history and pause on one :class:`TrailStore`."""
+    """Access log, change history and pause on one :class:`TrailRepository`."""
 
-    def __init__(self, store: TrailStore, settings: TrailSettings) -> None:
-        self.store = store
+    def __init__(self, repo: TrailRepository, settings: TrailSettings) -> None:
+        self.repo = repo
         self.settings = settings
         self._pending: asyncio.Task[int] | None = None
         #: injected-memory logs skipped because the previous one was still being written
@@ -91,7 +91,7 @@ class TrailService:
         (the caller withholds the hits). A failure here logs a warning and counts as not
         paused: the pause was already checked, before the search, by a check that raises."""
         try:
-            return await self.store.recall(
+            return await self.repo.recall(
                 partition_key,
                 [h.record.id for h in hits],
                 [h.decay_score for h in hits],
@@ -123,7 +123,7 @@ class TrailService:
         at = now or datetime.now(UTC)
         for surface, pairs in by_surface.items():
             try:
-                written += await self.store.log_access(
+                written += await self.repo.log_access(
                     [p for p, _ in pairs],
                     [i for _, i in pairs],
                     None,
@@ -137,35 +137,35 @@ class TrailService:
         return written
 
     async def paused_among(self, keys: Sequence[str]) -> frozenset[str]:
-        return await self.store.paused_among(keys)
+        return await self.repo.paused_among(keys)
 
     async def is_paused(self, partition_key: str) -> bool:
-        return partition_key in await self.store.paused_among([partition_key])
+        return partition_key in await self.repo.paused_among([partition_key])
 
     async def pause(
         self, partition_key: str, *, by: str, reason: str | None = None, now: datetime | None = None
     ) -> bool:
         """Pause a partition's memory (False: it already was)."""
-        return await self.store.pause(
+        return await self.repo.pause(
             partition_key, by=by, at=now or datetime.now(UTC), reason=reason
         )
 
     async def resume(self, partition_key: str) -> bool:
         """Resume a partition's memory (False: it was not paused)."""
-        return await self.store.resume(partition_key)
+        return await self.repo.resume(partition_key)
 
     async def state(self, partition_key: str) -> PauseState | None:
-        return await self.store.state(partition_key)
+        return await self.repo.state(partition_key)
 
     async def paused(self) -> list[PauseState]:
-        return await self.store.paused()
+        return await self.repo.paused()
 
     async def access_log(
         self, partition_key: str, memory_id: str, limit: int = 50
     ) -> list[AccessEntry]:
-        return await self.store.access_log(partition_key, memory_id, limit)
+        return await self.repo.access_log(partition_key, memory_id, limit)
 
     async def history(
         self, partition_key: str, memory_id: str, limit: int = 50
     ) -> list[ChangeEntry]:
-        return await self.store.history(partition_key, memory_id, limit)
+        return await self.repo.history(partition_key, memory_id, limit)

@@ -17,7 +17,7 @@ from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.storage.queries import query
 
 
-class ActivityStore:
+class ActivityRepository:
     """Writes and reads ``chat_log`` and ``activity_heatmap``.
 
     ``keep`` is the number of lines kept per session (0 turns the chat log off; the

@@ -84,7 +84,7 @@ class AuditEntry:
     ok: bool
 
 
-class AdminStore:
+class AdminRepository:
     """The admin page's own queries on an asyncpg pool."""
 
     def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:

@@ -82,7 +82,7 @@ def _line(row: Any) -> ChatLine:
     )
 
 
-class BotMemoryStore:
+class BotMemoryRepository:
     """Reads and writes ``loaded_scope`` and ``extraction_run``; the block query."""
 
     def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:

@@ -70,7 +70,7 @@ class CycleRow:
         return f"{word} (dry run)" if self.dry_run else word
 
 
-class ConsolidationStore:
+class ConsolidationRepository:
     """The L3 tables on one pool."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:

@@ -23,7 +23,7 @@ class JobClaim:
     started_at: datetime
 
 
-class JobStore:
+class JobRepository:
     """``now`` None means the database's clock (one for the fleet)."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:

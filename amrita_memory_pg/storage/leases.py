@@ -24,7 +24,7 @@ class Claim:
     previous_owner: str | None
 
 
-class LeaseStore:
+class LeaseRepository:
     """The lease functions; ``now`` None means the database's clock (one for the fleet)."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:

@@ -23,7 +23,7 @@ from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.trail import act, raise_if_paused, refusable
 
 
-class MemoStore:
+class MemoRepository:
     """Repository of L1 memos on an asyncpg pool; ``max_chars`` comes from the settings."""
 
     def __init__(

@@ -6,7 +6,7 @@ the profile is still at the version it was computed from, records the history ro
 trims the history, in one statement. The edit itself is pure
 (:mod:`amrita_memory_pg.domain.profile`); the service re-reads and re-applies it when a
 concurrent save got there first, so no line is ever lost. Edits through
-:meth:`ProfileStore.locked` also hold a per-profile advisory lock from the read to the
+:meth:`ProfileRepository.locked` also hold a per-profile advisory lock from the read to the
 save, so under contention they queue instead of retrying.
 """
 
@@ -50,7 +50,7 @@ class LockedProfile:
         )
 
 
-class ProfileStore:
+class ProfileRepository:
     """Repository of user profiles and their history."""
 
     def __init__(self, pool: asyncpg.Pool, *, acquire_timeout: float | None = None) -> None:

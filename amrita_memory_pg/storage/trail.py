@@ -105,7 +105,7 @@ def _fields(value: Any) -> dict[str, Any] | None:
     return dict(loaded)
 
 
-class TrailStore:
+class TrailRepository:
     """Reads and writes the trail tables on one pool."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:

@@ -4,7 +4,7 @@ The chat LLM and the background consolidation (L3) loop see different tools with
 different rights: the chat may write a memory for the speaker, the loop merges,
 calibrates and distils across a partition. Each audience gets its own
 :class:`~amrita_memory_pg.tools.registry.ToolRegistry`, filled from the toolsets listed
-for it in :data:`TOOLSETS`; :class:`~amrita_memory_pg.service.Memory` composes the ones
+for it in :data:`TOOLSETS`; :class:`~amrita_memory_pg.memory.Memory` composes the ones
 its settings call for (:func:`audiences_for`) instead of hard-wiring a tool list. A new
 tool family is one toolset function and one line in the table.
 """
@@ -25,7 +25,7 @@ from amrita_memory_pg.services.knowledge import KnowledgeService
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.storage.memos import MemoRepository
 from amrita_memory_pg.tools.consolidation import register_loop_tools
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import register_knowledge_tools
@@ -48,7 +48,7 @@ class ToolDeps:
     """What the toolsets are built on: the repositories and the settings."""
 
     memories: MemoryService
-    memos: MemoStore
+    memos: MemoRepository
     settings: Settings
     profiles: ProfileService
     knowledge: KnowledgeService

@@ -85,7 +85,7 @@ class LoopChat:
         if cycle.dry_run:
             reply["dry_run"] = True
             return reply
-        await self.loop.store.queue_message(cycle.target_key, cycle.cycle_id, content, now=now)
+        await self.loop.repo.queue_message(cycle.target_key, cycle.cycle_id, content, now=now)
         reply["message"] = "已放入待发送队列：用户下次在私聊里发消息时送达（只送达一次）"
         return reply
 

@@ -126,7 +126,7 @@ class LoopSurvey:
             "weekday": local.strftime("%A"),
             "target": cycle.target_key,
         }
-        last = await self.loop.store.last_run(cycle.target_key)
+        last = await self.loop.repo.last_run(cycle.target_key)
         reply["last_run_at"] = last.ended_at.astimezone(tz).isoformat() if last else None
         reply["minutes_since_last_run"] = (
             int((now - last.ended_at).total_seconds() // 60) if last else None
@@ -148,11 +148,11 @@ class LoopSurvey:
         threshold = self.sub.memory_warn_threshold
         records: list[MemoryRecord] = []
         try:
-            stats = await self.loop.store.stats(cycle.target_key)
-            records = await self.loop.store.memories(cycle.target_key)
+            stats = await self.loop.repo.stats(cycle.target_key)
+            records = await self.loop.repo.memories(cycle.target_key)
             groups = clusters(
                 [r.id for r in records],
-                await self.loop.store.duplicate_pairs(
+                await self.loop.repo.duplicate_pairs(
                     cycle.target_key, self.sub.duplicate_threshold
                 ),
             )
@@ -213,7 +213,7 @@ class LoopSurvey:
         except Exception:
             stale.append("memo")
         try:
-            runs = await self.loop.store.recent_runs(cycle.target_key, self.sub.max_abstracts)
+            runs = await self.loop.repo.recent_runs(cycle.target_key, self.sub.max_abstracts)
             reply["recent_runs"] = [
                 {"at": r.ended_at.astimezone(tz).isoformat(), "ok": r.ok, "summary": r.summary}
                 for r in runs
@@ -238,7 +238,7 @@ class LoopSurvey:
 
     async def get_memory_stats(self, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
-        records = await self.loop.store.memories(cycle.target_key)
+        records = await self.loop.repo.memories(cycle.target_key)
         by_importance: dict[str, int] = {}
         by_tag: dict[str, int] = {}
         for r in records:
@@ -258,7 +258,7 @@ class LoopSurvey:
 
     async def duplicate_helper(self, args: DuplicateArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
-        records = await self.loop.store.memories(cycle.target_key)
+        records = await self.loop.repo.memories(cycle.target_key)
         if not records:
             return {
                 "status": "success",
@@ -278,7 +278,7 @@ class LoopSurvey:
         ordered = [r for _, _, r in keyed]
         threshold = args.similarity_threshold or self.sub.duplicate_threshold
         threshold = min(max(threshold, 0.01), 1.0)
-        pairs = await self.loop.store.duplicate_pairs(cycle.target_key, threshold)
+        pairs = await self.loop.repo.duplicate_pairs(cycle.target_key, threshold)
         groups = clusters([r.id for r in ordered], pairs)
         if args.candidates_only:
             members = {m for g in groups for m in g}

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from amrita_memory_pg.domain.errors import MemoTooLong
 from amrita_memory_pg.domain.records import Memo, MemoWrite
-from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.storage.memos import MemoRepository
 from amrita_memory_pg.usecases.pause import PauseGate
 
 
@@ -18,7 +18,7 @@ class MemoCases:
     the length of the joined memo).
     """
 
-    def __init__(self, memos: MemoStore, gate: PauseGate) -> None:
+    def __init__(self, memos: MemoRepository, gate: PauseGate) -> None:
         self.memos = memos
         self.gate = gate
 

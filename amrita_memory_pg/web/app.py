@@ -23,9 +23,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from amrita_memory_pg.domain.errors import ConfigError, NotReady
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.admin import AdminStore
+from amrita_memory_pg.storage.admin import AdminRepository
 from amrita_memory_pg.web import kit, texts
 from amrita_memory_pg.web.i18n import LANG_COOKIE, LANGS, pick_lang, translator
 from amrita_memory_pg.web.pages import PAGES, PLANNED
@@ -228,10 +228,10 @@ def _hash_for(settings: Settings, role: str) -> str:
     return secret.get_secret_value()
 
 
-def _sessions(admin: kit.AdminState) -> AdminStore | None:
+def _sessions(admin: kit.AdminState) -> AdminRepository | None:
     """The session and login-limit rows, or None while the store is not open yet."""
     try:
-        return AdminStore(admin.memory_source().pool)
+        return AdminRepository(admin.memory_source().pool)
     except NotReady:
         return None
 

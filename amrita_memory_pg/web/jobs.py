@@ -17,7 +17,7 @@ never queued. A job that fails is reported in its record (``state = failed``, a 
 
 The operations are the maintenance ones the CLI runs (``backup create``, ``sweep``,
 ``reindex``) with their progress callbacks; :func:`memory_operations` binds them to an
-open :class:`~amrita_memory_pg.service.Memory`. A re-embed cut short (a restart, a kill)
+open :class:`~amrita_memory_pg.memory.Memory`. A re-embed cut short (a restart, a kill)
 resumes when started again (its staging is in the database); a backup or sweep simply
 runs again.
 """
@@ -37,9 +37,9 @@ from amrita_memory_pg.domain.errors import AmritaMemoryError, JobRefused, LeaseH
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.maintenance.backup import create_backup, store_counts
 from amrita_memory_pg.maintenance.reembed import change_model
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.leases import LeaseKind
-from amrita_memory_pg.storage.jobs import JobStore
+from amrita_memory_pg.storage.jobs import JobRepository
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ class JobRunner:
         mem = self._memory()
         if mem is not None:
             owner = mem.leases.owner
-            claim = await JobStore(mem.pool).start(job.id, kind, by, owner, self._stale(mem))
+            claim = await JobRepository(mem.pool).start(job.id, kind, by, owner, self._stale(mem))
             if not claim.started:
                 raise JobRefused(
                     f"a {kind} job is already running ({claim.id}, started "
@@ -254,7 +254,7 @@ class JobRunner:
 
     async def _beat(self, job: Job, mem: Memory, task: asyncio.Task[Any]) -> None:
         """Write progress and the heartbeat; stop the job when a cancel was requested."""
-        store = JobStore(mem.pool)
+        store = JobRepository(mem.pool)
         assert job.owner is not None
         while True:
             await asyncio.sleep(self.beat_seconds)
@@ -282,7 +282,7 @@ class JobRunner:
         if mem is None or job.owner is None:
             return
         try:
-            await JobStore(mem.pool).finish(
+            await JobRepository(mem.pool).finish(
                 job.id,
                 job.owner,
                 state=job.state,
@@ -332,7 +332,7 @@ class JobRunner:
         mem = self._memory()
         if mem is None:
             return None
-        row = await JobStore(mem.pool).get(job_id, self._stale(mem))
+        row = await JobRepository(mem.pool).get(job_id, self._stale(mem))
         return None if row is None else Job.from_row(row)
 
     async def fleet_jobs(self) -> list[Job]:
@@ -340,7 +340,7 @@ class JobRunner:
         mem = self._memory()
         if mem is None:
             return self.jobs()
-        rows = await JobStore(mem.pool).list(self.keep, self._stale(mem))
+        rows = await JobRepository(mem.pool).list(self.keep, self._stale(mem))
         return [self._jobs.get(str(r["id"])) or Job.from_row(r) for r in rows]
 
     async def cancel(self, job_id: str, *, by: str) -> str | None:
@@ -350,7 +350,7 @@ class JobRunner:
         mem = self._memory()
         state = None
         if mem is not None:
-            state = await JobStore(mem.pool).cancel(job_id, by)
+            state = await JobRepository(mem.pool).cancel(job_id, by)
         if own is not None and own.running:
             own.cancel_requested = True
             own.cancelled_by = by

@@ -35,9 +35,9 @@ from amrita_memory_pg.domain.errors import NotReady
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.domain.trail import Actor, set_actor
 from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.admin import AdminStore
+from amrita_memory_pg.storage.admin import AdminRepository
 from amrita_memory_pg.storage.pg.session import pinned
 from amrita_memory_pg.web.i18n import translator
 from amrita_memory_pg.web.security import LoginLimiter, Session, csrf_ok
@@ -148,9 +148,9 @@ def memory(request: Request) -> Memory:
     return state(request).memory_source()
 
 
-def admin_store(request: Request) -> AdminStore:
+def admin_store(request: Request) -> AdminRepository:
     mem = memory(request)
-    return AdminStore(mem.pool, mem.store.read_pool)
+    return AdminRepository(mem.pool, mem.store.read_pool)
 
 
 def now(request: Request) -> datetime:

@@ -1,6 +1,6 @@
 """What the admin page's operations pages show, gathered from the services (no SQL here).
 
-Framework-free: each function takes the open :class:`~amrita_memory_pg.service.Memory`
+Framework-free: each function takes the open :class:`~amrita_memory_pg.memory.Memory`
 (and the time, where it matters) and returns plain dataclasses a template renders —
 knowledge entries and the suggestion queue, profiles and their history, L3 runs with
 each target's next window and 7 × 12 heatmap, and the store's status (the data of
@@ -33,7 +33,7 @@ from amrita_memory_pg.maintenance.status import (
     collect_server_status,
     collect_store_status,
 )
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.profiles import ProfileUpdate
 from amrita_memory_pg.storage.consolidation import CycleRow
 from amrita_memory_pg.storage.queries import query

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 
 BACKENDS = ["pgvector", "chroma"]

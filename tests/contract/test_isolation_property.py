@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.commands.memory_command import MemoReply, MemoryCommand, TextReply
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import ToolContext
 

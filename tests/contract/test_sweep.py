@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.records import Source
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
 from tests.support.data import bulk_insert
 from tests.support.vectors import assert_index_in_step, indexed_ids

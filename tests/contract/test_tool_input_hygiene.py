@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import checksum, memory_on
 

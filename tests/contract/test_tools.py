@@ -13,7 +13,7 @@ import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.decay import DecayPolicy, decay_score
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.vectors import assert_index_in_step, indexed_ids

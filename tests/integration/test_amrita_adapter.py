@@ -38,7 +38,7 @@ from amrita_memory_pg.integrations.amrita import (
     install,
     remove_matchers,
 )
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.reference import REFERENCE_TOOLS

@@ -11,7 +11,7 @@ import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import load_settings
 
 BIG = "QQPlatform_Group_777"

@@ -21,7 +21,7 @@ from chromadb.config import Settings as ChromaSettings
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.errors import BackendError
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 from amrita_memory_pg.storage.chroma import ChromaBackend
 from amrita_memory_pg.storage.chroma.backend import OWNER_KEY, OWNER_VALUE

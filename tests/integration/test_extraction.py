@@ -19,7 +19,7 @@ import pytest
 
 from amrita_memory_pg.commands.memory_command import MemoryCommand, TextReply
 from amrita_memory_pg.domain.trail import Actor, acting
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from amrita_memory_pg.tools.context import ToolContext
@@ -148,7 +148,7 @@ async def test_extraction_replaces_the_auto_entries_and_keeps_every_manual_one(
     prompt = llm.requests[0]["messages"][0]["content"]
     assert "以后部署前都要先跑测试" in prompt
     assert "[手动][用户偏好][7] 用户喜欢简洁的回复" in prompt and "旧的自动记忆一" in prompt
-    (run,) = await mem.bot_memories.store.runs(ALICE_KEY)
+    (run,) = await mem.bot_memories.repo.runs(ALICE_KEY)
     assert (run.status, run.entries, run.trigger, run.model) == ("ok", 2, "command", "stub-model")
     assert (run.usage.prompt_tokens, run.usage.completion_tokens, run.usage.total_tokens) == (
         321,
@@ -206,7 +206,7 @@ async def test_an_unusable_answer_is_rejected_whole_and_the_old_auto_set_stays(
     assert why in (outcome.reason or "")
     assert await rows(mem) == before
     assert embedder.embedding_requests == []  # nothing embedded for a refused answer
-    (run,) = await mem.bot_memories.store.runs(ALICE_KEY)
+    (run,) = await mem.bot_memories.repo.runs(ALICE_KEY)
     assert run.status == "rejected" and why in (run.reason or "")
     assert run.usage.total_tokens == 366  # a rejected answer still cost tokens
 
@@ -236,7 +236,7 @@ async def test_a_failing_embedding_leaves_the_old_auto_set_and_is_retried(
 
     assert outcome.status == "failed" and "HTTP 500" in (outcome.reason or "")
     assert await rows(mem) == before
-    (run,) = await mem.bot_memories.store.runs(ALICE_KEY)
+    (run,) = await mem.bot_memories.repo.runs(ALICE_KEY)
     assert run.status == "failed" and run.chat_until_id is None
     # a failed run does not count as read: the next attempt sees the same lines
     embedder.fail_always = None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from amrita_memory_pg.domain.errors import JobRefused
-from amrita_memory_pg.storage.jobs import JobStore
+from amrita_memory_pg.storage.jobs import JobRepository
 from amrita_memory_pg.web.jobs import Job, JobRunner
 from tests.support.memory import memory_on
 
@@ -87,7 +87,7 @@ async def test_a_job_whose_process_died_shows_as_lost_and_frees_its_kind(
         return "swept"
 
     async with memory_on(db_dsn, tmp_path, database__lease_seconds=5) as mem:
-        store = JobStore(mem.pool)
+        store = JobRepository(mem.pool)
         long_ago = datetime.now(UTC) - timedelta(minutes=10)
         claim = await store.start("deadbeef0001", "sweep", "carol", "gone:9:z", 5, long_ago)
         assert claim.started

@@ -19,7 +19,7 @@ import pytest
 
 from amrita_memory_pg.domain.errors import LeaseHeld
 from amrita_memory_pg.services.leases import Leases, process_owner
-from amrita_memory_pg.storage.leases import LeaseStore
+from amrita_memory_pg.storage.leases import LeaseRepository
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from tests.support.cli import COMMAND, REPO, clean_env, run_cli
 from tests.support.l3 import TARGET, USAGE, loop_memory
@@ -47,7 +47,7 @@ async def test_a_live_lease_is_refused_with_its_owner_and_an_expired_one_is_take
 ) -> None:
     pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
     try:
-        store = LeaseStore(pool)
+        store = LeaseRepository(pool)
         first = await store.acquire("l3", TARGET, "a:1:x", "tok-a", 60, T0)
         assert first.acquired and first.previous_owner is None
         assert first.expires_at == T0 + timedelta(seconds=60)
@@ -82,7 +82,7 @@ async def test_hold_is_reentrant_in_one_call_chain_and_exclusive_between_tasks(
 ) -> None:
     pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=4)
     try:
-        leases = Leases(LeaseStore(pool), ttl_seconds=30)
+        leases = Leases(LeaseRepository(pool), ttl_seconds=30)
         assert leases.owner == process_owner()
         assert leases.owner.startswith(f"{socket.gethostname()}:{os.getpid()}:")
         entered = asyncio.Event()
@@ -115,8 +115,8 @@ async def test_hold_is_reentrant_in_one_call_chain_and_exclusive_between_tasks(
 async def test_the_heartbeat_keeps_a_lease_past_its_ttl(db_dsn: str) -> None:
     pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=4)
     try:
-        one = Leases(LeaseStore(pool), ttl_seconds=1, owner="one:1:x")
-        two = Leases(LeaseStore(pool), ttl_seconds=1, owner="two:2:y")
+        one = Leases(LeaseRepository(pool), ttl_seconds=1, owner="one:1:x")
+        two = Leases(LeaseRepository(pool), ttl_seconds=1, owner="two:2:y")
         async with one.hold("reembed") as lease:
             await asyncio.sleep(2.5)  # 2.5 TTLs: only the heartbeat keeps it
             with pytest.raises(LeaseHeld) as refused:
@@ -199,7 +199,7 @@ async def test_a_killed_holders_lease_expires_and_the_next_process_takes_the_tar
         dead_owner = f"{socket.gethostname()}:{doomed.pid}:"
         pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
         try:
-            probe = LeaseStore(pool)
+            probe = LeaseRepository(pool)
             seen = await probe.acquire("l3", TARGET, "probe:0:x", "probe", 60)
             assert not seen.acquired and seen.owner.startswith(dead_owner)
             doomed.send_signal(signal.SIGKILL)
@@ -295,7 +295,7 @@ async def test_cli_backup_and_sweep_refuse_while_another_process_holds_their_lea
     }
     pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
     try:
-        store = LeaseStore(pool)
+        store = LeaseRepository(pool)
         for kind in ("backup", "sweep"):
             assert (await store.acquire(kind, "", "bot-b:202:y", f"t-{kind}", 60)).acquired
         backup = run_cli("backup", "create", env=env)
@@ -326,7 +326,7 @@ async def test_a_second_reindex_says_who_holds_the_re_embed_and_embeds_nothing(
     assert added.returncode == 0, added.stderr
     pool = await asyncpg.create_pool(db_dsn, min_size=1, max_size=2)
     try:
-        store = LeaseStore(pool)
+        store = LeaseRepository(pool)
         assert (await store.acquire("reembed", "", "bot-a:101:x", "t-reembed", 60)).acquired
         second = run_cli("reindex", "--yes", env=env)
         assert second.returncode == 2, second.stdout + second.stderr

@@ -20,7 +20,7 @@ from amrita_memory_pg.domain.records import MemoryRecord, Ranking
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.maintenance.tokens import backfill_tokens
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.memories import record_from_row
 from amrita_memory_pg.storage.queries import query
 from tests.support.cli import run_cli

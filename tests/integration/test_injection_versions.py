@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from amrita_memory_pg.domain.keys import GLOBAL_KEY
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import memory_on
 
@@ -27,7 +27,7 @@ async def mem(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
 
 
 async def rows_sent(mem: Memory, known: int | None) -> tuple[int | None, int]:
-    rows = await mem.bot_memories.store.block(
+    rows = await mem.bot_memories.repo.block(
         memo_keys=[ALICE.session_key],
         chat_key=ALICE.session_key,
         scope_keys=[GLOBAL_KEY, ALICE.session_key],

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.knowledge import DISABLED, NO_PERMISSION
 from amrita_memory_pg.tools.context import CycleContext, ToolContext
 from amrita_memory_pg.tools.knowledge import CHAT_ALIASES

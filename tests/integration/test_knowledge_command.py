@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from amrita_memory_pg.commands.memory_command import MemoryCommand, TextReply, parse_command
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.knowledge import NO_PERMISSION
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import memory_on

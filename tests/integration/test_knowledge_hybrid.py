@@ -16,7 +16,7 @@ from amrita_memory_pg.commands.memory_command import MemoryCommand, TextReply
 from amrita_memory_pg.domain.knowledge import KnowledgeEntry, knowledge_search_text
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.maintenance.tokens import backfill_tokens
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import CycleContext, ToolContext
 from tests.support.cli import run_cli
 from tests.support.memory import memory_on

@@ -10,7 +10,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from amrita_memory_pg.domain.consolidation import CycleSummary
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.scheduling import RUNNER_NOT_BUILT
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import memory_on
@@ -188,7 +188,7 @@ async def test_targets_are_independent(db_dsn: str, tmp_path: Path) -> None:
         mem.scheduling.runner = runner()
         await mem.scheduling.run_cycle(GROUP)
         states = {
-            s.target_key: s for s in await mem.scheduling.store.get_many(mem.scheduling.targets)
+            s.target_key: s for s in await mem.scheduling.repo.get_many(mem.scheduling.targets)
         }
         assert set(states) == {ALICE, GROUP}
         assert (states[ALICE].penalty, states[ALICE].runs) == (1, 0)

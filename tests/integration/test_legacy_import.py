@@ -22,7 +22,7 @@ import numpy as np
 
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.maintenance.legacy_import import import_legacy
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.testing import StubEmbeddingServer
 from tests.support.cli import clean_env
 from tests.support.legacy import (

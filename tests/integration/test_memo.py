@@ -13,7 +13,7 @@ import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.errors import MemoTooLong
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 from amrita_memory_pg.tools.context import ToolContext
 

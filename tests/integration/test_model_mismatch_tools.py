@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from amrita_memory_pg.maintenance.backup import create_backup, read_header
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.tools.context import ToolContext

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import memory_on
 

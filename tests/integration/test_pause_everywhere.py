@@ -24,7 +24,7 @@ from amrita_memory_pg.domain.consolidation import CycleContext
 from amrita_memory_pg.domain.errors import MemoryPaused
 from amrita_memory_pg.domain.profile import ProfileActor, make_edit
 from amrita_memory_pg.domain.trail import Actor, acting
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.consolidation import utcnow
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from amrita_memory_pg.tools.context import ToolContext

@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import checksum, memory_on
 from tests.support.pg import PgServer

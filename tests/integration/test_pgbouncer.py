@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from amrita_memory_pg import ToolContext
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from tests.support.cli import run_cli
 from tests.support.memory import memory_on
 from tests.support.pg import PgServer

@@ -15,7 +15,7 @@ from amrita_memory_pg.commands.memory_command import (
     parse_command,
 )
 from amrita_memory_pg.domain.profile import ProfileActor, make_edit
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.cli import run_cli
 from tests.support.memory import memory_on

@@ -16,7 +16,7 @@ from amrita_memory_pg.domain.profile import ProfileActor, make_edit
 from amrita_memory_pg.maintenance.backup import create_backup
 from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.restore import restore_backup
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.tools.context import CycleContext, ToolContext
 from amrita_memory_pg.tools.profile import NOT_IN_CYCLE, READ_REFUSED
 from tests.support.memory import memory_on
@@ -295,8 +295,8 @@ async def test_memory_block_can_include_the_profile_summary_in_one_round_trip(
 
         counting = Counting(on.pool)
         on.memos._pool = counting
-        on.profiles.store._pool = counting
-        on.bot_memories.store._pool = counting  # the block's one query (issue 14)
+        on.profiles.repo._pool = counting
+        on.bot_memories.repo._pool = counting  # the block's one query (issue 14)
         block = await on.memory_block(ALICE_IN_GROUP)
         assert "<PROFILE>\n喜欢猫的学生\n</PROFILE>" in block and "备忘：下周考试" not in block
         block = await on.memory_block(ALICE)

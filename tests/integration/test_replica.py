@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 
 from amrita_memory_pg import ToolContext
-from amrita_memory_pg.storage.admin import AdminStore, MemoryQuery
+from amrita_memory_pg.storage.admin import AdminRepository, MemoryQuery
 from tests.support.memory import memory_on
 from tests.support.pg import PgServer
 from tests.support.replica import Replica, run_replica
@@ -69,7 +69,7 @@ async def test_the_block_and_the_list_pages_read_the_replica_and_writes_go_to_th
                 # the replica has not replayed the writes: the block still shows the old memo
                 block = await mem.memory_block(ctx)
                 assert "第一版备忘" in block and "第二版备忘" not in block
-                page, total = await AdminStore(mem.pool, mem.store.read_pool).memory_page(
+                page, total = await AdminRepository(mem.pool, mem.store.read_pool).memory_page(
                     key, MemoryQuery(), limit=10, offset=0
                 )
                 assert ([r.id for r in page], total) == ([first.id], 1)
@@ -81,7 +81,7 @@ async def test_the_block_and_the_list_pages_read_the_replica_and_writes_go_to_th
             await _caught_up(primary, standby)
             block = await mem.memory_block(ctx)
             assert "第二版备忘" in block and "第一版备忘" not in block
-            page, total = await AdminStore(mem.pool, mem.store.read_pool).memory_page(
+            page, total = await AdminRepository(mem.pool, mem.store.read_pool).memory_page(
                 key, MemoryQuery(), limit=10, offset=0
             )
             assert {r.id for r in page} == {first.id, second.id} and total == 2

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from tests.support.memory import memory_on
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.queries import query
 from tests.support.memory import memory_on
 

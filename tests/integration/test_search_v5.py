@@ -25,7 +25,7 @@ from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.records import MemoryQuery, NewMemory, Ranking, SearchFilter
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.memories import insert_args
 from amrita_memory_pg.storage.pgvector import search_args, search_statement
 from amrita_memory_pg.storage.queries import bind, catalogue, named_params, query

@@ -17,7 +17,7 @@ import pytest
 from amrita_memory_pg.commands.memory_command import MemoryCommand, TextReply
 from amrita_memory_pg.domain.errors import ProtectedMemory
 from amrita_memory_pg.maintenance.backup import list_backups
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.tools.context import ToolContext
 from tests.support.memory import memory_on
@@ -295,7 +295,7 @@ async def test_the_block_orders_by_importance_then_recency_within_budget_in_one_
         )
 
         statements: list[str] = []
-        for holder in (mem.bot_memories.store, mem.memos):
+        for holder in (mem.bot_memories.repo, mem.memos):
             holder._pool = CountingPool(holder._pool, statements)  # type: ignore[attr-defined]
         mem.memories.repo.pool = CountingPool(mem.memories.repo.pool, statements)  # type: ignore[assignment]
         block = await mem.memory_block(ALICE)

@@ -20,7 +20,7 @@ from amrita_memory_pg.domain.errors import MemoryPaused
 from amrita_memory_pg.domain.keys import GLOBAL_KEY
 from amrita_memory_pg.domain.trail import Actor, acting
 from amrita_memory_pg.maintenance.legacy_import import import_legacy
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.inspector import inspect_chat
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.testing_llm import ScriptedLLM

@@ -15,7 +15,7 @@ import httpx
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.web import create_admin_app
 from amrita_memory_pg.web.pages import PAGES
 from amrita_memory_pg.web.security import hash_password

@@ -17,7 +17,7 @@ from amrita_memory_pg.domain.errors import (
 from amrita_memory_pg.domain.profile import ProfileActor, ProfileEdit
 from amrita_memory_pg.maintenance.backup import create_backup
 from amrita_memory_pg.maintenance.status import describe_sweep, render_status
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.web import opsview
 from tests.support.memory import add_knowledge, memory_on

@@ -27,7 +27,7 @@ import psutil
 import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.pg.session import mark_session_changed
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.tools.context import ToolContext

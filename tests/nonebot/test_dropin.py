@@ -13,7 +13,7 @@ import pytest
 from nonebug import App
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from tests.nonebot.support import qq_bot, qq_private
 from tests.support.memory import settings_for

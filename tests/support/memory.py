@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings, load_settings
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.chroma import ChromaBackend
 
 

@@ -115,7 +115,7 @@ def test_chromadb_is_imported_only_by_the_chroma_backend_and_only_when_used() ->
     ]
     assert offenders == []
     code = (
-        "import sys, amrita_memory_pg.service, amrita_memory_pg.storage.chroma;"
+        "import sys, amrita_memory_pg.memory, amrita_memory_pg.storage.chroma;"
         "print('chromadb' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from amrita_memory_pg.domain.errors import NotReady
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.web import create_admin_app
 from amrita_memory_pg.web.security import hash_password

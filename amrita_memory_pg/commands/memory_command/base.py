@@ -14,7 +14,7 @@ from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.storage.memos import MemoRepository
 
 #: Starts one L3 cycle now; None while no L3 loop runs in this process.
 DmnTrigger = Callable[[], Awaitable[None]]
@@ -50,7 +50,7 @@ class Services:
     """What ``/memory`` acts on; an optional one that is None makes its subcommand answer
     that it is unavailable."""
 
-    memos: MemoStore
+    memos: MemoRepository
     memories: MemoryService
     settings: Settings
     dmn_trigger: DmnTrigger | None = None

@@ -6,7 +6,7 @@ from functools import partial
 
 from amrita_memory_pg.commands.memory_command.base import Answer, MemoReply, Services, Step
 from amrita_memory_pg.domain.text import pack_chunks
-from amrita_memory_pg.storage.memos import MemoStore
+from amrita_memory_pg.storage.memos import MemoRepository
 from amrita_memory_pg.tools.context import ToolContext
 
 
@@ -14,7 +14,7 @@ def show_memo(services: Services, ctx: ToolContext) -> Step:
     return Step("memo", ctx.session_key, partial(_memo, services.memos, ctx.session_key))
 
 
-async def _memo(memos: MemoStore, session_key: str) -> Answer:
+async def _memo(memos: MemoRepository, session_key: str) -> Answer:
     memo = await memos.get(session_key)
     if not memo.content:
         return "当前作用域还没有备忘录"

@@ -46,7 +46,7 @@ from amrita_memory_pg.domain.errors import ConfigError
 from amrita_memory_pg.integrations.amrita.context import Identify, chat_context
 from amrita_memory_pg.integrations.amrita.model import HostModel
 from amrita_memory_pg.integrations.amrita.persona import HostPersona
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.scheduling import ScheduledRun
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import READ_TOOLS

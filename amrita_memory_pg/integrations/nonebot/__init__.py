@@ -62,7 +62,7 @@ from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.send import send_private, send_reply  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.web import mount_admin  # noqa: E402
 from amrita_memory_pg.maintenance.scheduled import run_scheduled_backup  # noqa: E402
-from amrita_memory_pg.service import Memory  # noqa: E402
+from amrita_memory_pg.memory import Memory  # noqa: E402
 from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
 
 __plugin_meta__ = PluginMetadata(

@@ -21,7 +21,7 @@ from amrita_memory_pg.domain.consolidation import CycleSummary
 from amrita_memory_pg.domain.errors import NotReady
 from amrita_memory_pg.integrations.nonebot.jobs import L3Jobs
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
-from amrita_memory_pg.service import Memory
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
 
 log = logging.getLogger(__name__)

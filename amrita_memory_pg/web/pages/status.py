@@ -22,7 +22,7 @@ from amrita_memory_pg.domain.fingerprint import IN_PROCESS, describe
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.maintenance.backup import store_counts
 from amrita_memory_pg.maintenance.status import SweepCursor
-from amrita_memory_pg.storage.admin import AdminStore
+from amrita_memory_pg.storage.admin import AdminRepository
 from amrita_memory_pg.web import kit, opsview
 from amrita_memory_pg.web.i18n import EN, STRINGS, translator
 from amrita_memory_pg.web.jobs import JOB_KINDS, Job, JobRunner, memory_operations, result_text
@@ -45,7 +45,7 @@ def runner(request: Request) -> JobRunner:
 
         async def finished(job: Job) -> None:
             # the job's outcome is a write too: one more audit row when it ends
-            await AdminStore(source().pool).audit(
+            await AdminRepository(source().pool).audit(
                 actor=job.started_by,
                 role="superuser",
                 client=None,

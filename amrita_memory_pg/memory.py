@@ -45,16 +45,16 @@ from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.services.trail import TrailService, history_bounds
 from amrita_memory_pg.settings import loop_llm
-from amrita_memory_pg.storage.activity import ActivityStore
-from amrita_memory_pg.storage.bot_memories import BotMemoryStore
-from amrita_memory_pg.storage.consolidation import ConsolidationStore, PendingMessage
+from amrita_memory_pg.storage.activity import ActivityRepository
+from amrita_memory_pg.storage.bot_memories import BotMemoryRepository
+from amrita_memory_pg.storage.consolidation import ConsolidationRepository, PendingMessage
 from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
-from amrita_memory_pg.storage.leases import LeaseStore
+from amrita_memory_pg.storage.leases import LeaseRepository
 from amrita_memory_pg.storage.memories import MemoryRepository
-from amrita_memory_pg.storage.memos import MemoStore
-from amrita_memory_pg.storage.profiles import ProfileStore
-from amrita_memory_pg.storage.trail import TrailStore
+from amrita_memory_pg.storage.memos import MemoRepository
+from amrita_memory_pg.storage.profiles import ProfileRepository
+from amrita_memory_pg.storage.trail import TrailRepository
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
@@ -120,7 +120,7 @@ class Memory:
         self.embedder = store.embedder
         self.backend = store.backend
         #: issue 17: access log, change history and paused partitions
-        self.trail = TrailService(TrailStore(store.pool), settings.trail)
+        self.trail = TrailService(TrailRepository(store.pool), settings.trail)
         #: L2 memories: the service embeds, the repository writes and searches
         self.memories = MemoryService(
             MemoryRepository(
@@ -135,19 +135,21 @@ class Memory:
             trail=self.trail,
         )
         #: L1 memos; the cap is enforced by the database write
-        self.memos = MemoStore(
+        self.memos = MemoRepository(
             store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
         )
         #: issue 23: who in the fleet runs an L3 cycle, the sweep, the session job
-        self.leases = Leases(LeaseStore(store.pool), ttl_seconds=settings.database.lease_seconds)
+        self.leases = Leases(
+            LeaseRepository(store.pool), ttl_seconds=settings.database.lease_seconds
+        )
         #: user profiles (summary + numbered lines, history), one per personal partition
         self.profiles = ProfileService(
-            ProfileStore(store.pool, acquire_timeout=settings.database.connect_timeout),
+            ProfileRepository(store.pool, acquire_timeout=settings.database.connect_timeout),
             settings.profile,
         )
         #: chat log + activity heatmap, written by the chat hooks, read by L3
         tz = resolve_timezone(settings.subconscious.idle_timezone)
-        self.activity = ActivityStore(store.pool, keep=settings.chat_log_keep, tz=tz)
+        self.activity = ActivityRepository(store.pool, keep=settings.chat_log_keep, tz=tz)
         #: L3 scheduling per target (penalty, planner, next run); set ``scheduling.runner``
         #: to the loop's cycle runner
         self.scheduling = SchedulingService(
@@ -157,7 +159,7 @@ class Memory:
             leases=self.leases,
         )
         #: L3 runs: cycles, token usage, pending proactive messages, the pre-pass
-        self.consolidation = ConsolidationStore(store.pool)
+        self.consolidation = ConsolidationRepository(store.pool)
         #: where the scheduler and the knowledge base plug into a cycle
         self.l3_hooks = L3Hooks()
         self._loop_model: ChatClient | None = None
@@ -181,7 +183,7 @@ class Memory:
         #: ``LLM_*``), "host" (:meth:`use_host_model`) or "none"
         self.loop_model_source = "configured" if cycle_llm is not None else "none"
         self.loop = loop = LoopDeps(
-            store=self.consolidation,
+            repo=self.consolidation,
             activity=self.activity,
             prompts=self.prompts,
             hooks=self.l3_hooks,
@@ -199,7 +201,7 @@ class Memory:
         )
         #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(
-            BotMemoryStore(store.pool, store.read_pool),
+            BotMemoryRepository(store.pool, store.read_pool),
             store.embedder,
             settings,
             trail=self.trail,
@@ -210,7 +212,7 @@ class Memory:
             self.extraction_model = ChatClient(endpoint(settings))
         self.extractor = Extractor(
             self.memories,
-            self.bot_memories.store,
+            self.bot_memories.repo,
             self.extraction_model,
             settings,
             leases=self.leases,
@@ -238,7 +240,7 @@ class Memory:
         self.consolidator: Consolidator | None = None
         if "consolidation" in self.registries:
             self.consolidator = Consolidator(
-                store=self.consolidation,
+                repo=self.consolidation,
                 tools=RegistryLoopTools(self.registries["consolidation"]),
                 llm=cycle_llm,
                 prompts=self.prompts,
