@@ -189,6 +189,12 @@ def suggestions_pending(context: Mapping[str, Any]) -> bool:
     return isinstance(pending, Mapping) and int(pending.get("count") or 0) > 0
 
 
+def knowledge_work(context: Mapping[str, Any]) -> bool:
+    """Whether a cycle has knowledge work: suggestions waiting, or memories worth a
+    knowledge entry (get_context's ``knowledge_candidates``, the distillation pre-pass)."""
+    return suggestions_pending(context) or bool(context.get("knowledge_candidates"))
+
+
 def register_knowledge_tools(
     chat: ToolRegistry | None, loop: ToolRegistry | None, knowledge: KnowledgeService
 ) -> None:
@@ -369,11 +375,12 @@ def register_knowledge_tools(
             chat.alias(alias, target)
 
     if loop is not None:
-        # Offered to a cycle only when get_context reports pending suggestions: the
-        # knowledge base is global, so a cycle of one partition has nothing to do there
-        # except review what users suggested — and reviewing needs list/read/search to
-        # find the entry to update before creating a new one. A tool not offered still
-        # runs when called by name.
+        # Offered to a cycle only when get_context reports knowledge work: suggestions
+        # users made (read_suggestions only then), or knowledge candidates the SQL
+        # pre-pass found in the partition (distillation). Otherwise a cycle of one
+        # partition has nothing to do in the global base, and the schemas would be paid
+        # on every call. Reviewing needs list/read/search to find the entry to update
+        # before creating a new one. A tool not offered still runs when called by name.
         loop_tools: list[Tool[Any]] = [
             Tool(
                 name="subconscious_knowledge_list",
@@ -381,7 +388,7 @@ def register_knowledge_tools(
                 args=NoArgs,
                 handler=guarded(loop_only(list_entries)),
                 failure_prefix="列出知识库失败",
-                offer=suggestions_pending,
+                offer=knowledge_work,
             ),
             Tool(
                 name="subconscious_knowledge_read",
@@ -389,7 +396,7 @@ def register_knowledge_tools(
                 args=ReadArgs,
                 handler=guarded(loop_only(read_entry)),
                 failure_prefix="读取知识失败",
-                offer=suggestions_pending,
+                offer=knowledge_work,
             ),
             Tool(
                 name="subconscious_knowledge_create",
@@ -397,7 +404,7 @@ def register_knowledge_tools(
                 args=CreateArgs,
                 handler=guarded(create),
                 failure_prefix="创建知识失败",
-                offer=suggestions_pending,
+                offer=knowledge_work,
             ),
             Tool(
                 name="subconscious_knowledge_update",
@@ -405,7 +412,7 @@ def register_knowledge_tools(
                 args=UpdateArgs,
                 handler=guarded(update),
                 failure_prefix="更新知识失败",
-                offer=suggestions_pending,
+                offer=knowledge_work,
             ),
             Tool(
                 name="subconscious_knowledge_delete",
@@ -413,7 +420,7 @@ def register_knowledge_tools(
                 args=DeleteArgs,
                 handler=guarded(delete),
                 failure_prefix="删除知识失败",
-                offer=suggestions_pending,
+                offer=knowledge_work,
             ),
             Tool(
                 name="subconscious_knowledge_search",
@@ -421,7 +428,7 @@ def register_knowledge_tools(
                 args=SearchArgs,
                 handler=guarded(loop_only(search_entries)),
                 failure_prefix="检索知识库失败",
-                offer=suggestions_pending,
+                offer=knowledge_work,
             ),
             Tool(
                 name="subconscious_read_suggestions",

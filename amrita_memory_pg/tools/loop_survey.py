@@ -1,6 +1,6 @@
 """The L3 loop's survey of its target (reference §8.8 tools 4, 7 and 19): the cycle's
-context with the SQL pre-pass (duplicate groups, cleanup candidates), the store's
-statistics and the paged duplicate helper.
+context with the SQL pre-pass (duplicate groups, cleanup candidates, knowledge
+candidates), the store's statistics and the paged duplicate helper.
 
 ``subconscious_duplicate_helper``'s clusters come from the SQL pre-pass
 (``duplicate_pairs_v1``), and ``candidates_only`` lists only their members — the reason
@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.activity import FALLBACK_TZ, resolve_timezone
 from amrita_memory_pg.domain.consolidation import clusters, is_private_key
+from amrita_memory_pg.domain.importance import level_to_label
 from amrita_memory_pg.domain.keys import is_personal_key
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.validation import MAX_TAGS_CHARS
@@ -38,6 +39,11 @@ CONTEXT_GROUPS = 20
 CONTEXT_CLEANUP = 10
 CONTEXT_CHARS = 80
 IMPORTANCE_RANK = {"high": 0, "medium": 1, "low": 2}
+
+#: get_context's knowledge candidates: at most this many listed (the count says the rest),
+#: and a fact counts as shared when this many OTHER partitions hold it as knowledge
+CONTEXT_KNOWLEDGE = 5
+DISTILL_MIN_PARTITIONS = 2
 
 #: how get_context's pre-pass items read (one string each: keys would be paid per item)
 BRIEF_FORMAT = "id|importance|content（source=user 的以 id|importance|user| 开头）"
@@ -189,6 +195,7 @@ class LoopSurvey:
         except Exception:
             reply.update(memory_total=None, memory_warn_threshold=None, duplicate_groups=None)
             stale.append("memory_stats")
+        await self._knowledge(cycle.target_key, reply, stale)
         reply["profile_hint"] = ""
         if self.loop.hooks.profile_changed_at is not None and is_personal_key(cycle.target_key):
             # New memories are what a profile is distilled from: none since its last
@@ -235,6 +242,34 @@ class LoopSurvey:
         reply["stale"] = stale
         cycle.context_fetched = True
         return reply
+
+    async def _knowledge(self, target_key: str, reply: dict[str, Any], stale: list[str]) -> None:
+        """The distillation pre-pass (knowledge_candidates_v1): the memories worth a global
+        knowledge entry. Any found → the knowledge tools are offered, and the hint says
+        why; none → they are not (unless suggestions are pending)."""
+        reply["knowledge_hint"] = ""
+        if not self.sub.enable_knowledge:
+            return
+        try:
+            found = await self.loop.repo.knowledge_candidates(
+                target_key, self.sub.duplicate_threshold, DISTILL_MIN_PARTITIONS
+            )
+        except Exception:
+            stale.append("knowledge_candidates")
+            return
+        if not found:
+            return
+        reply["knowledge_hint"] = (
+            f"发现 {len(found)} 条可沉淀为全局知识的记忆（分类为知识，或同一事实见于多个分区，"
+            "且知识库尚无）：先 subconscious_knowledge_search 查重，值得的用 "
+            "subconscious_knowledge_create 新建或 subconscious_knowledge_update 并入；"
+            "个人隐私不进知识库。"
+        )
+        reply["knowledge_candidates"] = [
+            f"{c.id}|{level_to_label(c.importance)}|{preview(c.content, CONTEXT_CHARS)}"
+            + (f"|另见{c.partitions}个分区" if c.partitions else "")
+            for c in found[:CONTEXT_KNOWLEDGE]
+        ]
 
     async def get_memory_stats(self, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
