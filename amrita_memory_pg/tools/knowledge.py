@@ -190,7 +190,7 @@ def suggestions_pending(context: Mapping[str, Any]) -> bool:
 
 
 def knowledge_work(context: Mapping[str, Any]) -> bool:
-    """Whether a cycle has knowledge work: suggestions waiting, or memories worth a
+    """Whether a cycle may create knowledge: suggestions waiting, or memories worth a
     knowledge entry (get_context's ``knowledge_candidates``, the distillation pre-pass)."""
     return suggestions_pending(context) or bool(context.get("knowledge_candidates"))
 
@@ -375,12 +375,12 @@ def register_knowledge_tools(
             chat.alias(alias, target)
 
     if loop is not None:
-        # Offered to a cycle only when get_context reports knowledge work: suggestions
-        # users made (read_suggestions only then), or knowledge candidates the SQL
-        # pre-pass found in the partition (distillation). Otherwise a cycle of one
-        # partition has nothing to do in the global base, and the schemas would be paid
-        # on every call. Reviewing needs list/read/search to find the entry to update
-        # before creating a new one. A tool not offered still runs when called by name.
+        # Offered to a cycle only when get_context reports knowledge work, since every
+        # schema is paid on every call: all of them while users' suggestions are pending
+        # (reviewing needs list/read/search to find the entry to update before creating
+        # a new one); only create when the SQL pre-pass found knowledge candidates in the
+        # partition (distillation: the pre-pass already checked that the base holds no
+        # entry like them). A tool not offered still runs when called by name.
         loop_tools: list[Tool[Any]] = [
             Tool(
                 name="subconscious_knowledge_list",
@@ -388,7 +388,7 @@ def register_knowledge_tools(
                 args=NoArgs,
                 handler=guarded(loop_only(list_entries)),
                 failure_prefix="列出知识库失败",
-                offer=knowledge_work,
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_read",
@@ -396,7 +396,7 @@ def register_knowledge_tools(
                 args=ReadArgs,
                 handler=guarded(loop_only(read_entry)),
                 failure_prefix="读取知识失败",
-                offer=knowledge_work,
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_create",
@@ -412,7 +412,7 @@ def register_knowledge_tools(
                 args=UpdateArgs,
                 handler=guarded(update),
                 failure_prefix="更新知识失败",
-                offer=knowledge_work,
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_delete",
@@ -420,7 +420,7 @@ def register_knowledge_tools(
                 args=DeleteArgs,
                 handler=guarded(delete),
                 failure_prefix="删除知识失败",
-                offer=knowledge_work,
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_knowledge_search",
@@ -428,7 +428,7 @@ def register_knowledge_tools(
                 args=SearchArgs,
                 handler=guarded(loop_only(search_entries)),
                 failure_prefix="检索知识库失败",
-                offer=knowledge_work,
+                offer=suggestions_pending,
             ),
             Tool(
                 name="subconscious_read_suggestions",

@@ -19,7 +19,6 @@ from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.activity import FALLBACK_TZ, resolve_timezone
 from amrita_memory_pg.domain.consolidation import clusters, is_private_key
-from amrita_memory_pg.domain.importance import level_to_label
 from amrita_memory_pg.domain.keys import is_personal_key
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.validation import MAX_TAGS_CHARS
@@ -245,9 +244,8 @@ class LoopSurvey:
 
     async def _knowledge(self, target_key: str, reply: dict[str, Any], stale: list[str]) -> None:
         """The distillation pre-pass (knowledge_candidates_v1): the memories worth a global
-        knowledge entry. Any found → the knowledge tools are offered, and the hint says
-        why; none → they are not (unless suggestions are pending)."""
-        reply["knowledge_hint"] = ""
+        knowledge entry. Any found → the hint says how many and lists the first (the
+        create tool is offered for them); none → no key at all (paid on every call)."""
         if not self.sub.enable_knowledge:
             return
         try:
@@ -259,14 +257,9 @@ class LoopSurvey:
             return
         if not found:
             return
-        reply["knowledge_hint"] = (
-            f"发现 {len(found)} 条可沉淀为全局知识的记忆（分类为知识，或同一事实见于多个分区，"
-            "且知识库尚无）：先 subconscious_knowledge_search 查重，值得的用 "
-            "subconscious_knowledge_create 新建或 subconscious_knowledge_update 并入；"
-            "个人隐私不进知识库。"
-        )
+        reply["knowledge_hint"] = f"{len(found)} 条可沉淀为全局知识（个人隐私不写）"
         reply["knowledge_candidates"] = [
-            f"{c.id}|{level_to_label(c.importance)}|{preview(c.content, CONTEXT_CHARS)}"
+            f"{c.id}|{preview(c.content, CONTEXT_CHARS)}"
             + (f"|另见{c.partitions}个分区" if c.partitions else "")
             for c in found[:CONTEXT_KNOWLEDGE]
         ]

@@ -15,14 +15,17 @@ from amrita_memory_pg.testing_llm import ScriptedLLM
 from amrita_memory_pg.tools.loop_survey import DISTILL_MIN_PARTITIONS
 from tests.support.l3 import TARGET, USAGE, add, loop_memory, tool_replies
 
-KNOWLEDGE_TOOLS = {
+CREATE = "subconscious_knowledge_create"
+#: offered only while users' suggestions are pending (reviewing needs them)
+REVIEW_TOOLS = {
     "subconscious_knowledge_list",
     "subconscious_knowledge_read",
-    "subconscious_knowledge_create",
     "subconscious_knowledge_update",
     "subconscious_knowledge_delete",
     "subconscious_knowledge_search",
+    "subconscious_read_suggestions",
 }
+KNOWLEDGE_TOOLS = {CREATE, *REVIEW_TOOLS}
 FACT = "杭州地铁 1 号线首班车 6:00 发车"
 
 
@@ -55,27 +58,26 @@ async def test_a_cycle_that_finds_a_knowledge_candidate_creates_a_knowledge_entr
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
         fact = await add(mem, FACT, importance=6, category="knowledge")
         await add(mem, "用户喜欢猫", importance=5, category="preference")
-        llm.call("subconscious_knowledge_search", {"query": "杭州地铁首班车"})
         llm.call(
-            "subconscious_knowledge_create",
+            CREATE,
             {"title": "杭州地铁首班车", "summary": FACT, "body": f"{FACT}（来自用户聊天）"},
-            ("subconscious_iter_stop", {"summary": "沉淀了一条知识"}),
         )
+        llm.call("subconscious_iter_stop", {"summary": "沉淀了一条知识"})
         summary = await mem.run_cycle(TARGET)
 
         assert summary.ok, summary.error
         context = tool_replies(llm.requests[0])[0]
         assert context["pending_knowledge_suggestions"]["count"] == 0
         # the context says why: how many, and which (the preference is not one)
-        assert context["knowledge_hint"].startswith("发现 1 条可沉淀为全局知识的记忆")
-        assert context["knowledge_candidates"] == [f"{fact}|medium|{FACT}"]
+        assert context["knowledge_hint"] == "1 条可沉淀为全局知识（个人隐私不写）"
+        assert context["knowledge_candidates"] == [f"{fact}|{FACT}"]
+        # distilling needs only create (the pre-pass checked the base holds nothing like
+        # it); the review tools and the guide stay away: no suggestion is pending
         offered = _offered(llm.requests[0])
-        assert offered >= KNOWLEDGE_TOOLS
-        # nothing to review: the suggestion reader stays away
-        assert "subconscious_read_suggestions" not in offered
-        assert "## 全局知识库" in llm.requests[0]["messages"][0]["content"]
-        assert tool_replies(llm.requests[1])[-1]["status"] == "success"  # the search
-        assert summary.tool_calls == 4  # get_context, search, create, iter_stop
+        assert CREATE in offered and offered.isdisjoint(REVIEW_TOOLS)
+        assert "## 全局知识库" not in llm.requests[0]["messages"][0]["content"]
+        assert tool_replies(llm.requests[1])[-1]["status"] == "success"  # the create
+        assert summary.tool_calls == 3  # get_context, create, iter_stop
         assert await _entries(mem) == [("杭州地铁首班车", FACT)]
 
         # reviewed (and now in the knowledge base): the next cycle has no knowledge work
@@ -83,7 +85,7 @@ async def test_a_cycle_that_finds_a_knowledge_candidate_creates_a_knowledge_entr
         llm.call("subconscious_iter_stop", {"summary": "无事"})
         assert (await mem.run_cycle(TARGET)).ok
         again = tool_replies(llm.requests[0])[0]
-        assert again["knowledge_hint"] == "" and "knowledge_candidates" not in again
+        assert "knowledge_hint" not in again and "knowledge_candidates" not in again
         assert _offered(llm.requests[0]).isdisjoint(KNOWLEDGE_TOOLS)
         assert "## 全局知识库" not in llm.requests[0]["messages"][0]["content"]
 
@@ -100,7 +102,7 @@ async def test_no_candidate_and_no_suggestion_offers_no_knowledge_tools(
         llm.call("subconscious_iter_stop", {"summary": "无事"})
         assert (await mem.run_cycle(TARGET)).ok
         context = tool_replies(llm.requests[0])[0]
-        assert context["knowledge_hint"] == "" and "knowledge_candidates" not in context
+        assert "knowledge_hint" not in context and "knowledge_candidates" not in context
         assert _offered(llm.requests[0]).isdisjoint(KNOWLEDGE_TOOLS)
     async with loop_memory(db_dsn, tmp_path, llm, subconscious__enable_knowledge=False) as mem:
         await add(mem, FACT, key="QQPlatform_Private_10009", category="knowledge")
@@ -108,7 +110,7 @@ async def test_no_candidate_and_no_suggestion_offers_no_knowledge_tools(
         llm.call("subconscious_iter_stop", {"summary": "无事"})
         assert (await mem.run_cycle("QQPlatform_Private_10009")).ok
         context = tool_replies(llm.requests[0])[0]
-        assert context["knowledge_hint"] == "" and "knowledge_candidates" not in context
+        assert "knowledge_hint" not in context and "knowledge_candidates" not in context
         assert _offered(llm.requests[0]).isdisjoint(KNOWLEDGE_TOOLS)
 
 
@@ -127,8 +129,9 @@ async def test_a_fact_several_partitions_hold_as_knowledge_is_a_candidate_everyw
         llm.call("subconscious_iter_stop", {"summary": "看过了"})
         assert (await mem.run_cycle(TARGET)).ok
         context = tool_replies(llm.requests[0])[0]
-        assert context["knowledge_candidates"] == [f"{plain}|medium|{FACT}|另见2个分区"]
-        assert _offered(llm.requests[0]) >= KNOWLEDGE_TOOLS
+        assert context["knowledge_hint"].startswith("1 条")
+        assert context["knowledge_candidates"] == [f"{plain}|{FACT}|另见2个分区"]
+        assert CREATE in _offered(llm.requests[0])
         # the cycle succeeded: reviewed, not asked again; an edit makes it new again
         assert await _candidates(mem) == []
         await mem.memories.update(TARGET, plain, importance=7)
@@ -154,3 +157,22 @@ async def test_what_the_knowledge_base_holds_or_a_dry_run_saw_stays_a_candidate_
         llm.call("subconscious_no_such_tool", {})  # then the model stops: a failed cycle
         assert not (await mem.run_cycle(TARGET)).ok
         assert await _candidates(mem) == [fact]
+
+
+async def test_a_pending_suggestion_with_a_candidate_offers_every_knowledge_tool(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """Reviewing a suggestion needs list/read/search/update and the guide; the candidate
+    is still listed beside it."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        fact = await add(mem, FACT, category="knowledge")
+        await mem.knowledge.suggest(
+            author_id="10002", action="create", title="猫粮", summary="猫粮品牌", body="皇家"
+        )
+        llm.call("subconscious_iter_stop", {"summary": "下轮再看"})
+        assert (await mem.run_cycle(TARGET)).ok
+        context = tool_replies(llm.requests[0])[0]
+        assert context["pending_knowledge_suggestions"]["count"] == 1
+        assert context["knowledge_candidates"] == [f"{fact}|{FACT}"]
+        assert _offered(llm.requests[0]) >= KNOWLEDGE_TOOLS
+        assert "## 全局知识库" in llm.requests[0]["messages"][0]["content"]
