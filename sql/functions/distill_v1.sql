@@ -36,7 +36,7 @@ AS $$
          WHERE c.target_key = p_partition_key AND c.ok AND NOT c.dry_run
          ORDER BY c.id DESC
          LIMIT 1
-    ), fresh AS (
+    ), fresh AS MATERIALIZED (
         SELECT t.id, t.content, t.importance, t.category, t.created_at, t.embedding
           FROM amrita_memory.memory AS t
          WHERE t.partition_key = p_partition_key
@@ -46,20 +46,25 @@ AS $$
                   FROM amrita_memory.knowledge AS k
                  WHERE vector_dims(k.embedding) = vector_dims(t.embedding)
                    AND (k.embedding <=> t.embedding) <= 1 - p_min_similarity)
+    ), others AS MATERIALIZED (
+        -- read once (the partial index), then compared in memory with every fresh row
+        SELECT o.partition_key, o.embedding
+          FROM amrita_memory.memory AS o
+         WHERE o.category = 'knowledge' AND o.partition_key <> p_partition_key
+           AND EXISTS (SELECT 1 FROM fresh)
     ), counted AS (
-        SELECT f.id, f.content, f.importance, f.category, f.created_at,
-               (SELECT count(DISTINCT o.partition_key)::integer
-                  FROM amrita_memory.memory AS o
-                 WHERE o.category = 'knowledge'
-                   AND o.partition_key <> p_partition_key
-                   AND vector_dims(o.embedding) = vector_dims(f.embedding)
-                   AND (o.embedding <=> f.embedding) <= 1 - p_min_similarity) AS partitions
+        SELECT f.id, count(DISTINCT o.partition_key)::integer AS partitions
           FROM fresh AS f
+          JOIN others AS o
+            ON vector_dims(o.embedding) = vector_dims(f.embedding)
+           AND (o.embedding <=> f.embedding) <= 1 - p_min_similarity
+         GROUP BY f.id
     )
-    SELECT c.id, c.content, c.importance, c.category, c.partitions
-      FROM counted AS c
-     WHERE c.category = 'knowledge' OR c.partitions >= p_min_partitions
-     ORDER BY c.partitions DESC, c.importance DESC, c.created_at, c.id
+    SELECT f.id, f.content, f.importance, f.category, coalesce(c.partitions, 0)
+      FROM fresh AS f
+      LEFT JOIN counted AS c ON c.id = f.id
+     WHERE f.category = 'knowledge' OR coalesce(c.partitions, 0) >= p_min_partitions
+     ORDER BY coalesce(c.partitions, 0) DESC, f.importance DESC, f.created_at, f.id
 $$;
 
 COMMENT ON FUNCTION amrita_memory.knowledge_candidates_v1(text, double precision, integer) IS
