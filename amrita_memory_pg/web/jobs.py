@@ -476,13 +476,20 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
 def restore_operation(source: Memory | Callable[[], Memory], path: Path) -> Operation:
     """Restore the backup at ``path`` (the backups page's restore, issue 26 item 7): as
     ``backup restore`` does, a safety backup of the store first, then the file in one
-    transaction. Started with ``JobRunner.start("restore", operation=…)``: the kind's
+    transaction, while no re-embed or sweep runs anywhere in the fleet. Started with ``JobRunner.start("restore", operation=…)``: the kind's
     one-per-fleet rule and lease hold, like every job's."""
 
     async def restore(job: Job) -> str:
         mem = source if isinstance(source, Memory) else source()
         job.update("restore")
-        report = await restore_backup(mem.store, path)
+        try:
+            # a re-embed or a sweep rewrites the rows a restore replaces: never at once
+            async with mem.leases.hold("reembed"), mem.leases.hold("sweep"):
+                report = await restore_backup(mem.store, path)
+        except LeaseHeld as held:
+            raise AmritaMemoryError(
+                f"a {held.kind} runs in process {held.owner}: restore once it has ended"
+            ) from None
         safety = report.safety_backup
         return result_line(
             "job.result.restore",

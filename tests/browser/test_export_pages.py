@@ -257,3 +257,28 @@ def test_profile_edit_saves_keeps_history_and_reverts(page: Any, server: AdminSe
     assert page.locator("#profile-summary").inner_text() == before["summary"]
     assert page.locator("#profile-lines li").all_inner_texts() == ["喜欢猫"]
     assert page.locator("#edit-summary").input_value() == before["summary"]
+
+
+def test_a_restore_waits_for_a_sweep_elsewhere_in_the_fleet(page: Any, server: AdminServer) -> None:
+    """A sweep another process runs (its lease) rewrites the rows a restore replaces: the
+    restore job ends failed, naming it, and the store is as it was."""
+    info = make_backup(server)
+    server.sql(
+        "INSERT INTO amrita_memory.lease (kind, lease_key, owner, token, acquired_at,"
+        " renewed_at, expires_at) VALUES ('sweep', '', 'other-host:4242:20260101T000000Z',"
+        " 't', now(), now(), now() + interval '5 minutes')"
+    )
+    server.sql("DELETE FROM amrita_memory.memory WHERE partition_key = $1", GROUP)
+    try:
+        log_in(page, server.url, password=SUPER_PASSWORD, name="root")
+        page.goto(f"{server.url}/backups/{info.stem}/restore")
+        page.click("#confirm")
+        page.wait_for_load_state()
+        page.wait_for_selector("#job[data-state='failed']", timeout=30_000)
+        error = page.locator("#job-error").inner_text()
+        assert "sweep" in error and "other-host:4242" in error
+    finally:
+        server.sql("DELETE FROM amrita_memory.lease WHERE kind = 'sweep'")
+    groups = "SELECT count(*) AS n FROM amrita_memory.memory WHERE partition_key = $1"
+    assert server.sql(groups, GROUP)[0]["n"] == 0
+    assert not server.sql("SELECT 1 FROM amrita_memory.lease WHERE kind = 'restore'")
