@@ -1,7 +1,7 @@
 """Knowledge distillation: the L3 loop's candidate query and the index it reads.
 
 Revision ID: 0033_distill
-Revises: 0027_pause_all
+Revises: 0035_page_export
 Create Date: 2026-12-04
 
 Issue 25 item 5. ``knowledge_candidates_v1`` (sql/functions/distill_v1.sql) finds the
@@ -20,7 +20,7 @@ from alembic import op
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0033_distill"
-down_revision: str | None = "0027_pause_all"
+down_revision: str | None = "0035_page_export"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
