@@ -40,8 +40,10 @@ CONTEXT_CHARS = 80
 IMPORTANCE_RANK = {"high": 0, "medium": 1, "low": 2}
 
 #: get_context's knowledge candidates: at most this many listed (the count says the rest),
-#: and a fact counts as shared when this many OTHER partitions hold it as knowledge
+#: each its content only, cut at this length (what create needs: no id, ~20 tokens on
+#: every call), and a fact counts as shared when this many OTHER partitions hold it
 CONTEXT_KNOWLEDGE = 5
+CONTEXT_KNOWLEDGE_CHARS = 200
 DISTILL_MIN_PARTITIONS = 2
 
 #: how get_context's pre-pass items read (one string each: keys would be paid per item)
@@ -257,9 +259,9 @@ class LoopSurvey:
             return
         if not found:
             return
-        reply["knowledge_hint"] = f"{len(found)} 条可沉淀为全局知识（个人隐私不写）"
+        reply["knowledge_hint"] = f"{len(found)} 条可入知识库（隐私不写）"
         reply["knowledge_candidates"] = [
-            f"{c.id}|{preview(c.content, CONTEXT_CHARS)}"
+            preview(c.content, CONTEXT_KNOWLEDGE_CHARS)
             + (f"|另见{c.partitions}个分区" if c.partitions else "")
             for c in found[:CONTEXT_KNOWLEDGE]
         ]

@@ -56,7 +56,7 @@ async def test_a_cycle_that_finds_a_knowledge_candidate_creates_a_knowledge_entr
     db_dsn: str, tmp_path: Path, llm: ScriptedLLM
 ) -> None:
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
-        fact = await add(mem, FACT, importance=6, category="knowledge")
+        await add(mem, FACT, importance=6, category="knowledge")
         await add(mem, "用户喜欢猫", importance=5, category="preference")
         llm.call(
             CREATE,
@@ -69,8 +69,8 @@ async def test_a_cycle_that_finds_a_knowledge_candidate_creates_a_knowledge_entr
         context = tool_replies(llm.requests[0])[0]
         assert context["pending_knowledge_suggestions"]["count"] == 0
         # the context says why: how many, and which (the preference is not one)
-        assert context["knowledge_hint"] == "1 条可沉淀为全局知识（个人隐私不写）"
-        assert context["knowledge_candidates"] == [f"{fact}|{FACT}"]
+        assert context["knowledge_hint"] == "1 条可入知识库（隐私不写）"
+        assert context["knowledge_candidates"] == [FACT]
         # distilling needs only create (the pre-pass checked the base holds nothing like
         # it); the review tools and the guide stay away: no suggestion is pending
         offered = _offered(llm.requests[0])
@@ -130,7 +130,7 @@ async def test_a_fact_several_partitions_hold_as_knowledge_is_a_candidate_everyw
         assert (await mem.run_cycle(TARGET)).ok
         context = tool_replies(llm.requests[0])[0]
         assert context["knowledge_hint"].startswith("1 条")
-        assert context["knowledge_candidates"] == [f"{plain}|{FACT}|另见2个分区"]
+        assert context["knowledge_candidates"] == [f"{FACT}|另见2个分区"]
         assert CREATE in _offered(llm.requests[0])
         # the cycle succeeded: reviewed, not asked again; an edit makes it new again
         assert await _candidates(mem) == []
@@ -165,7 +165,7 @@ async def test_a_pending_suggestion_with_a_candidate_offers_every_knowledge_tool
     """Reviewing a suggestion needs list/read/search/update and the guide; the candidate
     is still listed beside it."""
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
-        fact = await add(mem, FACT, category="knowledge")
+        await add(mem, FACT, category="knowledge")
         await mem.knowledge.suggest(
             author_id="10002", action="create", title="猫粮", summary="猫粮品牌", body="皇家"
         )
@@ -173,6 +173,6 @@ async def test_a_pending_suggestion_with_a_candidate_offers_every_knowledge_tool
         assert (await mem.run_cycle(TARGET)).ok
         context = tool_replies(llm.requests[0])[0]
         assert context["pending_knowledge_suggestions"]["count"] == 1
-        assert context["knowledge_candidates"] == [f"{fact}|{FACT}"]
+        assert context["knowledge_candidates"] == [FACT]
         assert _offered(llm.requests[0]) >= KNOWLEDGE_TOOLS
         assert "## 全局知识库" in llm.requests[0]["messages"][0]["content"]
