@@ -273,9 +273,22 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
 
     tz = ZoneInfo(admin.settings.web.timezone)
 
+    #: whether the page showed a time, and whether it named the zone itself
+    marks = {"shown": False, "named": False}
+
     def when(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
-        """A stored (UTC) time in the configured zone; the page names the zone."""
-        return moment.astimezone(tz).strftime(fmt) if moment else ""
+        """A stored (UTC) time in the configured zone: the layout names the zone below
+        the page when the page did not (issue 26: every time with its zone)."""
+        if not moment:
+            return ""
+        marks["shown"] = True
+        return moment.astimezone(tz).strftime(fmt)
+
+    def zone_note() -> Markup:
+        """The "times are in <zone>" line, where a page wants it (else the layout's)."""
+        marks["named"] = True
+        text = escape(t("times.zone", zone=admin.settings.web.timezone))
+        return Markup(f'<span id="times-zone">{text}</span>')
 
     def csrf_field() -> Markup:
         return Markup(f'<input type="hidden" name="csrf" value="{escape(current.csrf)}">')
@@ -290,6 +303,8 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         "csrf": current.csrf,
         "csrf_field": csrf_field,
         "when": when,
+        "zone_note": zone_note,
+        "zone_unnamed": lambda: marks["shown"] and not marks["named"],
         "zone": admin.settings.web.timezone,
         "nav": [n for n in admin.nav if user is not None and (user.superuser or not n.superuser)],
         "planned": admin.planned if user is not None else [],

@@ -12,6 +12,7 @@ from types import ModuleType
 
 from amrita_memory_pg.web.pages import (
     audit,
+    bulk,
     knowledge,
     l3,
     memories,
@@ -19,6 +20,7 @@ from amrita_memory_pg.web.pages import (
     overview,
     partitions,
     profiles,
+    search,
     status,
     trail,
 )
@@ -26,7 +28,9 @@ from amrita_memory_pg.web.pages import (
 PAGES: list[ModuleType] = [
     partitions,
     overview,
+    search,
     memories,
+    bulk,
     memos,
     knowledge,
     profiles,

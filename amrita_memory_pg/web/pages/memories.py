@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 
@@ -37,7 +38,9 @@ from amrita_memory_pg.domain.validation import (
 from amrita_memory_pg.storage.admin import MEMORY_SORTS, MemoryQuery
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import (
+    BULK_ACTIONS,
     FILTER_MESSAGES,
+    MAX_BULK_ROWS,
     MEMORY_MESSAGES,
     FilterInput,
     MemoryForm,
@@ -51,7 +54,7 @@ NAV: list[kit.NavItem] = []
 SCOPES = ("user", "group", "global")
 #: a search shows at most this many hits (the tools' top_k cap)
 SEARCH_TOP_K = 50
-DONE = ("added", "edited", "deleted", "cleared")
+DONE = ("added", "edited", "deleted", "cleared", "bulk_deleted", "bulk_tagged", "bulk_paused")
 
 
 class BadKey(Exception):
@@ -135,7 +138,7 @@ async def partition_home(request: Request, key: str, _user: kit.Admin) -> Respon
 
 
 @router.get("/p/{key}/memories")
-async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
+async def memories(request: Request, key: str, user: kit.Admin) -> Response:
     try:
         key = partition(request, key)
     except BadKey:
@@ -178,15 +181,6 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
             key, where, limit=size, offset=(f.page - 1) * size
         )
     used = await mem.memories.count(key)
-    done = request.query_params.get("done", "")
-    done_text = None
-    if done in DONE:
-        done_text = t(
-            f"done.{done}",
-            id=request.query_params.get("id", "")[:MAX_ID_CHARS],
-            n=request.query_params.get("n", "")[:10],
-            backup=request.query_params.get("backup", "")[:300],
-        )
     return kit.render(
         request,
         "memories.html",
@@ -208,9 +202,32 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
         sources=SOURCE_NAMES,
         sorts=MEMORY_SORTS,
         top_k=SEARCH_TOP_K,
-        done=done_text,
+        done=done_line(request),
         paused=await mem.trail.is_paused(key),
+        actions=[a for a in BULK_ACTIONS if a != "pause" or user.superuser],
+        max_bulk=MAX_BULK_ROWS,
+        back=list_path(key, f),
     )
+
+
+def done_line(request: Request) -> str | None:
+    """The line that confirms the write this page was redirected from (``?done=…``)."""
+    params = request.query_params
+    done = params.get("done", "")
+    if done not in DONE:
+        return None
+    return kit.translator_for(request)(
+        f"done.{done}",
+        id=params.get("id", "")[:MAX_ID_CHARS],
+        n=params.get("n", "")[:10],
+        backup=params.get("backup", "")[:300],
+    )
+
+
+def list_path(key: str, f: Filters) -> str:
+    """This list with its filters, under the app root: where a bulk action returns to."""
+    query = f.query()
+    return f"/p/{kit.quoted(key)}/memories" + ("?" + urlencode(query) if query else "")
 
 
 async def read_memory_form(
