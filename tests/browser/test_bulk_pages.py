@@ -7,12 +7,15 @@ change history (``memory_change``) and their audit rows.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from amrita_memory_pg.bootstrap import open_memory
 from tests.browser.conftest import SUPER_PASSWORD, AdminServer, log_in, run_sync, screenshot
+from tests.browser.test_zh_pages import english_words
 
 TEA_USER = "QQPlatform_Private_30003"
 TEA_GROUP = "QQPlatform_Group_880"
@@ -39,6 +42,10 @@ def server(admin_server: AdminServer) -> AdminServer:
 
     run_sync(seed())
     return admin_server
+
+
+#: values shown as they are: the seeded tag and the configured zone
+NAMES = {"seed", "Asia/Shanghai"}
 
 
 def ids_of(server: AdminServer, key: str) -> list[str]:
@@ -79,11 +86,14 @@ def test_search_across_partitions_shows_rows_of_two_partitions_with_their_keys(
     assert "衰减分" in page.locator("#score-legend").inner_text()
     # a search writes nothing: no recall is logged for an operator's look
     assert server.sql("SELECT count(*) AS n FROM amrita_memory.memory_access")[0]["n"] == 0
-    # the default (hybrid) mode finds both as well, and the unrelated row is cut off
+    assert not english_words(page.locator("main").inner_text(), {TEA_USER, TEA_GROUP, *NAMES})
+    # the default (hybrid) mode finds both as well; the other partitions' nearest rows
+    # share no word and lie far off: cut off as in one partition's search
+    assert server.settings.retrieval.default_mode == "hybrid"
     page.goto(f"{server.url}/search?q=乌龙茶&lang=zh")
     rows = page.locator("#search-hits tbody tr")
     keys = {rows.nth(i).get_attribute("data-key") for i in range(rows.count())}
-    assert {TEA_USER, TEA_GROUP} <= keys
+    assert keys == {TEA_USER, TEA_GROUP}
     screenshot(page, "search-all")
 
 
@@ -103,6 +113,7 @@ def test_bulk_delete_asks_then_deletes_exactly_the_selected_rows(
     assert "2 条" in page.locator("#bulk-count").inner_text()
     assert page.locator("#bulk-rows tbody tr").count() == 2
     assert ids_of(server, LIST_KEY) == ids
+    assert not english_words(page.locator("main").inner_text(), {LIST_KEY, *doomed, *NAMES})
     screenshot(page, "bulk-delete-confirm")
     page.click("#confirm")
     page.wait_for_load_state()
@@ -212,18 +223,51 @@ def test_times_on_every_page_are_in_the_configured_zone_and_named(
     assert server.settings.web.timezone == "Asia/Shanghai"
 
     async def seed() -> None:
+        from amrita_memory_pg.domain.profile import ProfileActor, ProfileEdit
+
         async with open_memory(server.settings, startup=False) as mem:
             await mem.knowledge.create(kid="0000000b", title="茶", summary="乌龙", body="半发酵")
             await mem.trail.pause(OTHER, by="root")
+            actor = ProfileActor(kind="chat", who="40004")
+            await mem.profiles.edit(OTHER, ProfileEdit("跑步爱好者", ("每天跑步",)), actor)
+            runs = mem.consolidation
+            cycle = await runs.start_cycle(
+                OTHER, trigger="manual", now=datetime.now(UTC), dry_run=False
+            )
+            await runs.finish_cycle(
+                OTHER, cycle, now=datetime.now(UTC), ok=True, error=None,
+                iterations=1, tool_calls=0, memories_changed=0, summary="无事",
+            )  # fmt: skip
 
     run_sync(seed())
+    log_in(page, server.url, password=SUPER_PASSWORD, name="root")
+    page.goto(f"{server.url}/status/jobs/sweep/confirm")
+    page.click("#confirm")
+    page.wait_for_selector("#job[data-state='done']", timeout=20_000)
+    job_id = page.url.rsplit("/", 1)[1].split("?")[0]
+    # the job list is the process's own (not re-read): its real start, shown at +8
+    (job,) = server.sql("SELECT started_at FROM amrita_memory.job WHERE id = $1", job_id)
+    started = job["started_at"].astimezone(ZoneInfo("Asia/Shanghai"))
+    assert job["started_at"].utcoffset() is not None
+    for path, shown in (
+        ("/status", started.strftime("%H:%M:%S")),
+        (f"/status/jobs/{job_id}", started.strftime("%Y-%m-%d %H:%M:%S")),
+    ):
+        page.goto(f"{server.url}{path}?lang=zh")
+        assert shown in page.locator("main").inner_text(), path
+        assert "Asia/Shanghai" in page.locator("#times-zone").inner_text(), path
+    server.sql(f"UPDATE amrita_memory.profile SET updated_at = '{FIXED}'")
+    server.sql(f"UPDATE amrita_memory.profile_history SET changed_at = '{FIXED}'")
+    server.sql(f"UPDATE amrita_memory.consolidation_cycle SET started_at = '{FIXED}'")
     server.sql(f"UPDATE amrita_memory.knowledge SET created_at = '{FIXED}', updated_at = '{FIXED}'")
     server.sql(f"UPDATE amrita_memory.paused_partition SET paused_at = '{FIXED}'")
     server.sql(f"UPDATE amrita_memory.admin_audit SET at = '{FIXED}'")
     server.sql(f"UPDATE amrita_memory.memory SET created_at = '{FIXED}', updated_at = '{FIXED}'")
     memory_id = ids_of(server, OTHER)[0]
-    log_in(page, server.url, password=SUPER_PASSWORD, name="root")
     pages = [
+        "/profiles",
+        f"/profiles/u/{OTHER}",
+        f"/l3?target={OTHER}",
         "/knowledge",
         "/knowledge/e/0000000b",
         "/paused",

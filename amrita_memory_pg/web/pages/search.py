@@ -5,7 +5,8 @@ partition.
 
 Bounded, and the page says so: the :data:`MAX_PARTITIONS` largest partitions are
 searched (the query is embedded once: the embedder caches it), each gives at most
-:data:`PER_PARTITION` hits, and the best :data:`MAX_HITS` are shown. An operator's view:
+:data:`PER_PARTITION` hits, the hybrid cut-off is applied again over the merged rows (as
+one search over them all would), and the best :data:`MAX_HITS` are shown. An operator's view:
 nothing is logged as a recall, a pause does not hide a partition.
 """
 
@@ -17,6 +18,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request, Response
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.domain.fusion import relevant_hits
 from amrita_memory_pg.domain.records import SEARCH_MODES, SOURCE_NAMES, SearchHit, SearchMode
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import (
@@ -71,7 +73,9 @@ async def search_all(
             )
 
     found = await asyncio.gather(*(one(k) for k in keys))
-    hits = [h for part in found for h in part]
+    # the hybrid cut-off once more over the merged rows: a partition's nearest row is no
+    # hit when another partition holds much nearer ones (as one search over all of them)
+    hits = relevant_hits([h for part in found for h in part], mode)
     hits.sort(key=lambda h: (-order_key(h, mode), h.record.partition_key, h.record.id))
     return hits[:MAX_HITS], len(keys), total
 
