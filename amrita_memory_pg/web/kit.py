@@ -282,6 +282,8 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         if not moment:
             return ""
         marks["shown"] = True
+        if moment.tzinfo is None:  # stored times are UTC; never read one as the host's
+            moment = moment.replace(tzinfo=UTC)
         return moment.astimezone(tz).strftime(fmt)
 
     def zone_note() -> Markup:

@@ -147,6 +147,10 @@ def test_bulk_without_the_csrf_token_or_a_selection_changes_nothing(
     )
     assert response.status == 403
     page.goto(f"{server.url}/p/{LIST_KEY}/memories?lang=zh")
+    boxes = page.locator("input[name=sel]")
+    page.check("#bulk-all")  # ticks every row …
+    assert all(boxes.nth(i).is_checked() for i in range(boxes.count()))
+    page.uncheck("#bulk-all")  # … and none again: the tag below has nothing to go to
     page.select_option("#bulk-action", "tag")
     page.fill("#bulk-tag", "无")
     page.click("#bulk-apply")
