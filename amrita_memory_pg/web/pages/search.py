@@ -13,6 +13,7 @@ nothing is logged as a recall, a pause does not hide a partition.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
@@ -20,6 +21,8 @@ from fastapi import APIRouter, Request, Response
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.fusion import relevant_hits
 from amrita_memory_pg.domain.records import SEARCH_MODES, SOURCE_NAMES, SearchHit, SearchMode
+from amrita_memory_pg.memory import Memory
+from amrita_memory_pg.storage.admin import AdminRepository
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import (
     BULK_ACTIONS,
@@ -51,11 +54,15 @@ def order_key(hit: SearchHit, mode: SearchMode) -> float:
 
 
 async def search_all(
-    request: Request, q: str, mode: SearchMode, scope: str | None
+    mem: Memory,
+    admin: AdminRepository,
+    q: str,
+    mode: SearchMode,
+    scope: str | None,
+    now: datetime,
 ) -> tuple[list[SearchHit], int, int]:
     """(the best hits, partitions searched, partitions in all)."""
-    mem = kit.memory(request)
-    usage, total = await kit.admin_store(request).partition_page(limit=MAX_PARTITIONS, offset=0)
+    usage, total = await admin.partition_page(limit=MAX_PARTITIONS, offset=0)
     keys = [u.partition_key for u in usage]
     if keys and mode != "keyword":
         await mem.embedder.embed_query(q)  # once; every partition's search reads the cache
@@ -69,7 +76,7 @@ async def search_all(
                 top_k=PER_PARTITION,
                 scope=scope,  # type: ignore[arg-type]
                 mode=mode,
-                now=kit.now(request),
+                now=now,
             )
 
     found = await asyncio.gather(*(one(k) for k in keys))
@@ -98,7 +105,14 @@ async def search(request: Request, user: kit.Admin) -> Response:
     searched = total = 0
     if values is not None and values.q:
         try:
-            hits, searched, total = await search_all(request, values.q, mode, scope or None)
+            hits, searched, total = await search_all(
+                kit.memory(request),
+                kit.admin_store(request),
+                values.q,
+                mode,
+                scope or None,
+                kit.now(request),
+            )
         except AmritaMemoryError as exc:
             errors.append(t("refused.failed", reason=kit.clean(request, str(exc))))
     shown = {k: v for k, v in (("q", q), ("mode", mode_text), ("scope", scope)) if v}
