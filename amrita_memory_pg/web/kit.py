@@ -20,7 +20,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any, TypeVar
 from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
@@ -254,6 +254,14 @@ def form_text(form: Mapping[str, Any], name: str) -> str:
     return value.replace("\r\n", "\n").replace("\r", "\n") if isinstance(value, str) else ""
 
 
+def in_zone(moment: datetime, tz: tzinfo, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    """``moment`` as the clock in ``tz`` shows it; a naive time is a stored one, so UTC
+    (never read as the host's local time)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(tz).strftime(fmt)
+
+
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """Render ``templates/<template>`` with the layout's context: ``t`` (the strings),
     ``lang``, ``url``, ``user``, ``csrf`` (put it in every form as a hidden ``csrf``
@@ -282,9 +290,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         if not moment:
             return ""
         marks["shown"] = True
-        if moment.tzinfo is None:  # stored times are UTC; never read one as the host's
-            moment = moment.replace(tzinfo=UTC)
-        return moment.astimezone(tz).strftime(fmt)
+        return in_zone(moment, tz, fmt)
 
     def zone_note() -> Markup:
         """The "times are in <zone>" line, where a page wants it (else the layout's)."""
