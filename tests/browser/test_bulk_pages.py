@@ -189,6 +189,32 @@ def test_bulk_tag_adds_a_tag_to_the_selected_rows_only(page: Any, server: AdminS
     assert all("重要" in r["detail"] for r in audited)
 
 
+def test_a_bulk_tag_one_row_cannot_take_changes_no_row(page: Any, server: AdminServer) -> None:
+    """The edit form's rule for a memory's tags (at most 200 characters) holds for a bulk
+    tag too: one row over it refuses the action, in one transaction, and it is audited."""
+    first, second = ids_of(server, LIST_KEY)[:2]
+    server.sql(
+        "UPDATE amrita_memory.memory SET tags = ARRAY[repeat('长', 199)] WHERE id = $1", first
+    )
+    log_in(page, server.url)
+    page.goto(f"{server.url}/p/{LIST_KEY}/memories?lang=zh")
+    tick(page, LIST_KEY, second)
+    tick(page, LIST_KEY, first)
+    page.select_option("#bulk-action", "tag")
+    page.fill("#bulk-tag", "新标签")
+    page.click("#bulk-apply")
+    page.wait_for_load_state()
+    assert "标签" in page.locator("p.error").inner_text()
+    tags = server.sql(
+        "SELECT id, tags FROM amrita_memory.memory WHERE id = ANY($1::text[])", [first, second]
+    )
+    assert all("新标签" not in row["tags"] for row in tags)
+    refused = server.sql(
+        "SELECT target_id FROM amrita_memory.admin_audit WHERE action = 'memory.edit' AND NOT ok"
+    )
+    assert len(refused) == 1
+
+
 def test_bulk_pause_pauses_the_partitions_of_the_selected_rows(
     page: Any, server: AdminServer
 ) -> None:

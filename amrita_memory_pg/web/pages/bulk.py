@@ -21,6 +21,7 @@ from starlette.datastructures import FormData
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.records import MemoryRecord
+from amrita_memory_pg.domain.validation import MAX_TAGS_CHARS, InvalidInput, check_text
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import BULK_MESSAGES, MAX_BULK_ROWS, BulkInput
 
@@ -172,6 +173,13 @@ async def _delete(
     return deleted
 
 
+class TagsRefused(AmritaMemoryError):
+    """A row's tags would break the edit form's rule: the whole action is refused."""
+
+    def __init__(self, record: MemoryRecord, reason: str) -> None:
+        super().__init__(f"{record.partition_key} / {record.id[:8]}：标签{reason}")
+
+
 async def _tag(
     request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], tags: Sequence[str]
 ) -> int:
@@ -182,6 +190,10 @@ async def _tag(
         merged = tuple(dict.fromkeys((*record.tags, *tags)))
         if merged == tuple(record.tags):
             continue
+        try:  # the edit form's rule for the tags a memory ends up with
+            check_text(", ".join(merged), max_chars=MAX_TAGS_CHARS)
+        except InvalidInput as exc:
+            raise TagsRefused(record, exc.reason) from exc
         updated = await mem.memories.update(
             record.partition_key, record.id, tags=merged, now=kit.now(request), by_person=True
         )
