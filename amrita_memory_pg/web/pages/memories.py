@@ -181,6 +181,15 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
             key, where, limit=size, offset=(f.page - 1) * size
         )
     used = await mem.memories.count(key)
+    done = request.query_params.get("done", "")
+    done_text = None
+    if done in DONE:
+        done_text = t(
+            f"done.{done}",
+            id=request.query_params.get("id", "")[:MAX_ID_CHARS],
+            n=request.query_params.get("n", "")[:10],
+            backup=request.query_params.get("backup", "")[:300],
+        )
     return kit.render(
         request,
         "memories.html",
@@ -202,25 +211,11 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
         sources=SOURCE_NAMES,
         sorts=MEMORY_SORTS,
         top_k=SEARCH_TOP_K,
-        done=done_line(request),
+        done=done_text,
         paused=await mem.trail.is_paused(key),
         actions=[a for a in BULK_ACTIONS if a != "pause" or user.superuser],
         max_bulk=MAX_BULK_ROWS,
         back=list_path(key, f),
-    )
-
-
-def done_line(request: Request) -> str | None:
-    """The line that confirms the write this page was redirected from (``?done=…``)."""
-    params = request.query_params
-    done = params.get("done", "")
-    if done not in DONE:
-        return None
-    return kit.translator_for(request)(
-        f"done.{done}",
-        id=params.get("id", "")[:MAX_ID_CHARS],
-        n=params.get("n", "")[:10],
-        backup=params.get("backup", "")[:300],
     )
 
 

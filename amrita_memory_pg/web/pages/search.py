@@ -30,7 +30,7 @@ from amrita_memory_pg.web.forms import (
     MAX_BULK_ROWS,
     CrossSearchInput,
 )
-from amrita_memory_pg.web.pages.memories import SCOPES, done_line
+from amrita_memory_pg.web.pages.memories import SCOPES
 
 router = APIRouter()
 NAV = [kit.NavItem("search", "/search", "nav.search")]
@@ -136,5 +136,16 @@ async def search(request: Request, user: kit.Admin) -> Response:
         actions=[a for a in BULK_ACTIONS if a != "pause" or user.superuser],
         max_bulk=MAX_BULK_ROWS,
         back=back,
-        done=done_line(request),
+        done=_done(request),
     )
+
+
+#: the results of a bulk action started from this page (bulk.py sends the browser back)
+DONE = ("bulk_deleted", "bulk_tagged", "bulk_paused")
+
+
+def _done(request: Request) -> str | None:
+    done = request.query_params.get("done", "")
+    if done not in DONE:
+        return None
+    return kit.translator_for(request)(f"done.{done}", n=request.query_params.get("n", "")[:10])
