@@ -38,7 +38,7 @@ from amrita_memory_pg.domain.errors import AmritaMemoryError, JobRefused, LeaseH
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.maintenance.backup import create_backup, store_counts
 from amrita_memory_pg.maintenance.reembed import change_model
-from amrita_memory_pg.maintenance.restore import restore_backup
+from amrita_memory_pg.maintenance.restore import restore_held
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.leases import LeaseKind
 from amrita_memory_pg.storage.jobs import JobRepository
@@ -476,16 +476,15 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
 def restore_operation(source: Memory | Callable[[], Memory], path: Path) -> Operation:
     """Restore the backup at ``path`` (the backups page's restore, issue 26 item 7): as
     ``backup restore`` does, a safety backup of the store first, then the file in one
-    transaction, while no re-embed or sweep runs anywhere in the fleet. Started with ``JobRunner.start("restore", operation=…)``: the kind's
+    transaction, while no re-embed, sweep or backup runs anywhere in the fleet. Started with ``JobRunner.start("restore", operation=…)``: the kind's
     one-per-fleet rule and lease hold, like every job's."""
 
     async def restore(job: Job) -> str:
         mem = source if isinstance(source, Memory) else source()
         job.update("restore")
         try:
-            # a re-embed or a sweep rewrites the rows a restore replaces: never at once
-            async with mem.leases.hold("reembed"), mem.leases.hold("sweep"):
-                report = await restore_backup(mem.store, path)
+            # the CLI's restore path: no re-embed, sweep or backup beside it
+            report = await restore_held(mem.store, mem.leases, path)
         except LeaseHeld as held:
             raise AmritaMemoryError(
                 f"a {held.kind} runs in process {held.owner}: restore once it has ended"
