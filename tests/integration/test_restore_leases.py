@@ -132,6 +132,9 @@ async def test_web_and_cli_restores_refuse_each_other_and_no_backup_runs_beside_
             assert "restore is held by web-a:101:x" in cli.stderr
             backup = await asyncio.to_thread(run_cli, "backup", "create", env=env)
             assert backup.returncode == 2 and "backup is held by web-a:101:x" in backup.stderr
+            cron = await asyncio.to_thread(run_cli, "backup", "scheduled", "--force", env=env)
+            assert cron.returncode == 0, cron.stderr
+            assert "等待: backup is held by web-a:101:x" in cron.stdout
             tick = await run_scheduled_backup(mem.store, force=True)
             assert (tick.claimed, tick.held_by, tick.backup) == (False, "web-a:101:x", None)
         done = await asyncio.wait_for(runner.wait(job_id), 60)
