@@ -39,9 +39,8 @@ class JobRepository:
         stale_seconds: float,
         now: datetime | None = None,
     ) -> JobClaim:
-        return await one_row(
-            self.pool, JobClaim, "job_start", job_id, kind, started_by, owner, stale_seconds, now
-        )
+        args = (job_id, kind, started_by, owner, stale_seconds, now)
+        return await one_row(self.pool, JobClaim, query("job_start"), *args)
 
     async def beat(
         self,

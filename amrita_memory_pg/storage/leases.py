@@ -40,9 +40,8 @@ class LeaseRepository:
         ttl_seconds: float,
         now: datetime | None = None,
     ) -> Claim:
-        return await one_row(
-            self.pool, Claim, "lease_acquire", kind, key, owner, token, ttl_seconds, now
-        )
+        args = (kind, key, owner, token, ttl_seconds, now)
+        return await one_row(self.pool, Claim, query("lease_acquire"), *args)
 
     async def take_over(
         self,

@@ -1,8 +1,8 @@
 """Rows into values, one way for every repository.
 
-A function that always answers one row (a claim, a start) is fetched by its query's
-name and turned into the frozen dataclass whose fields are the row's columns, so a
-repository spells neither the ``None`` check nor the column list again.
+A function that always answers one row (a claim, a start) is fetched and turned into
+the frozen dataclass whose fields are the row's columns, so a repository spells neither
+the ``None`` check nor the column list again.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
-
-from amrita_memory_pg.storage.queries import query
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -26,8 +24,9 @@ def from_row(cls: type[T], row: Mapping[str, Any] | asyncpg.Record) -> T:
     return cls(**{f.name: row[f.name] for f in fields(cls)})
 
 
-async def one_row(pool: asyncpg.Pool, cls: type[T], name: str, *args: Any) -> T:
-    """``cls`` from the row of the named statement, whose function always returns one."""
-    row = await pool.fetchrow(query(name), *args)
+async def one_row(pool: asyncpg.Pool, cls: type[T], statement: str, *args: Any) -> T:
+    """``cls`` from the row of ``statement`` (a ``query()``), whose function always
+    returns one."""
+    row = await pool.fetchrow(statement, *args)
     assert row is not None  # the function always returns one row
     return from_row(cls, row)
