@@ -10,9 +10,10 @@ LitePerm's node does where LitePerm is installed).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -26,6 +27,8 @@ from amrita_memory_pg.maintenance.knowledge import (
     knowledge_service,
 )
 from amrita_memory_pg.services.knowledge import KnowledgeService
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @asynccontextmanager
@@ -64,22 +67,21 @@ async def knowledge_list(state: CliState) -> None:
     click.echo(f"共 {len(entries)} 条")
 
 
+def line_option(flag: str, help: str) -> Callable[[F], F]:
+    """A body line number (0-based; the database's int range, checked before it gets there)."""
+    return click.option(
+        flag,
+        flag.removeprefix("--"),
+        type=click.IntRange(-INT32_MAX, INT32_MAX),
+        default=None,
+        help=help,
+    )
+
+
 @knowledge.command("show")
 @click.argument("kid")
-@click.option(
-    "--start",
-    "start",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="First line (0-based).",
-)
-@click.option(
-    "--end",
-    "end",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="End line (exclusive).",
-)
+@line_option("--start", "First line (0-based).")
+@line_option("--end", "End line (exclusive).")
 @click.pass_obj
 @run_async
 async def knowledge_show(state: CliState, kid: str, start: int | None, end: int | None) -> None:
@@ -116,20 +118,8 @@ async def knowledge_add(
 @click.option("--summary", default=None)
 @click.option("--body", default=None)
 @click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--start",
-    "start",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="Replace lines from here…",
-)
-@click.option(
-    "--end",
-    "end",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="…to here (exclusive; default: the end).",
-)
+@line_option("--start", "Replace lines from here…")
+@line_option("--end", "…to here (exclusive; default: the end).")
 @click.pass_obj
 @run_async
 async def knowledge_edit(
