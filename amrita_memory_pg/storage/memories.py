@@ -41,6 +41,7 @@ from amrita_memory_pg.domain.records import (
 from amrita_memory_pg.domain.trail import Actor, Recalled, RecallLog, current_actor
 from amrita_memory_pg.storage.pg.outcome import classify, write_connection
 from amrita_memory_pg.storage.queries import bind, query
+from amrita_memory_pg.storage.reads import ReadRoute
 from amrita_memory_pg.storage.trail import (
     DEFAULT_BOUNDS,
     HistoryBounds,
@@ -176,8 +177,12 @@ class MemoryRepository:
         cap: int,
         acquire_timeout: float | None = None,
         history: HistoryBounds = DEFAULT_BOUNDS,
+        route: ReadRoute | None = None,
     ) -> None:
         self.pool = pool
+        #: which pool a search or a list reads (the replica unless it must see this
+        #: process's own write; ``storage/reads.py``); every write marks its partition
+        self.route = route if route is not None else ReadRoute(pool)
         #: the change history's bounds, handed to its trigger with the writer (issue 17)
         self.history = history
         self.backend = backend
@@ -186,10 +191,15 @@ class MemoryRepository:
         #: longest wait for a pooled connection before a write is refused (None = no limit)
         self.acquire_timeout = acquire_timeout
 
-    def _writing(self) -> contextlib.AbstractAsyncContextManager[PoolConnectionProxy]:
+    def _writing(
+        self, partition_key: str | None = None
+    ) -> contextlib.AbstractAsyncContextManager[PoolConnectionProxy]:
         """A connection for one write whose driver failures come out as
         :class:`DatabaseRefused` (certainly no effect) or :class:`OutcomeUnknown`
-        (issue 11, F7)."""
+        (issue 11, F7). ``partition_key``: the partition written, whose reads then go to
+        the primary for a while (:class:`ReadRoute`)."""
+        if partition_key is not None:
+            self.route.wrote(partition_key)
         return write_connection(self.pool, acquire_timeout=self.acquire_timeout)
 
     async def _gate(self, conn: PoolConnectionProxy) -> None:
@@ -242,7 +252,7 @@ class MemoryRepository:
         # commit. Only a backend with write hooks (chroma) or a writer to name needs an
         # explicit transaction around insert + hook — three round trips instead of one.
         explicit = self.backend.write_hooks or acts(self.history)
-        async with self._writing() as conn, _transaction(conn, explicit):
+        async with self._writing(new.partition_key) as conn, _transaction(conn, explicit):
             if explicit:
                 await act(conn, self.history)
             try:
@@ -303,7 +313,7 @@ class MemoryRepository:
         A new vector of another model than the store's raises :class:`FingerprintMismatch`
         and changes nothing.
         """
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
             return await self._update(
                 conn,
@@ -388,7 +398,7 @@ class MemoryRepository:
         (foreign or unknown ones delete nothing) come back with the kept record. A
         protected ``source=user`` row (``protect_keep`` for the kept one, ``protect_merged``
         for the deleted ones) raises :class:`ProtectedMemory` and rolls the merge back."""
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history, op="merge", note=keep_id)
             record = await self._update(
                 conn,
@@ -422,7 +432,7 @@ class MemoryRepository:
         With ``protect_user`` (every automatic caller) a ``source=user`` memory is refused
         by the database: :class:`ProtectedMemory`, it stays.
         """
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
             return await self._delete(conn, partition_key, memory_id, protect_user) is not None
 
@@ -466,7 +476,9 @@ class MemoryRepository:
         self, partition_key: str, *, limit: int, offset: int = 0
     ) -> tuple[list[MemoryRecord], int]:
         """One page in (created_at, id) order — deterministic (reference W6) — and the total."""
-        rows = await self.pool.fetch(query("list_memories_page"), partition_key, limit, offset)
+        rows = await self.route.pool_for(partition_key).fetch(
+            query("list_memories_page"), partition_key, limit, offset
+        )
         if rows:
             return [record_from_row(r) for r in rows], int(rows[0]["total"])
         return [], await self.count(partition_key) if offset else 0
@@ -481,7 +493,7 @@ class MemoryRepository:
         min_importance: int | None = None,
     ) -> tuple[list[MemoryRecord], int]:
         """:meth:`list_page` of the memories of one category and/or a minimum importance."""
-        rows = await self.pool.fetch(
+        rows = await self.route.pool_for(partition_key).fetch(
             query("list_memories_filtered"),
             partition_key,
             limit,
@@ -493,7 +505,7 @@ class MemoryRepository:
             return [record_from_row(r) for r in rows], int(rows[0]["total"])
         if not offset:
             return [], 0
-        total = await self.pool.fetchval(
+        total = await self.route.pool_for(partition_key).fetchval(
             query("count_memories_filtered"), partition_key, category, min_importance
         )
         return [], int(total)
@@ -534,7 +546,7 @@ class MemoryRepository:
         writer = current_actor()
         if writer is None or writer.kind != "extraction":
             writer = Actor("extraction", partition_key)
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history, actor=writer)
             await conn.execute(query("auto_lock_partition"), partition_key)
             try:
@@ -601,7 +613,7 @@ class MemoryRepository:
 
     async def clear(self, partition_key: str) -> int:
         """Delete every memory of the partition (a person's ``clear``); returns how many."""
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
             gone = [r["id"] for r in await conn.fetch(query("clear_partition"), partition_key)]
             if gone:
@@ -624,7 +636,7 @@ class MemoryRepository:
         as ``q.ranking`` says (default: vector similarity, reference §5.1); ``q.vector``
         may be None in keyword mode only."""
         try:
-            return await self.backend.search(self.pool, q)
+            return await self.backend.search(self.route.pool_for(q.partition_key), q)
         except asyncpg.PostgresError as exc:
             # search_memories_v5 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
@@ -638,10 +650,16 @@ class MemoryRepository:
 
     async def recall(self, q: MemoryQuery, log: RecallLog) -> Recalled | None:
         """The search, the pause check and the access log in one statement, when the
-        backend searches in PostgreSQL; None otherwise (the caller searches, then logs)."""
+        backend searches in PostgreSQL; None otherwise (the caller searches, then logs).
+
+        On a replica (:class:`ReadRoute`) the statement cannot write: the pause check and
+        the search run there in one statement and the hits come back unlogged
+        (``Recalled.logged`` False: the caller writes the log to the primary)."""
         if not isinstance(self.backend, RecallingBackend):
             return None
         try:
+            if self.route.on_replica(q.partition_key):
+                return await self.backend.recall_unlogged(self.route.read_pool, q)
             return await self.backend.recall(self.pool, q, log)
         except asyncpg.PostgresError as exc:
             raise_if_model_mismatch(exc)
