@@ -191,6 +191,15 @@ async def test_searches_read_the_replica_and_their_access_log_arrives_on_the_pri
                 assert reader.trail.behind.written == 2
                 assert len(await _accesses(primary, key)) == 5
                 assert (await reader.memories.list_page(key, limit=10))[1] == 3
+                # the page's list of a partition it just edited reads the primary too
+                # (kit.admin_store(request, key)); another partition's reads the replica
+                route = reader.memories.repo.route
+                assert route.pool_for(key) is reader.pool
+                assert route.pool_for("QQPlatform_Private_10009") is reader.store.read_pool
+                _page, total = await AdminRepository(reader.pool, route.pool_for(key)).memory_page(
+                    key, MemoryQuery(), limit=10, offset=0
+                )
+                assert total == 3
             finally:
                 await standby.execute("SELECT pg_wal_replay_resume()")
             # a partition paused on the primary is paused on the replica once replayed:
