@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from amrita_memory_pg.domain.profile import split_lines
 from amrita_memory_pg.domain.records import Category, parse_tags
 from amrita_memory_pg.domain.validation import (
     MAX_CONTENT_CHARS,
@@ -128,4 +129,40 @@ FILTER_MESSAGES = {
     "imin": "invalid.importance",
     "imax": "invalid.importance",
     "tags": "invalid.tags",
+}
+
+
+class ProfileInput(BaseModel):
+    """The profile page's edit form after the one validation (the ``[profile]`` caps are
+    the service's: it knows the settings)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    summary: str
+    lines: tuple[str, ...]
+    version: int
+
+    @field_validator("summary", mode="before")
+    @classmethod
+    def _summary(cls, value: str) -> str:
+        summary = check_text(value.strip(), max_chars=MAX_CONTENT_CHARS)
+        if not summary:
+            raise FieldError("invalid.profile_summary_empty")
+        return summary
+
+    @field_validator("lines", mode="before")
+    @classmethod
+    def _lines(cls, value: str) -> tuple[str, ...]:
+        return split_lines(check_text(value))
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, value: str) -> int:
+        return parse_int(value)
+
+
+PROFILE_MESSAGES = {
+    "summary": "invalid.profile_summary",
+    "lines": "invalid.profile_lines",
+    "version": "invalid.profile_version",
 }

@@ -12,12 +12,15 @@ from types import ModuleType
 
 from amrita_memory_pg.web.pages import (
     audit,
+    backups,
+    exports,
     knowledge,
     l3,
     memories,
     memos,
     overview,
     partitions,
+    profile_edit,
     profiles,
     status,
     trail,
@@ -34,6 +37,9 @@ PAGES: list[ModuleType] = [
     status,
     trail,
     audit,
+    backups,
+    exports,
+    profile_edit,
 ]
 
 #: pages announced in the navigation but not built yet: (key, label key); each renders
