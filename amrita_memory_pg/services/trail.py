@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: access-log entries queued behind replica reads at most (the rest are dropped, counted)
 MAX_BEHIND = 1000
+#: how long a close waits for the queued entries to be written (seconds)
+FLUSH_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +114,21 @@ class AccessLogWriter:
     def pending(self) -> int:
         return self._queue.qsize()
 
-    async def flush(self) -> None:
-        """Wait until every queued entry is written (or failed): close, tests."""
+    async def flush(self, within: float = FLUSH_SECONDS) -> None:
+        """Wait until every queued entry is written (or failed), at most ``within``
+        seconds (close, tests): a primary that does not answer must not hold a shutdown;
+        what is left then is dropped, counted and said."""
+        try:
+            await asyncio.wait_for(self._flush(), within)
+        except TimeoutError:
+            left = self._queue.qsize()
+            while not self._queue.empty():
+                self._queue.get_nowait()
+                self._queue.task_done()
+            self.dropped += left
+            log.warning("the access log behind replica reads: %d recalls not logged", left)
+
+    async def _flush(self) -> None:
         task = self._task
         if task is not None:
             await asyncio.gather(task, return_exceptions=True)

@@ -290,6 +290,23 @@ async def test_the_access_log_behind_the_reads_is_bounded_and_never_raises(
         primary = await asyncpg.connect(db_dsn)
         try:
             assert len(await _accesses(primary, key)) == 2
+            # a primary that does not answer (the log's table locked) holds a close for
+            # `within` seconds at most: what is left is dropped and counted
+            stuck = AccessLogWriter(TrailRepository(mem.pool), keep=20)
+            async with primary.transaction():
+                await primary.execute(
+                    "LOCK TABLE amrita_memory.memory_access IN ACCESS EXCLUSIVE MODE"
+                )
+                for _ in range(3):
+                    stuck.put(entry)
+                started = asyncio.get_running_loop().time()
+                await stuck.flush(within=0.5)
+                assert asyncio.get_running_loop().time() - started < 3
+            assert (stuck.written, stuck.dropped) == (0, 2)
+            stuck.put(entry)  # and it writes again afterwards
+            await stuck.flush()
+            assert stuck.written == 1
+            assert len(await _accesses(primary, key)) == 3
         finally:
             await primary.close()
         # a write that fails (here: sent to the read-only standby) is a warning, not an error
