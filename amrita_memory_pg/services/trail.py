@@ -19,7 +19,8 @@ written by one background task in arrival order. The queue is bounded (``MAX_BEH
 entries); a full queue drops the entry and counts it (``behind.dropped``) — the read is
 never slowed or failed by its log. Entries still queued when the process dies are lost:
 at most ``MAX_BEHIND`` recalls, a gap in the access log, nothing else (the log is a
-trail, not a record of truth). A clean close (:meth:`TrailService.flush`) writes them.
+trail, not a record of truth). A clean close (:meth:`TrailService.flush`) writes them,
+waiting ``FLUSH_SECONDS`` at most (a primary that does not answer drops the rest, counted).
 """
 
 from __future__ import annotations

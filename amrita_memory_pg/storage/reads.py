@@ -18,6 +18,10 @@ is decided here, per partition, without a round trip:
   replica lags more than the window (its lag is what a user sees then).
 * Everything else reads the replica.
 
+Used for searches (:class:`~amrita_memory_pg.storage.memories.MemoryRepository`:
+``search``, ``recall``) and memory lists (``list_page``, ``list_filtered``, the admin
+page's list of one partition); docs/deployment.md has the whole table of what goes where.
+
 The marks live in this process only: a write made by ANOTHER process of the fleet is
 seen here once the replica replays it (the fleet gives each chat to one process, so a
 chat's own writes are this process's). The table of marks is pruned as it grows, so it
