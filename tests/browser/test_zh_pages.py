@@ -188,7 +188,7 @@ def page_urls(server: AdminServer, jobs: list[str]) -> list[str]:
         assert "{" not in url, f"no value for a parameter of {path}"
         # the "open a partition" forms need the key they open
         urls.append(f"{url}?key={USER}" if path.endswith("/open") else url)
-    urls += [f"/inspector?chat={USER}&message=猫", f"/l3?target={USER}"]
+    urls += [f"/inspector?chat={USER}&message=猫", f"/l3?target={USER}", "/search?q=喜欢猫"]
     assert len(urls) >= 20
     return urls
 

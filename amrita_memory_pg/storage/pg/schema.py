@@ -140,6 +140,13 @@ Index(
     memory.c.id,
     postgresql_where=text("search_tokens IS NULL"),
 )
+# The other partitions' side of the L3 knowledge candidates (knowledge_candidates_v1):
+# only the rows of category knowledge, a small part of the table.
+Index(
+    "ix_memory_knowledge",
+    memory.c.partition_key,
+    postgresql_where=text("category = 'knowledge'"),
+)
 
 memo = Table(
     "memo",

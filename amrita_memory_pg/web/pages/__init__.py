@@ -13,6 +13,7 @@ from types import ModuleType
 from amrita_memory_pg.web.pages import (
     audit,
     backups,
+    bulk,
     exports,
     knowledge,
     l3,
@@ -22,6 +23,7 @@ from amrita_memory_pg.web.pages import (
     partitions,
     profile_edit,
     profiles,
+    search,
     status,
     trail,
 )
@@ -29,7 +31,9 @@ from amrita_memory_pg.web.pages import (
 PAGES: list[ModuleType] = [
     partitions,
     overview,
+    search,
     memories,
+    bulk,
     memos,
     knowledge,
     profiles,
