@@ -24,7 +24,7 @@ from amrita_memory_pg.services.trail import AccessLogWriter, BehindEntry
 from amrita_memory_pg.storage.admin import AdminRepository, MemoryQuery
 from amrita_memory_pg.storage.trail import TrailRepository
 from tests.support.cli import run_cli
-from tests.support.memory import memory_on
+from tests.support.memory import add_knowledge, memory_on
 from tests.support.pg import PgServer
 from tests.support.replica import Replica, run_replica
 
@@ -247,10 +247,19 @@ async def test_the_cli_lists_and_searches_on_the_replica(
     try:
         async with memory_on(db_dsn, tmp_path / "w") as writer:
             first = await writer.memories.add(partition_key=key, scope="user", content="用户喜欢猫")
+            await add_knowledge(writer, "0a1b2c01", "猫的习性", "猫喜欢晒太阳")
             await _caught_up(primary, standby)
             await standby.execute("SELECT pg_wal_replay_pause()")
             try:
                 await writer.memories.add(partition_key=key, scope="user", content="用户喜欢狗")
+                await add_knowledge(writer, "0a1b2c02", "狗的习性", "狗喜欢散步")
+                kb = run_cli("knowledge", "list", env=env)
+                assert kb.returncode == 0, kb.stderr
+                assert (
+                    "0a1b2c01" in kb.stdout
+                    and "0a1b2c02" not in kb.stdout
+                    and "共 1 条" in kb.stdout
+                )
                 listed = run_cli("memory", "list", key, env=env)
                 assert listed.returncode == 0, listed.stderr
                 assert first.id in listed.stdout and "用户喜欢狗" not in listed.stdout
@@ -264,6 +273,7 @@ async def test_the_cli_lists_and_searches_on_the_replica(
                 assert "2 of 2 shown" in listed.stdout and "用户喜欢狗" in listed.stdout
                 found = run_cli("memory", "search", key, "喜欢", "--mode", "vector", env=env)
                 assert "2 hits" in found.stdout
+                assert "共 2 条" in run_cli("knowledge", "list", env=env).stdout
             finally:
                 await standby.execute("SELECT pg_wal_replay_resume()")
     finally:
