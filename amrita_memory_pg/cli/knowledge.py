@@ -32,9 +32,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @asynccontextmanager
-async def service(state: CliState) -> AsyncIterator[KnowledgeService]:
+async def service(state: CliState, *, reads: bool = False) -> AsyncIterator[KnowledgeService]:
+    """``reads``: the command only reads (the replica answers it when configured)."""
     async with open_store(state.settings) as store:
-        yield knowledge_service(store)
+        yield knowledge_service(store, reads=reads)
 
 
 def _body(body: str | None, body_file: Path | None) -> str | None:
@@ -55,7 +56,7 @@ def knowledge() -> None:
 @run_async
 async def knowledge_list(state: CliState) -> None:
     """Every entry: kid, lines, characters, title, summary preview."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         entries = await kb.entries()
     if not entries:
         click.echo("知识库为空")
@@ -86,7 +87,7 @@ def line_option(flag: str, help: str) -> Callable[[F], F]:
 @run_async
 async def knowledge_show(state: CliState, kid: str, start: int | None, end: int | None) -> None:
     """Title, summary and numbered body lines of one entry."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         window = await kb.read(kid, start, end)
     click.echo(f"# {window.title}  [{window.kid}]")
     click.echo(window.summary)
@@ -171,7 +172,7 @@ async def knowledge_search(
 ) -> None:
     """Search the entries: vector (summary), keyword (title + summary + body) or hybrid.
     Columns: kid, score (what the mode ranks by), distance (- without a vector), title."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         hits = await kb.search(query, top_k, mode=mode)
     if not hits:
         click.echo("没有结果")
@@ -186,7 +187,7 @@ async def knowledge_search(
 @run_async
 async def knowledge_export(state: CliState, directory: Path) -> None:
     """Write KNOWLEDGE_{kid}.md files and knowledge_index.json into DIRECTORY."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         written = await export_markdown(kb, directory.expanduser())
     click.echo(f"已导出 {len(written)} 条到 {directory.expanduser().resolve()}")
 

@@ -323,6 +323,11 @@ class MemoryService:
         access log and honours a paused partition: :class:`MemoryPaused`, no hits. Without
         it (an operator's own view) nothing is logged and a pause is not checked.
 
+        With a read replica (``[database] read_url``) the search runs there unless it
+        must see this process's own write (``storage/reads.py``: the partition written
+        within ``read_own_writes_seconds``, the L3 loop, extraction); its access log is
+        then written to the primary behind the read (``TrailService.log_behind``).
+
         The pause is checked FIRST — before an embedding request (one lookup: a paused
         partition's query never reaches the embedding service) and again by the search
         statement itself, before it searches — and a failing check raises (it is never
@@ -358,6 +363,8 @@ class MemoryService:
                         self.trail.recall_failed(partition_key, done.log_error)
                     if done.paused:
                         raise MemoryPaused(partition_key)
+                    if not done.logged:  # searched on the replica: log on the primary
+                        self.trail.log_behind(partition_key, done.hits, recall, query, now=at)
                     return self._as_hits(done.hits, ranking.mode)
             hits = self._as_hits(await self.repo.search(q), ranking.mode)
         except FingerprintMismatch as exc:

@@ -152,7 +152,7 @@ class MemoryRepository(MemoryReads, BulkWrites):
         # commit. Only a backend with write hooks (chroma) or a writer to name needs an
         # explicit transaction around insert + hook — three round trips instead of one.
         explicit = self.backend.write_hooks or acts(self.history)
-        async with self._writing() as conn, _transaction(conn, explicit):
+        async with self._writing(new.partition_key) as conn, _transaction(conn, explicit):
             if explicit:
                 await act(conn, self.history)
             try:
@@ -213,7 +213,7 @@ class MemoryRepository(MemoryReads, BulkWrites):
         A new vector of another model than the store's raises :class:`FingerprintMismatch`
         and changes nothing.
         """
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
             return await self._update(
                 conn,
@@ -298,7 +298,7 @@ class MemoryRepository(MemoryReads, BulkWrites):
         (foreign or unknown ones delete nothing) come back with the kept record. A
         protected ``source=user`` row (``protect_keep`` for the kept one, ``protect_merged``
         for the deleted ones) raises :class:`ProtectedMemory` and rolls the merge back."""
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history, op="merge", note=keep_id)
             record = await self._update(
                 conn,
@@ -332,7 +332,7 @@ class MemoryRepository(MemoryReads, BulkWrites):
         With ``protect_user`` (every automatic caller) a ``source=user`` memory is refused
         by the database: :class:`ProtectedMemory`, it stays.
         """
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
             return await self._delete(conn, partition_key, memory_id, protect_user) is not None
 

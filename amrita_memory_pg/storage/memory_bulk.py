@@ -83,7 +83,7 @@ class BulkWrites(RepositoryCore):
         writer = current_actor()
         if writer is None or writer.kind != "extraction":
             writer = Actor("extraction", partition_key)
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history, actor=writer)
             await conn.execute(query("auto_lock_partition"), partition_key)
             try:
@@ -144,7 +144,7 @@ class BulkWrites(RepositoryCore):
 
     async def clear(self, partition_key: str) -> int:
         """Delete every memory of the partition (a person's ``clear``); returns how many."""
-        async with self._writing() as conn, conn.transaction():
+        async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
             gone = [r["id"] for r in await conn.fetch(query("clear_partition"), partition_key)]
             if gone:

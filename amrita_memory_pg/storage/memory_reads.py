@@ -36,7 +36,9 @@ class MemoryReads(RepositoryCore):
         self, partition_key: str, *, limit: int, offset: int = 0
     ) -> tuple[list[MemoryRecord], int]:
         """One page in (created_at, id) order — deterministic (reference W6) — and the total."""
-        rows = await self.pool.fetch(query("list_memories_page"), partition_key, limit, offset)
+        rows = await self.route.pool_for(partition_key).fetch(
+            query("list_memories_page"), partition_key, limit, offset
+        )
         if rows:
             return [record_from_row(r) for r in rows], int(rows[0]["total"])
         return [], await self.count(partition_key) if offset else 0
@@ -51,7 +53,7 @@ class MemoryReads(RepositoryCore):
         min_importance: int | None = None,
     ) -> tuple[list[MemoryRecord], int]:
         """:meth:`list_page` of the memories of one category and/or a minimum importance."""
-        rows = await self.pool.fetch(
+        rows = await self.route.pool_for(partition_key).fetch(
             query("list_memories_filtered"),
             partition_key,
             limit,
@@ -63,7 +65,7 @@ class MemoryReads(RepositoryCore):
             return [record_from_row(r) for r in rows], int(rows[0]["total"])
         if not offset:
             return [], 0
-        total = await self.pool.fetchval(
+        total = await self.route.pool_for(partition_key).fetchval(
             query("count_memories_filtered"), partition_key, category, min_importance
         )
         return [], int(total)
@@ -89,7 +91,7 @@ class MemoryReads(RepositoryCore):
         as ``q.ranking`` says (default: vector similarity, reference §5.1); ``q.vector``
         may be None in keyword mode only."""
         try:
-            return await self.backend.search(self.pool, q)
+            return await self.backend.search(self.route.pool_for(q.partition_key), q)
         except asyncpg.PostgresError as exc:
             # search_memories_v5 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
@@ -103,10 +105,16 @@ class MemoryReads(RepositoryCore):
 
     async def recall(self, q: MemoryQuery, log: RecallLog) -> Recalled | None:
         """The search, the pause check and the access log in one statement, when the
-        backend searches in PostgreSQL; None otherwise (the caller searches, then logs)."""
+        backend searches in PostgreSQL; None otherwise (the caller searches, then logs).
+
+        On a replica (:class:`ReadRoute`) the statement cannot write: the pause check and
+        the search run there in one statement and the hits come back unlogged
+        (``Recalled.logged`` False: the caller writes the log to the primary)."""
         if not isinstance(self.backend, RecallingBackend):
             return None
         try:
+            if self.route.on_replica(q.partition_key):
+                return await self.backend.recall_unlogged(self.route.read_pool, q)
             return await self.backend.recall(self.pool, q, log)
         except asyncpg.PostgresError as exc:
             raise_if_model_mismatch(exc)
