@@ -2,7 +2,7 @@
 search_memories_v6, recall_memories_v2.
 
 Revision ID: 0031_read_fast
-Revises: 0027_pause_all
+Revises: 0033_distill
 Create Date: 2026-12-04
 
 The functions are sql/functions/memory_v6.sql: read its header for what changed and why.
@@ -20,7 +20,7 @@ from amrita_memory_pg.storage.pg.migrate import run_sql, run_sql_file
 from amrita_memory_pg.storage.pg.sqlfile import released_definitions
 
 revision: str = "0031_read_fast"
-down_revision: str | None = "0027_pause_all"
+down_revision: str | None = "0033_distill"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
