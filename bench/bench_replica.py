@@ -4,7 +4,7 @@ Starts a throwaway embedded server and a streaming standby of it (``pg_basebacku
 tests/support/replica.py), fills one partition with ``--memories`` memories, and times
 the chat tool's ``read_memory`` (hybrid, top 5), A and B interleaved round by round:
 
-* A, primary only: ONE statement (``recall_memories_v1``: pause check, search, access log);
+* A, primary only: ONE statement (``recall_memories_v2``: pause check, search, access log);
 * B, ``read_url`` at the standby: ONE read-only statement there (``search_unpaused``),
   the access log queued and written to the primary behind the read.
 

@@ -83,7 +83,7 @@ SIGNATURE_V4 = (
 
 
 @pytest.mark.usefixtures("retired_sql")
-async def test_the_store_calls_v5_and_small_partitions_never_reach_v1_to_v4(
+async def test_the_store_calls_v6_and_small_partitions_never_reach_v1_to_v4(
     memory: Memory,
 ) -> None:
     await _fill(memory, SMALL, 10, random.Random(1))
@@ -101,11 +101,15 @@ async def test_the_store_calls_v5_and_small_partitions_never_reach_v1_to_v4(
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v3{SIGNATURE}")
     after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
     assert after == before
-    # ...and without v4's (the store calls search_memories_v5 since 0023_l2_fast)...
+    # ...and without v4's (the store called search_memories_v5 from 0023_l2_fast)...
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v4{SIGNATURE_V4}")
     after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
     assert after == before
-    # ...but without v5 it cannot search: v5 is what it calls.
-    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v5{SIGNATURE_V4}")
-    with pytest.raises(Exception, match="search_memories_v5"):
+    # ...(v5, the entry point from 0023_l2_fast, is gone since 0031_read_fast)...
+    assert not await memory.pool.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'search_memories_v5')"
+    )
+    # ...but without v6 it cannot search: v6 is what it calls.
+    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v6{SIGNATURE_V4}")
+    with pytest.raises(Exception, match="search_memories_v6"):
         await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)

@@ -1,4 +1,4 @@
-"""search_memories_v5 (issue 24): one plain statement per mode, the same results as v4.
+"""The search (search_memories_v6 since issue 24, v5 before): the same results as v4.
 
 Same rows, same order, the same scores as search_memories_v4 (bit-identical in vector
 mode; BM25 sums a row's tokens in the order the plan meets them, so keyword and hybrid
@@ -185,7 +185,7 @@ class Provider:
 async def test_read_memory_is_one_statement_pause_first_and_a_failed_log_keeps_the_hits(
     conn: asyncpg.Connection,
 ) -> None:
-    """recall_memories_v1: the hits and their access log in one statement; a paused
+    """recall_memories_v2 (v1 before): the hits and their access log in one statement; a paused
     partition answers one status row and nothing is searched or logged; a failing log
     leaves the hits and says why in a status row."""
     q = unit([1, 0, 0, 0])
