@@ -46,6 +46,7 @@ async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
         yield mem
 
 
+@pytest.mark.usefixtures("retired_sql")  # v4 is retired (0036): re-installed as released
 async def test_v5_is_v4_bit_for_bit_in_every_mode_and_path(memory: Memory) -> None:
     rng = random.Random(11)
     await fill(memory, KEY, 120, rng)

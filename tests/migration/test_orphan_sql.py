@@ -17,17 +17,32 @@ from tests.support.sql_usage import (
     read_previous_release,
     released_functions,
     retire_migration,
+    retiring_migrations,
 )
 
-RETIRE = "0022_retire_sql"
+#: Every retiring migration, oldest first (0022_retire_sql, then one per release).
+RETIRING = retiring_migrations()
 
 
-def before_retiring() -> str:
-    """The revision the retiring migration follows (re-chained when migrations merge)."""
+def before_retiring(revision: str) -> str:
+    """The revision a retiring migration follows (re-chained when migrations merge)."""
     script = ScriptDirectory.from_config(migrate.alembic_config())
-    down = script.get_revision(RETIRE).down_revision
+    down = script.get_revision(revision).down_revision
     assert isinstance(down, str)
     return down
+
+
+def dropped_later(revision: str) -> set[str]:
+    """What the retiring migrations after ``revision`` drop. Still live when ``revision``
+    ran: they became orphans only because the previous-release list moved on since."""
+    later = RETIRING[RETIRING.index(revision) + 1 :]
+    return {name for rev in later for name in retire_migration(rev).retired_names()}
+
+
+def test_every_retiring_migration_is_found() -> None:
+    assert RETIRING[:2] == ("0022_retire_sql", "0036_retire_release4")
+    for revision in RETIRING:
+        assert retire_migration(revision).RETIRED
 
 
 async def test_the_migrated_schema_has_no_orphan_function(conn: asyncpg.Connection) -> None:
@@ -87,15 +102,19 @@ async def test_every_function_the_previous_release_calls_is_still_installed(
     assert (python_calls() & released_functions()) - installed == set()
 
 
-async def test_before_the_retiring_migration_the_orphans_are_exactly_what_it_drops(
-    empty_db_dsn: str,
+@pytest.mark.parametrize("revision", RETIRING)
+async def test_before_each_retiring_migration_the_orphans_are_exactly_what_it_drops(
+    empty_db_dsn: str, revision: str
 ) -> None:
-    await migrate.upgrade(empty_db_dsn, before_retiring())
+    retiring = retire_migration(revision)
+    # the previous release's calls, and what later retirements drop (live at the time)
+    then_live = read_previous_release() | dropped_later(revision)
+    await migrate.upgrade(empty_db_dsn, before_retiring(revision))
     conn = await asyncpg.connect(empty_db_dsn)
     try:
-        orphans = await orphan_functions(conn)
+        orphans = await orphan_functions(conn, previous_release=then_live)
         assert orphans
-        assert set(orphans) == retire_migration().retired_names()
+        assert set(orphans) == retiring.retired_names()
         # the migration names them by the signatures the database has
         signatures = await conn.fetch(
             """SELECT p.oid::regprocedure::text FROM pg_proc p
@@ -103,22 +122,21 @@ async def test_before_the_retiring_migration_the_orphans_are_exactly_what_it_dro
                 WHERE n.nspname = 'amrita_memory' AND p.proname = ANY($1::text[])""",
             list(orphans),
         )
-        assert {r[0].removeprefix("amrita_memory.") for r in signatures} == set(
-            retire_migration().RETIRED
-        )
+        assert {r[0].removeprefix("amrita_memory.") for r in signatures} == set(retiring.RETIRED)
     finally:
         await conn.close()
 
-    await migrate.upgrade(empty_db_dsn, RETIRE)
+    await migrate.upgrade(empty_db_dsn, revision)
     conn = await asyncpg.connect(empty_db_dsn)
     try:
-        await assert_no_orphans(conn)
+        await assert_no_orphans(conn, previous_release=then_live)
     finally:
         await conn.close()
 
 
+@pytest.mark.parametrize("revision", RETIRING)
 async def test_downgrade_reinstalls_every_retired_function_as_released(
-    empty_db_dsn: str,
+    empty_db_dsn: str, revision: str
 ) -> None:
     """The downgrade brings back each function and its comment exactly as its released
     file (and later comment files) installed it."""
@@ -126,15 +144,16 @@ async def test_downgrade_reinstalls_every_retired_function_as_released(
         SELECT p.proname, pg_get_functiondef(p.oid) AS body, obj_description(p.oid, 'pg_proc') AS comment
           FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
          WHERE n.nspname = 'amrita_memory' ORDER BY 1"""
-    await migrate.upgrade(empty_db_dsn, before_retiring())
+    await migrate.upgrade(empty_db_dsn, before_retiring(revision))
     conn = await asyncpg.connect(empty_db_dsn)
     try:
         released = [tuple(r) for r in await conn.fetch(definitions)]
     finally:
         await conn.close()
+    assert retire_migration(revision).retired_names() <= {r[0] for r in released}
 
-    await migrate.upgrade(empty_db_dsn, RETIRE)
-    await migrate.downgrade(empty_db_dsn, before_retiring())
+    await migrate.upgrade(empty_db_dsn, revision)
+    await migrate.downgrade(empty_db_dsn, before_retiring(revision))
     conn = await asyncpg.connect(empty_db_dsn)
     try:
         assert [tuple(r) for r in await conn.fetch(definitions)] == released

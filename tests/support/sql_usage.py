@@ -14,7 +14,8 @@ A function is live when something still calls it:
 
 Everything else installed in the schema is an orphan: a migration should drop it (see
 ``migrations/versions/0022_retire_sql.py``). Regenerate the previous release's list at
-each release with ``.venv/bin/python -m tests.support.sql_usage > sql/PREVIOUS_RELEASE.txt``.
+each release with ``.venv/bin/python -m tests.support.sql_usage > sql/PREVIOUS_RELEASE.txt``
+and add a retiring migration (like ``0036_retire_release4``) for what fell out of it.
 """
 
 from __future__ import annotations
@@ -230,21 +231,37 @@ def released_functions() -> set[str]:
     }
 
 
-def retire_migration() -> Any:
-    """The module of migration 0022_retire_sql (its ``RETIRED`` list and re-install)."""
+def retiring_migrations() -> tuple[str, ...]:
+    """The revisions that retire SQL (their module has a ``RETIRED`` list), oldest first:
+    0022_retire_sql, then one per release whose previous-release list moved on."""
     from alembic.script import ScriptDirectory
 
     from amrita_memory_pg.storage.pg.migrate import alembic_config
 
-    script = ScriptDirectory.from_config(alembic_config()).get_revision("0022_retire_sql")
+    script = ScriptDirectory.from_config(alembic_config())
+    newest_first = [
+        rev.revision for rev in script.walk_revisions() if hasattr(rev.module, "RETIRED")
+    ]
+    return tuple(reversed(newest_first))
+
+
+def retire_migration(revision: str = "0022_retire_sql") -> Any:
+    """The module of a retiring migration (its ``RETIRED`` list and re-install)."""
+    from alembic.script import ScriptDirectory
+
+    from amrita_memory_pg.storage.pg.migrate import alembic_config
+
+    script = ScriptDirectory.from_config(alembic_config()).get_revision(revision)
     assert script is not None
     return script.module
 
 
 async def reinstall_retired(conn: asyncpg.Connection) -> None:
-    """Install the versions 0022_retire_sql dropped back into a throwaway database, from
-    their released files, for the tests that still compare against them."""
-    await conn.execute(";\n".join(retire_migration().reinstall_statements()))
+    """Install the versions every retiring migration dropped back into a throwaway
+    database, from their released files, for the tests that still compare against them.
+    Newest retirement first, as a downgrade runs them."""
+    for revision in reversed(retiring_migrations()):
+        await conn.execute(";\n".join(retire_migration(revision).reinstall_statements()))
 
 
 def _head_commit() -> str:

@@ -1,0 +1,95 @@
+"""Retire SQL of release 4: drop the versions nothing calls now that the previous release
+is 2d905c5 (sql/PREVIOUS_RELEASE.txt regenerated from it).
+
+Revision ID: 0036_retire_release4
+Revises: 0031_read_fast
+Create Date: 2026-12-04
+
+Dropped: every installed version that neither the Python, another live function, a
+trigger or view, nor the previous release calls any more. 0022_retire_sql kept them
+because the release before (1c56a5a) still called them; 2d905c5 calls search_memories_v5
+and sweep_batch_v3 instead. Read from a migrated database with tests/support/sql_usage.py;
+tests/migration/test_orphan_sql.py fails if this drops anything live or leaves an orphan.
+
+Their files stay in sql/functions (released files are immutable, older migrations run
+them); the downgrade re-installs each, with its comment, from those files, in the order
+the migrations first ran them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from amrita_memory_pg.storage.pg.migrate import run_sql
+from amrita_memory_pg.storage.pg.sqlfile import released_definitions
+
+revision: str = "0036_retire_release4"
+down_revision: str | None = "0031_read_fast"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+#: The retired versions (schema amrita_memory), by identity signature; what replaced each.
+RETIRED: tuple[str, ...] = (
+    # search: search_memories_v5 (0023_l2_fast) and v6 (0031_read_fast), which inline the
+    # filter and the ANN candidates; v4 was the last caller of these two
+    "memory_matches_v1(smallint,text,text[],integer,integer,text,text[])",
+    "search_memories_ann_v3(text,vector,integer,timestamp with time zone,boolean,double precision,double precision,double precision,integer,integer,text,text[],integer)",
+    "search_memories_v4(text,vector,text[],text,integer,timestamp with time zone,boolean,double precision,double precision,double precision,integer,integer,text,text[],text,integer,text,double precision,double precision)",
+    # sweep: sweep_batch_v3 (0028_sweep_pause)
+    "sweep_batch_v2(timestamp with time zone,double precision,double precision,integer,boolean,boolean,boolean,text,text)",
+)
+
+#: Every released function file up to this revision, in the order its migration ran it.
+RELEASED_FILES: tuple[str, ...] = (
+    "functions/decay_v1.sql",  # 0001
+    "functions/memory_v1.sql",  # 0002
+    "functions/memo_v1.sql",  # 0003
+    "functions/chat_activity_v1.sql",
+    "functions/reembed_v1.sql",  # 0004
+    "functions/memory_v2.sql",  # 0005
+    "functions/memory_v3.sql",  # 0006
+    "functions/comments_v1.sql",
+    "functions/write_memory_v1.sql",  # 0007
+    "functions/l3_v1.sql",  # 0009
+    "functions/profile_v1.sql",  # 0010
+    "functions/knowledge_v1.sql",  # 0011
+    "functions/protect_manual_v1.sql",  # 0012
+    "functions/import_memory_v1.sql",  # 0013
+    "functions/sweep_v2.sql",  # 0014
+    "functions/memory_v4.sql",  # 0015
+    "functions/injection_v1.sql",  # 0016
+    "functions/knowledge_v2.sql",  # 0017
+    "functions/trail_v1.sql",  # 0019
+    "functions/injection_v2.sql",  # 0020
+    "functions/origin_v1.sql",  # 0021
+    "functions/backup_v1.sql",  # 0023_backup_all
+    "functions/memory_v5.sql",  # 0023_l2_fast
+    "functions/trail_v2.sql",
+    "functions/sweep_v3.sql",  # 0028_sweep_pause
+    "functions/lease_v1.sql",  # 0024_fleet
+    "functions/job_v1.sql",
+    "functions/pause_v1.sql",  # 0027_pause_all
+    "functions/distill_v1.sql",  # 0033_distill
+    "functions/memory_v6.sql",  # 0031_read_fast
+)
+
+
+def retired_names() -> set[str]:
+    return {signature.split("(", 1)[0] for signature in RETIRED}
+
+
+def reinstall_statements() -> list[str]:
+    """The CREATE and COMMENT statements that bring every retired version back."""
+    statements = released_definitions(RELEASED_FILES, retired_names())
+    created = [s for s in statements if s.upper().startswith("CREATE")]
+    assert len(created) == len(RETIRED), "each retired function is created by one released file"
+    return statements
+
+
+def upgrade() -> None:
+    # One statement: search_memories_v4 calls the other two search functions.
+    run_sql("DROP FUNCTION " + ", ".join(f"amrita_memory.{s}" for s in RETIRED))
+
+
+def downgrade() -> None:
+    run_sql(";\n".join(reinstall_statements()))
