@@ -94,6 +94,7 @@ async def search(
     )
 
 
+@pytest.mark.usefixtures("retired_sql")  # retired by 0036, re-installed as released
 async def test_keyword_wins_where_the_vector_cannot(conn: asyncpg.Connection) -> None:
     """An exact name and number: the memory holding them is FAR from the query vector
     (as when the embedding model misses them); keyword and hybrid still rank it first."""
@@ -123,6 +124,7 @@ async def test_keyword_wins_where_the_vector_cannot(conn: asyncpg.Connection) ->
     assert (await search(conn, "When does Emily's visa expire?", q, "hybrid"))[0]["id"] == date
 
 
+@pytest.mark.usefixtures("retired_sql")  # retired by 0036, re-installed as released
 async def test_bad_modes_are_refused_by_sqlstate(conn: asyncpg.Connection) -> None:
     q = unit([1, 0, 0, 0])
     await insert(conn, "一条记忆", q)
@@ -141,6 +143,7 @@ async def test_bad_modes_are_refused_by_sqlstate(conn: asyncpg.Connection) -> No
     assert await search(conn, "", None, "keyword") == []  # no token, no keyword hit
 
 
+@pytest.mark.usefixtures("retired_sql")  # retired by 0036, re-installed as released
 async def test_category_filter(conn: asyncpg.Connection) -> None:
     q = unit([1, 0, 0, 0])
     pref = await insert(conn, "喜欢喝茉莉花茶", q, category="preference")

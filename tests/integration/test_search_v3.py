@@ -175,6 +175,7 @@ async def test_the_filter_function_inlines_and_the_exact_plan_is_v2s(
     assert "Seq Scan" not in chroma
 
 
+@pytest.mark.usefixtures("retired_sql")  # retired by 0036, re-installed as released
 async def test_the_filter_function_is_the_predicate_it_replaces(conn: asyncpg.Connection) -> None:
     """Every combination of NULL and set filters, on rows at the boundaries."""
     rows = [
