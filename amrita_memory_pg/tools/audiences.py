@@ -38,6 +38,7 @@ from amrita_memory_pg.tools.scopes import register_scope_tools
 from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.memos import MemoCases
 from amrita_memory_pg.usecases.pause import PauseGate
+from amrita_memory_pg.usecases.pause import pause_gate as trail_gate
 from amrita_memory_pg.usecases.profiles import ProfileCases
 
 log = logging.getLogger(__name__)
@@ -64,8 +65,7 @@ Toolset = Callable[[ToolRegistry, ToolDeps], object]
 
 def pause_gate(deps: ToolDeps) -> PauseGate:
     """The pause check of every automatic tool (the trail's; none without a trail)."""
-    trail = deps.memories.trail
-    return PauseGate(trail.is_paused if trail is not None else None)
+    return trail_gate(deps.memories.trail)
 
 
 def memory_cases(deps: ToolDeps) -> MemoryCases:
