@@ -88,8 +88,26 @@ class KnowledgeCases:
             reason=reason,
         )
 
+    async def pending_suggestions(self, limit: int = 20) -> tuple[int, list[dict[str, Any]]]:
+        """(how many are unhandled, the oldest ``limit`` of them)."""
+        return await self.service.pending_suggestions(limit)
+
+    async def accept_suggestion(
+        self, suggestion_id: int, *, now: datetime | None = None
+    ) -> KnowledgeWrite:
+        """Write what suggestion ``suggestion_id`` proposes (``KnowledgeError``: decided
+        already, or claimed by a running cycle)."""
+        return await self.service.accept_suggestion(suggestion_id, now=now)
+
+    async def reject_suggestion(self, suggestion_id: int, *, now: datetime | None = None) -> None:
+        await self.service.reject_suggestion(suggestion_id, now=now)
+
     async def grant(self, user_id: str, node: str, *, by: str) -> bool:
         return await self.service.grant(user_id, node, by=by)
 
     async def revoke(self, user_id: str, node: str) -> bool:
         return await self.service.revoke(user_id, node)
+
+    async def grants(self) -> list[tuple[str, str, str, datetime]]:
+        """Every granted permission: (user, node, by whom, when)."""
+        return await self.service.grants()
