@@ -35,7 +35,6 @@ from amrita_memory_pg.domain.validation import (
     check_text,
     parse_category,
 )
-from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.values import MemoryQuery, NewMemory
 
 CATEGORY_CHOICES = "preference|rule|event|knowledge (or 偏好|规则|事件|知识)"
@@ -94,7 +93,7 @@ async def memory_add(
         author="cli",
     )
     async with open_memory(state.settings, startup=False) as mem:
-        record = (await MemoryCases.of(mem.memories).write(new, idempotent=False)).record
+        record = (await mem.cases.memories.write(new, idempotent=False)).record
     click.echo(f"added {record.id} to {key} ({record.scope}, importance {record.importance})")
 
 
@@ -118,7 +117,7 @@ async def memory_list(
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
-        records, total = await MemoryCases.of(mem.memories).page(
+        records, total = await mem.cases.memories.page(
             key,
             limit=limit,
             offset=offset,
@@ -156,7 +155,7 @@ async def memory_search(
 
     asked = MemoryQuery(key, query, top_k=top_k, category=_category(category), mode=mode)
     async with open_memory(state.settings, startup=False) as mem:
-        hits = (await MemoryCases.of(mem.memories).search(asked)).hits
+        hits = (await mem.cases.memories.search(asked)).hits
     for hit in hits:
         click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
     click.echo(f"{len(hits)} hits")

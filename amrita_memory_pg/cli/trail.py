@@ -18,7 +18,6 @@ from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async
 from amrita_memory_pg.cli.memories import memory_group
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS
 from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS
-from amrita_memory_pg.usecases.pause import PauseCases
 
 
 @cli.command("pause")
@@ -33,9 +32,7 @@ async def pause(state: CliState, key: str, reason: str | None) -> None:
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
-        done = await PauseCases(mem.trail).pause(
-            key, by=f"person:cli:{getpass.getuser()}", reason=reason
-        )
+        done = await mem.cases.pause.pause(key, by=f"person:cli:{getpass.getuser()}", reason=reason)
     click.echo(f"paused {key}" if done else f"{key} was already paused")
 
 
@@ -48,7 +45,7 @@ async def resume(state: CliState, key: str) -> None:
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
-        done = await PauseCases(mem.trail).resume(key)
+        done = await mem.cases.pause.resume(key)
     click.echo(f"resumed {key}" if done else f"{key} was not paused")
 
 

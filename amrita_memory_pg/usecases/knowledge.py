@@ -7,10 +7,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from amrita_memory_pg.domain.knowledge import (
+    KnowledgeEntry,
     KnowledgeHit,
     KnowledgeInfo,
     KnowledgeWindow,
     KnowledgeWrite,
+    Suggestion,
 )
 from amrita_memory_pg.domain.records import SearchMode
 from amrita_memory_pg.services.knowledge import DISABLED, NO_PERMISSION, KnowledgeService
@@ -33,6 +35,10 @@ class KnowledgeCases:
         return self.service.max_chars
 
     @property
+    def enabled(self) -> bool:
+        return self.service.enabled
+
+    @property
     def default_mode(self) -> SearchMode:
         return self.service.settings.retrieval.default_mode
 
@@ -46,6 +52,10 @@ class KnowledgeCases:
 
     async def entries(self) -> list[KnowledgeInfo]:
         return await self.service.entries()
+
+    async def get(self, kid: str) -> KnowledgeEntry:
+        """One entry with its body (``KnowledgeNotFound``: none)."""
+        return await self.service.get(kid)
 
     async def read(self, kid: str, start: int | None, end: int | None) -> KnowledgeWindow:
         return await self.service.read(kid, start, end)
@@ -91,6 +101,10 @@ class KnowledgeCases:
     async def pending_suggestions(self, limit: int = 20) -> tuple[int, list[dict[str, Any]]]:
         """(how many are unhandled, the oldest ``limit`` of them)."""
         return await self.service.pending_suggestions(limit)
+
+    async def suggestion(self, suggestion_id: int) -> Suggestion:
+        """One suggestion with its body (``KnowledgeError``: gone)."""
+        return await self.service.suggestion(suggestion_id)
 
     async def accept_suggestion(
         self, suggestion_id: int, *, now: datetime | None = None

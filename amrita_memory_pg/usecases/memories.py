@@ -78,6 +78,7 @@ class MemoryCases:
             mode=query.mode,
             now=query.now,
             recall=query.recall,
+            scope=query.scope,
         )
         return SearchResult(hits, query.mode or self.service.settings.retrieval.default_mode)
 

@@ -12,6 +12,7 @@ checked: they manage a paused partition.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from amrita_memory_pg.domain.errors import MemoryPaused
 from amrita_memory_pg.services.trail import TrailService
@@ -43,9 +44,16 @@ class PauseCases:
     def __init__(self, trail: TrailService) -> None:
         self.trail = trail
 
-    async def pause(self, partition_key: str, *, by: str, reason: str | None = None) -> bool:
+    async def pause(
+        self,
+        partition_key: str,
+        *,
+        by: str,
+        reason: str | None = None,
+        now: datetime | None = None,
+    ) -> bool:
         """False: it already was paused."""
-        return await self.trail.pause(partition_key, by=by, reason=reason)
+        return await self.trail.pause(partition_key, by=by, reason=reason, now=now)
 
     async def resume(self, partition_key: str) -> bool:
         """False: it was not paused."""

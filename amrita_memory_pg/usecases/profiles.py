@@ -7,6 +7,7 @@ from amrita_memory_pg.domain.profile import (
     ProfileActor,
     ProfileChange,
     ProfileEdit,
+    ProfileInfo,
     ProfileWindow,
 )
 from amrita_memory_pg.services.profiles import ProfileService, ProfileUpdate
@@ -54,3 +55,7 @@ class ProfileCases:
     ) -> ProfileUpdate:
         await self.gate.check(partition_key)
         return await self.profiles.replace(partition_key, content, actor, operation=operation)
+
+    async def listing(self, limit: int, offset: int = 0) -> tuple[int, list[ProfileInfo]]:
+        """(total, a page of profiles), the most recently changed first."""
+        return await self.profiles.listing(limit, offset)

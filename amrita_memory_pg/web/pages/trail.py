@@ -115,7 +115,7 @@ async def pause(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
             form_reason=reason[:MAX_NOTE_CHARS],
         )
     async with kit.atomic(request):
-        done = await kit.memory(request).trail.pause(
+        done = await kit.cases(request).pause.pause(
             key, by=f"person:web:{user.name}", reason=reason or None, now=kit.now(request)
         )
         await kit.audit(
@@ -142,7 +142,7 @@ async def resume(request: Request, key: str, user: kit.SuperuserWrite) -> Respon
         return _error(request, 400, t("error.bad_key", key=key[:200]))
     _reason, next_path = await _pause_form(request)
     async with kit.atomic(request):
-        done = await kit.memory(request).trail.resume(key)
+        done = await kit.cases(request).pause.resume(key)
         await kit.audit(request, user, "partition.resume", partition_key=key, detail={"was": done})
     return _back(request, next_path, key, "resumed" if done else "not_paused")
 
