@@ -47,6 +47,11 @@ class KnowledgeCases:
         (permission first: a refused reader learns nothing else)."""
         if not await self.service.can_read(user_id, roles, in_group=in_group):
             raise Refusal(NO_PERMISSION)
+        self.check_enabled()
+
+    def check_enabled(self) -> None:
+        """:class:`Refusal` while the knowledge base is switched off (the chat's and the
+        loop's tools; people manage it regardless)."""
         if not self.service.enabled:
             raise Refusal(DISABLED)
 
@@ -87,8 +92,10 @@ class KnowledgeCases:
         summary: str,
         body: str,
         reason: str = "",
+        kid: str | None = None,
     ) -> tuple[int, int]:
-        """Queue a suggestion; (its id, how many are unhandled)."""
+        """Queue a suggestion (``kid``: the entry an update changes); (its id, how many
+        are unhandled)."""
         return await self.service.suggest(
             author_id=author_id,
             action=action,
@@ -96,11 +103,17 @@ class KnowledgeCases:
             summary=summary,
             body=body,
             reason=reason,
+            kid=kid,
         )
 
     async def pending_suggestions(self, limit: int = 20) -> tuple[int, list[dict[str, Any]]]:
         """(how many are unhandled, the oldest ``limit`` of them)."""
         return await self.service.pending_suggestions(limit)
+
+    async def claim_suggestions(self, cycle_id: int) -> list[Suggestion]:
+        """Claim the pending suggestions for a running L3 cycle (done when it succeeds,
+        released when it fails)."""
+        return await self.service.claim_suggestions(cycle_id)
 
     async def suggestion(self, suggestion_id: int) -> Suggestion:
         """One suggestion with its body (``KnowledgeError``: gone)."""
