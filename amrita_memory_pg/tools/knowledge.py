@@ -189,6 +189,12 @@ def suggestions_pending(context: Mapping[str, Any]) -> bool:
     return isinstance(pending, Mapping) and int(pending.get("count") or 0) > 0
 
 
+def knowledge_work(context: Mapping[str, Any]) -> bool:
+    """Whether a cycle may create knowledge: suggestions waiting, or memories worth a
+    knowledge entry (get_context's ``knowledge_candidates``, the distillation pre-pass)."""
+    return suggestions_pending(context) or bool(context.get("knowledge_candidates"))
+
+
 def register_knowledge_tools(
     chat: ToolRegistry | None, loop: ToolRegistry | None, knowledge: KnowledgeCases
 ) -> None:
@@ -367,11 +373,12 @@ def register_knowledge_tools(
             chat.alias(alias, target)
 
     if loop is not None:
-        # Offered to a cycle only when get_context reports pending suggestions: the
-        # knowledge base is global, so a cycle of one partition has nothing to do there
-        # except review what users suggested — and reviewing needs list/read/search to
-        # find the entry to update before creating a new one. A tool not offered still
-        # runs when called by name.
+        # Offered to a cycle only when get_context reports knowledge work, since every
+        # schema is paid on every call: all of them while users' suggestions are pending
+        # (reviewing needs list/read/search to find the entry to update before creating
+        # a new one); only create when the SQL pre-pass found knowledge candidates in the
+        # partition (distillation: the pre-pass already checked that the base holds no
+        # entry like them). A tool not offered still runs when called by name.
         loop_tools: list[Tool[Any]] = [
             Tool(
                 name="subconscious_knowledge_list",
@@ -395,7 +402,7 @@ def register_knowledge_tools(
                 args=CreateArgs,
                 handler=guarded(create),
                 failure_prefix="创建知识失败",
-                offer=suggestions_pending,
+                offer=knowledge_work,
             ),
             Tool(
                 name="subconscious_knowledge_update",

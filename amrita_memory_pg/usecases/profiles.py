@@ -59,3 +59,16 @@ class ProfileCases:
     async def listing(self, limit: int, offset: int = 0) -> tuple[int, list[ProfileInfo]]:
         """(total, a page of profiles), the most recently changed first."""
         return await self.profiles.listing(limit, offset)
+
+    async def rewrite(
+        self,
+        partition_key: str,
+        summary: str,
+        lines: tuple[str, ...],
+        actor: ProfileActor,
+        *,
+        version: int,
+    ) -> ProfileUpdate:
+        """The whole profile as a person edited it from ``version`` (the admin page)."""
+        await self.gate.check(partition_key)
+        return await self.profiles.rewrite(partition_key, summary, lines, actor, version=version)

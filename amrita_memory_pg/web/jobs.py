@@ -31,12 +31,14 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, cast
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError, JobRefused, LeaseHeld
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.maintenance.backup import create_backup, store_counts
 from amrita_memory_pg.maintenance.reembed import change_model
+from amrita_memory_pg.maintenance.restore import restore_backup
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.leases import LeaseKind
 from amrita_memory_pg.storage.jobs import JobRepository
@@ -186,10 +188,13 @@ class JobRunner:
         """No heartbeat for this long: the job's process died."""
         return float(mem.settings.database.lease_seconds)
 
-    async def start(self, kind: str, *, by: str) -> Job:
+    async def start(self, kind: str, *, by: str, operation: Operation | None = None) -> Job:
         """Start a job of ``kind`` now (in the running event loop); refused while one of
-        the same kind runs here or, with a ``fleet`` memory, in any process."""
-        operation = self.operations.get(kind)
+        the same kind runs here or, with a ``fleet`` memory, in any process.
+
+        ``operation`` is the work itself when it carries an argument of its own (a
+        restore: which backup); else the runner's operation of ``kind``."""
+        operation = operation or self.operations.get(kind)
         if operation is None:
             raise JobRefused(f"unknown job kind {kind!r}; known: {', '.join(self.operations)}")
         busy = self.running(kind)
@@ -466,3 +471,31 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
         )
 
     return {"backup": backup, "sweep": sweep, "reembed": reembed}
+
+
+def restore_operation(source: Memory | Callable[[], Memory], path: Path) -> Operation:
+    """Restore the backup at ``path`` (the backups page's restore, issue 26 item 7): as
+    ``backup restore`` does, a safety backup of the store first, then the file in one
+    transaction, while no re-embed or sweep runs anywhere in the fleet. Started with ``JobRunner.start("restore", operation=…)``: the kind's
+    one-per-fleet rule and lease hold, like every job's."""
+
+    async def restore(job: Job) -> str:
+        mem = source if isinstance(source, Memory) else source()
+        job.update("restore")
+        try:
+            # a re-embed or a sweep rewrites the rows a restore replaces: never at once
+            async with mem.leases.hold("reembed"), mem.leases.hold("sweep"):
+                report = await restore_backup(mem.store, path)
+        except LeaseHeld as held:
+            raise AmritaMemoryError(
+                f"a {held.kind} runs in process {held.owner}: restore once it has ended"
+            ) from None
+        safety = report.safety_backup
+        return result_line(
+            "job.result.restore",
+            stem=path.name.split(".")[0],
+            memories=report.counts.get("memory", 0),
+            safety=safety.stem if safety is not None else "-",
+        )
+
+    return restore

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 
@@ -35,7 +36,9 @@ from amrita_memory_pg.usecases.values import MemoryChange, NewMemory
 from amrita_memory_pg.usecases.values import MemoryQuery as SearchQuery
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import (
+    BULK_ACTIONS,
     FILTER_MESSAGES,
+    MAX_BULK_ROWS,
     MEMORY_MESSAGES,
     FilterInput,
     MemoryForm,
@@ -49,7 +52,7 @@ NAV: list[kit.NavItem] = []
 SCOPES = ("user", "group", "global")
 #: a search shows at most this many hits (the tools' top_k cap)
 SEARCH_TOP_K = 50
-DONE = ("added", "edited", "deleted", "cleared")
+DONE = ("added", "edited", "deleted", "cleared", "bulk_deleted", "bulk_tagged", "bulk_paused")
 
 
 class BadKey(Exception):
@@ -133,7 +136,7 @@ async def partition_home(request: Request, key: str, _user: kit.Admin) -> Respon
 
 
 @router.get("/p/{key}/memories")
-async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
+async def memories(request: Request, key: str, user: kit.Admin) -> Response:
     try:
         key = partition(request, key)
     except BadKey:
@@ -209,7 +212,16 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
         top_k=SEARCH_TOP_K,
         done=done_text,
         paused=await mem.trail.is_paused(key),
+        actions=[a for a in BULK_ACTIONS if a != "pause" or user.superuser],
+        max_bulk=MAX_BULK_ROWS,
+        back=list_path(key, f),
     )
+
+
+def list_path(key: str, f: Filters) -> str:
+    """This list with its filters, under the app root: where a bulk action returns to."""
+    query = f.query()
+    return f"/p/{kit.quoted(key)}/memories" + ("?" + urlencode(query) if query else "")
 
 
 async def read_memory_form(
