@@ -537,9 +537,15 @@ def is_backup_stem(name: str) -> bool:
 def partition_export_sql(kind: str) -> str:
     """One kind's export statement for one partition ($1); its result columns are
     ``EXPORT_COLUMNS[kind]``, like :func:`export_sql`'s."""
-    if kind not in PARTITION_KINDS:
-        raise ValueError(f"no partition export for {kind!r}")
-    return query("export_partition_" + ("memories" if kind == "memory" else kind))
+    if kind == "memory":
+        return query("export_partition_memories")
+    if kind == "memo":
+        return query("export_partition_memo")
+    if kind == "profile":
+        return query("export_partition_profile")
+    if kind == "profile_history":
+        return query("export_partition_profile_history")
+    raise ValueError(f"no partition export for {kind!r}")
 
 
 async def partition_counts(conn: Any, partition_key: str) -> dict[str, int]:

@@ -163,9 +163,13 @@ def cases(request: Request) -> UseCases:
     return memory(request).cases
 
 
-def admin_store(request: Request) -> AdminRepository:
+def admin_store(request: Request, partition_key: str | None = None) -> AdminRepository:
+    """The page's reads; with ``partition_key`` its lists read the primary while this
+    process wrote the partition lately (an edit, then its list: ``storage/reads.py``)."""
     mem = memory(request)
-    return AdminRepository(mem.pool, mem.store.read_pool)
+    if partition_key is None:
+        return AdminRepository(mem.pool, mem.store.read_pool)
+    return AdminRepository(mem.pool, mem.memories.repo.route.pool_for(partition_key))
 
 
 def now(request: Request) -> datetime:

@@ -176,7 +176,7 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
         except AmritaMemoryError as exc:
             errors.append(kit.refusal_line(request, exc))
     elif not errors:
-        records, total = await kit.admin_store(request).memory_page(
+        records, total = await kit.admin_store(request, key).memory_page(
             key, where, limit=size, offset=(f.page - 1) * size
         )
     used = await cases.memories.count(key)
