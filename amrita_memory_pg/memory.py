@@ -59,6 +59,7 @@ from amrita_memory_pg.storage.trail import TrailRepository
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
+from amrita_memory_pg.usecases.bundle import UseCases
 
 log = logging.getLogger(__name__)
 #: A host's tool lent to the loop (``allowed_tools``): its arguments → its text reply.
@@ -204,6 +205,14 @@ class Memory:
             ),
             store.embedder,
             settings,
+        )
+        #: the use cases a person's surface calls (the admin page, the CLI; issue 22)
+        self.cases = UseCases.over(
+            memories=self.memories,
+            memos=self.memos,
+            profiles=self.profiles,
+            knowledge=self.knowledge,
+            trail=self.trail,
         )
         #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(

@@ -26,16 +26,17 @@ from amrita_memory_pg.maintenance.knowledge import (
     import_markdown,
     knowledge_service,
 )
-from amrita_memory_pg.services.knowledge import KnowledgeService
+from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @asynccontextmanager
-async def service(state: CliState, *, reads: bool = False) -> AsyncIterator[KnowledgeService]:
-    """``reads``: the command only reads (the replica answers it when configured)."""
+async def service(state: CliState, *, reads: bool = False) -> AsyncIterator[KnowledgeCases]:
+    """The knowledge use cases on an opened store (an operator: no reader check);
+    ``reads``: the command only reads (the replica answers it when configured)."""
     async with open_store(state.settings) as store:
-        yield knowledge_service(store, reads=reads)
+        yield KnowledgeCases(knowledge_service(store, reads=reads))
 
 
 def _body(body: str | None, body_file: Path | None) -> str | None:
@@ -188,7 +189,7 @@ async def knowledge_search(
 async def knowledge_export(state: CliState, directory: Path) -> None:
     """Write KNOWLEDGE_{kid}.md files and knowledge_index.json into DIRECTORY."""
     async with service(state, reads=True) as kb:
-        written = await export_markdown(kb, directory.expanduser())
+        written = await export_markdown(kb.service, directory.expanduser())
     click.echo(f"已导出 {len(written)} 条到 {directory.expanduser().resolve()}")
 
 
@@ -199,7 +200,7 @@ async def knowledge_export(state: CliState, directory: Path) -> None:
 async def knowledge_import(state: CliState, directory: Path) -> None:
     """Create or overwrite entries from the KNOWLEDGE_{kid}.md files of DIRECTORY."""
     async with service(state) as kb:
-        report = await import_markdown(kb, directory.expanduser())
+        report = await import_markdown(kb.service, directory.expanduser())
     click.echo(
         f"已导入：新建 {len(report.created)}，覆盖 {len(report.updated)}，未变 {len(report.unchanged)}"
     )

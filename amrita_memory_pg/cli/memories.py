@@ -1,4 +1,6 @@
-"""``amrita-memory memory …``, ``clear`` and ``extract`` (issue 14): L2 memories by hand.
+"""``amrita-memory memory …``, ``clear`` and ``extract`` (issue 14): L2 memories by hand,
+through the use cases every surface calls (:class:`MemoryCases`); their errors become one
+line at the CLI's edge (``cli.main.main``).
 
 What the CLI writes is a person's: ``memory add`` stores ``source=user`` (protected from
 every automatic process) and may write the bot-wide ``global`` scope, which the chat
@@ -9,6 +11,8 @@ and ``psql`` show them (``global``, ``QQPlatform_Private_10001``, ``QQPlatform_G
 
 from __future__ import annotations
 
+from typing import cast
+
 import click
 
 from amrita_memory_pg.cli.app import INT64_MAX, KEY, CliState, TextType, cli, run_async
@@ -18,6 +22,7 @@ from amrita_memory_pg.domain.records import (
     CATEGORY_NAMES,
     SEARCH_MODES,
     SOURCE_NAMES,
+    Category,
     MemoryRecord,
     SearchMode,
     parse_tags,
@@ -30,15 +35,16 @@ from amrita_memory_pg.domain.validation import (
     check_text,
     parse_category,
 )
+from amrita_memory_pg.usecases.values import MemoryQuery, NewMemory
 
 CATEGORY_CHOICES = "preference|rule|event|knowledge (or 偏好|规则|事件|知识)"
 
 
-def _category(value: str | None) -> str | None:
+def _category(value: str | None) -> Category | None:
     if value is None:
         return None
     try:
-        return parse_category(value)
+        return cast(Category, parse_category(value))
     except InvalidInput as exc:
         raise click.BadParameter(exc.reason) from None
 
@@ -76,17 +82,18 @@ async def memory_add(
         raise click.BadParameter(exc.reason, param_hint="CONTENT") from None
     if not text:
         raise click.BadParameter("is empty", param_hint="CONTENT")
+    new = NewMemory(
+        partition_key=key,
+        scope=scope_of_key(key),
+        content=text,
+        tags=parse_tags(tags),
+        importance=importance,
+        category=_category(category),
+        source="user",
+        author="cli",
+    )
     async with open_memory(state.settings, startup=False) as mem:
-        record = await mem.memories.add(
-            partition_key=key,
-            scope=scope_of_key(key),
-            content=text,
-            tags=parse_tags(tags),
-            importance=importance,
-            category=_category(category),  # type: ignore[arg-type]
-            source="user",
-            author="cli",
-        )
+        record = (await mem.cases.memories.write(new, idempotent=False)).record
     click.echo(f"added {record.id} to {key} ({record.scope}, importance {record.importance})")
 
 
@@ -110,7 +117,7 @@ async def memory_list(
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
-        records, total = await mem.memories.list_filtered(
+        records, total = await mem.cases.memories.page(
             key,
             limit=limit,
             offset=offset,
@@ -146,10 +153,9 @@ async def memory_search(
     """Search KEY's memories (decay-scored, like read_memory)."""
     from amrita_memory_pg.bootstrap import open_memory
 
+    asked = MemoryQuery(key, query, top_k=top_k, category=_category(category), mode=mode)
     async with open_memory(state.settings, startup=False) as mem:
-        hits = await mem.memories.search(
-            key, query, top_k=top_k, category=_category(category), mode=mode
-        )
+        hits = (await mem.cases.memories.search(asked)).hits
     for hit in hits:
         click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
     click.echo(f"{len(hits)} hits")

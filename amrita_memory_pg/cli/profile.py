@@ -22,6 +22,8 @@ from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.profiles import ProfileRepository
+from amrita_memory_pg.usecases.pause import PauseGate
+from amrita_memory_pg.usecases.profiles import ProfileCases
 
 
 def _key(text: str) -> str:
@@ -38,11 +40,13 @@ def _key(text: str) -> str:
     return key
 
 
-def _service(store: Store) -> ProfileService:
-    return ProfileService(
+def _service(store: Store) -> ProfileCases:
+    """The profile use cases (an operator is never paused: no gate)."""
+    service = ProfileService(
         ProfileRepository(store.pool, acquire_timeout=store.settings.database.connect_timeout),
         store.settings.profile,
     )
+    return ProfileCases(service, PauseGate(None))
 
 
 def _operator() -> str:

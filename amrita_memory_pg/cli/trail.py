@@ -32,7 +32,7 @@ async def pause(state: CliState, key: str, reason: str | None) -> None:
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
-        done = await mem.trail.pause(key, by=f"person:cli:{getpass.getuser()}", reason=reason)
+        done = await mem.cases.pause.pause(key, by=f"person:cli:{getpass.getuser()}", reason=reason)
     click.echo(f"paused {key}" if done else f"{key} was already paused")
 
 
@@ -45,7 +45,7 @@ async def resume(state: CliState, key: str) -> None:
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
-        done = await mem.trail.resume(key)
+        done = await mem.cases.pause.resume(key)
     click.echo(f"resumed {key}" if done else f"{key} was not paused")
 
 

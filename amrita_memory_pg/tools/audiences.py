@@ -35,9 +35,11 @@ from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry
 from amrita_memory_pg.tools.scopes import register_scope_tools
+from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.memos import MemoCases
 from amrita_memory_pg.usecases.pause import PauseGate
+from amrita_memory_pg.usecases.pause import pause_gate as trail_gate
 from amrita_memory_pg.usecases.profiles import ProfileCases
 
 log = logging.getLogger(__name__)
@@ -64,8 +66,7 @@ Toolset = Callable[[ToolRegistry, ToolDeps], object]
 
 def pause_gate(deps: ToolDeps) -> PauseGate:
     """The pause check of every automatic tool (the trail's; none without a trail)."""
-    trail = deps.memories.trail
-    return PauseGate(trail.is_paused if trail is not None else None)
+    return trail_gate(deps.memories.trail)
 
 
 def memory_cases(deps: ToolDeps) -> MemoryCases:
@@ -111,12 +112,12 @@ def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
-    register_knowledge_tools(registry, None, deps.knowledge)
+    register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge))
 
 
 def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """subconscious_knowledge_list/read/create/update/delete/search + subconscious_read_suggestions."""
-    register_knowledge_tools(None, registry, deps.knowledge)
+    register_knowledge_tools(None, registry, KnowledgeCases(deps.knowledge))
 
 
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {

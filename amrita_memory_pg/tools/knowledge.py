@@ -34,10 +34,10 @@ from amrita_memory_pg.domain.validation import (
     MAX_QUERY_CHARS,
     MAX_SUGGESTION_REASON_CHARS,
 )
-from amrita_memory_pg.services.knowledge import DISABLED, NO_PERMISSION, KnowledgeService
 from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import CycleContext, ToolContext
 from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 
 #: the table's ceiling; the configured knowledge_max_chars is checked by the write
 MAX_BODY_CHARS = 100000
@@ -196,7 +196,7 @@ def knowledge_work(context: Mapping[str, Any]) -> bool:
 
 
 def register_knowledge_tools(
-    chat: ToolRegistry | None, loop: ToolRegistry | None, knowledge: KnowledgeService
+    chat: ToolRegistry | None, loop: ToolRegistry | None, knowledge: KnowledgeCases
 ) -> None:
     """Declare the chat tools on ``chat`` and the loop tools on ``loop`` (either may be None)."""
 
@@ -204,12 +204,10 @@ def register_knowledge_tools(
         """Permission (chat reads), enablement, and KnowledgeError → the LLM's message."""
 
         async def run(args: ArgsT, ctx: ToolContext) -> dict[str, Any]:
-            if reader and not await knowledge.can_read(
-                ctx.user_id, ctx.roles, in_group=ctx.in_group
-            ):
-                raise ToolError(NO_PERMISSION)
-            if not knowledge.enabled:
-                raise ToolError(DISABLED)
+            if reader:
+                await knowledge.check_reader(ctx.user_id, ctx.roles, in_group=ctx.in_group)
+            else:
+                knowledge.check_enabled()
             try:
                 return await handler(args, ctx)
             except KnowledgeError as exc:
@@ -237,7 +235,7 @@ def register_knowledge_tools(
         return _window(await knowledge.read(args.kid, args.start_line, args.end_line))
 
     async def search_entries(args: SearchArgs, ctx: ToolContext) -> dict[str, Any]:
-        mode = args.mode or knowledge.settings.retrieval.default_mode
+        mode = args.mode or knowledge.default_mode
         hits = await knowledge.search(args.query, args.top_k, mode=mode)
         items = []
         for h in hits:

@@ -9,7 +9,7 @@ from typing import Any
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.storage.memories import AddResult
-from amrita_memory_pg.usecases.pause import PauseGate
+from amrita_memory_pg.usecases.pause import PauseGate, pause_gate
 from amrita_memory_pg.usecases.values import (
     MemoryChange,
     MemoryQuery,
@@ -38,6 +38,11 @@ class MemoryCases:
     def __init__(self, service: MemoryService, gate: PauseGate) -> None:
         self.service = service
         self.gate = gate
+
+    @classmethod
+    def of(cls, service: MemoryService) -> MemoryCases:
+        """The cases over ``service``, paused by its own trail (people's surfaces)."""
+        return cls(service, pause_gate(service.trail))
 
     async def write(self, new: NewMemory, *, idempotent: bool = True) -> AddResult:
         """Embed and insert; ``idempotent``: an identical write within the dedup window
@@ -73,6 +78,7 @@ class MemoryCases:
             mode=query.mode,
             now=query.now,
             recall=query.recall,
+            scope=query.scope,
         )
         return SearchResult(hits, query.mode or self.service.settings.retrieval.default_mode)
 
@@ -91,10 +97,12 @@ class MemoryCases:
         change: MemoryChange,
         *,
         flag_only: bool = False,
+        by_person: bool = False,
         now: datetime | None = None,
     ) -> MemoryRecord | None:
         """Apply ``change`` (None: the memory is gone). ``flag_only``: only add its tags,
-        the one change allowed on a memory a person wrote."""
+        the one change allowed on a memory a person wrote; ``by_person``: a person's
+        change, which may rewrite a manual memory (``ProtectedMemory`` otherwise)."""
         await self.gate.check(partition_key)
         if flag_only:
             return await self.service.add_tags(partition_key, memory_id, change.tags or (), now=now)
@@ -106,11 +114,18 @@ class MemoryCases:
             importance=change.importance,
             category=change.category,
             now=now,
+            by_person=by_person,
         )
 
-    async def delete(self, partition_key: str, memory_id: str) -> bool:
+    async def delete(self, partition_key: str, memory_id: str, *, by_person: bool = False) -> bool:
+        """False when the id is not in the partition; ``by_person`` as for :meth:`change`."""
         await self.gate.check(partition_key)
-        return await self.service.delete(partition_key, memory_id)
+        return await self.service.delete(partition_key, memory_id, by_person=by_person)
+
+    async def find_by_prefix(self, partition_key: str, prefix: str) -> list[MemoryRecord]:
+        """The memories whose id starts with ``prefix`` (a person types a short id)."""
+        await self.gate.check(partition_key)
+        return await self.service.find_by_prefix(partition_key, prefix)
 
     async def merge(
         self,
@@ -133,10 +148,20 @@ class MemoryCases:
         )
 
     async def page(
-        self, partition_key: str, *, limit: int, offset: int = 0, category: str | None = None
+        self,
+        partition_key: str,
+        *,
+        limit: int,
+        offset: int = 0,
+        category: str | None = None,
+        min_importance: int | None = None,
     ) -> tuple[list[MemoryRecord], int]:
-        """One page in (created_at, id) order and the total."""
+        """One page in (created_at, id) order and the total (of the filtered ones)."""
         await self.gate.check(partition_key)
         return await self.service.list_filtered(
-            partition_key, limit=limit, offset=offset, category=category
+            partition_key,
+            limit=limit,
+            offset=offset,
+            category=category,
+            min_importance=min_importance,
         )

@@ -12,8 +12,10 @@ checked: they manage a paused partition.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from amrita_memory_pg.domain.errors import MemoryPaused
+from amrita_memory_pg.services.trail import TrailService
 from amrita_memory_pg.storage.trail import refusable
 
 #: whether a partition is paused (the trail's ``is_paused``)
@@ -29,3 +31,30 @@ class PauseGate:
     async def check(self, partition_key: str) -> None:
         if self._paused is not None and refusable() and await self._paused(partition_key):
             raise MemoryPaused(partition_key)
+
+
+def pause_gate(trail: TrailService | None) -> PauseGate:
+    """The gate of a process's trail (None: no trail opened, nothing is paused)."""
+    return PauseGate(trail.is_paused if trail is not None else None)
+
+
+class PauseCases:
+    """Pause and resume a partition (people only: the surfaces check who may)."""
+
+    def __init__(self, trail: TrailService) -> None:
+        self.trail = trail
+
+    async def pause(
+        self,
+        partition_key: str,
+        *,
+        by: str,
+        reason: str | None = None,
+        now: datetime | None = None,
+    ) -> bool:
+        """False: it already was paused."""
+        return await self.trail.pause(partition_key, by=by, reason=reason, now=now)
+
+    async def resume(self, partition_key: str) -> bool:
+        """False: it was not paused."""
+        return await self.trail.resume(partition_key)

@@ -44,6 +44,8 @@ class MemoryQuery:
     mode: SearchMode | None = None
     recall: Recall | None = None
     now: datetime | None = None
+    #: only this scope's memories (the admin page's filter)
+    scope: Scope | None = None
 
 
 @dataclass(frozen=True, slots=True)

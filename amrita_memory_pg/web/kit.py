@@ -31,7 +31,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
 from pydantic import BaseModel, ValidationError
 
-from amrita_memory_pg.domain.errors import NotReady
+from amrita_memory_pg.domain.errors import (
+    AmritaMemoryError,
+    KnowledgeError,
+    MemoTooLong,
+    NotReady,
+    PartitionFull,
+    ProfileRefused,
+    ProtectedMemory,
+)
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.domain.trail import Actor, set_actor
 from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
@@ -39,6 +47,8 @@ from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.admin import AdminRepository
 from amrita_memory_pg.storage.pg.session import pinned
+from amrita_memory_pg.usecases.bundle import UseCases
+from amrita_memory_pg.usecases.values import Refusal
 from amrita_memory_pg.web.i18n import translator
 from amrita_memory_pg.web.security import LoginLimiter, Session, csrf_ok
 
@@ -146,6 +156,11 @@ def client_of(request: Request) -> str | None:
 def memory(request: Request) -> Memory:
     """The open memory (raises :class:`NotReady`: the app answers 503 with the reason)."""
     return state(request).memory_source()
+
+
+def cases(request: Request) -> UseCases:
+    """The use cases a page's handler calls (the same as every other surface's)."""
+    return memory(request).cases
 
 
 def admin_store(request: Request, partition_key: str | None = None) -> AdminRepository:
@@ -368,6 +383,23 @@ async def refused(
     return page()
 
 
+def refusal_line(request: Request, exc: AmritaMemoryError, *, wrapped: bool = True) -> str:
+    """The page's one line for a use case's error (the one mapping of the admin page):
+    the typed errors' own lines, a refusal's or a knowledge/profile error's text as it is,
+    anything else ``refused.failed`` with its text (``wrapped`` False: the text alone)."""
+    t = translator_for(request)
+    if isinstance(exc, PartitionFull):
+        return t("refused.full", cap=memory(request).settings.per_session_memory_limit)
+    if isinstance(exc, ProtectedMemory):
+        return t("refused.protected")
+    if isinstance(exc, MemoTooLong):
+        return t("memo.too_long", length=exc.length, limit=exc.limit)
+    reason = clean(request, str(exc))
+    if not wrapped or isinstance(exc, Refusal | KnowledgeError | ProfileRefused):
+        return reason
+    return t("refused.failed", reason=reason)
+
+
 class FieldError(ValueError):
     """A form field refused with a page string of its own (``key`` and its values)
     instead of the field's usual ``invalid.<field>`` line."""
@@ -464,6 +496,7 @@ __all__ = [
     "atomic",
     "audit",
     "base",
+    "cases",
     "check_input",
     "clean",
     "form_text",
@@ -472,6 +505,7 @@ __all__ = [
     "parse_form",
     "quoted",
     "redirect",
+    "refusal_line",
     "refused",
     "render",
     "translator_for",

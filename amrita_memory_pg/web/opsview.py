@@ -71,8 +71,8 @@ class KnowledgePage:
 
 async def knowledge_page(mem: Memory) -> KnowledgePage:
     """Every entry (no bodies) and the unhandled suggestions, oldest first."""
-    entries = await mem.knowledge.entries()
-    total, rows = await mem.knowledge.pending_suggestions(SUGGESTIONS_SHOWN)
+    entries = await mem.cases.knowledge.entries()
+    total, rows = await mem.cases.knowledge.pending_suggestions(SUGGESTIONS_SHOWN)
     suggestions = [
         Suggestion(
             id=int(r["id"]),
@@ -88,7 +88,7 @@ async def knowledge_page(mem: Memory) -> KnowledgePage:
         )
         for r in rows
     ]
-    return KnowledgePage(mem.knowledge.enabled, entries, total, suggestions)
+    return KnowledgePage(mem.cases.knowledge.enabled, entries, total, suggestions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +100,16 @@ class SuggestionView:
 
 async def knowledge_entry(mem: Memory, kid: str) -> KnowledgeEntry:
     """One entry with its body; :class:`KnowledgeNotFound` when there is none."""
-    return await mem.knowledge.get(kid)
+    return await mem.cases.knowledge.get(kid)
 
 
 async def suggestion_view(mem: Memory, suggestion_id: str) -> SuggestionView:
     """One suggestion with its body, and the entry it would update."""
-    found = await mem.knowledge.suggestion(suggestion_number(suggestion_id))
+    found = await mem.cases.knowledge.suggestion(suggestion_number(suggestion_id))
     current = None
     if found.action == "update" and found.kid:
         try:
-            current = await mem.knowledge.get(found.kid)
+            current = await mem.cases.knowledge.get(found.kid)
         except KnowledgeError:
             current = None
     return SuggestionView(found, current)
@@ -139,7 +139,7 @@ class ProfilesPage:
 
 async def profiles_page(mem: Memory, page: int = 1) -> ProfilesPage:
     """A page of profiles, the most recently changed first."""
-    total, rows = await mem.profiles.listing(PER_PAGE, (page - 1) * PER_PAGE)
+    total, rows = await mem.cases.profiles.listing(PER_PAGE, (page - 1) * PER_PAGE)
     return ProfilesPage(total, page, pages(total), rows)
 
 
@@ -167,11 +167,11 @@ class ProfileDetail:
 async def profile_detail(mem: Memory, key: str, version: str | None = None) -> ProfileDetail:
     """A profile, its history, and one change in full when ``version`` names one."""
     partition_key = profile_key(key)
-    profile = await mem.profiles.get(partition_key)
-    history = await mem.profiles.history(partition_key, HISTORY_SHOWN)
+    profile = await mem.cases.profiles.get(partition_key)
+    history = await mem.cases.profiles.history(partition_key, HISTORY_SHOWN)
     selected = None
     if version:
-        selected = await mem.profiles.change(partition_key, revert_version(version))
+        selected = await mem.cases.profiles.change(partition_key, revert_version(version))
     return ProfileDetail(partition_key, profile, history, selected)
 
 
@@ -194,7 +194,9 @@ def web_actor(who: str) -> ProfileActor:
 
 async def revert_profile(mem: Memory, key: str, version: str, *, who: str) -> ProfileUpdate:
     """Restore the content at ``version`` as a new change (the service checks the rest)."""
-    return await mem.profiles.revert(profile_key(key), revert_version(version), web_actor(who))
+    return await mem.cases.profiles.revert(
+        profile_key(key), revert_version(version), web_actor(who)
+    )
 
 
 # ---------------------------------------------------------------------------- L3

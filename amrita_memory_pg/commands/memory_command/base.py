@@ -15,6 +15,11 @@ from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoRepository
+from amrita_memory_pg.usecases.knowledge import KnowledgeCases
+from amrita_memory_pg.usecases.memories import MemoryCases
+from amrita_memory_pg.usecases.memos import MemoCases
+from amrita_memory_pg.usecases.pause import PauseGate, pause_gate
+from amrita_memory_pg.usecases.profiles import ProfileCases
 
 #: Starts one L3 cycle now; None while no L3 loop runs in this process.
 DmnTrigger = Callable[[], Awaitable[None]]
@@ -64,6 +69,29 @@ class Services:
     extractor: Extractor | None = None
     #: which model an L3 cycle uses (``Memory.loop_model_label``), shown by ``dmn``
     loop_model: Callable[[], str] | None = None
+
+    # The use cases every handler calls (issue 22): the services above, paused by the
+    # trail (people are never refused by a pause: the gate checks automatic callers).
+
+    @property
+    def gate(self) -> PauseGate:
+        return pause_gate(self.memories.trail)
+
+    @property
+    def memory_cases(self) -> MemoryCases:
+        return MemoryCases(self.memories, self.gate)
+
+    @property
+    def memo_cases(self) -> MemoCases:
+        return MemoCases(self.memos, self.gate)
+
+    @property
+    def profile_cases(self) -> ProfileCases | None:
+        return None if self.profiles is None else ProfileCases(self.profiles, self.gate)
+
+    @property
+    def knowledge_cases(self) -> KnowledgeCases | None:
+        return None if self.knowledge is None else KnowledgeCases(self.knowledge)
 
 
 @dataclass(frozen=True, slots=True)

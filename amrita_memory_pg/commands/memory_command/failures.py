@@ -3,7 +3,8 @@
 Each operation has the sentence it has always answered when something went wrong
 (``{reason}``: the exception's text, or its class name when it has none), and the
 project's errors it expects mapped to their own sentence (``{error}``: the error's text,
-``{label}``: the scope). Any other error of the package's tree is answered with the
+``{label}``: the scope). A use case's :class:`Refusal` reads as its own sentence, in
+every operation. Any other error of the package's tree is answered with the
 operation's sentence and logged as a warning; anything else is unexpected: logged with
 its traceback, and answered the same way. Nothing is raised into the chat.
 """
@@ -22,6 +23,7 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
     ProfileRefused,
 )
+from amrita_memory_pg.usecases.values import Refusal
 
 log = logging.getLogger("amrita_memory_pg.commands.memory_command")
 
@@ -67,6 +69,8 @@ async def perform(step: Step) -> Answer:
     failure = FAILURES[step.operation]
     try:
         return await step.perform()
+    except Refusal as exc:  # what to do is its text
+        return str(exc)
     except AmritaMemoryError as exc:
         for kind, sentence in failure.expected.items():
             if isinstance(exc, kind):

@@ -17,8 +17,8 @@ from amrita_memory_pg.commands.memory_command.texts import USAGE_KNOWLEDGE
 from amrita_memory_pg.domain.knowledge import preview
 from amrita_memory_pg.domain.records import SearchMode
 from amrita_memory_pg.domain.validation import parse_count
-from amrita_memory_pg.services.knowledge import DISABLED, NO_PERMISSION, KnowledgeService
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 
 #: lines ``/memory knowledge read <kid>`` shows when no range is given
 KNOWLEDGE_READ_LINES = 40
@@ -78,7 +78,7 @@ def parse_suggestion(args: str) -> Suggestion | str:
 
 
 def knowledge(services: Services, ctx: ToolContext, action: str, args: str) -> str | Step:
-    kb = services.knowledge
+    kb = services.knowledge_cases
     if kb is None:
         return "知识库不可用：本进程未接入知识库服务"
     if action in ("grant", "revoke"):
@@ -105,21 +105,18 @@ def knowledge(services: Services, ctx: ToolContext, action: str, args: str) -> s
 
 
 def _reading(
-    kb: KnowledgeService, ctx: ToolContext, action: str, read: Callable[[], Awaitable[str]]
+    kb: KnowledgeCases, ctx: ToolContext, action: str, read: Callable[[], Awaitable[str]]
 ) -> Step:
-    """A read, after the permission check (in the database) and the enabled check."""
+    """A read, after the use case's reader check (a Refusal: its sentence)."""
 
     async def run() -> str:
-        if not await kb.can_read(ctx.user_id, ctx.roles, in_group=ctx.in_group):
-            return NO_PERMISSION
-        if not kb.enabled:
-            return DISABLED
+        await kb.check_reader(ctx.user_id, ctx.roles, in_group=ctx.in_group)
         return await read()
 
     return Step("knowledge", action, run)
 
 
-async def _list(kb: KnowledgeService) -> str:
+async def _list(kb: KnowledgeCases) -> str:
     entries = await kb.entries()
     if not entries:
         return "📚 知识库为空"
@@ -130,7 +127,7 @@ async def _list(kb: KnowledgeService) -> str:
     return "\n".join(lines)
 
 
-async def _read(kb: KnowledgeService, request: ReadRequest | str) -> str:
+async def _read(kb: KnowledgeCases, request: ReadRequest | str) -> str:
     if isinstance(request, str):
         return request
     window = await kb.read(request.kid, request.start, request.end)
@@ -150,13 +147,13 @@ async def _read(kb: KnowledgeService, request: ReadRequest | str) -> str:
     return "\n".join(lines)
 
 
-async def _search(kb: KnowledgeService, request: SearchRequest | str) -> str:
+async def _search(kb: KnowledgeCases, request: SearchRequest | str) -> str:
     if isinstance(request, str):
         return request
     hits = await kb.search(request.query, SEARCH_TOP_K, mode=request.mode)
     if not hits:
         return f"📚 知识库中未找到与「{request.query}」相关的条目"
-    ranked_by_score = (request.mode or kb.settings.retrieval.default_mode) != "vector"
+    ranked_by_score = (request.mode or kb.default_mode) != "vector"
     order = "按得分排序，越高越相关" if ranked_by_score else "距离越小越相似"
     lines = [f"🔍 知识库搜索「{request.query}」结果（{order}）:"]
     for h in hits:
@@ -169,7 +166,7 @@ async def _search(kb: KnowledgeService, request: SearchRequest | str) -> str:
     return "\n".join(lines)
 
 
-async def _suggest(kb: KnowledgeService, author: str, suggestion: Suggestion) -> str:
+async def _suggest(kb: KnowledgeCases, author: str, suggestion: Suggestion) -> str:
     sid, pending = await kb.suggest(
         author_id=author,
         action="create",
@@ -178,7 +175,7 @@ async def _suggest(kb: KnowledgeService, author: str, suggestion: Suggestion) ->
         body=suggestion.body,
         reason=suggestion.reason,
     )
-    if kb.settings.subconscious.enabled:
+    if kb.service.settings.subconscious.enabled:
         return f"✅ 知识建议 #{sid} 已提交，后台记忆管家将在下一轮推理中审查（待处理 {pending} 条）"
     # No loop runs to review it: say who does instead of promising a review (issue 26).
     return (
@@ -187,11 +184,11 @@ async def _suggest(kb: KnowledgeService, author: str, suggestion: Suggestion) ->
     )
 
 
-async def _grant(kb: KnowledgeService, user: str, node: str, by: str) -> str:
+async def _grant(kb: KnowledgeCases, user: str, node: str, by: str) -> str:
     added = await kb.grant(user, node, by=by)
     return f"✅ 已授予 {user} {node}" if added else f"{user} 已有 {node}"
 
 
-async def _revoke(kb: KnowledgeService, user: str, node: str, by: str) -> str:
+async def _revoke(kb: KnowledgeCases, user: str, node: str, by: str) -> str:
     removed = await kb.revoke(user, node)
     return f"✅ 已撤销 {user} {node}" if removed else f"{user} 没有 {node}"

@@ -23,8 +23,9 @@ from amrita_memory_pg.domain.importance import MEDIUM
 from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, MemoryRecord, SearchMode
 from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.domain.validation import InvalidInput
-from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.usecases.memories import MemoryCases
+from amrita_memory_pg.usecases.values import MemoryQuery, NewMemory
 
 PAGE_SIZE = 10
 PREVIEW_CHARS = 50
@@ -57,10 +58,10 @@ def list_memories(services: Services, scope: Scope, key: str, args: str) -> str 
         options = parse_options(args, anywhere=True)
     except InvalidInput as exc:
         return exc.reason
-    return Step("list", key, partial(_list_page, services.memories, scope, key, options))
+    return Step("list", key, partial(_list_page, services.memory_cases, scope, key, options))
 
 
-async def _list_page(memories: MemoryService, scope: Scope, key: str, options: Options) -> str:
+async def _list_page(memories: MemoryCases, scope: Scope, key: str, options: Options) -> str:
     label = LABELS[scope]
     filtered = options.category is not None or options.importance is not None
     shown = ""
@@ -69,7 +70,7 @@ async def _list_page(memories: MemoryService, scope: Scope, key: str, options: O
     if options.importance is not None:
         shown += f" -i {options.importance}"
     if filtered:
-        _first, total = await memories.list_filtered(
+        _first, total = await memories.page(
             key, limit=1, category=options.category, min_importance=options.importance
         )
     else:
@@ -78,7 +79,7 @@ async def _list_page(memories: MemoryService, scope: Scope, key: str, options: O
         return f"{label} 暂无记忆" + (f"（筛选{shown}）" if filtered else "")
     pages = math.ceil(total / PAGE_SIZE)
     page = page_number(options.rest, pages)
-    records, total = await memories.list_filtered(
+    records, total = await memories.page(
         key,
         limit=PAGE_SIZE,
         offset=(page - 1) * PAGE_SIZE,
@@ -121,12 +122,12 @@ def search_memories(
     if not query:
         return "请提供搜索关键词，例如: /memory user search 喜欢什么"
     recall = Recall("command", ctx.session_key, ctx.user_id)
-    run = partial(_search, services.memories, scope, key, query, options.category, mode, recall)
+    run = partial(_search, services.memory_cases, scope, key, query, options.category, mode, recall)
     return Step("search", key, run, label=LABELS[scope])
 
 
 async def _search(
-    memories: MemoryService,
+    memories: MemoryCases,
     scope: Scope,
     key: str,
     query: str,
@@ -135,9 +136,15 @@ async def _search(
     recall: Recall,
 ) -> str:
     label = LABELS[scope]
-    hits = await memories.search(
-        key, query, top_k=SEARCH_TOP_K, category=category, mode=mode, recall=recall
+    asked = MemoryQuery(
+        key,
+        query,
+        top_k=SEARCH_TOP_K,
+        category=category,  # type: ignore[arg-type]
+        mode=mode,
+        recall=recall,
     )
+    hits = (await memories.search(asked)).hits
     if not hits:
         return f"{label} 未找到与「{query}」相关的记忆"
     lines = [f"🔍 {label} 搜索「{query}」结果（距离越小越相似）:"]
@@ -164,10 +171,10 @@ def delete_memory(
         return "请提供要删除的记忆 ID"
     if scope == "group" and not ctx.is_group_admin:
         return "❌ 无权删除👥群共享记忆，仅管理员和群主可删除"
-    return Step("delete", key, partial(_delete, services.memories, scope, key, arg))
+    return Step("delete", key, partial(_delete, services.memory_cases, scope, key, arg))
 
 
-async def _delete(memories: MemoryService, scope: Scope, key: str, arg: str) -> str:
+async def _delete(memories: MemoryCases, scope: Scope, key: str, arg: str) -> str:
     label = LABELS[scope]
     not_found = f"{label} 未找到匹配的记忆: {arg}\n提示: 使用 /memory {scope} list 查看全部 ID"
     matches = await memories.find_by_prefix(key, arg)
@@ -198,13 +205,11 @@ def add_memory(
         return (
             f"请提供要添加的记忆内容，例如: /memory {scope} add 我喜欢猫（可选 -c 类别 -i 重要度）"
         )
-    return Step("add", key, partial(_add, services.memories, ctx.user_id, scope, key, options))
+    return Step("add", key, partial(_add, services.memory_cases, ctx.user_id, scope, key, options))
 
 
-async def _add(
-    memories: MemoryService, author: str, scope: Scope, key: str, options: Options
-) -> str:
-    record = await memories.add(
+async def _add(memories: MemoryCases, author: str, scope: Scope, key: str, options: Options) -> str:
+    new = NewMemory(
         partition_key=key,
         scope=scope,
         content=options.rest,
@@ -213,6 +218,7 @@ async def _add(
         source="user",
         author=author,
     )
+    record = (await memories.write(new, idempotent=False)).record
     details = f"重要度 {record.importance}"
     if record.category:
         details = f"{CATEGORY_NAMES[record.category]}，" + details

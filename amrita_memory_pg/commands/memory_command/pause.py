@@ -10,8 +10,8 @@ from amrita_memory_pg.commands.memory_command.base import Services, Step
 from amrita_memory_pg.commands.memory_command.texts import USAGE_PAUSE
 from amrita_memory_pg.domain.keys import GLOBAL_KEY, check_partition_key, legacy_key_now
 from amrita_memory_pg.domain.validation import InvalidInput
-from amrita_memory_pg.services.trail import TrailService
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.usecases.pause import PauseCases
 
 
 def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -> str | Step:
@@ -34,16 +34,17 @@ def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -
         key = check_partition_key(key)
     except InvalidInput as exc:
         return f"{exc.reason}\n用法: {USAGE_PAUSE}"
+    cases = PauseCases(trail)
     if sub in ("pause", "暂停"):
-        return Step("pause", key, partial(_pause, trail, key, f"person:{ctx.user_id}"))
-    return Step("pause", key, partial(_resume, trail, key))
+        return Step("pause", key, partial(_pause, cases, key, f"person:{ctx.user_id}"))
+    return Step("pause", key, partial(_resume, cases, key))
 
 
-async def _pause(trail: TrailService, key: str, by: str) -> str:
-    if await trail.pause(key, by=by):
+async def _pause(cases: PauseCases, key: str, by: str) -> str:
+    if await cases.pause(key, by=by):
         return f"⏸ 已暂停 {key} 的记忆：保留不删除，但不再注入、不再检索，自动流程不再写入"
     return f"{key} 的记忆本来就已暂停"
 
 
-async def _resume(trail: TrailService, key: str) -> str:
-    return f"▶ 已恢复 {key} 的记忆" if await trail.resume(key) else f"{key} 的记忆没有暂停"
+async def _resume(cases: PauseCases, key: str) -> str:
+    return f"▶ 已恢复 {key} 的记忆" if await cases.resume(key) else f"{key} 的记忆没有暂停"

@@ -23,8 +23,8 @@ from amrita_memory_pg.domain.validation import (
     parse_count,
     plain,
 )
-from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.usecases.profiles import ProfileCases
 
 #: how many changes ``/memory profile history`` lists
 PROFILE_HISTORY_LINES = 10
@@ -82,16 +82,17 @@ def parse_profile(ctx: ToolContext, args: str) -> ProfileRequest | str:
 
 
 def profile(services: Services, ctx: ToolContext, args: str) -> str | Step:
-    if services.profiles is None:
+    cases = services.profile_cases
+    if cases is None:
         return "用户画像未启用"
     request = parse_profile(ctx, args)
     if isinstance(request, str):
         return request
     run = {"show": _show, "history": _history, "revert": _revert}[request.action]
-    return Step("profile", request.key, partial(run, services.profiles, request))
+    return Step("profile", request.key, partial(run, cases, request))
 
 
-async def _show(profiles: ProfileService, request: ProfileRequest) -> Answer:
+async def _show(profiles: ProfileCases, request: ProfileRequest) -> Answer:
     current = await profiles.get(request.key)
     whose = "你" if request.own else request.key
     if current.version == 0:
@@ -102,7 +103,7 @@ async def _show(profiles: ProfileService, request: ProfileRequest) -> Answer:
     return MemoReply(title="用户画像", chunks=tuple(pack_chunks(text)))
 
 
-async def _history(profiles: ProfileService, request: ProfileRequest) -> Answer:
+async def _history(profiles: ProfileCases, request: ProfileRequest) -> Answer:
     changes = await profiles.history(request.key, PROFILE_HISTORY_LINES)
     whose = "你" if request.own else request.key
     if not changes:
@@ -112,7 +113,7 @@ async def _history(profiles: ProfileService, request: ProfileRequest) -> Answer:
     return "\n".join(lines)
 
 
-async def _revert(profiles: ProfileService, request: ProfileRequest) -> Answer:
+async def _revert(profiles: ProfileCases, request: ProfileRequest) -> Answer:
     assert request.version is not None  # parse_profile sets it for a revert
     version = request.version
     result = await profiles.revert(request.key, version, ProfileActor("chat", who=request.by))

@@ -22,6 +22,7 @@ from starlette.datastructures import FormData
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.validation import MAX_TAGS_CHARS, InvalidInput, check_text
+from amrita_memory_pg.usecases.values import MemoryChange
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import BULK_MESSAGES, MAX_BULK_ROWS, BulkInput
 
@@ -76,7 +77,7 @@ def _page(
 async def _rows(request: Request, selected: Sequence[tuple[str, str]]) -> list[MemoryRecord]:
     """The selected memories that still exist, in the order selected."""
     mem = kit.memory(request)
-    found = [await mem.memories.get(key, memory_id) for key, memory_id in selected]
+    found = [await mem.cases.memories.get(key, memory_id) for key, memory_id in selected]
     return [r for r in found if r is not None]
 
 
@@ -159,7 +160,7 @@ async def _delete(
     mem = kit.memory(request)
     deleted = 0
     for record in rows:
-        ok = await mem.memories.delete(record.partition_key, record.id, by_person=True)
+        ok = await mem.cases.memories.delete(record.partition_key, record.id, by_person=True)
         deleted += ok
         await kit.audit(
             request,
@@ -194,8 +195,12 @@ async def _tag(
             check_text(", ".join(merged), max_chars=MAX_TAGS_CHARS)
         except InvalidInput as exc:
             raise TagsRefused(record, exc.reason) from exc
-        updated = await mem.memories.update(
-            record.partition_key, record.id, tags=merged, now=kit.now(request), by_person=True
+        updated = await mem.cases.memories.change(
+            record.partition_key,
+            record.id,
+            MemoryChange(tags=merged),
+            by_person=True,
+            now=kit.now(request),
         )
         if updated is None:
             continue
@@ -219,7 +224,7 @@ async def _pause(
     mem = kit.memory(request)
     paused = 0
     for key in sorted({r.partition_key for r in rows}):
-        done = await mem.trail.pause(key, by=f"person:web:{user.name}", now=kit.now(request))
+        done = await mem.cases.pause.pause(key, by=f"person:web:{user.name}", now=kit.now(request))
         paused += done
         await kit.audit(
             request,

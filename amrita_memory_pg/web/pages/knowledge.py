@@ -66,7 +66,7 @@ def _form(
         summary=summary,
         body=body,
         errors=errors,
-        max_chars=kit.memory(request).knowledge.max_chars,
+        max_chars=kit.cases(request).knowledge.max_chars,
     )
 
 
@@ -93,7 +93,7 @@ async def create_entry(request: Request, user: kit.AdminWrite) -> Response:
 
     try:
         async with kit.atomic(request):
-            written = await kit.memory(request).knowledge.create(
+            written = await kit.cases(request).knowledge.create(
                 title=title, summary=summary, body=body, now=kit.now(request)
             )
             await kit.audit(
@@ -104,10 +104,9 @@ async def create_entry(request: Request, user: kit.AdminWrite) -> Response:
                 detail={"title": title, "summary": summary, "lines": written.total_lines},
             )
     except KnowledgeError as exc:  # validation: nothing written, not audited
-        return again([kit.clean(request, str(exc))])
+        return again([kit.refusal_line(request, exc)])
     except AmritaMemoryError as exc:
-        t = kit.translator_for(request)
-        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        message = kit.refusal_line(request, exc)
         return await kit.refused(
             request,
             user,
@@ -124,7 +123,7 @@ async def entry(request: Request, kid: str, _user: kit.Admin) -> Response:
     try:
         found = await opsview.knowledge_entry(kit.memory(request), kid)
     except KnowledgeError as exc:
-        return _error(request, kit.clean(request, str(exc)))
+        return _error(request, kit.refusal_line(request, exc))
     return kit.render(
         request,
         "knowledge_entry.html",
@@ -139,7 +138,7 @@ async def edit_entry(request: Request, kid: str, _user: kit.Admin) -> Response:
     try:
         found = await opsview.knowledge_entry(kit.memory(request), kid)
     except KnowledgeError as exc:
-        return _error(request, kit.clean(request, str(exc)))
+        return _error(request, kit.refusal_line(request, exc))
     return _form(
         request, kid=found.kid, title=found.title, summary=found.summary, body=found.body, errors=[]
     )
@@ -149,7 +148,7 @@ async def edit_entry(request: Request, kid: str, _user: kit.Admin) -> Response:
 async def save_entry(request: Request, kid: str, user: kit.AdminWrite) -> Response:
     form = await request.form()
     title, summary, body = (kit.form_text(form, k) for k in ("title", "summary", "body"))
-    service = kit.memory(request).knowledge
+    service = kit.cases(request).knowledge
 
     def again(errors: list[str]) -> Response:
         return _form(
@@ -180,12 +179,11 @@ async def save_entry(request: Request, kid: str, user: kit.AdminWrite) -> Respon
                 },
             )
     except KnowledgeNotFound as exc:
-        return _error(request, kit.clean(request, str(exc)))
+        return _error(request, kit.refusal_line(request, exc))
     except KnowledgeError as exc:
-        return again([kit.clean(request, str(exc))])
+        return again([kit.refusal_line(request, exc)])
     except AmritaMemoryError as exc:
-        t = kit.translator_for(request)
-        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        message = kit.refusal_line(request, exc)
         return await kit.refused(
             request, user, "knowledge.edit", exc, lambda: again([message]), target_id=kid
         )
@@ -197,13 +195,13 @@ async def delete_confirm(request: Request, kid: str, _user: kit.Admin) -> Respon
     try:
         found = await opsview.knowledge_entry(kit.memory(request), kid)
     except KnowledgeError as exc:
-        return _error(request, kit.clean(request, str(exc)))
+        return _error(request, kit.refusal_line(request, exc))
     return kit.render(request, "knowledge_delete.html", entry=found)
 
 
 @router.post("/knowledge/e/{kid}/delete")
 async def delete_entry(request: Request, kid: str, user: kit.AdminWrite) -> Response:
-    service = kit.memory(request).knowledge
+    service = kit.cases(request).knowledge
     try:
         async with kit.atomic(request):
             before = await service.get(kid)
@@ -220,7 +218,7 @@ async def delete_entry(request: Request, kid: str, user: kit.AdminWrite) -> Resp
                 },
             )
     except KnowledgeError as exc:
-        return _error(request, kit.clean(request, str(exc)))
+        return _error(request, kit.refusal_line(request, exc))
     return kit.redirect(request, "/knowledge", done="deleted", kid=kid)
 
 
@@ -232,7 +230,7 @@ async def suggestion(request: Request, sid: str, _user: kit.Admin) -> Response:
     try:
         view = await opsview.suggestion_view(kit.memory(request), sid)
     except KnowledgeError as exc:
-        return _error(request, kit.clean(request, str(exc)))
+        return _error(request, kit.refusal_line(request, exc))
     return kit.render(request, "knowledge_suggestion.html", view=view, s=view.suggestion, errors=[])
 
 
@@ -242,7 +240,7 @@ async def _handle(request: Request, sid: str, user: kit.AdminUser, verb: str) ->
         number = opsview.suggestion_number(sid)
         view = await opsview.suggestion_view(mem, sid)
     except KnowledgeError as exc:
-        return _error(request, kit.clean(request, str(exc)))
+        return _error(request, kit.refusal_line(request, exc))
     detail = {
         "action": view.suggestion.action,
         "kid": view.suggestion.kid,
@@ -264,15 +262,17 @@ async def _handle(request: Request, sid: str, user: kit.AdminUser, verb: str) ->
     try:
         async with kit.atomic(request):
             if verb == "accept":
-                written = await mem.knowledge.accept_suggestion(number, now=kit.now(request))
+                written = await kit.cases(request).knowledge.accept_suggestion(
+                    number, now=kit.now(request)
+                )
                 detail["kid"] = written.kid
             else:
-                await mem.knowledge.reject_suggestion(number, now=kit.now(request))
+                await kit.cases(request).knowledge.reject_suggestion(number, now=kit.now(request))
             await kit.audit(request, user, action, target_id=str(number), detail=detail)
     except KnowledgeError as exc:  # already decided, gone: nothing written, not audited
-        return again(409, kit.clean(request, str(exc)))
+        return again(409, kit.refusal_line(request, exc))
     except AmritaMemoryError as exc:
-        message = kit.clean(request, str(exc))
+        message = kit.refusal_line(request, exc, wrapped=False)
         return await kit.refused(
             request,
             user,

@@ -17,11 +17,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 
-from amrita_memory_pg.domain.errors import (
-    AmritaMemoryError,
-    PartitionFull,
-    ProtectedMemory,
-)
+from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, legacy_key_now, scope_of_key
 from amrita_memory_pg.domain.records import (
     CATEGORIES,
@@ -36,6 +32,8 @@ from amrita_memory_pg.domain.validation import (
     MAX_ID_CHARS,
 )
 from amrita_memory_pg.storage.admin import MEMORY_SORTS, MemoryQuery
+from amrita_memory_pg.usecases.values import MemoryChange, NewMemory
+from amrita_memory_pg.usecases.values import MemoryQuery as SearchQuery
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import (
     BULK_ACTIONS,
@@ -149,6 +147,7 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
     t = kit.translator_for(request)
     settings = kit.state(request).settings
     mem = kit.memory(request)
+    cases = kit.cases(request)
     f, where, mode, errors = read_filters(request, kit.now(request))
     size = settings.web.page_size
     records: list[MemoryRecord] = []
@@ -156,7 +155,7 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
     total = 0
     if not errors and f.q:
         try:
-            found = await mem.memories.search(
+            asked = SearchQuery(
                 key,
                 f.q,
                 top_k=SEARCH_TOP_K,
@@ -165,22 +164,22 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
                 else None,
                 scope=where.scope,  # type: ignore[arg-type]
                 tags=where.tags,
-                category=where.category,
+                category=where.category,  # type: ignore[arg-type]
                 mode=mode,
             )
             hits = [
                 h
-                for h in found
+                for h in (await cases.memories.search(asked)).hits
                 if (where.source is None or h.record.source == where.source)
                 and (where.created_since is None or h.record.created_at >= where.created_since)
             ]
         except AmritaMemoryError as exc:
-            errors.append(t("refused.failed", reason=kit.clean(request, str(exc))))
+            errors.append(kit.refusal_line(request, exc))
     elif not errors:
         records, total = await kit.admin_store(request, key).memory_page(
             key, where, limit=size, offset=(f.page - 1) * size
         )
-    used = await mem.memories.count(key)
+    used = await cases.memories.count(key)
     done = request.query_params.get("done", "")
     done_text = None
     if done in DONE:
@@ -284,24 +283,23 @@ async def add_form(request: Request, key: str, _user: kit.Admin) -> Response:
 async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
     if not valid_key(key):
         return _bad_key(request, key)
-    t = kit.translator_for(request)
     typed, values, errors = await read_memory_form(request)
     if values is None:
         return _form_page(request, key, typed, errors, status_code=400)
-    mem = kit.memory(request)
+    new = NewMemory(
+        partition_key=key,
+        scope=scope_of_key(key),
+        content=values.content,
+        tags=values.tags,
+        importance=values.importance,
+        category=values.category,
+        source="user",
+        author=f"web:{user.name}",
+        now=kit.now(request),
+    )
     try:
         async with kit.atomic(request):
-            record = await mem.memories.add(
-                partition_key=key,
-                scope=scope_of_key(key),
-                content=values.content,
-                tags=values.tags,
-                importance=values.importance,
-                category=values.category,
-                source="user",
-                author=f"web:{user.name}",
-                now=kit.now(request),
-            )
+            record = (await kit.cases(request).memories.write(new, idempotent=False)).record
             await kit.audit(
                 request,
                 user,
@@ -316,11 +314,7 @@ async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
                 },
             )
     except AmritaMemoryError as exc:
-        message = (
-            t("refused.full", cap=mem.settings.per_session_memory_limit)
-            if isinstance(exc, PartitionFull)
-            else t("refused.failed", reason=kit.clean(request, str(exc)))
-        )
+        message = kit.refusal_line(request, exc)
         return await kit.refused(
             request,
             user,
@@ -336,7 +330,7 @@ async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
 async def _record(request: Request, key: str, memory_id: str) -> MemoryRecord | None:
     if not valid_key(key) or not memory_id or len(memory_id) > MAX_ID_CHARS:
         return None
-    return await kit.memory(request).memories.get(key, memory_id)
+    return await kit.cases(request).memories.get(key, memory_id)
 
 
 def _not_found(request: Request, what: str) -> Response:
@@ -365,22 +359,19 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
     record = await _record(request, key, memory_id)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
-    t = kit.translator_for(request)
     typed, values, errors = await read_memory_form(request, stored=record.content)
     if values is None:
         return _form_page(request, key, typed, errors, record=record, status_code=400)
-    mem = kit.memory(request)
+    change = MemoryChange(
+        content=values.content,
+        tags=values.tags,
+        importance=values.importance,
+        category=values.category,
+    )
     try:
         async with kit.atomic(request):
-            updated = await mem.memories.update(
-                key,
-                memory_id,
-                content=values.content,
-                tags=values.tags,
-                importance=values.importance,
-                category=values.category,
-                now=kit.now(request),
-                by_person=True,
+            updated = await kit.cases(request).memories.change(
+                key, memory_id, change, by_person=True, now=kit.now(request)
             )
             if updated is not None:
                 await kit.audit(
@@ -392,11 +383,7 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
                     detail={"before": _shown(record), "after": _shown(updated)},
                 )
     except AmritaMemoryError as exc:
-        message = (
-            t("refused.protected")
-            if isinstance(exc, ProtectedMemory)
-            else t("refused.failed", reason=kit.clean(request, str(exc)))
-        )
+        message = kit.refusal_line(request, exc)
         return await kit.refused(
             request,
             user,
@@ -434,11 +421,9 @@ async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrit
     record = await _record(request, key, memory_id)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
-    mem = kit.memory(request)
-    t = kit.translator_for(request)
     try:
         async with kit.atomic(request):
-            deleted = await mem.memories.delete(key, memory_id, by_person=True)
+            deleted = await kit.cases(request).memories.delete(key, memory_id, by_person=True)
             await kit.audit(
                 request,
                 user,
@@ -449,7 +434,7 @@ async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrit
                 ok=deleted,
             )
     except AmritaMemoryError as exc:
-        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        message = kit.refusal_line(request, exc)
         return await kit.refused(
             request,
             user,
@@ -507,7 +492,7 @@ async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
                 detail={"deleted": result.deleted, "backup": backup},
             )
     except AmritaMemoryError as exc:
-        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        message = kit.refusal_line(request, exc)
         return await kit.refused(
             request,
             user,

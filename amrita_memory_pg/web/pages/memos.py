@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, field_validator
 
-from amrita_memory_pg.domain.errors import AmritaMemoryError, MemoTooLong
+from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.validation import check_text
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.pages.partitions import valid_key
@@ -44,7 +44,7 @@ async def memo(request: Request, key: str, _user: kit.Admin) -> Response:
         return kit.render(
             request, "error.html", status_code=404, message=t("error.bad_key", key=key)
         )
-    current = await kit.memory(request).memos.get(key)
+    current = await kit.cases(request).memos.read(key)
     done = t("done.memo") if request.query_params.get("done") == "memo" else None
     return _page(request, key, current.content, version=current.version, errors=[], done=done)
 
@@ -67,9 +67,9 @@ async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Respons
         return kit.render(
             request, "error.html", status_code=404, message=t("error.bad_key", key=key)
         )
-    memos = kit.memory(request).memos
+    memos = kit.cases(request).memos
     typed = kit.form_text(await request.form(), "content")
-    current = await memos.get(key)
+    current = await memos.read(key)
     values, errors = kit.parse_form(
         request, MemoInput, {"content": typed}, {"content": "invalid.content"}
     )
@@ -90,11 +90,7 @@ async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Respons
                 },
             )
     except AmritaMemoryError as exc:
-        message = (
-            t("memo.too_long", length=exc.length, limit=exc.limit)
-            if isinstance(exc, MemoTooLong)
-            else t("refused.failed", reason=kit.clean(request, str(exc)))
-        )
+        message = kit.refusal_line(request, exc)
         return await kit.refused(
             request,
             user,

@@ -15,7 +15,6 @@ from fastapi import APIRouter, Request, Response
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError, ProfileRefused
 from amrita_memory_pg.memory import Memory
-from amrita_memory_pg.usecases.pause import PauseGate
 from amrita_memory_pg.usecases.profiles import ProfileCases
 from amrita_memory_pg.web import kit, opsview
 from amrita_memory_pg.web.forms import PROFILE_MESSAGES, ProfileInput
@@ -27,7 +26,7 @@ NAV: list[kit.NavItem] = []
 def profile_cases(mem: Memory) -> ProfileCases:
     """The profile use cases on the page's memory (a person's edit: the pause gate lets
     people through, it stops only automatic writers)."""
-    return ProfileCases(mem.profiles, PauseGate(mem.trail.is_paused))
+    return mem.cases.profiles
 
 
 @router.post("/profiles/u/{key}/edit")

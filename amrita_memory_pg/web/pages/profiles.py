@@ -37,7 +37,7 @@ async def open_profile(request: Request, _user: kit.Admin) -> Response:
             "profiles.html",
             status_code=400,
             page=page,
-            errors=[kit.clean(request, str(exc))],
+            errors=[kit.refusal_line(request, exc)],
             typed=typed,
         )
     return kit.redirect(request, f"/profiles/u/{key}")
@@ -56,7 +56,7 @@ async def _detail(
         detail = await opsview.profile_detail(kit.memory(request), key, version)
     except ProfileRefused as exc:
         return kit.render(
-            request, "error.html", status_code=404, message=kit.clean(request, str(exc))
+            request, "error.html", status_code=404, message=kit.refusal_line(request, exc)
         )
     return kit.render(
         request,
@@ -103,11 +103,10 @@ async def revert(request: Request, key: str, user: kit.AdminWrite) -> Response:
             )
     except ProfileRefused as exc:  # bad input or a version no longer kept: nothing written
         return await _detail(
-            request, key, version=None, errors=[kit.clean(request, str(exc))], status_code=400
+            request, key, version=None, errors=[kit.refusal_line(request, exc)], status_code=400
         )
     except AmritaMemoryError as exc:
-        t = kit.translator_for(request)
-        message = t("refused.failed", reason=kit.clean(request, str(exc)))
+        message = kit.refusal_line(request, exc)
         await kit.audit(
             request,
             user,

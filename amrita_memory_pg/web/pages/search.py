@@ -23,6 +23,7 @@ from amrita_memory_pg.domain.fusion import relevant_hits
 from amrita_memory_pg.domain.records import SEARCH_MODES, SOURCE_NAMES, SearchHit, SearchMode
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.admin import AdminRepository
+from amrita_memory_pg.usecases.values import MemoryQuery
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import (
     BULK_ACTIONS,
@@ -70,7 +71,7 @@ async def search_all(
 
     async def one(key: str) -> list[SearchHit]:
         async with gate:
-            return await mem.memories.search(
+            asked = MemoryQuery(
                 key,
                 q,
                 top_k=PER_PARTITION,
@@ -78,6 +79,7 @@ async def search_all(
                 mode=mode,
                 now=now,
             )
+            return (await mem.cases.memories.search(asked)).hits
 
     found = await asyncio.gather(*(one(k) for k in keys))
     # the hybrid cut-off once more over the merged rows: a partition's nearest row is no

@@ -19,6 +19,7 @@ from amrita_memory_pg.domain.validation import (
     InvalidInput,
     check_text,
 )
+from amrita_memory_pg.usecases.values import MemoryQuery
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.pages.partitions import valid_key
 
@@ -44,7 +45,7 @@ async def memory_trail(request: Request, key: str, memory_id: str, _user: kit.Ad
     if not valid_key(key) or not memory_id or len(memory_id) > MAX_ID_CHARS:
         return _error(request, 404, t("error.not_found", what=f"{key} / {memory_id[:40]}"))
     mem = kit.memory(request)
-    record = await mem.memories.get(key, memory_id)
+    record = await mem.cases.memories.get(key, memory_id)
     history = await mem.trail.history(key, memory_id, TRAIL_ROWS)
     if record is None and not history:
         return _error(request, 404, t("error.not_found", what=f"{key} / {memory_id}"))
@@ -115,7 +116,7 @@ async def pause(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
             form_reason=reason[:MAX_NOTE_CHARS],
         )
     async with kit.atomic(request):
-        done = await kit.memory(request).trail.pause(
+        done = await kit.cases(request).pause.pause(
             key, by=f"person:web:{user.name}", reason=reason or None, now=kit.now(request)
         )
         await kit.audit(
@@ -142,7 +143,7 @@ async def resume(request: Request, key: str, user: kit.SuperuserWrite) -> Respon
         return _error(request, 400, t("error.bad_key", key=key[:200]))
     _reason, next_path = await _pause_form(request)
     async with kit.atomic(request):
-        done = await kit.memory(request).trail.resume(key)
+        done = await kit.cases(request).pause.resume(key)
         await kit.audit(request, user, "partition.resume", partition_key=key, detail={"was": done})
     return _back(request, next_path, key, "resumed" if done else "not_paused")
 
@@ -177,9 +178,10 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
                 # what the chat model's read_memory tool finds for this message (its
                 # default top_k; no recall is logged: looking is not recalling)
                 try:
-                    found = await mem.memories.search(chat, message, top_k=READ_TOP_K)
+                    asked = MemoryQuery(chat, message, top_k=READ_TOP_K)
+                    found = (await mem.cases.memories.search(asked)).hits
                 except AmritaMemoryError as exc:
-                    errors.append(t("refused.failed", reason=kit.clean(request, str(exc))))
+                    errors.append(kit.refusal_line(request, exc))
     return kit.render(
         request,
         "inspector.html",
