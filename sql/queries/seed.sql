@@ -147,7 +147,7 @@ RETURNING id;
 -- author, no tags; origin 'extraction' from the transaction's actor); id NULL when the partition is full (the caller rolls the whole
 -- replacement back). SQLSTATE AMF01 / AMF03 as for insert_memory.
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v3($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,
+  FROM amrita_memory.insert_memory_v4($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,
                                       $6, $7, $8, $9, $10, $11, $12, $13);
 
 -- name: record_extraction_run
