@@ -8,30 +8,37 @@ Create Date: 2026-12-04
 The insert and the sweep write their own change history in their own statement; the trail
 triggers stay out of those statements (a WHEN on amrita_memory.history_by_writer) and record
 every other path as before. Read the headers of sql/functions/trail_v3.sql, memory_v6.sql
-and sweep_v4.sql for what was measured and why. Additive: insert_memory_v3, write_memory_v2
-and sweep_batch_v3 stay, so older processes keep working on an upgraded schema (rolling
-upgrade), their writes recorded by the trigger.
+and sweep_v4.sql for what was measured and why. insert_memory_v3, write_memory_v2 and
+sweep_batch_v2 stay (the previous release calls them: older processes keep working on an
+upgraded schema, their writes recorded by the trigger); sweep_batch_v3, of this release and
+now called by nothing, is dropped (the downgrade re-installs it from sweep_v3.sql).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amrita_memory_pg.storage.pg.migrate import run_sql_file
+from amrita_memory_pg.storage.pg.migrate import run_sql, run_sql_file
+from amrita_memory_pg.storage.pg.sqlfile import released_definitions
 
 revision: str = "0030_write_fast"
 down_revision: str | None = "0027_pause_all"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+#: sweep_v4.sql replaces it; called by no release's Python (not in sql/PREVIOUS_RELEASE.txt)
+RETIRED = "sweep_batch_v3"
+
 
 def upgrade() -> None:
     run_sql_file("functions/trail_v3.sql")
     run_sql_file("functions/memory_v6.sql")
     run_sql_file("functions/sweep_v4.sql")
+    run_sql_file("functions/sweep_v3.down.sql")
 
 
 def downgrade() -> None:
+    run_sql(";\n".join(released_definitions(["functions/sweep_v3.sql"], [RETIRED])))
     run_sql_file("functions/sweep_v4.down.sql")
     run_sql_file("functions/memory_v6.down.sql")
     run_sql_file("functions/trail_v3.down.sql")

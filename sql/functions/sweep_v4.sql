@@ -30,8 +30,9 @@
 --     this batch purged from. Decided: per-memory rows, not one summary row per batch —
 --     a person can still see why one memory changed or went, and it now costs a heap row
 --     and its key per change.
--- v2 and v3 stay (released; older processes keep calling them during a rolling upgrade,
--- and their writes are recorded by the trigger as before).
+-- v2 stays (the previous release calls it during a rolling upgrade; its writes are recorded
+-- by the trigger as before); v3, called by no release once this one runs, is dropped by
+-- the migration.
 
 
 CREATE OR REPLACE FUNCTION amrita_memory.sweep_batch_v4(
