@@ -54,6 +54,7 @@ from amrita_memory_pg.storage.leases import LeaseRepository
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoRepository
 from amrita_memory_pg.storage.profiles import ProfileRepository
+from amrita_memory_pg.storage.reads import ReadRoute
 from amrita_memory_pg.storage.trail import TrailRepository
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
@@ -120,7 +121,7 @@ class Memory:
         self.embedder = store.embedder
         self.backend = store.backend
         #: issue 17: access log, change history and paused partitions
-        self.trail = TrailService(TrailRepository(store.pool), settings.trail)
+        self.trail = TrailService(TrailRepository(store.pool, store.read_pool), settings.trail)
         #: L2 memories: the service embeds, the repository writes and searches
         self.memories = MemoryService(
             MemoryRepository(
@@ -129,6 +130,11 @@ class Memory:
                 cap=settings.per_session_memory_limit,
                 acquire_timeout=settings.database.connect_timeout,
                 history=history_bounds(settings.trail),
+                route=ReadRoute(
+                    store.pool,
+                    store.read_pool,
+                    fresh_seconds=settings.database.read_own_writes_seconds,
+                ),
             ),
             store.embedder,
             settings,

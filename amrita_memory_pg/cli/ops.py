@@ -64,11 +64,15 @@ class ProgressBar:
             sys.stderr.flush()
 
 
+def fleet_leases(store: Any) -> Leases:
+    """This process's claims on the fleet's leases (issue 23)."""
+    return Leases(LeaseRepository(store.pool), ttl_seconds=store.settings.database.lease_seconds)
+
+
 def fleet_lease(store: Any, kind: LeaseKind) -> contextlib.AbstractAsyncContextManager[Any]:
     """The fleet's lease of ``kind`` (issue 23): a re-embed or backup runs in one process
     at a time; held elsewhere = :class:`LeaseHeld`, one line naming the holder, exit 2."""
-    leases = Leases(LeaseRepository(store.pool), ttl_seconds=store.settings.database.lease_seconds)
-    return leases.hold(kind)
+    return fleet_leases(store).hold(kind)
 
 
 @cli.command()
@@ -230,13 +234,20 @@ async def backup_verify(state: CliState, name: str) -> None:
 async def backup_scheduled(state: CliState, force: bool) -> None:
     """Run the [backup] schedule once (for cron): back up and verify if a slot is due.
 
-    Safe from every host at once: one process of the fleet claims each slot."""
+    Safe from every host at once: one process of the fleet claims each slot; while a
+    restore or another backup holds the fleet's backup lease, the slot waits (exit 0)."""
     from amrita_memory_pg.maintenance.scheduled import run_scheduled_backup
 
     async with opened(state) as store:
         outcome = await run_scheduled_backup(store, force=force)
     if outcome.slot is None:
         click.echo("未配置 [backup] schedule（--force 可立即备份）")
+        return
+    if outcome.held_by is not None:
+        click.echo(
+            f"时段 {outcome.slot.isoformat()} 等待: backup is held by {outcome.held_by}"
+            "（恢复或另一次备份进行中），下次检查时再备份"
+        )
         return
     if not outcome.claimed:
         click.echo(f"时段 {outcome.slot.isoformat()} 已由其他进程备份或尚未到期")
@@ -276,8 +287,11 @@ def backup_delete(state: CliState, name: str, yes: bool) -> None:
 @click.pass_obj
 @run_async
 async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) -> None:
-    """Restore FILE: our .jsonl/.dump replace the store; the reference plugin's .json is merged."""
-    from amrita_memory_pg.maintenance.restore import restore_backup
+    """Restore FILE: our .jsonl/.dump replace the store; the reference plugin's .json is merged.
+
+    Holds the fleet's restore, backup, re-embed and sweep leases, as the admin page's
+    restore does: another process holding one = its holder named, exit 2."""
+    from amrita_memory_pg.maintenance.restore import restore_held
 
     path = file.expanduser()
     if not path.is_file() and path.name == str(file):
@@ -294,7 +308,7 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
         )
         click.confirm(question, default=False, abort=True)
     async with opened(state) as store:
-        report = await restore_backup(store, path, force=force)
+        report = await restore_held(store, fleet_leases(store), path, force=force)
     if report.safety_backup is not None:
         click.echo(f"恢复前已备份到 {report.safety_backup.jsonl_path}")
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())

@@ -72,6 +72,11 @@ class RecallingBackend(Protocol):
         """The hits of ``q``, or that its partition is paused; the hits logged per ``log``."""
         ...
 
+    async def recall_unlogged(self, pool: Any, q: MemoryQuery) -> Recalled:
+        """:meth:`recall` without the log, in one statement that writes nothing: on a
+        read replica (issue 23; the caller logs the hits on the primary)."""
+        ...
+
 
 class VectorBackend(Protocol):
     """Where similarity search runs; PostgreSQL always holds every memory with its vector."""

@@ -119,6 +119,8 @@ class Recalled:
     hits: list[SearchHit]
     paused: bool = False
     log_error: str | None = None
+    #: False: the hits are not logged yet (searched on a replica: the caller logs them)
+    logged: bool = True
 
 
 @dataclass(frozen=True, slots=True)

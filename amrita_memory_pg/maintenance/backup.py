@@ -519,6 +519,66 @@ def export_table(conn: Any, table: str) -> AsyncIterator[asyncpg.Record]:
     return rows
 
 
+# ---------------------------------------------------------------------------- one partition
+
+#: a partition export's header ``format`` (its rows are a backup's rows, see below)
+PARTITION_FORMAT = "amrita_memory_pg.partition_export"
+PARTITION_VERSION = 1
+#: what a partition export carries, in order: the partition's own rows of these kinds
+PARTITION_KINDS: tuple[str, ...] = ("memory", "memo", "profile", "profile_history")
+
+
+def is_backup_stem(name: str) -> bool:
+    """Whether ``name`` is a backup's stem as :func:`create_backup` names them: the only
+    names a page may turn into a path (no separator, no dot: no way out of the folder)."""
+    return bool(_STEM.match(name))
+
+
+def partition_export_sql(kind: str) -> str:
+    """One kind's export statement for one partition ($1); its result columns are
+    ``EXPORT_COLUMNS[kind]``, like :func:`export_sql`'s."""
+    if kind == "memory":
+        return query("export_partition_memories")
+    if kind == "memo":
+        return query("export_partition_memo")
+    if kind == "profile":
+        return query("export_partition_profile")
+    if kind == "profile_history":
+        return query("export_partition_profile_history")
+    raise ValueError(f"no partition export for {kind!r}")
+
+
+async def partition_counts(conn: Any, partition_key: str) -> dict[str, int]:
+    """Rows per kind of :data:`PARTITION_KINDS` that a partition export holds."""
+    row = await conn.fetchrow(query("partition_export_counts"), partition_key)
+    return {kind: int(row[kind]) for kind in PARTITION_KINDS}
+
+
+async def export_partition(conn: Any, partition_key: str, *, now: datetime) -> AsyncIterator[str]:
+    """One partition as JSONL lines (issue 26 item 7): a header (``format`` =
+    :data:`PARTITION_FORMAT`, the model, ``counts``), then its memories, memo, profile
+    and profile history, each line exactly as a backup writes that row (the same
+    serialisation, so one reader reads both). Run it in a REPEATABLE READ transaction:
+    the counts and the rows are then one snapshot. Nothing is redacted: a backup is not
+    either (a memory's text is the user's data, not a secret of ours)."""
+    meta = await store_meta.read(conn)
+    header = {
+        "format": PARTITION_FORMAT,
+        "version": PARTITION_VERSION,
+        "partition_key": partition_key,
+        "created_at": now.isoformat(),
+        "fingerprint": meta.fingerprint,
+        "protocol": meta.protocol,
+        "model": meta.model,
+        "dim": meta.dim,
+        "counts": await partition_counts(conn, partition_key),
+    }
+    yield json.dumps(header, ensure_ascii=False) + "\n"
+    for kind in PARTITION_KINDS:
+        async for record in conn.cursor(partition_export_sql(kind), partition_key, prefetch=500):
+            yield _row_to_json(kind, record) + "\n"
+
+
 def export_rows(conn: Any, kind: str) -> AsyncIterator[asyncpg.Record]:
     """Every row of one kind, streamed (500 per round trip) in the caller's transaction."""
     rows: AsyncIterator[asyncpg.Record] = conn.cursor(export_sql(kind), prefetch=500)

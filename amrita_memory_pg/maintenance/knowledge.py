@@ -39,12 +39,14 @@ from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 INDEX_FILE = "knowledge_index.json"
 
 
-def knowledge_service(store: Store) -> KnowledgeService:
-    """The knowledge service on an opened store (what the CLI and maintenance use)."""
+def knowledge_service(store: Store, *, reads: bool = False) -> KnowledgeService:
+    """The knowledge service on an opened store (what the CLI and maintenance use);
+    ``reads``: for a command that only reads (``knowledge list/show/search/export``), on
+    the replica when ``[database] read_url`` is set (issue 23)."""
     settings = store.settings
     return KnowledgeService(
         KnowledgeRepository(
-            store.pool,
+            store.read_pool if reads else store.pool,
             max_chars=settings.subconscious.knowledge_max_chars,
             acquire_timeout=settings.database.connect_timeout,
         ),

@@ -18,6 +18,7 @@ import logging
 import re
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +48,7 @@ from amrita_memory_pg.maintenance.keys import migrate_keys
 from amrita_memory_pg.maintenance.legacy_import import ImportReport, merge_memories
 from amrita_memory_pg.maintenance.reembed import change_model
 from amrita_memory_pg.maintenance.tokens import backfill_tokens
+from amrita_memory_pg.services.leases import LeaseKind, Leases
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.memories import count_all
@@ -143,6 +145,24 @@ async def restore_backup(store: Store, path: Path, *, force: bool = False) -> Re
     raise BackupError(
         f"unknown backup type {path.suffix!r}: expected .jsonl, .dump or the reference's .json"
     )
+
+
+#: the fleet's leases a restore holds (issue 23): its own (one restore at a time), and
+#: those of the work that rewrites or exports the rows it replaces (a backup's rotation
+#: could also delete the very file being restored)
+RESTORE_LEASES: tuple[LeaseKind, ...] = ("restore", "backup", "reembed", "sweep")
+
+
+async def restore_held(
+    store: Store, leases: Leases, path: Path, *, force: bool = False
+) -> RestoreReport:
+    """:func:`restore_backup` while holding :data:`RESTORE_LEASES`, the one path of the
+    CLI's ``backup restore`` and the admin page's restore job: :class:`LeaseHeld` naming
+    the holder, before anything is touched, when another process holds one of them."""
+    async with AsyncExitStack() as held:
+        for kind in RESTORE_LEASES:
+            await held.enter_async_context(leases.hold(kind))
+        return await restore_backup(store, path, force=force)
 
 
 async def _guard_empty(store: Store, incoming: int, force: bool) -> None:

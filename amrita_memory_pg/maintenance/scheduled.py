@@ -8,6 +8,9 @@ transaction mode works). The claimer takes the backup (reason ``scheduled``, rot
 with ``[backup] keep_scheduled``), verifies it in a throwaway database when ``[backup]
 verify``, and records how it ended in the same row. A process that dies mid-backup
 leaves the slot claimed and unfinished (``finished_at`` NULL): the next slot runs.
+
+A tick claims only while holding the fleet's ``backup`` lease: while a restore (which
+holds it) or another backup runs, the slot stays unclaimed and a later tick takes it.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from amrita_memory_pg.domain.backup_schedule import latest_slot, parse_schedule
-from amrita_memory_pg.domain.errors import AmritaMemoryError, BackupError
+from amrita_memory_pg.domain.errors import AmritaMemoryError, BackupError, LeaseHeld
 from amrita_memory_pg.maintenance.backup import BackupInfo, create_backup
 from amrita_memory_pg.maintenance.verify import VerifyReport, verify_backup
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage.leases import LeaseRepository
 from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
@@ -39,6 +44,8 @@ class ScheduledOutcome:
     backup: BackupInfo | None = None
     verify: VerifyReport | None = None
     error: str | None = None
+    #: the process holding the fleet's backup lease (a restore, a backup): not claimed
+    held_by: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -65,6 +72,18 @@ async def run_scheduled_backup(
         return ScheduledOutcome(None, False)
     else:
         slot = latest_slot(schedule, now, settings.timezone)
+    leases = Leases(LeaseRepository(store.pool), ttl_seconds=store.settings.database.lease_seconds)
+    try:
+        async with leases.hold("backup"):
+            return await _take_slot(store, slot)
+    except LeaseHeld as held:
+        log.info("scheduled backup for slot %s waits: %s", slot.isoformat(), held)
+        return ScheduledOutcome(slot, False, held_by=held.owner)
+
+
+async def _take_slot(store: Store, slot: datetime) -> ScheduledOutcome:
+    """Claim ``slot`` and, when this process got it, back up, verify and record."""
+    settings = store.settings.backup
     async with store.pool.acquire() as conn, conn.transaction():
         claimed = bool(await conn.fetchval(query("claim_backup_slot"), slot, _claimer()))
     outcome = ScheduledOutcome(slot, claimed)

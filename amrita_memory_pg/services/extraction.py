@@ -274,9 +274,10 @@ class Extractor:
             return await self._finish(
                 session_key, partition, trigger, "rejected", PAUSED_REASON, until, TokenUsage(), now
             )
-        records, _total = await self.memories.list_page(
-            partition, limit=max(self.settings.per_session_memory_limit, 1), offset=0
-        )
+        with acting(Actor("extraction", session_key)):  # read on the primary (storage/reads.py)
+            records, _total = await self.memories.list_page(
+                partition, limit=max(self.settings.per_session_memory_limit, 1), offset=0
+            )
         prompt = self.render(partition, lines, records, now)
         usage = TokenUsage()
         try:

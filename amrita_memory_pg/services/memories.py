@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NotRequired, TypedDict, Unpack
 
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
 from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
-from amrita_memory_pg.domain.ports import Embedder
+from amrita_memory_pg.domain.ports import Embedder, Vector
 from amrita_memory_pg.domain.records import (
     Category,
     MemoryQuery,
@@ -34,6 +34,25 @@ if TYPE_CHECKING:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class MemoryFields(TypedDict):
+    """A memory to write as :meth:`MemoryService.add` and :meth:`~MemoryService.write` take
+    it, by keyword: the one spelling of the argument list (defaults in ``_new``)."""
+
+    partition_key: str
+    scope: Scope
+    content: str
+    #: default ()
+    tags: NotRequired[Sequence[str]]
+    #: default 5
+    importance: NotRequired[int]
+    category: NotRequired[Category | None]
+    #: default "auto"
+    source: NotRequired[Source]
+    author: NotRequired[str | None]
+    #: default: the current UTC time
+    now: NotRequired[datetime | None]
 
 
 def decay_policy(decay: DecaySettings) -> DecayPolicy:
@@ -71,86 +90,57 @@ class MemoryService:
         self.settings = settings
         self.policy = decay_policy(settings.decay)
 
-    async def add(
-        self,
-        *,
-        partition_key: str,
-        scope: Scope,
-        content: str,
-        tags: Sequence[str] = (),
-        importance: int = 5,
-        category: Category | None = None,
-        source: Source = "auto",
-        author: str | None = None,
-        now: datetime | None = None,
-    ) -> MemoryRecord:
+    async def add(self, **fields: Unpack[MemoryFields]) -> MemoryRecord:
         """Embed, then insert under the partition cap; raises ``PartitionFull``.
 
         The embedding happens first, outside any transaction: if it fails, nothing is
         written and no lock was ever taken.
         """
-        new = await self._new(
-            partition_key, scope, content, tags, importance, category, source, author, now
-        )
-        return await self.repo.add(new, self.embedder.provider)
+        return await self.repo.add(await self._new(fields), self.embedder.provider)
 
-    async def write(
-        self,
-        *,
-        partition_key: str,
-        scope: Scope,
-        content: str,
-        tags: Sequence[str] = (),
-        importance: int = 5,
-        category: Category | None = None,
-        source: Source = "auto",
-        author: str | None = None,
-        now: datetime | None = None,
-    ) -> AddResult:
+    async def write(self, **fields: Unpack[MemoryFields]) -> AddResult:
         """:meth:`add` for the chat tool: idempotent within ``write_dedup_seconds``.
 
         A write whose reply was lost may be retried by the LLM; an identical one (same
         partition, scope, content, author, source) made within the window returns that
         memory (``duplicate``) instead of a second row. Embedding first, as in :meth:`add`.
         """
-        new = await self._new(
-            partition_key, scope, content, tags, importance, category, source, author, now
-        )
         return await self.repo.write(
-            new,
+            await self._new(fields),
             self.embedder.provider,
             dedup_seconds=self.settings.write_dedup_seconds,
         )
 
-    async def _new(
-        self,
-        partition_key: str,
-        scope: Scope,
-        content: str,
-        tags: Sequence[str],
-        importance: int,
-        category: Category | None,
-        source: Source,
-        author: str | None,
-        now: datetime | None,
-    ) -> NewMemory:
-        """The memory to write: the content embedded (first, outside any transaction:
-        if it fails, nothing is written and no lock was ever taken) and tokenized."""
+    async def _new(self, fields: MemoryFields) -> NewMemory:
+        """The memory to write, the defaults applied: the content embedded (first, outside
+        any transaction: if it fails, nothing is written and no lock was ever taken) and
+        tokenized."""
+        content = fields["content"]
         (vector,) = await self.embedder.embed_passages([content])
         return NewMemory(
-            partition_key=partition_key,
-            scope=scope,
+            partition_key=fields["partition_key"],
+            scope=fields["scope"],
             content=content,
             vector=vector,
             fingerprint=self.embedder.fingerprint,
-            now=now or _utcnow(),
-            author=author,
-            tags=tuple(tags),
-            importance=importance,
-            category=category,
-            source=source,
+            now=fields.get("now") or _utcnow(),
+            author=fields.get("author"),
+            tags=tuple(fields.get("tags", ())),
+            importance=fields.get("importance", 5),
+            category=fields.get("category"),
+            source=fields.get("source", "auto"),
             tokens=tuple(search_tokens(content)),
         )
+
+    async def _reembedded(
+        self, current: MemoryRecord, content: str | None
+    ) -> tuple[Vector | None, list[str] | None]:
+        """The new vector and search tokens when ``content`` differs from the stored text;
+        (None, None) otherwise: an unchanged text is never sent to the embedding service."""
+        if content is None or content == current.content:
+            return None, None
+        (vector,) = await self.embedder.embed_passages([content])
+        return vector, search_tokens(content)
 
     async def update(
         self,
@@ -173,9 +163,7 @@ class MemoryService:
         current = await self.repo.get(partition_key, memory_id)
         if current is None:
             return None
-        vector = None
-        if content is not None and content != current.content:
-            (vector,) = await self.embedder.embed_passages([content])
+        vector, tokens = await self._reembedded(current, content)
         return await self.repo.update(
             partition_key,
             memory_id,
@@ -186,7 +174,7 @@ class MemoryService:
             vector=vector,
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
-            tokens=search_tokens(content) if vector is not None and content is not None else None,
+            tokens=tokens,
             protect_user=self.protects(by_person),
         )
 
@@ -267,9 +255,7 @@ class MemoryService:
         current = await self.repo.get(partition_key, keep_id)
         if current is None:
             return None
-        vector = None
-        if content is not None and content != current.content:
-            (vector,) = await self.embedder.embed_passages([content])
+        vector, tokens = await self._reembedded(current, content)
         return await self.repo.merge(
             partition_key,
             keep_id,
@@ -280,7 +266,7 @@ class MemoryService:
             vector=vector,
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
-            tokens=search_tokens(content) if vector is not None and content is not None else None,
+            tokens=tokens,
             # A kept source=user row may gain the group's tags, never new words or weight.
             protect_keep=self.protects(False)
             and not (vector is None and importance in (None, current.importance)),
@@ -337,6 +323,11 @@ class MemoryService:
         access log and honours a paused partition: :class:`MemoryPaused`, no hits. Without
         it (an operator's own view) nothing is logged and a pause is not checked.
 
+        With a read replica (``[database] read_url``) the search runs there unless it
+        must see this process's own write (``storage/reads.py``: the partition written
+        within ``read_own_writes_seconds``, the L3 loop, extraction); its access log is
+        then written to the primary behind the read (``TrailService.log_behind``).
+
         The pause is checked FIRST — before an embedding request (one lookup: a paused
         partition's query never reaches the embedding service) and again by the search
         statement itself, before it searches — and a failing check raises (it is never
@@ -372,6 +363,8 @@ class MemoryService:
                         self.trail.recall_failed(partition_key, done.log_error)
                     if done.paused:
                         raise MemoryPaused(partition_key)
+                    if not done.logged:  # searched on the replica: log on the primary
+                        self.trail.log_behind(partition_key, done.hits, recall, query, now=at)
                     return self._as_hits(done.hits, ranking.mode)
             hits = self._as_hits(await self.repo.search(q), ranking.mode)
         except FingerprintMismatch as exc:

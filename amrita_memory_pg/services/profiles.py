@@ -29,6 +29,7 @@ from amrita_memory_pg.domain.profile import (
     check_edit,
     check_profile,
     describe,
+    make_edit,
     read_window,
 )
 from amrita_memory_pg.settings import ProfileSettings
@@ -101,6 +102,36 @@ class ProfileService:
             return ProfileUpdate(before, False, describe(edit, before))
 
         def compute(before: Profile) -> tuple[Profile, str]:
+            return self._apply(before, edit), describe(edit, before)
+
+        return await self._write(partition_key, compute, actor, now)
+
+    async def rewrite(
+        self,
+        partition_key: str,
+        summary: str,
+        lines: tuple[str, ...],
+        actor: ProfileActor,
+        *,
+        version: int,
+        now: datetime | None = None,
+    ) -> ProfileUpdate:
+        """Replace the summary and every line, as edited by a person from ``version`` (the
+        admin page's in-place edit): one replace of the whole body, so the history row
+        says what changed like any edit's. Refused, nothing written, when the profile is
+        no longer at ``version`` (another writer came first: the person edited a text
+        that is gone), or for a result over a cap."""
+        require_personal(partition_key)
+        text = make_edit(summary, "", None, None).summary  # the one summary rule
+        check_edit(ProfileEdit(text, lines), self.limits)
+
+        def compute(before: Profile) -> tuple[Profile, str]:
+            if before.version != version:
+                raise ProfileRefused(
+                    f"{partition_key} 的画像已被修改（现在是 v{before.version}，编辑的是 "
+                    f"v{version}）：请重新读取后再编辑"
+                )
+            edit = ProfileEdit(text, lines, 0, before.total_lines)
             return self._apply(before, edit), describe(edit, before)
 
         return await self._write(partition_key, compute, actor, now)

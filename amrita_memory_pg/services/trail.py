@@ -10,6 +10,17 @@ memories injected into a turn are logged in the background (:meth:`log_injected_
 the turn never waits for it, and while one such write is still running the next turn's
 is skipped and counted (``dropped``) rather than queued — under load the log thins out,
 the chat does not slow down. A failure to log is a warning, never a failed read.
+
+With a read replica (``[database] read_url``, issue 23) a search runs there, and a hot
+standby cannot write: the pause check and the search are one read-only statement on the
+replica, and the access log of the hits is written to the primary BEHIND the read
+(:meth:`TrailService.log_behind`, an :class:`AccessLogWriter`): queued without waiting,
+written by one background task in arrival order. The queue is bounded (``MAX_BEHIND``
+entries); a full queue drops the entry and counts it (``behind.dropped``) — the read is
+never slowed or failed by its log. Entries still queued when the process dies are lost:
+at most ``MAX_BEHIND`` recalls, a gap in the access log, nothing else (the log is a
+trail, not a record of truth). A clean close (:meth:`TrailService.flush`) writes them,
+waiting ``FLUSH_SECONDS`` at most (a primary that does not answer drops the rest, counted).
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from amrita_memory_pg.domain.records import SearchHit
@@ -25,6 +37,104 @@ from amrita_memory_pg.settings import TrailSettings
 from amrita_memory_pg.storage.trail import HistoryBounds, PauseState, TrailRepository
 
 log = logging.getLogger(__name__)
+
+
+#: access-log entries queued behind replica reads at most (the rest are dropped, counted)
+MAX_BEHIND = 1000
+#: how long a close waits for the queued entries to be written (seconds)
+FLUSH_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class BehindEntry:
+    """One recall to log on the primary: the hits of one search of one partition."""
+
+    partition_key: str
+    ids: tuple[str, ...]
+    scores: tuple[float | None, ...]
+    at: datetime
+    recall: Recall
+    query_text: str | None
+
+
+class AccessLogWriter:
+    """Writes access-log entries to the primary behind the reads (see the module):
+    :meth:`put` never waits, one task writes, a full queue drops."""
+
+    def __init__(self, repo: TrailRepository, keep: int, max_entries: int = MAX_BEHIND) -> None:
+        self.repo = repo
+        self.keep = keep
+        self._queue: asyncio.Queue[BehindEntry] = asyncio.Queue(max_entries)
+        self._task: asyncio.Task[None] | None = None
+        #: entries dropped because the queue was full
+        self.dropped = 0
+        #: entries whose write failed (each a warning)
+        self.failed = 0
+        #: entries written
+        self.written = 0
+
+    def put(self, entry: BehindEntry) -> None:
+        try:
+            self._queue.put_nowait(entry)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 100 == 0:
+                log.warning(
+                    "the access log behind replica reads is full: %d recalls not logged",
+                    self.dropped,
+                )
+            return
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._drain(), name="amrita-memory-access-log"
+            )
+
+    async def _drain(self) -> None:
+        while not self._queue.empty():
+            entry = self._queue.get_nowait()
+            try:
+                await self.repo.log_access(
+                    [entry.partition_key] * len(entry.ids),
+                    entry.ids,
+                    entry.scores,
+                    at=entry.at,
+                    recall=entry.recall,
+                    query_text=entry.query_text,
+                    keep=self.keep,
+                )
+                self.written += 1
+            except Exception as exc:  # the trail must never fail a read (nor its writer)
+                self.failed += 1
+                log.warning(
+                    "logging the recall of %s on the primary failed: %s", entry.partition_key, exc
+                )
+            finally:
+                self._queue.task_done()
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    async def flush(self, within: float = FLUSH_SECONDS) -> None:
+        """Wait until every queued entry is written (or failed), at most ``within``
+        seconds (close, tests): a primary that does not answer must not hold a shutdown;
+        what is left then is dropped, counted and said."""
+        try:
+            await asyncio.wait_for(self._flush(), within)
+        except TimeoutError:
+            left = self._queue.qsize()
+            while not self._queue.empty():
+                self._queue.get_nowait()
+                self._queue.task_done()
+            self.dropped += left
+            log.warning("the access log behind replica reads: %d recalls not logged", left)
+
+    async def _flush(self) -> None:
+        task = self._task
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+        if not self._queue.empty():  # queued after the task finished: drain here
+            await self._drain()
 
 
 def history_bounds(settings: TrailSettings) -> HistoryBounds:
@@ -41,6 +151,8 @@ class TrailService:
         self._pending: asyncio.Task[int] | None = None
         #: injected-memory logs skipped because the previous one was still being written
         self.dropped = 0
+        #: the access log of searches that ran on a replica, written to the primary
+        self.behind = AccessLogWriter(repo, settings.access_per_memory)
 
     def log_injected_soon(
         self,
@@ -60,10 +172,35 @@ class TrailService:
         )
 
     async def flush(self) -> None:
-        """Wait for the background log write, if one is running (close, tests)."""
+        """Wait for the background log writes (close, tests): the injected memories' and
+        the recalls queued behind replica reads."""
         pending, self._pending = self._pending, None
         if pending is not None:
             await pending
+        await self.behind.flush()
+
+    def log_behind(
+        self,
+        partition_key: str,
+        hits: Sequence[SearchHit],
+        recall: Recall,
+        query: str | None,
+        *,
+        now: datetime,
+    ) -> None:
+        """Queue the access log of a search that ran on a replica (never waits)."""
+        if not (self.settings.access_log and hits):
+            return
+        self.behind.put(
+            BehindEntry(
+                partition_key,
+                tuple(h.record.id for h in hits),
+                tuple(h.decay_score for h in hits),
+                now,
+                recall,
+                log_query(query),
+            )
+        )
 
     def recall_log(self, recall: Recall, query: str | None) -> RecallLog:
         """What a search by ``recall`` for ``query`` writes to the access log."""

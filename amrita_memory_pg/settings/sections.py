@@ -159,11 +159,21 @@ class DatabaseSettings(Section):
     read_url: str = Field(
         "",
         description="postgresql:// DSN of a read replica (env DATABASE_READ_URL); empty = "
-        "every read goes to url. When set, the per-turn memory block and the list pages "
-        "(the admin page's memories, partitions and audit pages) read there; writes, searches (they log their recalls), "
-        "the tools' reads (a write then a read in one turn must see the write) and the L3 "
-        "loop stay on url. A replica lags by its replay delay: a page may show a write "
-        "a moment late.",
+        "every read goes to url. When set, the per-turn memory block, searches (read_memory, "
+        "/memory search, the admin page, the CLI; their access log is written to url behind "
+        "the read), the memory lists (list_memory, the CLI, the admin page) read there; "
+        "writes, the tools' other reads (memo, profile, a memory by id), the L3 loop and "
+        "extraction stay on url, and so do the searches and lists of a partition this "
+        "process wrote within read_own_writes_seconds. A replica lags by "
+        "its replay delay: a page or a search may show another process's write a moment late.",
+    )
+    read_own_writes_seconds: float = Field(
+        10.0,
+        ge=0,
+        le=3600,
+        description="With read_url: after this process writes a partition's memories, its "
+        "searches and lists read url (the primary) for this long, so that a write then a "
+        "read in one turn (or the next) sees the write however far the replica lags.",
     )
     pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
     pool_max_size: int = Field(10, ge=1, le=1000, description="Connections at most.")

@@ -1,5 +1,6 @@
 """L3 runs in PostgreSQL: cycles, the tokens of each LLM call, pending proactive messages,
-and the near-duplicate pre-pass (``duplicate_pairs_v1``).
+the near-duplicate pre-pass (``duplicate_pairs_v1``) and the knowledge candidates
+(``knowledge_candidates_v1``).
 
 Each method is one named query of ``sql/queries/consolidation.sql`` and its own
 transaction, so a cycle that dies halfway leaves every row it wrote consistent.
@@ -33,6 +34,18 @@ class PendingMessage:
     id: int
     content: str
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeCandidate:
+    """A memory the loop may distil into the knowledge base (``knowledge_candidates_v1``)."""
+
+    id: str
+    content: str
+    importance: int
+    category: str | None
+    #: how many other partitions hold the same fact (as category knowledge)
+    partitions: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +206,24 @@ class ConsolidationRepository:
         """Pairs (a, b, cosine similarity) at or above ``min_similarity``, a < b."""
         rows = await self._pool.fetch(query("duplicate_pairs"), partition_key, min_similarity)
         return [(r["a_id"], r["b_id"], float(r["similarity"])) for r in rows]
+
+    async def knowledge_candidates(
+        self, partition_key: str, min_similarity: float, min_partitions: int
+    ) -> list[KnowledgeCandidate]:
+        """The partition's memories worth a knowledge entry, strongest evidence first."""
+        rows = await self._pool.fetch(
+            query("knowledge_candidates"), partition_key, min_similarity, min_partitions
+        )
+        return [
+            KnowledgeCandidate(
+                id=r["id"],
+                content=r["content"],
+                importance=int(r["importance"]),
+                category=r["category"],
+                partitions=int(r["partitions"]),
+            )
+            for r in rows
+        ]
 
     async def stats(self, partition_key: str) -> PartitionStats:
         row = await self._pool.fetchrow(query("memory_stats"), partition_key)

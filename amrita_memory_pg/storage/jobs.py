@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.rows import one_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +39,8 @@ class JobRepository:
         stale_seconds: float,
         now: datetime | None = None,
     ) -> JobClaim:
-        row = await self.pool.fetchrow(
-            query("job_start"), job_id, kind, started_by, owner, stale_seconds, now
-        )
-        assert row is not None  # the function always returns one row
-        return JobClaim(
-            started=bool(row["started"]),
-            id=str(row["id"]),
-            owner=str(row["owner"]),
-            started_by=str(row["started_by"]),
-            started_at=row["started_at"],
-        )
+        args = (job_id, kind, started_by, owner, stale_seconds, now)
+        return await one_row(self.pool, JobClaim, query("job_start"), *args)
 
     async def beat(
         self,

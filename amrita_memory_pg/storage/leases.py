@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.rows import one_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +40,8 @@ class LeaseRepository:
         ttl_seconds: float,
         now: datetime | None = None,
     ) -> Claim:
-        row = await self.pool.fetchrow(
-            query("lease_acquire"), kind, key, owner, token, ttl_seconds, now
-        )
-        assert row is not None  # the function always returns one row
-        return Claim(
-            acquired=bool(row["acquired"]),
-            owner=str(row["owner"]),
-            token=str(row["token"]),
-            expires_at=row["expires_at"],
-            previous_owner=row["previous_owner"],
-        )
+        args = (kind, key, owner, token, ttl_seconds, now)
+        return await one_row(self.pool, Claim, query("lease_acquire"), *args)
 
     async def take_over(
         self,

@@ -96,6 +96,16 @@ class PgvectorBackend:
             log_error=next((row["log_error"] for row in status if row["log_error"]), None),
         )
 
+    async def recall_unlogged(self, pool: asyncpg.Pool, q: MemoryQuery) -> Recalled:
+        """The pause check and the search in ONE statement that writes nothing
+        (``search_unpaused``): a read replica answers it; the caller logs the hits."""
+        rows = await pool.fetch(
+            query("search_unpaused"),
+            *bind("search_unpaused", search_args(q, self.ann_candidates)),
+        )
+        hits = [hit_from_row(row) for row in rows if row["id"] is not None]
+        return Recalled(hits, paused=any(row["paused"] for row in rows), logged=False)
+
     async def added(self, record: MemoryRecord, vector: Vector) -> None:
         return None
 

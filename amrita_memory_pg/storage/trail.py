@@ -106,10 +106,13 @@ def _fields(value: Any) -> dict[str, Any] | None:
 
 
 class TrailRepository:
-    """Reads and writes the trail tables on one pool."""
+    """Reads and writes the trail tables on one pool; the lists people read (a memory's
+    access log and history) on ``read_pool`` (a replica, issue 23). The paused list stays
+    on the primary: a person who just paused a partition sees it listed."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:
         self.pool = pool
+        self.read_pool = read_pool if read_pool is not None else pool
 
     # ------------------------------------------------------------------ recalls
 
@@ -175,7 +178,9 @@ class TrailRepository:
     async def access_log(
         self, partition_key: str, memory_id: str, limit: int = 50
     ) -> list[AccessEntry]:
-        rows = await self.pool.fetch(query("trail_access_log"), partition_key, memory_id, limit)
+        rows = await self.read_pool.fetch(
+            query("trail_access_log"), partition_key, memory_id, limit
+        )
         return [
             AccessEntry(
                 partition_key=r["partition_key"],
@@ -194,7 +199,9 @@ class TrailRepository:
     async def history(
         self, partition_key: str, memory_id: str, limit: int = 50
     ) -> list[ChangeEntry]:
-        rows = await self.pool.fetch(query("trail_change_history"), partition_key, memory_id, limit)
+        rows = await self.read_pool.fetch(
+            query("trail_change_history"), partition_key, memory_id, limit
+        )
         return [
             ChangeEntry(
                 partition_key=r["partition_key"],

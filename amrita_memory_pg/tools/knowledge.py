@@ -189,6 +189,12 @@ def suggestions_pending(context: Mapping[str, Any]) -> bool:
     return isinstance(pending, Mapping) and int(pending.get("count") or 0) > 0
 
 
+def knowledge_work(context: Mapping[str, Any]) -> bool:
+    """Whether a cycle may create knowledge: suggestions waiting, or memories worth a
+    knowledge entry (get_context's ``knowledge_candidates``, the distillation pre-pass)."""
+    return suggestions_pending(context) or bool(context.get("knowledge_candidates"))
+
+
 def register_knowledge_tools(
     chat: ToolRegistry | None, loop: ToolRegistry | None, knowledge: KnowledgeService
 ) -> None:
@@ -369,68 +375,62 @@ def register_knowledge_tools(
             chat.alias(alias, target)
 
     if loop is not None:
-        # Offered to a cycle only when get_context reports pending suggestions: the
-        # knowledge base is global, so a cycle of one partition has nothing to do there
-        # except review what users suggested — and reviewing needs list/read/search to
-        # find the entry to update before creating a new one. A tool not offered still
-        # runs when called by name.
-        loop_tools: list[Tool[Any]] = [
-            Tool(
-                name="subconscious_knowledge_list",
-                description="列出知识库条目。",
-                args=NoArgs,
-                handler=guarded(loop_only(list_entries)),
-                failure_prefix="列出知识库失败",
-                offer=suggestions_pending,
+        # Offered to a cycle only when get_context reports knowledge work, since every
+        # schema is paid on every call: all of them while users' suggestions are pending
+        # (reviewing needs list/read/search to find the entry to update before creating
+        # a new one); only create when the SQL pre-pass found knowledge candidates in the
+        # partition (distillation: the pre-pass already checked that the base holds no
+        # entry like them). A tool not offered still runs when called by name.
+        # name, arguments, handler, description, failure prefix
+        reviews: list[tuple[str, type[ToolArgs], Handler[Any], str, str]] = [
+            (
+                "subconscious_knowledge_list",
+                NoArgs,
+                loop_only(list_entries),
+                "列出知识库条目。",
+                "列出知识库失败",
             ),
-            Tool(
-                name="subconscious_knowledge_read",
-                description="读知识条目，正文行 [start_line, end_line)。",
-                args=ReadArgs,
-                handler=guarded(loop_only(read_entry)),
-                failure_prefix="读取知识失败",
-                offer=suggestions_pending,
+            (
+                "subconscious_knowledge_read",
+                ReadArgs,
+                loop_only(read_entry),
+                "读知识条目，正文行 [start_line, end_line)。",
+                "读取知识失败",
             ),
-            Tool(
-                name="subconscious_knowledge_create",
-                description="新建知识条目。",
-                args=CreateArgs,
-                handler=guarded(create),
-                failure_prefix="创建知识失败",
-                offer=suggestions_pending,
+            ("subconscious_knowledge_create", CreateArgs, create, "新建知识条目。", "创建知识失败"),
+            (
+                "subconscious_knowledge_update",
+                UpdateArgs,
+                update,
+                "更新知识条目；给 start_line 时 body 只替换 [start_line, end_line) 行。",
+                "更新知识失败",
             ),
-            Tool(
-                name="subconscious_knowledge_update",
-                description="更新知识条目；给 start_line 时 body 只替换 [start_line, end_line) 行。",
-                args=UpdateArgs,
-                handler=guarded(update),
-                failure_prefix="更新知识失败",
-                offer=suggestions_pending,
+            ("subconscious_knowledge_delete", DeleteArgs, delete, "删除知识条目。", "删除知识失败"),
+            (
+                "subconscious_knowledge_search",
+                SearchArgs,
+                loop_only(search_entries),
+                "检索知识库（语义+关键词，可选 mode）。",
+                "检索知识库失败",
             ),
-            Tool(
-                name="subconscious_knowledge_delete",
-                description="删除知识条目。",
-                args=DeleteArgs,
-                handler=guarded(delete),
-                failure_prefix="删除知识失败",
-                offer=suggestions_pending,
-            ),
-            Tool(
-                name="subconscious_knowledge_search",
-                description="检索知识库（语义+关键词，可选 mode）。",
-                args=SearchArgs,
-                handler=guarded(loop_only(search_entries)),
-                failure_prefix="检索知识库失败",
-                offer=suggestions_pending,
-            ),
-            Tool(
-                name="subconscious_read_suggestions",
-                description="读取待处理的知识库建议（本轮成功结束才算处理完）。",
-                args=NoArgs,
-                handler=guarded(read_suggestions),
-                failure_prefix="读取知识建议失败",
-                offer=suggestions_pending,
+            (
+                "subconscious_read_suggestions",
+                NoArgs,
+                read_suggestions,
+                "读取待处理的知识库建议（本轮成功结束才算处理完）。",
+                "读取知识建议失败",
             ),
         ]
-        for tool in loop_tools:
-            loop.register(tool)
+        for name, args, handler, description, failure in reviews:
+            loop.register(
+                Tool(
+                    name=name,
+                    description=description,
+                    args=args,
+                    handler=guarded(handler),
+                    failure_prefix=failure,
+                    offer=knowledge_work
+                    if name == "subconscious_knowledge_create"
+                    else suggestions_pending,
+                )
+            )

@@ -1,6 +1,6 @@
 """The L3 loop's survey of its target (reference §8.8 tools 4, 7 and 19): the cycle's
-context with the SQL pre-pass (duplicate groups, cleanup candidates), the store's
-statistics and the paged duplicate helper.
+context with the SQL pre-pass (duplicate groups, cleanup candidates, knowledge
+candidates), the store's statistics and the paged duplicate helper.
 
 ``subconscious_duplicate_helper``'s clusters come from the SQL pre-pass
 (``duplicate_pairs_v1``), and ``candidates_only`` lists only their members — the reason
@@ -38,6 +38,13 @@ CONTEXT_GROUPS = 20
 CONTEXT_CLEANUP = 10
 CONTEXT_CHARS = 80
 IMPORTANCE_RANK = {"high": 0, "medium": 1, "low": 2}
+
+#: get_context's knowledge candidates: at most this many listed (the count says the rest),
+#: each its content only, cut at this length (what create needs: no id, ~20 tokens on
+#: every call), and a fact counts as shared when this many OTHER partitions hold it
+CONTEXT_KNOWLEDGE = 5
+CONTEXT_KNOWLEDGE_CHARS = 200
+DISTILL_MIN_PARTITIONS = 2
 
 #: how get_context's pre-pass items read (one string each: keys would be paid per item)
 BRIEF_FORMAT = "id|importance|content（source=user 的以 id|importance|user| 开头）"
@@ -189,6 +196,7 @@ class LoopSurvey:
         except Exception:
             reply.update(memory_total=None, memory_warn_threshold=None, duplicate_groups=None)
             stale.append("memory_stats")
+        await self._knowledge(cycle.target_key, reply, stale)
         reply["profile_hint"] = ""
         if self.loop.hooks.profile_changed_at is not None and is_personal_key(cycle.target_key):
             # New memories are what a profile is distilled from: none since its last
@@ -235,6 +243,28 @@ class LoopSurvey:
         reply["stale"] = stale
         cycle.context_fetched = True
         return reply
+
+    async def _knowledge(self, target_key: str, reply: dict[str, Any], stale: list[str]) -> None:
+        """The distillation pre-pass (knowledge_candidates_v1): the memories worth a global
+        knowledge entry. Any found → the hint says how many and lists the first (the
+        create tool is offered for them); none → no key at all (paid on every call)."""
+        if not self.sub.enable_knowledge:
+            return
+        try:
+            found = await self.loop.repo.knowledge_candidates(
+                target_key, self.sub.duplicate_threshold, DISTILL_MIN_PARTITIONS
+            )
+        except Exception:
+            stale.append("knowledge_candidates")
+            return
+        if not found:
+            return
+        reply["knowledge_hint"] = f"{len(found)} 条可入知识库（隐私不写）"
+        reply["knowledge_candidates"] = [
+            preview(c.content, CONTEXT_KNOWLEDGE_CHARS)
+            + (f"|另见{c.partitions}个分区" if c.partitions else "")
+            for c in found[:CONTEXT_KNOWLEDGE]
+        ]
 
     async def get_memory_stats(self, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)

@@ -25,3 +25,16 @@ class ProfileCases:
     ) -> ProfileUpdate:
         await self.gate.check(partition_key)
         return await self.profiles.edit(partition_key, edit, actor, dry_run=dry_run)
+
+    async def rewrite(
+        self,
+        partition_key: str,
+        summary: str,
+        lines: tuple[str, ...],
+        actor: ProfileActor,
+        *,
+        version: int,
+    ) -> ProfileUpdate:
+        """The whole profile as a person edited it from ``version`` (the admin page)."""
+        await self.gate.check(partition_key)
+        return await self.profiles.rewrite(partition_key, summary, lines, actor, version=version)

@@ -109,9 +109,11 @@ def create_admin_app(
         @contextlib.asynccontextmanager
         async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
             from amrita_memory_pg.bootstrap import open_memory
+            from amrita_memory_pg.web.pages.status import runner_for
 
             async with open_memory(settings, startup=False) as opened:
                 holder["memory"] = opened
+                runner_for(_app)  # at once: a lost re-embed resumes on this start (issue 23)
                 try:
                     yield
                 finally:

@@ -20,6 +20,15 @@ The operations are the maintenance ones the CLI runs (``backup create``, ``sweep
 open :class:`~amrita_memory_pg.memory.Memory`. A re-embed cut short (a restart, a kill)
 resumes when started again (its staging is in the database); a backup or sweep simply
 runs again.
+
+A re-embed whose process died is resumed without anyone starting it (issue 23):
+:meth:`JobRunner.resume_lost` finds the newest job of a resumable kind ``lost`` (no
+heartbeat for ``[database] lease_seconds``) with work left (a re-embed registered and
+unfinished, or the store on another model than the configured one) and starts it again
+in this process, named after the dead one; the staged vectors are reused. Every process
+serving the page checks that every ``lease_seconds`` (:meth:`JobRunner.watch`, started
+with the runner: at ``amrita-memory web``'s start, or the bot page's first view); when
+several find it at once, the job table's one-per-kind claim lets one of them start it.
 """
 
 from __future__ import annotations
@@ -31,14 +40,17 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, cast
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError, JobRefused, LeaseHeld
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.maintenance.backup import create_backup, store_counts
-from amrita_memory_pg.maintenance.reembed import change_model
+from amrita_memory_pg.maintenance.reembed import change_model, reindex_state
+from amrita_memory_pg.maintenance.restore import restore_held
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.leases import LeaseKind
+from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.jobs import JobRepository
 
 log = logging.getLogger(__name__)
@@ -49,6 +61,23 @@ JOB_KINDS = ("backup", "sweep", "reembed")
 KEEP_FINISHED = 20
 #: how often a running job writes its progress and heartbeat (seconds)
 BEAT_SECONDS = 1.0
+#: how often a runner without an open store looks for lost jobs (seconds)
+WATCH_SECONDS = 60.0
+#: jobs read when looking for a lost one (the table keeps 50 finished + the running)
+RESUME_SCAN = 100
+
+
+async def _reembed_left(mem: Memory) -> bool:
+    """A re-embed has work left: one registered and unfinished (staged vectors to reuse),
+    or the store on another model than the configured one."""
+    if await reindex_state(mem.pool) is not None:
+        return True
+    recorded = (await store_meta.read(mem.pool)).fingerprint
+    return recorded is not None and recorded != mem.embedder.fingerprint
+
+
+#: the kinds resumed when their process died, each with whether work is left
+RESUMABLE: dict[str, Callable[[Memory], Awaitable[bool]]] = {"reembed": _reembed_left}
 
 
 def _utcnow() -> datetime:
@@ -174,6 +203,7 @@ class JobRunner:
         self.beat_seconds = beat_seconds
         self._jobs: dict[str, Job] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._watcher: asyncio.Task[None] | None = None
 
     def _memory(self) -> Memory | None:
         fleet = self.fleet
@@ -186,10 +216,13 @@ class JobRunner:
         """No heartbeat for this long: the job's process died."""
         return float(mem.settings.database.lease_seconds)
 
-    async def start(self, kind: str, *, by: str) -> Job:
+    async def start(self, kind: str, *, by: str, operation: Operation | None = None) -> Job:
         """Start a job of ``kind`` now (in the running event loop); refused while one of
-        the same kind runs here or, with a ``fleet`` memory, in any process."""
-        operation = self.operations.get(kind)
+        the same kind runs here or, with a ``fleet`` memory, in any process.
+
+        ``operation`` is the work itself when it carries an argument of its own (a
+        restore: which backup); else the runner's operation of ``kind``."""
+        operation = operation or self.operations.get(kind)
         if operation is None:
             raise JobRefused(f"unknown job kind {kind!r}; known: {', '.join(self.operations)}")
         busy = self.running(kind)
@@ -360,6 +393,61 @@ class JobRunner:
             return "running"
         return state
 
+    async def resume_lost(self) -> list[Job]:
+        """Start again, here, each resumable kind whose newest job is lost and has work
+        left (see the module); the jobs started. Another process resuming it first, or a
+        job of the kind running anywhere, is not an error: nothing starts."""
+        mem = self._memory()
+        if mem is None:
+            return []
+        rows = await JobRepository(mem.pool).list(RESUME_SCAN, self._stale(mem))
+        started: list[Job] = []
+        for kind, work_left in RESUMABLE.items():
+            if kind not in self.operations or self.running(kind) is not None:
+                continue
+            newest = next((r for r in rows if r["kind"] == kind), None)
+            if newest is None or newest["state"] != "lost" or not await work_left(mem):
+                continue
+            try:
+                job = await self.start(
+                    kind, by=f"{newest['started_by']} (resumed {newest['id']})"[:200]
+                )
+            except JobRefused:
+                continue
+            log.warning(
+                "%s job %s of process %s died: resumed here as %s",
+                kind,
+                newest["id"],
+                newest["owner"],
+                job.id,
+            )
+            started.append(job)
+        return started
+
+    def watch(self, every: float | None = None) -> None:
+        """Check for lost resumable jobs now and every ``every`` seconds (default:
+        ``[database] lease_seconds``) until :meth:`aclose`; idempotent."""
+        if self._watcher is not None and not self._watcher.done():
+            return
+        self._watcher = asyncio.get_running_loop().create_task(
+            self._watch(every), name="amrita-memory-job-watch"
+        )
+
+    async def _watch(self, every: float | None) -> None:
+        while True:
+            try:
+                await self.resume_lost()
+            except Exception as exc:  # e.g. the bot's store is not open yet: next time
+                log.debug("checking for lost jobs failed: %s", exc)
+            await asyncio.sleep(every if every is not None else self._watch_seconds())
+
+    def _watch_seconds(self) -> float:
+        try:
+            mem = self._memory()
+        except Exception:  # the bot's store is not open yet
+            return WATCH_SECONDS
+        return self._stale(mem) if mem is not None else WATCH_SECONDS
+
     def running(self, kind: str) -> Job | None:
         return next((j for j in self._jobs.values() if j.kind == kind and j.running), None)
 
@@ -376,6 +464,8 @@ class JobRunner:
     async def aclose(self) -> None:
         """Cancel what still runs (the server is stopping) and wait for it to end."""
         tasks = list(self._tasks.values())
+        if self._watcher is not None:
+            tasks.append(self._watcher)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -466,3 +556,30 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
         )
 
     return {"backup": backup, "sweep": sweep, "reembed": reembed}
+
+
+def restore_operation(source: Memory | Callable[[], Memory], path: Path) -> Operation:
+    """Restore the backup at ``path`` (the backups page's restore, issue 26 item 7): as
+    ``backup restore`` does, a safety backup of the store first, then the file in one
+    transaction, while no re-embed, sweep or backup runs anywhere in the fleet. Started with ``JobRunner.start("restore", operation=…)``: the kind's
+    one-per-fleet rule and lease hold, like every job's."""
+
+    async def restore(job: Job) -> str:
+        mem = source if isinstance(source, Memory) else source()
+        job.update("restore")
+        try:
+            # the CLI's restore path: no re-embed, sweep or backup beside it
+            report = await restore_held(mem.store, mem.leases, path)
+        except LeaseHeld as held:
+            raise AmritaMemoryError(
+                f"a {held.kind} runs in process {held.owner}: restore once it has ended"
+            ) from None
+        safety = report.safety_backup
+        return result_line(
+            "job.result.restore",
+            stem=path.name.split(".")[0],
+            memories=report.counts.get("memory", 0),
+            safety=safety.stem if safety is not None else "-",
+        )
+
+    return restore

@@ -20,7 +20,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any, TypeVar
 from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
@@ -148,9 +148,13 @@ def memory(request: Request) -> Memory:
     return state(request).memory_source()
 
 
-def admin_store(request: Request) -> AdminRepository:
+def admin_store(request: Request, partition_key: str | None = None) -> AdminRepository:
+    """The page's reads; with ``partition_key`` its lists read the primary while this
+    process wrote the partition lately (an edit, then its list: ``storage/reads.py``)."""
     mem = memory(request)
-    return AdminRepository(mem.pool, mem.store.read_pool)
+    if partition_key is None:
+        return AdminRepository(mem.pool, mem.store.read_pool)
+    return AdminRepository(mem.pool, mem.memories.repo.route.pool_for(partition_key))
 
 
 def now(request: Request) -> datetime:
@@ -254,6 +258,14 @@ def form_text(form: Mapping[str, Any], name: str) -> str:
     return value.replace("\r\n", "\n").replace("\r", "\n") if isinstance(value, str) else ""
 
 
+def in_zone(moment: datetime, tz: tzinfo, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    """``moment`` as the clock in ``tz`` shows it; a naive time is a stored one, so UTC
+    (never read as the host's local time)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(tz).strftime(fmt)
+
+
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """Render ``templates/<template>`` with the layout's context: ``t`` (the strings),
     ``lang``, ``url``, ``user``, ``csrf`` (put it in every form as a hidden ``csrf``
@@ -273,9 +285,22 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
 
     tz = ZoneInfo(admin.settings.web.timezone)
 
+    #: whether the page showed a time, and whether it named the zone itself
+    marks = {"shown": False, "named": False}
+
     def when(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
-        """A stored (UTC) time in the configured zone; the page names the zone."""
-        return moment.astimezone(tz).strftime(fmt) if moment else ""
+        """A stored (UTC) time in the configured zone: the layout names the zone below
+        the page when the page did not (issue 26: every time with its zone)."""
+        if not moment:
+            return ""
+        marks["shown"] = True
+        return in_zone(moment, tz, fmt)
+
+    def zone_note() -> Markup:
+        """The "times are in <zone>" line, where a page wants it (else the layout's)."""
+        marks["named"] = True
+        text = escape(t("times.zone", zone=admin.settings.web.timezone))
+        return Markup(f'<span id="times-zone">{text}</span>')
 
     def csrf_field() -> Markup:
         return Markup(f'<input type="hidden" name="csrf" value="{escape(current.csrf)}">')
@@ -290,6 +315,8 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         "csrf": current.csrf,
         "csrf_field": csrf_field,
         "when": when,
+        "zone_note": zone_note,
+        "zone_unnamed": lambda: marks["shown"] and not marks["named"],
         "zone": admin.settings.web.timezone,
         "nav": [n for n in admin.nav if user is not None and (user.superuser or not n.superuser)],
         "planned": admin.planned if user is not None else [],

@@ -2,7 +2,7 @@
 sweep_batch_v4, trail v3.
 
 Revision ID: 0030_write_fast
-Revises: 0027_pause_all
+Revises: 0033_distill
 Create Date: 2026-12-04
 
 The insert and the sweep write their own change history in their own statement; the trail
@@ -22,7 +22,7 @@ from amrita_memory_pg.storage.pg.migrate import run_sql, run_sql_file
 from amrita_memory_pg.storage.pg.sqlfile import released_definitions
 
 revision: str = "0030_write_fast"
-down_revision: str | None = "0027_pause_all"
+down_revision: str | None = "0033_distill"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

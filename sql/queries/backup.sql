@@ -57,6 +57,45 @@ SELECT user_id, node, granted_by, created_at
   FROM amrita_memory.permission_grant
  ORDER BY user_id, node;
 
+-- name: export_partition_memories
+-- One partition's memories ($1) with their vectors, in id order (= MEMORY_COLUMNS): the
+-- admin page's partition export writes them as the backup writes every memory.
+SELECT id, partition_key, scope, content, tags, importance, category, source, author,
+       origin, created_at, updated_at, tier_since, embedding, embed_fingerprint
+  FROM amrita_memory.memory
+ WHERE partition_key = $1
+ ORDER BY id;
+
+-- name: export_partition_memo
+-- One partition's memo ($1), if it has one (= MEMO_COLUMNS).
+SELECT partition_key, content, version, updated_at
+  FROM amrita_memory.memo
+ WHERE partition_key = $1;
+
+-- name: export_partition_profile
+-- One partition's user profile ($1), if it has one (= PROFILE_COLUMNS).
+SELECT partition_key, summary, lines, version, updated_at
+  FROM amrita_memory.profile
+ WHERE partition_key = $1;
+
+-- name: export_partition_profile_history
+-- One partition's kept profile changes ($1), by version (= PROFILE_HISTORY_COLUMNS).
+SELECT partition_key, version, operation, actor_kind, actor, cycle_id,
+       old_summary, old_lines, new_summary, new_lines, changed_at
+  FROM amrita_memory.profile_history
+ WHERE partition_key = $1
+ ORDER BY version;
+
+-- name: partition_export_counts
+-- Rows per kind a partition export ($1) holds, for its header, in one round trip.
+SELECT (SELECT count(*) FROM amrita_memory.memory WHERE partition_key = $1)::integer
+           AS memory,
+       (SELECT count(*) FROM amrita_memory.memo WHERE partition_key = $1)::integer AS memo,
+       (SELECT count(*) FROM amrita_memory.profile WHERE partition_key = $1)::integer
+           AS profile,
+       (SELECT count(*) FROM amrita_memory.profile_history WHERE partition_key = $1)::integer
+           AS profile_history;
+
 -- name: merge_restored_grant
 -- One grant of a backup, merged: a restore never revokes a grant made since the backup
 -- (clear_store leaves the grants alone), and restoring twice changes nothing.

@@ -106,6 +106,12 @@ SELECT count(*)::integer AS n
 SELECT a_id, b_id, similarity
   FROM amrita_memory.duplicate_pairs_v1($1, $2);
 
+-- name: knowledge_candidates
+-- The distillation pre-pass: memories of partition $1 worth a global knowledge entry
+-- (similarity $2, the fact in at least $3 other partitions), strongest evidence first.
+SELECT id, content, importance, category, partitions
+  FROM amrita_memory.knowledge_candidates_v1($1, $2, $3);
+
 -- name: memories_for_consolidation
 -- Every memory of partition $1 with what the loop's listing and duplicate helper show
 -- (no vectors: the similarity is computed in SQL), in (created_at, id) order.

@@ -20,6 +20,7 @@ import pytest
 from starlette.routing import Mount, Route
 
 from amrita_memory_pg.bootstrap import open_memory
+from amrita_memory_pg.maintenance.backup import list_backups
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.web.app import create_admin_app
 from amrita_memory_pg.web.pages import PAGES
@@ -100,6 +101,7 @@ def server(
 
     async def seed() -> None:
         from amrita_memory_pg.domain.profile import ProfileActor, ProfileEdit
+        from amrita_memory_pg.maintenance.backup import create_backup
 
         async with open_memory(settings, startup=False) as mem:
             for n in range(3):
@@ -114,6 +116,7 @@ def server(
             )  # fmt: skip
             actor = ProfileActor(kind="chat", who="10001")
             await mem.profiles.edit(USER, ProfileEdit("后端工程师", ("喜欢猫",)), actor)
+            await create_backup(mem.store)  # the backups page and its restore's
 
     run_sync(seed())
     with run_admin_server(settings, module_db) as running:
@@ -129,7 +132,10 @@ def get_routes(server: AdminServer) -> list[str]:
     for route in routes:
         if isinstance(route, Mount) or not isinstance(route, Route):
             continue
-        if "GET" in (route.methods or set()) and not route.path.endswith(".json"):
+        # downloads (a partition's export, a backup's files) are files, not pages
+        if "GET" in (route.methods or set()) and not route.path.endswith(
+            (".json", ".jsonl", ".dump")
+        ):
             paths.append(route.path)
     return sorted(set(paths))
 
@@ -160,7 +166,15 @@ def page_urls(server: AdminServer, jobs: list[str]) -> list[str]:
     """One URL per GET page of the app, with real ids in it."""
     memory_id = str(server.sql("SELECT min(id) AS id FROM amrita_memory.memory")[0]["id"])
     sid = str(server.sql("SELECT min(id) AS id FROM amrita_memory.knowledge_suggestion")[0]["id"])
-    params = {"key": USER, "memory_id": memory_id, "kid": "0000000a", "sid": sid, "kind": "reembed"}
+    backups = list_backups(server.settings.resolved_data_dir() / "backups")
+    params = {
+        "key": USER,
+        "memory_id": memory_id,
+        "kid": "0000000a",
+        "sid": sid,
+        "kind": "reembed",
+        "stem": backups[0].stem,
+    }
     urls: list[str] = []
     for path in get_routes(server):
         if path == "/planned/{page}":
@@ -174,7 +188,7 @@ def page_urls(server: AdminServer, jobs: list[str]) -> list[str]:
         assert "{" not in url, f"no value for a parameter of {path}"
         # the "open a partition" forms need the key they open
         urls.append(f"{url}?key={USER}" if path.endswith("/open") else url)
-    urls += [f"/inspector?chat={USER}&message=猫", f"/l3?target={USER}"]
+    urls += [f"/inspector?chat={USER}&message=猫", f"/l3?target={USER}", "/search?q=喜欢猫"]
     assert len(urls) >= 20
     return urls
 

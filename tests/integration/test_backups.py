@@ -19,11 +19,13 @@ from amrita_memory_pg.maintenance.backup import (
     KNOWLEDGE_COLUMNS,
     MEMO_COLUMNS,
     MEMORY_COLUMNS,
+    PARTITION_KINDS,
     PROFILE_COLUMNS,
     PROFILE_HISTORY_COLUMNS,
     create_backup,
     export_sql,
     list_backups,
+    partition_export_sql,
     rotate,
 )
 from amrita_memory_pg.maintenance.restore import restore_backup
@@ -314,6 +316,18 @@ async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_ba
         )
         derived = DERIVED_COLUMNS.get(kind, frozenset())  # recomputed by a restore
         assert {r["column_name"] for r in in_table} == set(columns) | derived, kind
+
+
+async def test_each_partition_export_query_returns_the_columns_of_its_kind(
+    conn: asyncpg.Connection,
+) -> None:
+    """A partition export (the admin page's) writes its rows as a backup does: each of
+    its queries returns exactly the backup's columns of that kind, so a restore's reader
+    reads its lines."""
+    for kind in PARTITION_KINDS:
+        statement = await conn.prepare(partition_export_sql(kind))
+        assert tuple(a.name for a in statement.get_attributes()) == EXPORT_COLUMNS[kind], kind
+        assert len(statement.get_parameters()) == 1, kind
 
 
 async def test_a_reference_backup_is_merged_into_a_live_store_and_twice_changes_nothing(

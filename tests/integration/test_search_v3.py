@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import pytest
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.queries import query
+from tests.support.data import random_memories
 from tests.support.memory import memory_on
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -41,16 +42,7 @@ async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
 
 
 async def _fill(mem: Memory, partition: str, n: int, rng: random.Random) -> None:
-    for i in range(n):
-        await mem.memories.add(
-            partition_key=partition,
-            scope=rng.choice(["user", "group"]),
-            content=f"记忆 {partition} {i} {rng.random():.6f}",
-            tags=rng.sample(["猫", "狗", "茶", "山"], rng.randint(0, 2)),
-            importance=rng.randint(1, 10),
-            # ages from 0 to 400 days, and a few in the future (age 0)
-            now=NOW - timedelta(days=rng.uniform(-2, 400)),
-        )
+    await random_memories(mem, partition, n, rng, NOW)
 
 
 async def _search(mem: Memory, function: str, *args: Any) -> list[tuple[Any, ...]]:

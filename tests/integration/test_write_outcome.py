@@ -146,6 +146,25 @@ async def test_lock_timeout_refuses_cleanly_and_writes_nothing(db_dsn: str, tmp_
             assert await rows_with(mem, f"锁住时写入 {i}") == [retry["memory_id"]]
 
 
+async def _seeded_args(mem: Memory, tool: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A memory and a memo to change: the memory's write reply, and the arguments of
+    ``tool``'s change of them."""
+    first = await write(mem, "原来的内容")
+    await call(mem, "append_memo", {"content": "原来的备忘"}, ALICE)
+    args: dict[str, Any] = {
+        "write_memory": {
+            "content": "新内容",
+            "tags": "t",
+            "importance": "low",
+            "scope": "user",
+        },
+        "update_memory": {"id": first["memory_id"], "content": "新内容", "scope": "user"},
+        "delete_memory": {"id": first["memory_id"], "scope": "user"},
+        "append_memo": {"content": "新的备忘"},
+    }[tool]
+    return first, args
+
+
 @pytest.mark.parametrize("tool", ["write_memory", "update_memory", "delete_memory", "append_memo"])
 async def test_statement_timeout_refuses_cleanly_and_changes_nothing(
     db_dsn: str, tmp_path: Path, tool: str
@@ -155,19 +174,7 @@ async def test_statement_timeout_refuses_cleanly_and_changes_nothing(
     async with memory_on(
         db_dsn, tmp_path, database__statement_timeout=0.5, database__lock_timeout=0
     ) as mem:
-        first = await write(mem, "原来的内容")
-        await call(mem, "append_memo", {"content": "原来的备忘"}, ALICE)
-        args: dict[str, Any] = {
-            "write_memory": {
-                "content": "新内容",
-                "tags": "t",
-                "importance": "low",
-                "scope": "user",
-            },
-            "update_memory": {"id": first["memory_id"], "content": "新内容", "scope": "user"},
-            "delete_memory": {"id": first["memory_id"], "scope": "user"},
-            "append_memo": {"content": "新的备忘"},
-        }[tool]
+        first, args = await _seeded_args(mem, tool)
         table = "memo" if tool == "append_memo" else "memory"
         holder = await asyncpg.connect(db_dsn)
         try:
@@ -333,19 +340,7 @@ async def test_a_connection_lost_mid_statement_reports_an_unknown_outcome(
     statement waits for a lock: the reply says the outcome is unknown and how to check —
     never «failed» (F7: the same on connection loss)."""
     async with memory_on(db_dsn, tmp_path) as mem:
-        first = await write(mem, "原来的内容")
-        await call(mem, "append_memo", {"content": "原来的备忘"}, ALICE)
-        args: dict[str, Any] = {
-            "write_memory": {
-                "content": "新内容",
-                "tags": "t",
-                "importance": "low",
-                "scope": "user",
-            },
-            "update_memory": {"id": first["memory_id"], "content": "新内容", "scope": "user"},
-            "delete_memory": {"id": first["memory_id"], "scope": "user"},
-            "append_memo": {"content": "新的备忘"},
-        }[tool]
+        first, args = await _seeded_args(mem, tool)
         holder = await asyncpg.connect(db_dsn)
         try:
             tx = holder.transaction()

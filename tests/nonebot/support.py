@@ -38,21 +38,28 @@ def console_bot(ctx: Any) -> ConsoleBot:
     return bot
 
 
+def _qq_message(text: str, user_id: int, to_me: bool) -> dict[str, Any]:
+    """The fields a OneBot v11 message event has whether private or in a group."""
+    return {
+        "time": int(time.time()),
+        "self_id": int(BOT_QQ),
+        "post_type": "message",
+        "user_id": user_id,
+        "message_id": next(_ids),
+        "message": Message(text),
+        "original_message": Message(text),
+        "raw_message": text,
+        "font": 0,
+        "to_me": to_me,
+    }
+
+
 def qq_private(text: str, user_id: int = 10001, *, to_me: bool = True) -> PrivateMessageEvent:
     return PrivateMessageEvent(
-        time=int(time.time()),
-        self_id=int(BOT_QQ),
-        post_type="message",
+        **_qq_message(text, user_id, to_me),
         sub_type="friend",
-        user_id=user_id,
         message_type="private",
-        message_id=next(_ids),
-        message=Message(text),
-        original_message=Message(text),
-        raw_message=text,
-        font=0,
         sender=Sender(user_id=user_id, nickname=f"u{user_id}"),
-        to_me=to_me,
     )
 
 
@@ -65,19 +72,10 @@ def qq_group(
     to_me: bool = False,
 ) -> GroupMessageEvent:
     return GroupMessageEvent(
-        time=int(time.time()),
-        self_id=int(BOT_QQ),
-        post_type="message",
+        **_qq_message(text, user_id, to_me),
         sub_type="normal",
-        user_id=user_id,
         message_type="group",
-        message_id=next(_ids),
-        message=Message(text),
-        original_message=Message(text),
-        raw_message=text,
-        font=0,
         sender=Sender(user_id=user_id, nickname=f"u{user_id}", role=role),
-        to_me=to_me,
         group_id=group_id,
     )
 

@@ -40,3 +40,17 @@ async def test_the_admin_page_is_mounted_on_the_driver() -> None:
         assert "QQPlatform_Private_42" in page.text
         memo = await client.get("/memory-admin/p/QQPlatform_Private_42/memo")
         assert "称呼：阿四" in memo.text
+
+
+async def test_the_bot_watches_for_a_lost_reembed_from_its_start() -> None:
+    """The page's job runner is made at the bot's start and looks for a lost re-embed
+    to resume (issue 23), before anyone opens the page."""
+    from starlette.routing import Mount
+
+    from amrita_memory_pg.web.jobs import JobRunner
+
+    (mount,) = [r for r in nonebot.get_app().routes if isinstance(r, Mount)]
+    runner = getattr(mount.app.state, "webops_jobs", None)
+    assert isinstance(runner, JobRunner)
+    assert runner._watcher is not None and not runner._watcher.done()
+    assert await runner.resume_lost() == []  # the store is open; nothing was lost

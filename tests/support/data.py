@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import random
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import asyncpg
+
+if TYPE_CHECKING:
+    from amrita_memory_pg.memory import Memory
 
 
 async def bulk_insert(
@@ -37,3 +42,20 @@ async def bulk_insert(
         fingerprint,
         count,
     )
+
+
+async def random_memories(
+    mem: Memory, partition: str, n: int, rng: random.Random, now: datetime
+) -> None:
+    """``n`` memories through the service, of random scope, tags and importance, aged 0 to
+    400 days before ``now`` (a few after it): the search-parity tests' data."""
+    for i in range(n):
+        await mem.memories.add(
+            partition_key=partition,
+            scope=rng.choice(["user", "group"]),
+            content=f"记忆 {partition} {i} {rng.random():.6f}",
+            tags=rng.sample(["猫", "狗", "茶", "山"], rng.randint(0, 2)),
+            importance=rng.randint(1, 10),
+            # ages from 0 to 400 days, and a few in the future (age 0)
+            now=now - timedelta(days=rng.uniform(-2, 400)),
+        )

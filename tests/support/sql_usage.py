@@ -54,7 +54,8 @@ def _python_files(sources: Iterable[Path]) -> Iterator[Path]:
             yield source
 
 
-def _docstring_ids(tree: ast.AST) -> set[int]:
+def docstring_ids(tree: ast.AST) -> set[int]:
+    """ids of the docstring constants of a module, its classes and functions."""
     found: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
@@ -75,7 +76,7 @@ def python_strings(sources: Iterable[Path] = PYTHON_SOURCES) -> set[str]:
     strings: set[str] = set()
     for path in _python_files(sources):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        docstrings = _docstring_ids(tree)
+        docstrings = docstring_ids(tree)
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Constant)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.sql_usage import docstring_ids
+
 PACKAGE = Path(__file__).resolve().parents[2] / "amrita_memory_pg"
 
 #: Modules not scanned, each with the reason its SQL cannot be a named query. Empty: even
@@ -44,26 +46,10 @@ LOOKS_LIKE_SQL = re.compile(
 )
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """ids of the docstring constants of a module, its classes and functions."""
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if (
-                body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                found.add(id(body[0].value))
-    return found
-
-
 def sql_literals(source: str) -> list[tuple[int, str]]:
     """(line, text) of every string constant in ``source`` that looks like SQL."""
     tree = ast.parse(source)
-    skip = _docstrings(tree)
+    skip = docstring_ids(tree)
     hits: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):

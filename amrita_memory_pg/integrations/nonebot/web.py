@@ -47,5 +47,17 @@ def mount_admin(settings: Settings, runtime: Runtime) -> bool:
         log.error("[web] admin page not mounted: %s", exc)
         return False
     app.mount(settings.web.path, admin)
+    from amrita_memory_pg.web.pages.status import runner_for
+
+    @driver.on_startup
+    async def _watch_jobs() -> None:
+        # from the bot's start, a re-embed whose process died is resumed here (issue 23);
+        # until the store opens the checks wait (the runner retries)
+        runner_for(admin)
+
+    @driver.on_shutdown
+    async def _stop_jobs() -> None:
+        await runner_for(admin).aclose()
+
     log.info("admin page mounted at %s", settings.web.path)
     return True

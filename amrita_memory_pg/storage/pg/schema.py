@@ -140,6 +140,13 @@ Index(
     memory.c.id,
     postgresql_where=text("search_tokens IS NULL"),
 )
+# The other partitions' side of the L3 knowledge candidates (knowledge_candidates_v1):
+# only the rows of category knowledge, a small part of the table.
+Index(
+    "ix_memory_knowledge",
+    memory.c.partition_key,
+    postgresql_where=text("category = 'knowledge'"),
+)
 
 memo = Table(
     "memo",
@@ -744,7 +751,9 @@ lease = Table(
         nullable=True,
         comment="whose expired lease this claim took over",
     ),
-    CheckConstraint("kind IN ('l3', 'extraction', 'sweep', 'reembed', 'backup')", name="kind"),
+    CheckConstraint(
+        "kind IN ('l3', 'extraction', 'sweep', 'reembed', 'backup', 'restore')", name="kind"
+    ),
     CheckConstraint("expires_at > acquired_at", name="expiry_after_claim"),
     PrimaryKeyConstraint("kind", "lease_key"),
     comment="Who in the fleet runs which long work (lease_acquire_v1); expired = free",
@@ -772,7 +781,7 @@ job = Table(
     Column("cancelled_by", Text, nullable=True),
     Column("result", Text, nullable=True, comment="what it did, one line"),
     Column("error", Text, nullable=True, comment="why it failed (redacted)"),
-    CheckConstraint("kind IN ('backup', 'sweep', 'reembed')", name="kind"),
+    CheckConstraint("kind IN ('backup', 'sweep', 'reembed', 'restore')", name="kind"),
     CheckConstraint("state IN ('running', 'done', 'failed', 'cancelled', 'lost')", name="state"),
     PrimaryKeyConstraint("id"),
     comment="The admin page's background jobs of every process (job_start_v1)",

@@ -12,13 +12,18 @@ from types import ModuleType
 
 from amrita_memory_pg.web.pages import (
     audit,
+    backups,
+    bulk,
+    exports,
     knowledge,
     l3,
     memories,
     memos,
     overview,
     partitions,
+    profile_edit,
     profiles,
+    search,
     status,
     trail,
 )
@@ -26,7 +31,9 @@ from amrita_memory_pg.web.pages import (
 PAGES: list[ModuleType] = [
     partitions,
     overview,
+    search,
     memories,
+    bulk,
     memos,
     knowledge,
     profiles,
@@ -34,6 +41,9 @@ PAGES: list[ModuleType] = [
     status,
     trail,
     audit,
+    backups,
+    exports,
+    profile_edit,
 ]
 
 #: pages announced in the navigation but not built yet: (key, label key); each renders

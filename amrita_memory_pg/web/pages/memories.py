@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 
@@ -37,7 +38,9 @@ from amrita_memory_pg.domain.validation import (
 from amrita_memory_pg.storage.admin import MEMORY_SORTS, MemoryQuery
 from amrita_memory_pg.web import kit
 from amrita_memory_pg.web.forms import (
+    BULK_ACTIONS,
     FILTER_MESSAGES,
+    MAX_BULK_ROWS,
     MEMORY_MESSAGES,
     FilterInput,
     MemoryForm,
@@ -51,7 +54,7 @@ NAV: list[kit.NavItem] = []
 SCOPES = ("user", "group", "global")
 #: a search shows at most this many hits (the tools' top_k cap)
 SEARCH_TOP_K = 50
-DONE = ("added", "edited", "deleted", "cleared")
+DONE = ("added", "edited", "deleted", "cleared", "bulk_deleted", "bulk_tagged", "bulk_paused")
 
 
 class BadKey(Exception):
@@ -135,7 +138,7 @@ async def partition_home(request: Request, key: str, _user: kit.Admin) -> Respon
 
 
 @router.get("/p/{key}/memories")
-async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
+async def memories(request: Request, key: str, user: kit.Admin) -> Response:
     try:
         key = partition(request, key)
     except BadKey:
@@ -174,7 +177,7 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
         except AmritaMemoryError as exc:
             errors.append(t("refused.failed", reason=kit.clean(request, str(exc))))
     elif not errors:
-        records, total = await kit.admin_store(request).memory_page(
+        records, total = await kit.admin_store(request, key).memory_page(
             key, where, limit=size, offset=(f.page - 1) * size
         )
     used = await mem.memories.count(key)
@@ -210,7 +213,16 @@ async def memories(request: Request, key: str, _user: kit.Admin) -> Response:
         top_k=SEARCH_TOP_K,
         done=done_text,
         paused=await mem.trail.is_paused(key),
+        actions=[a for a in BULK_ACTIONS if a != "pause" or user.superuser],
+        max_bulk=MAX_BULK_ROWS,
+        back=list_path(key, f),
     )
+
+
+def list_path(key: str, f: Filters) -> str:
+    """This list with its filters, under the app root: where a bulk action returns to."""
+    query = f.query()
+    return f"/p/{kit.quoted(key)}/memories" + ("?" + urlencode(query) if query else "")
 
 
 async def read_memory_form(

@@ -74,6 +74,11 @@ async def profile(request: Request, key: str, _user: kit.Admin) -> Response:
     done = None
     if request.query_params.get("done") == "reverted":
         done = t("profile.done.reverted", version=request.query_params.get("version", ""))
+    elif request.query_params.get("done") in ("edited", "unchanged"):  # profile_edit.py
+        done = t(
+            f"profile.done.{request.query_params['done']}",
+            version=request.query_params.get("version", "")[:12],
+        )
     return await _detail(
         request, key, version=request.query_params.get("version") or None, errors=[], done=done
     )

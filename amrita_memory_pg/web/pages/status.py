@@ -33,10 +33,15 @@ NAV = [kit.NavItem("status", "/status", "nav.status")]
 
 def runner(request: Request) -> JobRunner:
     """The app's job runner (one per app, made on first use)."""
-    app: FastAPI = request.app
+    return runner_for(request.app)
+
+
+def runner_for(app: FastAPI) -> JobRunner:
+    """The app's job runner, made on first use (a page, or the standalone server's start:
+    it watches for a lost re-embed to resume). Needs a running event loop."""
     found: JobRunner | None = getattr(app.state, "webops_jobs", None)
     if found is None:
-        admin = kit.state(request)
+        admin: kit.AdminState = app.state.admin
         source = admin.memory_source
         secrets = kit.secrets_of(admin.settings)
 
@@ -62,6 +67,8 @@ def runner(request: Request) -> JobRunner:
 
         found = JobRunner(memory_operations(source), on_finish=finished, fleet=source)
         app.state.webops_jobs = found
+        # a re-embed whose process died is resumed by a process serving the page (issue 23)
+        found.watch()
     return found
 
 

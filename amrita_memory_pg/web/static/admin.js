@@ -16,6 +16,14 @@ document.addEventListener("DOMContentLoaded", () => {
       select.addEventListener("change", () => filters.requestSubmit());
     }
   }
+  // The bulk form's "all" box ticks every row's box (the boxes name the form).
+  for (const all of document.querySelectorAll("input[data-bulk-all]")) {
+    all.addEventListener("change", () => {
+      for (const box of document.querySelectorAll("input[name=sel][form=bulk-form]")) {
+        box.checked = all.checked;
+      }
+    });
+  }
   // Put the cursor where the first error is.
   const firstError = document.querySelector(".error");
   const form = firstError && firstError.parentElement.querySelector("form textarea, form input:not([type=hidden])");
