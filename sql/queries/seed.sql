@@ -126,7 +126,7 @@ SELECT c.id, c.session_key, c.user_id, c.group_id, c.role, c.text, c.created_at
  LIMIT $2;
 
 -- name: auto_lock_partition
--- The partition's cap lock (the key insert_memory_v3 takes), held until the end of the
+-- The partition's cap lock (the key insert_memory_v4 takes), held until the end of the
 -- transaction that replaces its extracted memories.
 SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::text, 0));
 
