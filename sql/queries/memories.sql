@@ -11,7 +11,7 @@
 -- AMF01: another embedding model; AMF03: another dimension.
 -- Bound BY NAME from a NewMemory (storage/memories.py insert_args).
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v3(
+  FROM amrita_memory.insert_memory_v4(
            p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
            p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
            p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
@@ -26,7 +26,7 @@ SELECT id, rows_before
 -- full. SQLSTATE AMF01 / AMF03 as for insert_memory. Bound BY NAME (insert_args).
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, rows_before, duplicate
-  FROM amrita_memory.write_memory_v2(
+  FROM amrita_memory.write_memory_v3(
            p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
            p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
            p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
@@ -131,7 +131,7 @@ SELECT cursor_id
 -- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED); rows
 -- of a paused partition are always kept (a pause keeps its memories, v3).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
-  FROM amrita_memory.sweep_batch_v3($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  FROM amrita_memory.sweep_batch_v4($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: untokenized_memories
 -- The token backfill (maintenance/tokens.py): up to $2 memories without search tokens
