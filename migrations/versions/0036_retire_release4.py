@@ -39,38 +39,14 @@ RETIRED: tuple[str, ...] = (
     "sweep_batch_v2(timestamp with time zone,double precision,double precision,integer,boolean,boolean,boolean,text,text)",
 )
 
-#: Every released function file up to this revision, in the order its migration ran it.
+#: The released files that create or comment on a retired version, in the order their
+#: migrations first ran them (the downgrade re-runs exactly those statements).
 RELEASED_FILES: tuple[str, ...] = (
-    "functions/decay_v1.sql",  # 0001
-    "functions/memory_v1.sql",  # 0002
-    "functions/memo_v1.sql",  # 0003
-    "functions/chat_activity_v1.sql",
-    "functions/reembed_v1.sql",  # 0004
-    "functions/memory_v2.sql",  # 0005
     "functions/memory_v3.sql",  # 0006
-    "functions/comments_v1.sql",
-    "functions/write_memory_v1.sql",  # 0007
-    "functions/l3_v1.sql",  # 0009
-    "functions/profile_v1.sql",  # 0010
-    "functions/knowledge_v1.sql",  # 0011
-    "functions/protect_manual_v1.sql",  # 0012
-    "functions/import_memory_v1.sql",  # 0013
     "functions/sweep_v2.sql",  # 0014
     "functions/memory_v4.sql",  # 0015
-    "functions/injection_v1.sql",  # 0016
-    "functions/knowledge_v2.sql",  # 0017
-    "functions/trail_v1.sql",  # 0019
-    "functions/injection_v2.sql",  # 0020
-    "functions/origin_v1.sql",  # 0021
-    "functions/backup_v1.sql",  # 0023_backup_all
     "functions/memory_v5.sql",  # 0023_l2_fast
-    "functions/trail_v2.sql",
     "functions/sweep_v3.sql",  # 0028_sweep_pause
-    "functions/lease_v1.sql",  # 0024_fleet
-    "functions/job_v1.sql",
-    "functions/pause_v1.sql",  # 0027_pause_all
-    "functions/distill_v1.sql",  # 0033_distill
-    "functions/memory_v6.sql",  # 0031_read_fast
 )
 
 
