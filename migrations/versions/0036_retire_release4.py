@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from amrita_memory_pg.storage.pg.migrate import run_sql
-from amrita_memory_pg.storage.pg.sqlfile import released_definitions
+from amrita_memory_pg.storage.pg.sqlfile import drop_retired, reinstall_retired, signature_names
 
 revision: str = "0036_retire_release4"
 down_revision: str | None = "0031_read_fast"
@@ -51,20 +51,17 @@ RELEASED_FILES: tuple[str, ...] = (
 
 
 def retired_names() -> set[str]:
-    return {signature.split("(", 1)[0] for signature in RETIRED}
+    return signature_names(RETIRED)
 
 
 def reinstall_statements() -> list[str]:
     """The CREATE and COMMENT statements that bring every retired version back."""
-    statements = released_definitions(RELEASED_FILES, retired_names())
-    created = [s for s in statements if s.upper().startswith("CREATE")]
-    assert len(created) == len(RETIRED), "each retired function is created by one released file"
-    return statements
+    return reinstall_retired(RELEASED_FILES, RETIRED)
 
 
 def upgrade() -> None:
     # One statement: search_memories_v4 calls the other two search functions.
-    run_sql("DROP FUNCTION " + ", ".join(f"amrita_memory.{s}" for s in RETIRED))
+    run_sql(drop_retired(RETIRED))
 
 
 def downgrade() -> None:

@@ -124,3 +124,22 @@ def released_definitions(files: Iterable[str], names: Iterable[str]) -> list[str
             if not re.match(r"DROP\b", statement, re.IGNORECASE):
                 picked.append(statement)
     return picked
+
+
+def signature_names(signatures: Iterable[str]) -> set[str]:
+    """Function names of identity signatures such as ``f_v1(integer,text)``."""
+    return {signature.split("(", 1)[0] for signature in signatures}
+
+
+def reinstall_retired(files: Iterable[str], signatures: tuple[str, ...]) -> list[str]:
+    """A retiring migration's downgrade: the CREATE and COMMENT statements of ``files``
+    that bring back every retired version — each created by exactly one released file."""
+    statements = released_definitions(files, signature_names(signatures))
+    created = [s for s in statements if s.upper().startswith("CREATE")]
+    assert len(created) == len(signatures), "each retired function is created by one released file"
+    return statements
+
+
+def drop_retired(signatures: Iterable[str]) -> str:
+    """A retiring migration's upgrade: one DROP, since retired versions may call each other."""
+    return "DROP FUNCTION " + ", ".join(f"amrita_memory.{s}" for s in signatures)
