@@ -87,7 +87,13 @@ def download(page: Any, selector: str) -> tuple[str, bytes]:
 
 
 def test_export_downloads_jsonl_of_exactly_that_partition(page: Any, server: AdminServer) -> None:
+    # an admin who is not the superuser gets neither the link nor the file
     log_in(page, server.url)
+    page.goto(f"{server.url}/p/{USER}/memories")
+    assert page.locator("#export-partition").count() == 0
+    assert page.request.get(f"{server.url}/p/{USER}/export.jsonl").status == 403
+    page.context.clear_cookies()
+    log_in(page, server.url, password=SUPER_PASSWORD, name="root")
     page.goto(f"{server.url}/p/{USER}/memories")
     name, body = download(page, "#export-partition")
     assert name.startswith(USER) and name.endswith(".jsonl")
@@ -109,7 +115,7 @@ def test_export_downloads_jsonl_of_exactly_that_partition(page: Any, server: Adm
     assert {r["partition_key"] for r in rows} == {USER}
     assert GROUP not in body.decode("utf-8")
     (audit,) = audit_rows(server, "partition.export")
-    assert (audit["actor"], audit["partition_key"], audit["ok"]) == ("tester", USER, True)
+    assert (audit["actor"], audit["partition_key"], audit["ok"]) == ("root", USER, True)
     # a key that is no partition key: refused, nothing exported
     missing = page.request.get(f"{server.url}/p/not%20a%20key/export.jsonl")
     assert missing.status == 404

@@ -33,7 +33,8 @@ def export_name(key: str, stamp: str) -> str:
 
 
 @router.get("/p/{key}/export.jsonl")
-async def export(request: Request, key: str, user: kit.Admin) -> Response:
+async def export(request: Request, key: str, user: kit.Superuser) -> Response:
+    """Superuser only, like the backups: a whole person's memories in one file."""
     t = kit.translator_for(request)
     if not valid_key(key):
         return kit.render(
