@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from amrita_memory_pg.storage.pg.migrate import run_sql
-from amrita_memory_pg.storage.pg.sqlfile import drop_retired, reinstall_retired, signature_names
+from amrita_memory_pg.storage.pg.sqlfile import reinstall_retired, signature_names
 
 revision: str = "0036_retire_release4"
 down_revision: str | None = "0031_read_fast"
@@ -61,7 +61,7 @@ def reinstall_statements() -> list[str]:
 
 def upgrade() -> None:
     # One statement: search_memories_v4 calls the other two search functions.
-    run_sql(drop_retired(RETIRED))
+    run_sql("DROP FUNCTION " + ", ".join(f"amrita_memory.{s}" for s in RETIRED))
 
 
 def downgrade() -> None:

@@ -138,8 +138,3 @@ def reinstall_retired(files: Iterable[str], signatures: tuple[str, ...]) -> list
     created = [s for s in statements if s.upper().startswith("CREATE")]
     assert len(created) == len(signatures), "each retired function is created by one released file"
     return statements
-
-
-def drop_retired(signatures: Iterable[str]) -> str:
-    """A retiring migration's upgrade: one DROP, since retired versions may call each other."""
-    return "DROP FUNCTION " + ", ".join(f"amrita_memory.{s}" for s in signatures)
