@@ -27,7 +27,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-ZH_EN = Path(__file__).resolve().parents[1] / "tests" / "data" / "zh_en_retrieval.json"
+ZH_EN = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "zh_en_retrieval.json"
 
 
 def busy() -> None:

@@ -14,7 +14,7 @@ query's embedding, ``search_memories_v4``, the reply):
   partition ("speaker: text", plus the photo caption when there is one); every question
   of categories 1-4 whose evidence turns exist is a query; hit@k = one of its evidence
   turns among the first k; MRR over the first 10.
-- ``tests/data/zh_en_retrieval.json``: our own Chinese/English facts and paraphrased
+- ``tests/fixtures/zh_en_retrieval.json``: our own Chinese/English facts and paraphrased
   queries (names, numbers, dates, cross-lingual pairs), all facts in one partition.
 
 All memories are written at one instant and read moments later, so the time decay is
@@ -54,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: read from there at run time and never copied into the repository.
 DATA_DIR = REPO.parent / "shared" / "data"
 LOCOMO_FILE = Path("locomo") / "locomo-dev7.json"
-ZH_EN = REPO / "tests" / "data" / "zh_en_retrieval.json"
+ZH_EN = REPO / "tests" / "fixtures" / "zh_en_retrieval.json"
 KS = (1, 5, 10)
 BATCH = 32
 
