@@ -109,12 +109,9 @@ class ProfileLimits(Protocol):
     """The caps checked before anything is written: the ``[profile]`` settings section
     itself (declared there, once; the domain does not import the settings)."""
 
-    @property
-    def summary_max_chars(self) -> int: ...
-    @property
-    def line_max_chars(self) -> int: ...
-    @property
-    def max_lines(self) -> int: ...
+    summary_max_chars: int
+    line_max_chars: int
+    max_lines: int
 
 
 @dataclass(frozen=True, slots=True)
