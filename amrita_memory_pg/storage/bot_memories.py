@@ -9,7 +9,7 @@ memories, relevant memories): it runs on every chat turn.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -46,11 +46,11 @@ class ExpiredSession:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionRun:
-    """One recorded extraction run (``extraction_run`` row)."""
+class RunRecord:
+    """One extraction run as it is recorded (``record_extraction_run``): what it read,
+    what it did and what it cost."""
 
     session_key: str
-    id: int
     partition_key: str
     trigger: str
     status: str
@@ -61,6 +61,13 @@ class ExtractionRun:
     usage: TokenUsage
     started_at: datetime
     finished_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionRun(RunRecord):
+    """One recorded run (``extraction_run`` row): the record and its id."""
+
+    id: int
 
 
 def _candidate(row: Any) -> Candidate:
@@ -181,39 +188,26 @@ class BotMemoryRepository:
         return [_line(r) for r in reversed(rows)]
 
     @staticmethod
-    async def record_run(
-        conn: Any,
-        *,
-        session_key: str,
-        partition_key: str,
-        trigger: str,
-        status: str,
-        reason: str | None,
-        entries: int,
-        chat_until_id: int | None,
-        model: str | None,
-        usage: TokenUsage,
-        started_at: datetime,
-        finished_at: datetime,
-    ) -> int:
-        """Record one run on ``conn`` (a connection inside the replacing transaction, or
+    async def record_run(conn: Any, run: RunRecord) -> int:
+        """Record ``run`` on ``conn`` (a connection inside the replacing transaction, or
         the pool); returns its id."""
+        usage = run.usage
         return int(
             await conn.fetchval(
                 query("record_extraction_run"),
-                session_key,
-                partition_key,
-                trigger,
-                status,
-                reason,
-                entries,
-                chat_until_id,
-                model,
+                run.session_key,
+                run.partition_key,
+                run.trigger,
+                run.status,
+                run.reason,
+                run.entries,
+                run.chat_until_id,
+                run.model,
                 usage.prompt_tokens,
                 usage.completion_tokens,
                 usage.total_tokens,
-                started_at,
-                finished_at,
+                run.started_at,
+                run.finished_at,
             )
         )
 
@@ -221,18 +215,9 @@ class BotMemoryRepository:
         rows = await self._pool.fetch(query("extraction_runs"), session_key, limit)
         return [
             ExtractionRun(
-                session_key=r["session_key"],
-                id=r["id"],
-                partition_key=r["partition_key"],
-                trigger=r["trigger"],
-                status=r["status"],
-                reason=r["reason"],
-                entries=r["entries"],
-                chat_until_id=r["chat_until_id"],
-                model=r["model"],
+                **{f.name: r[f.name] for f in fields(RunRecord) if f.name != "usage"},
                 usage=TokenUsage(r["prompt_tokens"], r["completion_tokens"], r["total_tokens"]),
-                started_at=r["started_at"],
-                finished_at=r["finished_at"],
+                id=r["id"],
             )
             for r in rows
         ]
