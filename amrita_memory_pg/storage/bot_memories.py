@@ -19,6 +19,7 @@ from amrita_memory_pg.domain.injection import Candidate
 from amrita_memory_pg.domain.ports import TokenUsage, Vector
 from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.rows import from_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,18 +76,6 @@ def _candidate(row: Any) -> Candidate:
     as a candidate; positional, as the block reads 200 a turn."""
     _kind, partition_key, content, memory_id, importance, category, updated = row
     return Candidate(memory_id, partition_key, content, int(importance), category, updated)
-
-
-def _line(row: Any) -> ChatLine:
-    return ChatLine(
-        id=row["id"],
-        session_key=row["session_key"],
-        user_id=row["user_id"],
-        group_id=row["group_id"],
-        role=row["role"],
-        text=row["text"],
-        created_at=row["created_at"],
-    )
 
 
 class BotMemoryRepository:
@@ -180,12 +169,12 @@ class BotMemoryRepository:
     async def expired_sessions(self, idle_since: datetime, limit: int) -> list[ExpiredSession]:
         """Sessions silent since ``idle_since`` with lines no extraction has read yet."""
         rows = await self._pool.fetch(query("expired_sessions"), idle_since, limit)
-        return [ExpiredSession(r["session_key"], r["last_id"], r["last_at"]) for r in rows]
+        return [from_row(ExpiredSession, r) for r in rows]
 
     async def unread_lines(self, session_key: str, limit: int) -> list[ChatLine]:
         """The newest ``limit`` lines after the last extraction, oldest first."""
         rows = await self._pool.fetch(query("session_lines_since"), session_key, limit)
-        return [_line(r) for r in reversed(rows)]
+        return [from_row(ChatLine, r) for r in reversed(rows)]
 
     @staticmethod
     async def record_run(conn: Any, run: RunRecord) -> int:
