@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.rows import FunctionRepository
 
 
@@ -34,7 +35,8 @@ class LeaseRepository(FunctionRepository):
         ttl_seconds: float,
         now: datetime | None = None,
     ) -> Claim:
-        return await self._one(Claim, "lease_acquire", kind, key, owner, token, ttl_seconds, now)
+        args = (kind, key, owner, token, ttl_seconds, now)
+        return await self._one(Claim, query("lease_acquire"), *args)
 
     async def take_over(
         self,
@@ -48,18 +50,18 @@ class LeaseRepository(FunctionRepository):
     ) -> bool:
         """Replace a dead process's claim before its expiry (False: the row moved on)."""
         args = (kind, key, dead_token, owner, token, ttl_seconds, now)
-        return await self._flag("lease_take_over", *args)
+        return await self._flag(query("lease_take_over"), *args)
 
     async def renew(
         self, kind: str, key: str, token: str, ttl_seconds: float, now: datetime | None = None
     ) -> bool:
         """The heartbeat; False when this claim no longer holds the lease."""
-        return await self._flag("lease_renew", kind, key, token, ttl_seconds, now)
+        return await self._flag(query("lease_renew"), kind, key, token, ttl_seconds, now)
 
     async def release(self, kind: str, key: str, token: str) -> bool:
         """Drop this claim's row; False when it no longer held the lease."""
-        return await self._flag("lease_release", kind, key, token)
+        return await self._flag(query("lease_release"), kind, key, token)
 
     async def list(self, now: datetime | None = None) -> list[dict[str, Any]]:
         """Every lease row, with ``live`` (not expired at ``now``)."""
-        return await self._dicts("lease_list", now)
+        return await self._dicts(query("lease_list"), now)

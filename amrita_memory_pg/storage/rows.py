@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
-from amrita_memory_pg.storage.queries import query
-
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -35,23 +33,23 @@ async def one_row(pool: asyncpg.Pool, cls: type[T], statement: str, *args: Any) 
 
 
 class FunctionRepository:
-    """A repository whose every method calls one named query (a ``sql/functions``
-    function) on one pool and shapes its answer: the pool, the query lookup and the
+    """A repository whose every method runs one named query (``query("name")``, a
+    ``sql/functions`` function) on one pool and shapes its answer: the pool and the
     answer shapes live here once. ``now`` None, where a method takes it, means the
     database's clock (one for the fleet)."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    async def _one(self, cls: type[T], name: str, *args: Any) -> T:
+    async def _one(self, cls: type[T], statement: str, *args: Any) -> T:
         """``cls`` from the one row the function always answers."""
-        return await one_row(self.pool, cls, query(name), *args)
+        return await one_row(self.pool, cls, statement, *args)
 
-    async def _value(self, name: str, *args: Any) -> Any:
-        return await self.pool.fetchval(query(name), *args)
+    async def _value(self, statement: str, *args: Any) -> Any:
+        return await self.pool.fetchval(statement, *args)
 
-    async def _flag(self, name: str, *args: Any) -> bool:
-        return bool(await self._value(name, *args))
+    async def _flag(self, statement: str, *args: Any) -> bool:
+        return bool(await self._value(statement, *args))
 
-    async def _dicts(self, name: str, *args: Any) -> list[dict[str, Any]]:
-        return [dict(r.items()) for r in await self.pool.fetch(query(name), *args)]
+    async def _dicts(self, statement: str, *args: Any) -> list[dict[str, Any]]:
+        return [dict(r.items()) for r in await self.pool.fetch(statement, *args)]
