@@ -16,6 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.maintenance.reembed import (
     _begin,
     _stage_kind,
@@ -39,13 +40,27 @@ async def _wait_until_blocked(pool: asyncpg.Pool, pid: int) -> None:
     raise AssertionError("the switch never waited for the edit's lock")
 
 
-async def _switch_beside_an_edit(db_dsn: str, tmp_path: Path, switch_fn: str) -> dict[str, object]:
-    """Stage every vector, lock a row as update_memory_v3 does, run the switch, then UPDATE."""
+#: update_memory_v3's first statement: the row lock (ROW SHARE on the table)
+ROW_LOCK = "SELECT 1 FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2 FOR UPDATE"
+#: a transaction that reads before it writes (ACCESS SHARE on the table)
+READ = "SELECT count(*) FROM amrita_memory.memory WHERE partition_key = $1 AND id <> $2"
+
+
+async def _switch_beside_an_edit(
+    db_dsn: str, tmp_path: Path, switch_fn: str, first: str = ROW_LOCK, ann: bool = False
+) -> dict[str, object]:
+    """Stage every vector, run ``first`` as the edit, the switch, then the edit's UPDATE.
+
+    ``ann``: the partition has an HNSW index of the old dimension, which the switch drops.
+    """
     async with memory_on(db_dsn, tmp_path) as old:
         ids = [
             (await old.memories.add(partition_key=KEY, scope="user", content=f"第{i}条 猫")).id
             for i in range(12)
         ]
+        if ann:
+            built = await maintain_ann_indexes(old.pool, min_rows=10)
+            assert len(built.built) == 1
     async with memory_on(db_dsn, tmp_path, embedding__hash_dim=256) as new:
         await _begin(new.pool, new.embedder, datetime.now(UTC))
         for kind in ("memory", "knowledge"):
@@ -56,12 +71,7 @@ async def _switch_beside_an_edit(db_dsn: str, tmp_path: Path, switch_fn: str) ->
         try:
             tx = edit.transaction()
             await tx.start()
-            # update_memory_v3's first statement: the row lock (ROW SHARE on the table).
-            await edit.execute(
-                "SELECT 1 FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2 FOR UPDATE",
-                KEY,
-                ids[5],
-            )
+            await edit.execute(first, KEY, ids[5])
             provider = new.embedder.provider
 
             async def switch() -> asyncpg.Record | None:
@@ -103,6 +113,9 @@ async def _switch_beside_an_edit(db_dsn: str, tmp_path: Path, switch_fn: str) ->
             if outcome["edit"] == "ok":
                 # The edited row is pending again; a full run stages it and switches.
                 report = await reindex(new.pool, new.embedder, batch_size=100)
+                outcome["ann_left"] = await new.pool.fetchval(
+                    "SELECT count(*) FROM amrita_memory.ann_index WHERE dim <> 256"
+                )
                 outcome["reindex_memories"] = report.memories
                 outcome["content"] = await new.pool.fetchval(
                     "SELECT content FROM amrita_memory.memory WHERE id = $1", ids[5]
@@ -136,6 +149,31 @@ async def test_the_released_switch_v1_deadlocks_in_the_same_interleaving(
     """The reproduction is real: v1 (still installed for the previous release) deadlocks."""
     outcome = await _switch_beside_an_edit(db_dsn, tmp_path, "reembed_switch_v1")
     assert "deadlock" in (outcome["edit"], outcome["switch"]), outcome
+
+
+@pytest.mark.parametrize(
+    ("switch_fn", "deadlocks"), [("reembed_switch_v1", True), ("reembed_switch_v2", False)]
+)
+async def test_a_dimension_change_dropping_an_ann_index_beside_a_read_then_write(
+    db_dsn: str, tmp_path: Path, switch_fn: str, deadlocks: bool
+) -> None:
+    """v1 upgraded its lock to ACCESS EXCLUSIVE (DROP INDEX) while holding the table: a
+    transaction that had read the table and then wrote it deadlocked with it. v2 takes
+    ACCESS EXCLUSIVE first, so the reader-writer finishes and the switch follows."""
+    outcome = await _switch_beside_an_edit(db_dsn, tmp_path, switch_fn, first=READ, ann=True)
+    if deadlocks:
+        assert "deadlock" in (outcome["edit"], outcome["switch"]), outcome
+        return
+    assert outcome["edit"] == "ok", outcome
+    assert outcome["switch"] == {
+        "switched": False,
+        "pending": 1,
+        "memories": 0,
+        "knowledge": 0,
+        "dim": None,
+    }, outcome
+    assert outcome["reindex_memories"] == 12
+    assert outcome["ann_left"] == 0
 
 
 async def test_a_deadlocked_transaction_is_retried_a_bounded_number_of_times(
