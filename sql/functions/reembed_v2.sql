@@ -3,14 +3,16 @@
 --
 -- Why. reembed_switch_v1 took memory and knowledge IN SHARE ROW EXCLUSIVE MODE, which
 -- blocks INSERT/UPDATE/DELETE (ROW EXCLUSIVE) but NOT SELECT ... FOR UPDATE (ROW SHARE).
--- update_memory_v3 (and knowledge_update_v2, profile and manual-guard edits) lock their
--- row FOR UPDATE first and UPDATE it in a later statement. So, seen once in the load run
--- (bench/load.py, a re-embed rerun beside 200 users):
+-- delete_memory_v1 and update_memory_v3 (and knowledge and manual-guard edits) lock their
+-- row FOR UPDATE first and DELETE/UPDATE it in a later statement. So, in the load run
+-- (bench/load.py, a re-embed rerun beside 200 users; the server log names
+-- delete_memory_v1 and reembed_switch_v1):
 --   edit:   SELECT ... FOR UPDATE (row R locked, ROW SHARE on memory)
 --   switch: LOCK memory SHARE ROW EXCLUSIVE (granted: no conflict with ROW SHARE)
 --   switch: UPDATE memory ... (reaches R: waits for the edit's transaction)
---   edit:   UPDATE memory ... (waits for ROW EXCLUSIVE on memory: blocked by the switch)
--- = 40P01 "deadlock detected", and the re-embed exited 70.
+--   edit:   DELETE/UPDATE memory ... (waits for ROW EXCLUSIVE on memory: the switch)
+-- = 40P01 "deadlock detected": the edit's reply failed or, when the switch was the
+-- victim, the re-embed exited 70.
 -- A second order of the same kind: dropping a partial HNSW index of another dimension
 -- upgraded the switch's lock to ACCESS EXCLUSIVE while it already held memory, against any
 -- transaction holding ACCESS SHARE on memory and waiting for a lock the switch holds.

@@ -42,12 +42,24 @@ async def _wait_until_blocked(pool: asyncpg.Pool, pid: int) -> None:
 
 #: update_memory_v3's first statement: the row lock (ROW SHARE on the table)
 ROW_LOCK = "SELECT 1 FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2 FOR UPDATE"
+#: update_memory_v3's second statement (ROW EXCLUSIVE on the table)
+EDIT = (
+    "UPDATE amrita_memory.memory SET content = '改过 狗', updated_at = now()"
+    " WHERE partition_key = $1 AND id = $2"
+)
+#: delete_memory_v1's (the pair the load run's server log showed)
+DELETE = "DELETE FROM amrita_memory.memory WHERE partition_key = $1 AND id = $2"
 #: a transaction that reads before it writes (ACCESS SHARE on the table)
 READ = "SELECT count(*) FROM amrita_memory.memory WHERE partition_key = $1 AND id <> $2"
 
 
 async def _switch_beside_an_edit(
-    db_dsn: str, tmp_path: Path, switch_fn: str, first: str = ROW_LOCK, ann: bool = False
+    db_dsn: str,
+    tmp_path: Path,
+    switch_fn: str,
+    first: str = ROW_LOCK,
+    ann: bool = False,
+    second: str = "",
 ) -> dict[str, object]:
     """Stage every vector, run ``first`` as the edit, the switch, then the edit's UPDATE.
 
@@ -88,17 +100,9 @@ async def _switch_beside_an_edit(
 
             switching = asyncio.create_task(switch())
             await _wait_until_blocked(new.pool, switcher.get_server_pid())
-            # ... and its second: the UPDATE (ROW EXCLUSIVE on the table).
+            # ... and its second: the UPDATE or DELETE (ROW EXCLUSIVE on the table).
             try:
-                await asyncio.wait_for(
-                    edit.execute(
-                        "UPDATE amrita_memory.memory SET content = '改过 狗', updated_at = now()"
-                        " WHERE partition_key = $1 AND id = $2",
-                        KEY,
-                        ids[5],
-                    ),
-                    30,
-                )
+                await asyncio.wait_for(edit.execute(second or EDIT, KEY, ids[5]), 30)
                 await tx.commit()
                 outcome["edit"] = "ok"
             except asyncpg.exceptions.DeadlockDetectedError:
@@ -149,6 +153,28 @@ async def test_the_released_switch_v1_deadlocks_in_the_same_interleaving(
     """The reproduction is real: v1 (still installed for the previous release) deadlocks."""
     outcome = await _switch_beside_an_edit(db_dsn, tmp_path, "reembed_switch_v1")
     assert "deadlock" in (outcome["edit"], outcome["switch"]), outcome
+
+
+@pytest.mark.parametrize(
+    ("switch_fn", "deadlocks"), [("reembed_switch_v1", True), ("reembed_switch_v2", False)]
+)
+async def test_the_switch_beside_a_row_locking_delete(
+    db_dsn: str, tmp_path: Path, switch_fn: str, deadlocks: bool
+) -> None:
+    """delete_memory_v1's FOR UPDATE then DELETE: the pair the load run's server log showed."""
+    outcome = await _switch_beside_an_edit(db_dsn, tmp_path, switch_fn, second=DELETE)
+    if deadlocks:
+        assert "deadlock" in (outcome["edit"], outcome["switch"]), outcome
+        return
+    assert outcome["edit"] == "ok", outcome
+    # The switch ran after the delete: nothing pending, the 11 rows left switched.
+    assert outcome["switch"] == {
+        "switched": True,
+        "pending": 0,
+        "memories": 11,
+        "knowledge": 0,
+        "dim": 256,
+    }, outcome
 
 
 @pytest.mark.parametrize(
