@@ -27,8 +27,9 @@
 --   * id and rows_before are returned as OUT values (RETURN NEXT), not by a query.
 -- The history row is the one v4 writes (trail_v3.sql: actor, op create, the fields, note)
 -- in the same statement as the memory. write_memory_v4 is write_memory_v3 on
--- insert_memory_v5. v4 and write_memory_v3 were never called by a released version: the
--- migration drops them.
+-- insert_memory_v5, returning the new row from its arguments instead of reading it back
+-- by id (they are its columns). insert_memory_v4 and write_memory_v3 were never called by
+-- a released version: the migration drops them.
 
 
 -- Insert one memory under the partition cap, with its history row (see above).
@@ -197,17 +198,11 @@ BEGIN
                p_partition, p_scope, p_content, p_tags, p_importance, p_category, p_source,
                p_author, p_embedding, p_fingerprint, p_now, p_cap, p_tokens, p_protocol,
                p_model, p_base_url) i;
-    IF v_id IS NULL THEN
-        RETURN QUERY SELECT NULL::text, p_partition, p_scope, p_content, p_tags,
-                            p_importance::smallint, p_category, p_source, p_author,
-                            p_now, p_now, v_before, false;
-        RETURN;
-    END IF;
-    RETURN QUERY
-    SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.category,
-           m.source, m.author, m.created_at, m.updated_at, v_before, false
-      FROM amrita_memory.memory m
-     WHERE m.partition_key = p_partition AND m.id = v_id;
+    -- The row as written (v3 read it back by id): its columns are these arguments.
+    RETURN QUERY SELECT v_id, p_partition, p_scope, p_content,
+                        CASE WHEN v_id IS NULL THEN p_tags ELSE coalesce(p_tags, '{}') END,
+                        p_importance::smallint, p_category, p_source, p_author,
+                        p_now, p_now, v_before, false;
 END
 $$;
 COMMENT ON FUNCTION amrita_memory.write_memory_v4(text, text, text, text[], integer, text, text, text, vector, text, timestamptz, integer, float8, text[], text, text, text) IS
