@@ -7,8 +7,9 @@ Create Date: 2026-12-04
 insert_memory_v5 checks the embedding model once, under the table lock a re-embed switch
 waits for, instead of twice, and tests the paused partition only for automatic actors;
 read the header of sql/functions/memory_v8.sql for what was measured. insert_memory_v4 and
-write_memory_v3 (0030_write_fast) were never called by a released version: they go
-(memory_v7.down.sql), and a downgrade installs them back from their released file.
+write_memory_v3 (0030_write_fast) stay: the previous release (aeac65f) calls them, and its
+processes keep writing beside this one's during a rolling upgrade; the release after this
+one retires them.
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     run_sql_file("functions/memory_v8.sql")
-    run_sql_file("functions/memory_v7.down.sql")
 
 
 def downgrade() -> None:
-    run_sql_file("functions/memory_v7.sql")
     run_sql_file("functions/memory_v8.down.sql")
