@@ -28,8 +28,8 @@
 -- The history row is the one v4 writes (trail_v3.sql: actor, op create, the fields, note)
 -- in the same statement as the memory. write_memory_v4 is write_memory_v3 on
 -- insert_memory_v5, returning the new row from its arguments instead of reading it back
--- by id (they are its columns). insert_memory_v4 and write_memory_v3 were never called by
--- a released version: the migration drops them.
+-- by id (they are its columns). insert_memory_v4 and write_memory_v3 stay installed: the
+-- previous release (aeac65f) calls them; the release after this one retires them.
 
 
 -- Insert one memory under the partition cap, with its history row (see above).
