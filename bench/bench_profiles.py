@@ -44,7 +44,8 @@ def row(label: str, samples: list[float]) -> str:
 
 async def run(mem: Memory, edits: int, writers: int) -> None:
     key = "QQPlatform_Private_1"
-    mem.profiles.limits = type(mem.profiles.limits)(1000, 500, 5000)
+    caps = {"summary_max_chars": 1000, "line_max_chars": 500, "max_lines": 5000}
+    mem.profiles.limits = mem.profiles.settings.model_copy(update=caps)
     appends = await timed(
         edits, lambda i: mem.profiles.edit(key, make_edit("S", f"line {i}", None, None), ACTOR)
     )

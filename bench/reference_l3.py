@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 MAIN = """你是「记忆整理员」（Memory Curator），在后台安静地运行，维护用户 {target} 的长期记忆库。今天是 {date}（UTC）。
@@ -60,207 +61,24 @@ USER = (
     "执行必要的整理操作。完成后务必调用 subconscious_iter_stop。"
 )
 
-IMPORTANCE = {"type": ["string", "null"], "enum": ["low", "medium", "high", None]}
 
-
-def _tool(
-    name: str, description: str, properties: dict[str, Any], required: list[str]
-) -> dict[str, Any]:
+def _tool(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One reference schema row (``reference_l3_tools.json``) in function-calling form."""
+    parameters = {"type": "object", "properties": row["properties"], "required": row["required"]}
     return {
         "type": "function",
         "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
+            "name": row["name"],
+            "description": row["description"],
+            "parameters": parameters,
         },
     }
 
 
-def _s(description: str, nullable: bool = False) -> dict[str, Any]:
-    return {"type": ["string", "null"] if nullable else "string", "description": description}
-
-
-def _i(description: str) -> dict[str, Any]:
-    return {"type": "integer", "description": description}
-
-
+#: the 21 schemas are data (names, descriptions, arguments of §8.8), kept beside this file
 SCHEMAS: list[dict[str, Any]] = [
-    _tool(
-        "subconscious_read_memory",
-        "按语义检索目标用户的长期记忆，返回最相关的若干条（含标签、重要程度、创建时间和距离）。",
-        {
-            "query": _s("检索关键词"),
-            "top_k": _i("返回条数，默认 5"),
-            "importance": {**IMPORTANCE, "description": "只返回该重要程度的记忆（可选）"},
-        },
-        ["query"],
-    ),
-    _tool(
-        "subconscious_write_memory",
-        "为目标用户写入一条新的长期记忆（例如整理时合并出的新事实）。",
-        {
-            "content": _s("记忆内容，一条一个事实"),
-            "tags": _s("标签，逗号分隔"),
-            "importance": {
-                "type": "string",
-                "enum": ["low", "medium", "high"],
-                "description": "重要程度",
-            },
-        },
-        ["content", "tags", "importance"],
-    ),
-    _tool(
-        "subconscious_update_memory",
-        "修改目标用户的一条已有记忆；未变化的字段请省略，省略的字段保持原值。",
-        {
-            "id": _s("记忆 ID"),
-            "content": _s("新内容（不变则省略）", nullable=True),
-            "tags": _s("新标签（不变则省略）", nullable=True),
-            "importance": {**IMPORTANCE, "description": "新的重要程度（不变则省略）"},
-        },
-        ["id"],
-    ),
-    _tool(
-        "subconscious_delete_memory",
-        "删除目标用户的一条记忆。",
-        {"id": _s("记忆 ID")},
-        ["id"],
-    ),
-    _tool(
-        "subconscious_list_memory",
-        "按存储顺序列出目标用户的前 limit 条记忆（ID、标签、重要程度和 80 字预览），并给出总数。",
-        {"limit": _i("条数，默认 10")},
-        [],
-    ),
-    _tool(
-        "subconscious_iter_stop",
-        "结束本轮整理并写下总结；总结会在下一轮的 subconscious_get_context 中显示。必须在本轮最后调用。",
-        {"summary": _s("本轮做了什么（一两句话）")},
-        ["summary"],
-    ),
-    _tool(
-        "subconscious_send_to_user",
-        "以机器人的口吻给目标用户发一条主动消息（问候、关心或分享）。每轮最多一次；需要启用 allow_send_to_user。",
-        {"intent": _s("想对用户说这句话的意图"), "memory_context": _s("相关的记忆内容（可选）")},
-        ["intent"],
-    ),
-    _tool(
-        "subconscious_read_chat_context",
-        "读取目标用户私聊会话中最近的聊天消息。",
-        {"limit": _i("最近的消息条数，默认 10")},
-        [],
-    ),
-    _tool(
-        "subconscious_duplicate_helper",
-        "分页查看目标用户的记忆，并按向量余弦相似度给出候选重复组，帮助找出并合并重复记忆。"
-        "可按标签、重要程度过滤，按创建时间、重要程度或长度排序；把 next_cursor 原样传回以继续。",
-        {
-            "tag": _s("只看标签串完全等于它的记忆（可选）", nullable=True),
-            "importance": {**IMPORTANCE, "description": "只看该重要程度（可选）"},
-            "sort_by": {
-                "type": "string",
-                "enum": ["created_at", "importance", "length"],
-                "description": "排序方式，默认 created_at",
-            },
-            "limit": _i("每页条数，默认 40，范围 1–200"),
-            "cursor": _s("上一页返回的 next_cursor（可选）", nullable=True),
-            "similarity_threshold": {
-                "type": "number",
-                "description": "候选重复组的余弦相似度阈值，默认 0.85",
-            },
-        },
-        [],
-    ),
-    _tool(
-        "subconscious_get_context",
-        "获取当前环境：当前时间与星期、上次整理的时间与总结、待处理的知识建议、记忆数量与提示、空闲计划。"
-        "每轮的第一个调用。",
-        {},
-        [],
-    ),
-    _tool(
-        "subconscious_get_memory_stats",
-        "目标用户记忆库的统计：总数、按重要程度和标签计数、最早与最新的创建时间、平均长度。",
-        {},
-        [],
-    ),
-    _tool(
-        "subconscious_knowledge_list",
-        "列出全局知识库的所有条目（ID、标题、摘要预览）。",
-        {},
-        [],
-    ),
-    _tool(
-        "subconscious_knowledge_read",
-        "读取一条知识的标题、摘要和正文；正文很长时用 start_line / end_line 按行分段读取。",
-        {
-            "kid": _s("知识 ID"),
-            "start_line": {"type": ["integer", "null"], "description": "起始行（可选）"},
-            "end_line": {"type": ["integer", "null"], "description": "结束行（可选）"},
-        },
-        ["kid"],
-    ),
-    _tool(
-        "subconscious_knowledge_create",
-        "新建一条全局知识（与具体用户无关、可复用的知识）。正文最多 10000 字符。",
-        {"title": _s("标题"), "summary": _s("摘要（用于检索）"), "body": _s("正文")},
-        ["title", "summary", "body"],
-    ),
-    _tool(
-        "subconscious_knowledge_update",
-        "更新一条全局知识的标题、摘要或正文（至少给出一项）。",
-        {
-            "kid": _s("知识 ID"),
-            "title": _s("新标题（可选）", nullable=True),
-            "summary": _s("新摘要（可选）", nullable=True),
-            "body": _s("新正文（可选）", nullable=True),
-        },
-        ["kid"],
-    ),
-    _tool(
-        "subconscious_knowledge_delete",
-        "删除一条全局知识。",
-        {"kid": _s("知识 ID")},
-        ["kid"],
-    ),
-    _tool(
-        "subconscious_knowledge_search",
-        "按语义检索全局知识库，返回最相关的条目（ID、标题、摘要、距离）。",
-        {"query": _s("检索关键词"), "top_k": _i("返回条数，默认 5")},
-        ["query"],
-    ),
-    _tool(
-        "subconscious_read_suggestions",
-        "读取聊天中产生的待处理知识建议，并清空建议队列。",
-        {},
-        [],
-    ),
-    _tool(
-        "subconscious_read_sessions",
-        "读取目标用户最近 n 段会话的摘要，最新的在前。",
-        {"n": _i("会话数，默认 5")},
-        [],
-    ),
-    _tool(
-        "subconscious_get_profile",
-        "读取目标用户的画像：摘要和按行编号的正文，可按行窗口读取。",
-        {
-            "start_line": {"type": ["integer", "null"], "description": "起始行（可选）"},
-            "end_line": {"type": ["integer", "null"], "description": "结束行（可选）"},
-        },
-        [],
-    ),
-    _tool(
-        "subconscious_update_profile",
-        "增量更新目标用户的画像：替换摘要，并追加新行或替换 [start_line, end_line) 范围的行。",
-        {
-            "summary": _s("新的画像摘要（不超过 200 字）"),
-            "new_lines": _s("新增或替换的正文行"),
-            "start_line": {"type": ["integer", "null"], "description": "替换起始行（可选）"},
-            "end_line": {"type": ["integer", "null"], "description": "替换结束行（可选）"},
-        },
-        ["summary", "new_lines"],
-    ),
+    _tool(row)
+    for row in json.loads(Path(__file__).with_name("reference_l3_tools.json").read_text("utf-8"))
 ]
 assert len(SCHEMAS) == 21
 

@@ -494,19 +494,10 @@ def plan(state: HeatState, now: datetime, penalty: int, cfg: PlannerConfig, tz: 
 
     # Forced: the longest cold run, the soonest among equals (B6).
     for tier, runs in runs_by_tier.items():
-        for run in sorted(runs, key=lambda r: (-r.slots, *_soonest_key(r, now))):
-            found = _as_plan(
-                run,
-                now,
-                penalty,
-                cfg,
-                tz,
-                tier=tier,
-                relaxed_steps=cfg.max_relax_steps,
-                forced=True,
-            )
-            if found is not None:
-                return found
+        longest = sorted(runs, key=lambda r: (-r.slots, *_soonest_key(r, now)))
+        found = _first_forced(longest, now, penalty, cfg, tz, tier)
+        if found is not None:
+            return found
 
     # Lightest: the least busy slot of the next 24 hours (W11).
     for tier in runs_by_tier:
@@ -543,16 +534,16 @@ def _lightest(
         delta = abs((run.start.hour * 60 + run.start.minute) // SLOT_MINUTES - target_slot)
         return (min(delta, SLOTS_PER_DAY - delta), (run.start - now).total_seconds())
 
-    for run in sorted(near, key=to_target):
+    return _first_forced(sorted(near, key=to_target), now, penalty, cfg, tz, tier)
+
+
+def _first_forced(
+    runs: list[_Run], now: datetime, penalty: int, cfg: PlannerConfig, tz: tzinfo, tier: Tier
+) -> Plan | None:
+    """The plan of the first of ``runs`` that makes one, every rule relaxed (forced)."""
+    for run in runs:
         found = _as_plan(
-            run,
-            now,
-            penalty,
-            cfg,
-            tz,
-            tier=tier,
-            relaxed_steps=cfg.max_relax_steps,
-            forced=True,
+            run, now, penalty, cfg, tz, tier=tier, relaxed_steps=cfg.max_relax_steps, forced=True
         )
         if found is not None:
             return found

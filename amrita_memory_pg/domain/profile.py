@@ -22,9 +22,9 @@ write never lands somewhere else than asked. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from amrita_memory_pg.domain.errors import ProfileRefused
 from amrita_memory_pg.domain.validation import InvalidInput, check_lines, check_text
@@ -105,9 +105,9 @@ class ProfileInfo:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class ProfileLimits:
-    """The ``[profile]`` caps (settings), checked before anything is written."""
+class ProfileLimits(Protocol):
+    """The caps checked before anything is written: the ``[profile]`` settings section
+    itself (declared there, once; the domain does not import the settings)."""
 
     summary_max_chars: int
     line_max_chars: int
@@ -126,14 +126,7 @@ class ProfileWindow:
 
     def reply(self) -> dict[str, Any]:
         """The reference's success reply of read_profile / subconscious_get_profile."""
-        return {
-            "status": "success",
-            "summary": self.summary,
-            "content": self.content,
-            "total_lines": self.total_lines,
-            "range_start": self.range_start,
-            "range_end": self.range_end,
-        }
+        return {"status": "success", **asdict(self)}
 
 
 def read_window(

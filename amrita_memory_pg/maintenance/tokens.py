@@ -15,6 +15,7 @@ tokens: they belong to the text, not to the model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +38,17 @@ class TokenReport:
     knowledge_remaining: int = 0
 
 
-async def _memories(pool: Any, batch_size: int, retokenize: bool, max_batches: int | None) -> int:
-    page = query("memories_page_for_tokens") if retokenize else query("untokenized_memories")
+async def _walk(
+    pool: Any,
+    page: str,
+    write: str,
+    key: str,
+    row_args: Callable[[Any], tuple[Any, ...]],
+    batch_size: int,
+    max_batches: int | None,
+) -> int:
+    """Keyset pages of ``page`` in ``key`` order, each page written back by ``write``
+    (``row_args`` of its rows) in one ``executemany``; how many rows it did."""
     cursor = ""
     done = 0
     batches = 0
@@ -47,45 +57,35 @@ async def _memories(pool: Any, batch_size: int, retokenize: bool, max_batches: i
         if not rows:
             break
         batches += 1
-        args = [
-            (r["partition_key"], r["id"], r["content"], search_tokens(r["content"]), retokenize)
-            for r in rows
-        ]
+        args = [row_args(r) for r in rows]
         async with pool.acquire() as conn:
-            await conn.executemany(query("set_memory_tokens"), args)
+            await conn.executemany(write, args)
         done += len(rows)
-        cursor = rows[-1]["id"]
+        cursor = rows[-1][key]
     return done
+
+
+async def _memories(pool: Any, batch_size: int, retokenize: bool, max_batches: int | None) -> int:
+    page = query("memories_page_for_tokens") if retokenize else query("untokenized_memories")
+
+    def row_args(r: Any) -> tuple[Any, ...]:
+        return (r["partition_key"], r["id"], r["content"], search_tokens(r["content"]), retokenize)
+
+    write = query("set_memory_tokens")
+    return await _walk(pool, page, write, "id", row_args, batch_size, max_batches)
 
 
 async def _knowledge(pool: Any, batch_size: int, retokenize: bool, max_batches: int | None) -> int:
     """The same walk over the knowledge base, in kid order; an entry edited meanwhile
     keeps the tokens its edit stored (knowledge_set_tokens_v1 compares the text)."""
     page = query("knowledge_page_for_tokens") if retokenize else query("untokenized_knowledge")
-    cursor = ""
-    done = 0
-    batches = 0
-    while max_batches is None or batches < max_batches:
-        rows = await pool.fetch(page, cursor, batch_size)
-        if not rows:
-            break
-        batches += 1
-        args = [
-            (
-                r["kid"],
-                r["title"],
-                r["summary"],
-                r["body"],
-                search_tokens(knowledge_search_text(r["title"], r["summary"], r["body"])),
-                retokenize,
-            )
-            for r in rows
-        ]
-        async with pool.acquire() as conn:
-            await conn.executemany(query("backfill_knowledge_tokens"), args)
-        done += len(rows)
-        cursor = rows[-1]["kid"]
-    return done
+
+    def row_args(r: Any) -> tuple[Any, ...]:
+        text = knowledge_search_text(r["title"], r["summary"], r["body"])
+        return (r["kid"], r["title"], r["summary"], r["body"], search_tokens(text), retokenize)
+
+    write = query("backfill_knowledge_tokens")
+    return await _walk(pool, page, write, "kid", row_args, batch_size, max_batches)
 
 
 async def backfill_tokens(

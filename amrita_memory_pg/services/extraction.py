@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -54,7 +54,7 @@ from amrita_memory_pg.domain.validation import text_problem
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.settings import ExtractionSettings, LlmSettings, Settings
-from amrita_memory_pg.storage.bot_memories import BotMemoryRepository
+from amrita_memory_pg.storage.bot_memories import BotMemoryRepository, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -266,14 +266,24 @@ class Extractor:
             return Outcome(
                 session_key, partition, "empty", "no new chat lines since the last extraction"
             )
-        until = lines[-1].id
+        run = RunRecord(
+            session_key=session_key,
+            partition_key=partition,
+            trigger=trigger,
+            status="ok",
+            reason=None,
+            entries=0,
+            chat_until_id=lines[-1].id,
+            model=self.model_name,
+            usage=TokenUsage(),
+            started_at=now,
+            finished_at=now,
+        )
         trail = self.memories.trail
         if trail is not None and await trail.is_paused(partition):
             # issue 17: a paused scope is not written by automatic processes; the lines
             # are marked read (a rejected run), so they are not retried after resuming.
-            return await self._finish(
-                session_key, partition, trigger, "rejected", PAUSED_REASON, until, TokenUsage(), now
-            )
+            return await self._finish(run, "rejected", PAUSED_REASON, run.usage)
         with acting(Actor("extraction", session_key)):  # read on the primary (storage/reads.py)
             records, _total = await self.memories.list_page(
                 partition, limit=max(self.settings.per_session_memory_limit, 1), offset=0
@@ -292,49 +302,24 @@ class Extractor:
             )
 
             async def record_ok(conn: Any) -> None:
-                await self.repo.record_run(
-                    conn,
-                    session_key=session_key,
-                    partition_key=partition,
-                    trigger=trigger,
-                    status="ok",
-                    reason=None,
-                    entries=len(entries),
-                    chat_until_id=until,
-                    model=self.model_name,
-                    usage=usage,
-                    started_at=now,
-                    finished_at=datetime.now(UTC),
-                )
+                done = datetime.now(UTC)
+                ok = replace(run, entries=len(entries), usage=usage, finished_at=done)
+                await self.repo.record_run(conn, ok)
 
             with acting(Actor("extraction", session_key)):
                 replaced, inserted = await self._replace(
                     partition, entries, vectors, now, record_ok
                 )
         except MemoryPaused:
-            return await self._finish(
-                session_key, partition, trigger, "rejected", PAUSED_REASON, until, usage, now
-            )
+            return await self._finish(run, "rejected", PAUSED_REASON, usage)
         except Rejected as exc:
-            return await self._finish(
-                session_key, partition, trigger, "rejected", exc.reason, until, usage, now
-            )
+            return await self._finish(run, "rejected", exc.reason, usage)
         except PartitionFull as exc:
             reason = f"the partition would exceed its cap of {exc.limit} memories (manual entries included)"
-            return await self._finish(
-                session_key, partition, trigger, "rejected", reason, until, usage, now
-            )
+            return await self._finish(run, "rejected", reason, usage)
         except (LlmError, EmbeddingError) as exc:
-            return await self._finish(
-                session_key,
-                partition,
-                trigger,
-                "failed",
-                str(exc) or type(exc).__name__,
-                None,
-                usage,
-                now,
-            )
+            unread = replace(run, chat_until_id=None)  # the lines stay unread: tried again
+            return await self._finish(unread, "failed", str(exc) or type(exc).__name__, usage)
         log.info(
             "extraction of %s: %d auto memories replaced by %d (%d tokens)",
             session_key,
@@ -367,33 +352,21 @@ class Extractor:
 
     async def _finish(
         self,
-        session_key: str,
-        partition: str,
-        trigger: Trigger,
+        run: RunRecord,
         status: Literal["rejected", "failed"],
         reason: str,
-        until: int | None,
         usage: TokenUsage,
-        started: datetime,
     ) -> Outcome:
         log.warning(
-            "extraction of %s %s: %s (the previous auto memories stay)", session_key, status, reason
+            "extraction of %s %s: %s (the previous auto memories stay)",
+            run.session_key,
+            status,
+            reason,
         )
-        await self.repo.record_run(
-            self.repo.pool,
-            session_key=session_key,
-            partition_key=partition,
-            trigger=trigger,
-            status=status,
-            reason=reason[:2000],
-            entries=0,
-            chat_until_id=until,
-            model=self.model_name,
-            usage=usage,
-            started_at=started,
-            finished_at=datetime.now(UTC),
-        )
-        return Outcome(session_key, partition, status, reason, 0, 0, usage)
+        done = datetime.now(UTC)
+        ended = replace(run, status=status, reason=reason[:2000], usage=usage, finished_at=done)
+        await self.repo.record_run(self.repo.pool, ended)
+        return Outcome(run.session_key, run.partition_key, status, reason, 0, 0, usage)
 
     async def run_expired(self, *, now: datetime | None = None, limit: int = 20) -> list[Outcome]:
         """The session job: unload the scopes of chats whose session is over, then (when

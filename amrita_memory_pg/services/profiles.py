@@ -49,14 +49,6 @@ class ProfileUpdate:
     operation: str
 
 
-def limits_of(settings: ProfileSettings) -> ProfileLimits:
-    return ProfileLimits(
-        summary_max_chars=settings.summary_max_chars,
-        line_max_chars=settings.line_max_chars,
-        max_lines=settings.max_lines,
-    )
-
-
 def require_personal(partition_key: str) -> None:
     """Profiles belong to users: a group (or ``global``) partition has none."""
     if not is_personal_key(partition_key):
@@ -71,7 +63,7 @@ class ProfileService:
     def __init__(self, repo: ProfileRepository, settings: ProfileSettings) -> None:
         self.repo = repo
         self.settings = settings
-        self.limits = limits_of(settings)
+        self.limits: ProfileLimits = settings  # the section is the caps
 
     async def get(self, partition_key: str) -> Profile:
         require_personal(partition_key)

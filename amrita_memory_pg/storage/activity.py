@@ -15,6 +15,7 @@ import asyncpg
 from amrita_memory_pg.domain.activity import DAYS, SLOTS_PER_DAY, heat_cell
 from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.rows import from_row
 
 
 class ActivityRepository:
@@ -83,18 +84,7 @@ class ActivityRepository:
     async def recent(self, session_key: str, limit: int = 50) -> list[ChatLine]:
         """The newest ``limit`` lines of a session, oldest first."""
         rows = await self._pool.fetch(query("get_recent_chat"), session_key, limit)
-        return [
-            ChatLine(
-                id=r["id"],
-                session_key=r["session_key"],
-                user_id=r["user_id"],
-                group_id=r["group_id"],
-                role=r["role"],
-                text=r["text"],
-                created_at=r["created_at"],
-            )
-            for r in reversed(rows)
-        ]
+        return [from_row(ChatLine, r) for r in reversed(rows)]
 
     async def heatmap(self, user_key: str) -> list[list[int]]:
         """The user's 7 × 12 hit counts, ``grid[weekday][slot]`` (0 = Monday, 00:00–02:00)."""

@@ -19,6 +19,7 @@ import asyncpg
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.storage.memories import record_from_row
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.rows import from_row
 
 #: the sort orders of the memory list (``admin_memory_page``'s $11)
 MEMORY_SORTS = (
@@ -113,7 +114,7 @@ class AdminRepository:
     async def session_get(self, sid: str, now: datetime) -> SessionRow | None:
         """The session if it still counts (not revoked, not expired), else None."""
         row = await self.pool.fetchrow(query("web_session_get"), sid, now)
-        return None if row is None else SessionRow(row["role"], row["name"], row["password_fp"])
+        return None if row is None else from_row(SessionRow, row)
 
     async def session_revoke(self, sid: str, now: datetime) -> None:
         await self.pool.execute(query("web_session_revoke"), sid, now)
@@ -194,7 +195,7 @@ class AdminRepository:
     ) -> tuple[list[PartitionUsage], int]:
         """Partitions by size, with the ``partition_usage`` view's counts."""
         rows = await self.read_pool.fetch(query("admin_partition_page"), limit, offset, contains)
-        usage = [PartitionUsage(**{k: r[k] for k in PartitionUsage.__slots__}) for r in rows]
+        usage = [from_row(PartitionUsage, r) for r in rows]
         return usage, int(rows[0]["total"]) if rows else 0
 
     async def overview_counts(self) -> list[tuple[str, str, int]]:

@@ -9,7 +9,7 @@ memories, relevant memories): it runs on every chat turn.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ from amrita_memory_pg.domain.injection import Candidate
 from amrita_memory_pg.domain.ports import TokenUsage, Vector
 from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.rows import from_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +47,11 @@ class ExpiredSession:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionRun:
-    """One recorded extraction run (``extraction_run`` row)."""
+class RunRecord:
+    """One extraction run as it is recorded (``record_extraction_run``): what it read,
+    what it did and what it cost."""
 
     session_key: str
-    id: int
     partition_key: str
     trigger: str
     status: str
@@ -63,23 +64,18 @@ class ExtractionRun:
     finished_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class ExtractionRun(RunRecord):
+    """One recorded run (``extraction_run`` row): the record and its id."""
+
+    id: int
+
+
 def _candidate(row: Any) -> Candidate:
     """A block row (kind, partition_key, content, id, importance, category, updated_epoch)
     as a candidate; positional, as the block reads 200 a turn."""
     _kind, partition_key, content, memory_id, importance, category, updated = row
     return Candidate(memory_id, partition_key, content, int(importance), category, updated)
-
-
-def _line(row: Any) -> ChatLine:
-    return ChatLine(
-        id=row["id"],
-        session_key=row["session_key"],
-        user_id=row["user_id"],
-        group_id=row["group_id"],
-        role=row["role"],
-        text=row["text"],
-        created_at=row["created_at"],
-    )
 
 
 class BotMemoryRepository:
@@ -173,47 +169,34 @@ class BotMemoryRepository:
     async def expired_sessions(self, idle_since: datetime, limit: int) -> list[ExpiredSession]:
         """Sessions silent since ``idle_since`` with lines no extraction has read yet."""
         rows = await self._pool.fetch(query("expired_sessions"), idle_since, limit)
-        return [ExpiredSession(r["session_key"], r["last_id"], r["last_at"]) for r in rows]
+        return [from_row(ExpiredSession, r) for r in rows]
 
     async def unread_lines(self, session_key: str, limit: int) -> list[ChatLine]:
         """The newest ``limit`` lines after the last extraction, oldest first."""
         rows = await self._pool.fetch(query("session_lines_since"), session_key, limit)
-        return [_line(r) for r in reversed(rows)]
+        return [from_row(ChatLine, r) for r in reversed(rows)]
 
     @staticmethod
-    async def record_run(
-        conn: Any,
-        *,
-        session_key: str,
-        partition_key: str,
-        trigger: str,
-        status: str,
-        reason: str | None,
-        entries: int,
-        chat_until_id: int | None,
-        model: str | None,
-        usage: TokenUsage,
-        started_at: datetime,
-        finished_at: datetime,
-    ) -> int:
-        """Record one run on ``conn`` (a connection inside the replacing transaction, or
+    async def record_run(conn: Any, run: RunRecord) -> int:
+        """Record ``run`` on ``conn`` (a connection inside the replacing transaction, or
         the pool); returns its id."""
+        usage = run.usage
         return int(
             await conn.fetchval(
                 query("record_extraction_run"),
-                session_key,
-                partition_key,
-                trigger,
-                status,
-                reason,
-                entries,
-                chat_until_id,
-                model,
+                run.session_key,
+                run.partition_key,
+                run.trigger,
+                run.status,
+                run.reason,
+                run.entries,
+                run.chat_until_id,
+                run.model,
                 usage.prompt_tokens,
                 usage.completion_tokens,
                 usage.total_tokens,
-                started_at,
-                finished_at,
+                run.started_at,
+                run.finished_at,
             )
         )
 
@@ -221,18 +204,9 @@ class BotMemoryRepository:
         rows = await self._pool.fetch(query("extraction_runs"), session_key, limit)
         return [
             ExtractionRun(
-                session_key=r["session_key"],
-                id=r["id"],
-                partition_key=r["partition_key"],
-                trigger=r["trigger"],
-                status=r["status"],
-                reason=r["reason"],
-                entries=r["entries"],
-                chat_until_id=r["chat_until_id"],
-                model=r["model"],
+                **{f.name: r[f.name] for f in fields(RunRecord) if f.name != "usage"},
                 usage=TokenUsage(r["prompt_tokens"], r["completion_tokens"], r["total_tokens"]),
-                started_at=r["started_at"],
-                finished_at=r["finished_at"],
+                id=r["id"],
             )
             for r in rows
         ]

@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from amrita_memory_pg.storage.queries import query
-from amrita_memory_pg.storage.rows import one_row
+from amrita_memory_pg.storage.rows import FunctionRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +24,14 @@ class JobClaim:
     started_at: datetime
 
 
-class JobRepository:
-    """``now`` None means the database's clock (one for the fleet)."""
+class JobRepository(FunctionRepository):
+    """The job functions; a running job without a heartbeat for ``stale_seconds`` is
+    lost (its process died) and no longer blocks a start. ``now`` None means the
+    database's clock (one for the fleet)."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self.pool = pool
+    def __init__(self, pool: asyncpg.Pool, *, stale_seconds: float) -> None:
+        super().__init__(pool)
+        self.stale_seconds = stale_seconds
 
     async def start(
         self,
@@ -36,11 +39,10 @@ class JobRepository:
         kind: str,
         started_by: str,
         owner: str,
-        stale_seconds: float,
         now: datetime | None = None,
     ) -> JobClaim:
-        args = (job_id, kind, started_by, owner, stale_seconds, now)
-        return await one_row(self.pool, JobClaim, query("job_start"), *args)
+        args = (job_id, kind, started_by, owner, self.stale_seconds, now)
+        return await self._one(JobClaim, query("job_start"), *args)
 
     async def beat(
         self,
@@ -53,7 +55,7 @@ class JobRepository:
     ) -> bool | None:
         """The heartbeat; True when a cancel was requested, None when the row is not
         this owner's running job any more."""
-        value = await self.pool.fetchval(query("job_beat"), job_id, owner, phase, done, total, now)
+        value = await self._value(query("job_beat"), job_id, owner, phase, done, total, now)
         return None if value is None else bool(value)
 
     async def finish(
@@ -69,25 +71,17 @@ class JobRepository:
         error: str | None,
         now: datetime | None = None,
     ) -> bool:
-        return bool(
-            await self.pool.fetchval(
-                query("job_finish"), job_id, owner, state, phase, done, total, result, error, now
-            )
-        )
+        args = (job_id, owner, state, phase, done, total, result, error, now)
+        return await self._flag(query("job_finish"), *args)
 
     async def cancel(self, job_id: str, by: str) -> str | None:
         """Ask the owner to stop the job; the job's state (None: no such job)."""
-        value = await self.pool.fetchval(query("job_cancel"), job_id, by)
+        value = await self._value(query("job_cancel"), job_id, by)
         return None if value is None else str(value)
 
-    async def list(
-        self, limit: int, stale_seconds: float, now: datetime | None = None
-    ) -> list[dict[str, Any]]:
-        rows = await self.pool.fetch(query("job_list"), limit, stale_seconds, now)
-        return [dict(r.items()) for r in rows]
+    async def list(self, limit: int, now: datetime | None = None) -> list[dict[str, Any]]:
+        return await self._dicts(query("job_list"), limit, self.stale_seconds, now)
 
-    async def get(
-        self, job_id: str, stale_seconds: float, now: datetime | None = None
-    ) -> dict[str, Any] | None:
-        row = await self.pool.fetchrow(query("job_get"), job_id, stale_seconds, now)
-        return None if row is None else dict(row.items())
+    async def get(self, job_id: str, now: datetime | None = None) -> dict[str, Any] | None:
+        rows = await self._dicts(query("job_get"), job_id, self.stale_seconds, now)
+        return rows[0] if rows else None

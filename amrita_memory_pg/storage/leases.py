@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-
 from amrita_memory_pg.storage.queries import query
-from amrita_memory_pg.storage.rows import one_row
+from amrita_memory_pg.storage.rows import FunctionRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,11 +23,8 @@ class Claim:
     previous_owner: str | None
 
 
-class LeaseRepository:
+class LeaseRepository(FunctionRepository):
     """The lease functions; ``now`` None means the database's clock (one for the fleet)."""
-
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self.pool = pool
 
     async def acquire(
         self,
@@ -41,7 +36,7 @@ class LeaseRepository:
         now: datetime | None = None,
     ) -> Claim:
         args = (kind, key, owner, token, ttl_seconds, now)
-        return await one_row(self.pool, Claim, query("lease_acquire"), *args)
+        return await self._one(Claim, query("lease_acquire"), *args)
 
     async def take_over(
         self,
@@ -54,24 +49,19 @@ class LeaseRepository:
         now: datetime | None = None,
     ) -> bool:
         """Replace a dead process's claim before its expiry (False: the row moved on)."""
-        return bool(
-            await self.pool.fetchval(
-                query("lease_take_over"), kind, key, dead_token, owner, token, ttl_seconds, now
-            )
-        )
+        args = (kind, key, dead_token, owner, token, ttl_seconds, now)
+        return await self._flag(query("lease_take_over"), *args)
 
     async def renew(
         self, kind: str, key: str, token: str, ttl_seconds: float, now: datetime | None = None
     ) -> bool:
         """The heartbeat; False when this claim no longer holds the lease."""
-        return bool(
-            await self.pool.fetchval(query("lease_renew"), kind, key, token, ttl_seconds, now)
-        )
+        return await self._flag(query("lease_renew"), kind, key, token, ttl_seconds, now)
 
     async def release(self, kind: str, key: str, token: str) -> bool:
         """Drop this claim's row; False when it no longer held the lease."""
-        return bool(await self.pool.fetchval(query("lease_release"), kind, key, token))
+        return await self._flag(query("lease_release"), kind, key, token)
 
     async def list(self, now: datetime | None = None) -> list[dict[str, Any]]:
         """Every lease row, with ``live`` (not expired at ``now``)."""
-        return [dict(r.items()) for r in await self.pool.fetch(query("lease_list"), now)]
+        return await self._dicts(query("lease_list"), now)

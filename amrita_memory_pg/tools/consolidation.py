@@ -43,12 +43,12 @@ from amrita_memory_pg.services.consolidation import ITER_STOP, LoopDeps
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.loop_chat import ChatContextArgs, LoopChat, SendArgs, SessionsArgs
+from amrita_memory_pg.tools.loop_chat import LoopChat
 from amrita_memory_pg.tools.loop_common import Importance, NoArgs, loop_cycle, preview
-from amrita_memory_pg.tools.loop_survey import DuplicateArgs, LoopSurvey, cursor_encode
+from amrita_memory_pg.tools.loop_survey import LoopSurvey, cursor_encode
 from amrita_memory_pg.tools.memo import too_long_error
 from amrita_memory_pg.tools.memory import TIER_RANGE, iso
-from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.tools.registry import BoundHandler, ToolRegistry, declare, declared
 from amrita_memory_pg.usecases.memories import MemoryCases, required_text
 from amrita_memory_pg.usecases.memos import MemoCases
 from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory
@@ -139,6 +139,11 @@ class LoopTools:
         self.loop = loop
 
     # -- L2
+    @declare(
+        "subconscious_read_memory",
+        "语义检索记忆。",
+        "检索记忆失败",
+    )
     async def read_memory(self, args: ReadArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         query = required_text(args.query, "query 不能为空：请给出检索关键词")
@@ -172,6 +177,11 @@ class LoopTools:
             "distances": [[h.distance for h in hits]],
         }
 
+    @declare(
+        "subconscious_write_memory",
+        "新增一条记忆。",
+        "写入记忆失败",
+    )
     async def write_memory(self, args: WriteArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         content = required_text(args.content, "content 不能为空")
@@ -207,6 +217,11 @@ class LoopTools:
             raise ToolError(f"未找到ID为 {memory_id} 的记忆")
         return record
 
+    @declare(
+        "subconscious_update_memory",
+        "修改一条记忆，省略的字段不变。",
+        "更新记忆失败",
+    )
     async def update_memory(self, args: UpdateArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         if args.content is None and args.tags is None and args.importance is None:
@@ -245,6 +260,11 @@ class LoopTools:
         cycle.changed += 1
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
+    @declare(
+        "subconscious_delete_memory",
+        "删除一条记忆。",
+        "删除记忆失败",
+    )
     async def delete_memory(self, args: DeleteArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         record = await self._existing(cycle, args.id)
@@ -263,6 +283,12 @@ class LoopTools:
         cycle.changed += 1
         return {"status": "success", "message": "记忆删除成功", "id": record.id}
 
+    @declare(
+        "subconscious_merge_memories",
+        "合并一组重复：保留 keep_id（可给合并后的 content/importance），删除 merge_ids；"
+        "一次调用一组，全部成功或全部不做。",
+        "合并记忆失败",
+    )
     async def merge_memories(self, args: MergeArgs, ctx: ToolContext) -> dict[str, Any]:
         """One duplicate group in one call and one transaction: keep one memory
         (optionally rewritten), delete the others. All ids are checked first; any
@@ -326,6 +352,13 @@ class LoopTools:
         reply["deleted"] = len(deleted)
         return reply
 
+    @declare(
+        "subconscious_list_memory",
+        "列出前 limit 条记忆的预览。",
+        "列出记忆失败",
+        # superseded by the pre-pass and duplicate_helper's pages (still accepted)
+        offer=lambda c: False,
+    )
     async def list_memory(self, args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         page, total = await self.memories.page(cycle.target_key, limit=args.limit)
@@ -345,6 +378,11 @@ class LoopTools:
         }
 
     # -- the cycle
+    @declare(
+        ITER_STOP,
+        "结束本轮并写总结；可以和最后的修改在同一轮调用。",
+        "结束失败",
+    )
     async def iter_stop(self, args: StopArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         if not cycle.context_fetched:
@@ -354,6 +392,12 @@ class LoopTools:
         return {"status": "acknowledged", "message": "推理循环已确认结束"}
 
     # -- L1 (D4)
+    @declare(
+        "subconscious_read_memo",
+        "读备忘录（L1）全文。",
+        "读取备忘录失败",
+        offer=lambda c: bool(c.get("memo_hint")),
+    )
     async def read_memo(self, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         memo = await self.memos.read(cycle.target_key)
@@ -364,6 +408,12 @@ class LoopTools:
             "max_chars": self.memos.max_chars,
         }
 
+    @declare(
+        "subconscious_rewrite_memo",
+        "用压缩后的全文替换备忘录（L1），保留关键事实，不超过上限。",
+        "改写备忘录失败",
+        offer=lambda c: bool(c.get("memo_hint")),
+    )
     async def rewrite_memo(self, args: RewriteMemoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         content = args.content.strip()
@@ -399,136 +449,29 @@ def register_loop_tools(
     sent: set[int] = set()
     survey = LoopSurvey(memos, loop, settings, sent)
     chat = LoopChat(loop, settings, sent)
-    # Descriptions are short on purpose: every schema is re-sent with every model call of
-    # a cycle; the system prompt says how to work. ``offer``: shown only when the cycle's
+    # The schemas' order; each tool is declared on its handler (``@declare``), with a
+    # description short on purpose: every schema is re-sent with every model call of a
+    # cycle, the system prompt says how to work. ``offer``: shown only when the cycle's
     # get_context says the tool has something to do (a tool not shown still runs).
-    specs: list[Tool[Any]] = [
-        Tool(
-            "subconscious_merge_memories",
-            "合并一组重复：保留 keep_id（可给合并后的 content/importance），删除 merge_ids；"
-            "一次调用一组，全部成功或全部不做。",
-            MergeArgs,
-            tools.merge_memories,
-            "合并记忆失败",
-        ),
-        Tool(
-            "subconscious_update_memory",
-            "修改一条记忆，省略的字段不变。",
-            UpdateArgs,
-            tools.update_memory,
-            "更新记忆失败",
-        ),
-        Tool(
-            "subconscious_delete_memory",
-            "删除一条记忆。",
-            DeleteArgs,
-            tools.delete_memory,
-            "删除记忆失败",
-        ),
-        Tool(
-            "subconscious_write_memory",
-            "新增一条记忆。",
-            WriteArgs,
-            tools.write_memory,
-            "写入记忆失败",
-        ),
-        Tool(
-            "subconscious_read_memory",
-            "语义检索记忆。",
-            ReadArgs,
-            tools.read_memory,
-            "检索记忆失败",
-        ),
-        Tool(
-            "subconscious_list_memory",
-            "列出前 limit 条记忆的预览。",
-            ListArgs,
-            tools.list_memory,
-            "列出记忆失败",
-            # superseded by the pre-pass and duplicate_helper's pages (still accepted)
-            offer=lambda c: False,
-        ),
-        Tool(
-            "subconscious_duplicate_helper",
-            "分页列出记忆和候选重复组；candidates_only=true 只列候选。",
-            DuplicateArgs,
-            survey.duplicate_helper,
-            "查重失败",
-            # the pre-pass in get_context shows every group of a store this size
-            offer=lambda c: (
-                bool(c.get("memory_hint"))
-                or int(c.get("duplicate_groups") or 0) > len(c.get("duplicate_candidates") or ())
-            ),
-        ),
-        Tool(
-            ITER_STOP,
-            "结束本轮并写总结；可以和最后的修改在同一轮调用。",
-            StopArgs,
-            tools.iter_stop,
-            "结束失败",
-        ),
-        Tool(
-            "subconscious_read_sessions",
-            "最近 n 段会话的摘要。",
-            SessionsArgs,
-            chat.read_sessions,
-            "读取会话失败",
-        ),
-        Tool(
-            "subconscious_read_chat_context",
-            "最近的聊天消息。",
-            ChatContextArgs,
-            chat.read_chat_context,
-            "读取聊天记录失败",
-            # the exact recent lines matter for a proactive message; else read_sessions
-            offer=lambda c: bool(c.get("can_send_to_user")),
-        ),
-        Tool(
-            "subconscious_send_to_user",
-            "给用户发一条主动消息（每轮最多一次），在其下次私聊时送达。",
-            SendArgs,
-            chat.send_to_user,
-            "生成主动消息失败",
-            offer=lambda c: bool(c.get("can_send_to_user")),
-        ),
-        Tool(
-            "subconscious_get_memory_stats",
-            "记忆库统计。",
-            NoArgs,
-            survey.get_memory_stats,
-            "统计失败",
-            offer=lambda c: bool(c.get("memory_hint")),
-        ),
-        Tool(
-            "subconscious_get_context",
-            "当前环境（本轮开头已由系统调用）。",
-            NoArgs,
-            survey.get_context,
-            "获取环境失败",
-            offer=lambda c: False,
-        ),
+    handlers: list[BoundHandler] = [
+        tools.merge_memories,
+        tools.update_memory,
+        tools.delete_memory,
+        tools.write_memory,
+        tools.read_memory,
+        tools.list_memory,
+        survey.duplicate_helper,
+        tools.iter_stop,
+        chat.read_sessions,
+        chat.read_chat_context,
+        chat.send_to_user,
+        survey.get_memory_stats,
+        survey.get_context,
     ]
     if settings.subconscious.enable_memory_compress:
-        specs += [
-            Tool(
-                "subconscious_read_memo",
-                "读备忘录（L1）全文。",
-                NoArgs,
-                tools.read_memo,
-                "读取备忘录失败",
-                offer=lambda c: bool(c.get("memo_hint")),
-            ),
-            Tool(
-                "subconscious_rewrite_memo",
-                "用压缩后的全文替换备忘录（L1），保留关键事实，不超过上限。",
-                RewriteMemoArgs,
-                tools.rewrite_memo,
-                "改写备忘录失败",
-                offer=lambda c: bool(c.get("memo_hint")),
-            ),
-        ]
-    for tool in specs:
-        registry.register(tool)
+        handlers += [tools.read_memo, tools.rewrite_memo]
+    for handler in handlers:
+        registry.register(declared(handler))
     return tools
 
 

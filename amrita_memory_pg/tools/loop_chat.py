@@ -24,6 +24,7 @@ from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import loop_cycle
 from amrita_memory_pg.tools.memory import iso
+from amrita_memory_pg.tools.registry import declare
 
 SESSION_GAP = timedelta(minutes=30)
 SESSION_LINES = 500
@@ -55,6 +56,12 @@ class LoopChat:
         #: cycles that already queued their one proactive message (shared with LoopSurvey)
         self.sent = sent
 
+    @declare(
+        "subconscious_send_to_user",
+        "给用户发一条主动消息（每轮最多一次），在其下次私聊时送达。",
+        "生成主动消息失败",
+        offer=lambda c: bool(c.get("can_send_to_user")),
+    )
     async def send_to_user(self, args: SendArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         if not self.sub.allow_send_to_user:
@@ -92,6 +99,13 @@ class LoopChat:
     async def _lines(self, cycle: CycleContext, limit: int) -> list[ChatLine]:
         return await self.loop.activity.recent(cycle.target_key, limit)
 
+    @declare(
+        "subconscious_read_chat_context",
+        "最近的聊天消息。",
+        "读取聊天记录失败",
+        # the exact recent lines matter for a proactive message; else read_sessions
+        offer=lambda c: bool(c.get("can_send_to_user")),
+    )
     async def read_chat_context(self, args: ChatContextArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         lines = await self._lines(cycle, args.limit)
@@ -131,6 +145,11 @@ class LoopChat:
         self.loop.summaries[key] = summary
         return summary
 
+    @declare(
+        "subconscious_read_sessions",
+        "最近 n 段会话的摘要。",
+        "读取会话失败",
+    )
     async def read_sessions(self, args: SessionsArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         try:

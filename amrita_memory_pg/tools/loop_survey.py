@@ -28,6 +28,7 @@ from amrita_memory_pg.tools.args import Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import Importance, NoArgs, loop_cycle, preview
 from amrita_memory_pg.tools.memory import iso
+from amrita_memory_pg.tools.registry import declare
 from amrita_memory_pg.usecases.memos import MemoCases
 
 SortBy = Annotated[Literal["created_at", "importance", "length"], BeforeValidator(numbers_as_text)]
@@ -116,6 +117,12 @@ class LoopSurvey:
         #: cycles that already queued their one proactive message (shared with LoopChat)
         self.sent = sent
 
+    @declare(
+        "subconscious_get_context",
+        "当前环境（本轮开头已由系统调用）。",
+        "获取环境失败",
+        offer=lambda c: False,
+    )
     async def get_context(self, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         now = self.loop.clock()
@@ -266,6 +273,12 @@ class LoopSurvey:
             for c in found[:CONTEXT_KNOWLEDGE]
         ]
 
+    @declare(
+        "subconscious_get_memory_stats",
+        "记忆库统计。",
+        "统计失败",
+        offer=lambda c: bool(c.get("memory_hint")),
+    )
     async def get_memory_stats(self, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         records = await self.loop.repo.memories(cycle.target_key)
@@ -286,6 +299,16 @@ class LoopSurvey:
             "avg_length": sum(len(r.content) for r in records) // len(records) if records else 0,
         }
 
+    @declare(
+        "subconscious_duplicate_helper",
+        "分页列出记忆和候选重复组；candidates_only=true 只列候选。",
+        "查重失败",
+        # the pre-pass in get_context shows every group of a store this size
+        offer=lambda c: (
+            bool(c.get("memory_hint"))
+            or int(c.get("duplicate_groups") or 0) > len(c.get("duplicate_candidates") or ())
+        ),
+    )
     async def duplicate_helper(self, args: DuplicateArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
         records = await self.loop.repo.memories(cycle.target_key)

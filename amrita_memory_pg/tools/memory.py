@@ -41,7 +41,7 @@ from amrita_memory_pg.domain.validation import (
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Clamp, Integer, Range, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
-from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.tools.registry import ToolRegistry, declare, declared
 from amrita_memory_pg.usecases.memories import MemoryCases, required_text
 from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory
 
@@ -266,6 +266,14 @@ class MemoryTools:
         self._refuse_protected(record, action)
         return record
 
+    @declare(
+        "write_memory",
+        "写入一条长期记忆（L2 向量记忆库），用于保存之后可能用到的具体事实、事件、项目细节。"
+        "身份与稳定偏好等每轮都需要的信息请写进备忘录（update_memo）。"
+        "每个会话的记忆条数有上限，满了会被拒绝：先合并或删除旧记忆。",
+        "写入记忆失败",
+        on_paused=paused_write("写入"),
+    )
     async def write_memory(self, args: WriteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         scope, partition = resolve_scope(args.scope, ctx)
         require_global_writer(scope, ctx, "写入")
@@ -305,6 +313,14 @@ class MemoryTools:
         reply["status"] = "success"
         return reply
 
+    @declare(
+        "read_memory",
+        "检索长期记忆：默认语义相似度与关键词（人名、数字、日期）混合检索，再乘时间衰减排序"
+        "（decay_score 越大越相关；distance 为语义距离，越小越相似）。",
+        "检索记忆失败",
+        on_paused=paused_read,
+        read_only=True,
+    )
     async def read_memory(self, args: ReadMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         _scope, partition = resolve_scope(args.scope, ctx)
         query = required_text(args.query, "query 不能为空：请给出检索关键词")
@@ -368,6 +384,12 @@ class MemoryTools:
             )
         return reply
 
+    @declare(
+        "update_memory",
+        "修改一条已有记忆；未变化的字段请省略。用户手动添加的记忆（source=user）不能修改。",
+        "更新记忆失败",
+        on_paused=paused_write("修改"),
+    )
     async def update_memory(self, args: UpdateMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         scope, partition = resolve_scope(args.scope, ctx)
         require_global_writer(scope, ctx, "修改")
@@ -395,6 +417,12 @@ class MemoryTools:
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
+    @declare(
+        "delete_memory",
+        "删除一条记忆。用户手动添加的记忆（source=user）不能删除。",
+        "删除记忆失败",
+        on_paused=paused_write("删除"),
+    )
     async def delete_memory(self, args: DeleteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         scope, partition = resolve_scope(args.scope, ctx)
         require_global_writer(scope, ctx, "删除")
@@ -407,6 +435,13 @@ class MemoryTools:
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆删除成功", "id": record.id}
 
+    @declare(
+        "list_memory",
+        "分页列出记忆（标签 + ID + 内容预览），每页最多 50 条。",
+        "列出记忆失败",
+        on_paused=paused_read,
+        read_only=True,
+    )
     async def list_memory(self, args: ListMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         _scope, partition = resolve_scope(args.scope, ctx)
         limit, offset = args.limit, args.offset
@@ -455,65 +490,14 @@ def register_memory_tools(
     """Declare the five L2 tools on ``registry``."""
     tools = MemoryTools(cases, settings)
     assert LABELS == ("low", "medium", "high")  # the enum order the LLM is shown
-    registry.register(
-        Tool(
-            name="write_memory",
-            description=(
-                "写入一条长期记忆（L2 向量记忆库），用于保存之后可能用到的具体事实、事件、项目细节。"
-                "身份与稳定偏好等每轮都需要的信息请写进备忘录（update_memo）。"
-                "每个会话的记忆条数有上限，满了会被拒绝：先合并或删除旧记忆。"
-            ),
-            args=WriteMemoryArgs,
-            handler=tools.write_memory,
-            failure_prefix="写入记忆失败",
-            on_paused=paused_write("写入"),
-        )
-    )
-    registry.register(
-        Tool(
-            name="read_memory",
-            description=(
-                "检索长期记忆：默认语义相似度与关键词（人名、数字、日期）混合检索，再乘时间衰减排序"
-                "（decay_score 越大越相关；distance 为语义距离，越小越相似）。"
-            ),
-            args=ReadMemoryArgs,
-            handler=tools.read_memory,
-            failure_prefix="检索记忆失败",
-            on_paused=paused_read,
-            read_only=True,
-        )
-    )
-    registry.register(
-        Tool(
-            name="update_memory",
-            description="修改一条已有记忆；未变化的字段请省略。用户手动添加的记忆（source=user）不能修改。",
-            args=UpdateMemoryArgs,
-            handler=tools.update_memory,
-            failure_prefix="更新记忆失败",
-            on_paused=paused_write("修改"),
-        )
-    )
-    registry.register(
-        Tool(
-            name="delete_memory",
-            description="删除一条记忆。用户手动添加的记忆（source=user）不能删除。",
-            args=DeleteMemoryArgs,
-            handler=tools.delete_memory,
-            failure_prefix="删除记忆失败",
-            on_paused=paused_write("删除"),
-        )
-    )
-    registry.register(
-        Tool(
-            name="list_memory",
-            description="分页列出记忆（标签 + ID + 内容预览），每页最多 50 条。",
-            args=ListMemoryArgs,
-            handler=tools.list_memory,
-            failure_prefix="列出记忆失败",
-            on_paused=paused_read,
-            read_only=True,
-        )
-    )
+    for handler in (
+        tools.write_memory,
+        tools.read_memory,
+        tools.update_memory,
+        tools.delete_memory,
+        tools.list_memory,
+    ):
+        registry.register(declared(handler))
     # Monstrum's names, so a Monstrum-style prompt works unchanged: memory_write writes,
     # or updates the memory its `id` names; memory_delete deletes.
     registry.route(

@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_type_hints
 
 from amrita_memory_pg.domain.errors import (
     DatabaseError,
@@ -37,7 +37,17 @@ from amrita_memory_pg.tools.jsontext import indented
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Audience", "Tool", "ToolError", "ToolRegistry", "dumps", "error_reply"]
+__all__ = [
+    "Audience",
+    "BoundHandler",
+    "Tool",
+    "ToolError",
+    "ToolRegistry",
+    "declare",
+    "declared",
+    "dumps",
+    "error_reply",
+]
 
 
 #: Who a registry serves: the chat LLM, or the background consolidation (L3) loop.
@@ -84,6 +94,67 @@ class Tool(Generic[ArgsT]):
         except ArgumentError as exc:
             raise ToolError(exc.message) from exc
         return await self.handler(args, ctx)
+
+
+#: a tool handler method (``self``, the parsed arguments, the call's context)
+HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[dict[str, Any]]])
+
+
+#: the attribute :func:`declare` sets on a handler function
+_MARK = "_tool_declaration"
+
+
+@dataclass(frozen=True, slots=True)
+class _Declaration:
+    """What :func:`declare` puts on a handler method: its :class:`Tool` but for the
+    handler and the argument model (both read from the bound method)."""
+
+    name: str
+    description: str
+    failure_prefix: str
+    offer: Callable[[Mapping[str, Any]], bool] | None
+    read_only: bool
+    on_paused: Callable[[MemoryPaused], dict[str, Any]] | None
+
+
+def declare(
+    name: str,
+    description: str,
+    failure_prefix: str,
+    *,
+    offer: Callable[[Mapping[str, Any]], bool] | None = None,
+    read_only: bool = False,
+    on_paused: Callable[[MemoryPaused], dict[str, Any]] | None = None,
+) -> Callable[[HandlerT], HandlerT]:
+    """Declare a handler method as the tool ``name`` (the fields of :class:`Tool`), so
+    the declaration stands beside its code and names the argument model once (the
+    handler's ``args`` annotation); :func:`declared` makes the tool of a bound one."""
+    mark = _Declaration(name, description, failure_prefix, offer, read_only, on_paused)
+
+    def decorate(handler: HandlerT) -> HandlerT:
+        handler.__dict__[_MARK] = mark
+        return handler
+
+    return decorate
+
+
+#: a bound handler method, whatever its argument model
+BoundHandler = Callable[[Any, ToolContext], Awaitable[dict[str, Any]]]
+
+
+def declared(handler: BoundHandler) -> Tool[Any]:
+    """The :class:`Tool` that :func:`declare` made of a bound handler method."""
+    mark: _Declaration = getattr(handler, _MARK)
+    return Tool(
+        mark.name,
+        mark.description,
+        get_type_hints(handler)["args"],
+        handler,
+        mark.failure_prefix,
+        offer=mark.offer,
+        read_only=mark.read_only,
+        on_paused=mark.on_paused,
+    )
 
 
 def dumps(payload: Mapping[str, Any], *, compact: bool = False) -> str:

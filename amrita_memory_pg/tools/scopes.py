@@ -27,7 +27,7 @@ from amrita_memory_pg.services.bot_memories import BotMemories
 from amrita_memory_pg.tools.args import Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.memory import paused_write
-from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.tools.registry import ToolRegistry, declare, declared
 from amrita_memory_pg.usecases.memories import MemoryCases
 
 PREVIEW_ITEMS = 20
@@ -75,6 +75,13 @@ class ScopeTools:
         self.bot = bot
         self.memories = memories
 
+    @declare(
+        "memory_load_context",
+        "把另一个作用域的记忆以只读方式装载进当前对话（例如在私聊中装载某个群的记忆），"
+        "本会话之后每轮注入；仅该群成员或管理员可装载群记忆。",
+        "装载记忆失败",
+        on_paused=paused_write("装载"),
+    )
     async def load(self, args: LoadContextArgs, ctx: ToolContext) -> dict[str, Any]:
         key, gid = scope_key_of(args.scope, ctx)
         await self.memories.gate.check(ctx.session_key)
@@ -111,6 +118,12 @@ class ScopeTools:
             ),
         }
 
+    @declare(
+        "memory_unload_context",
+        "卸载之前用 memory_load_context 装载的作用域。",
+        "卸载记忆失败",
+        on_paused=paused_write("卸载"),
+    )
     async def unload(self, args: UnloadContextArgs, ctx: ToolContext) -> dict[str, Any]:
         key, _gid = scope_key_of(args.scope, ctx)
         await self.memories.gate.check(ctx.session_key)
@@ -125,27 +138,6 @@ def register_scope_tools(
     registry: ToolRegistry, bot: BotMemories, memories: MemoryCases
 ) -> ScopeTools:
     tools = ScopeTools(bot, memories)
-    registry.register(
-        Tool(
-            name="memory_load_context",
-            description=(
-                "把另一个作用域的记忆以只读方式装载进当前对话（例如在私聊中装载某个群的记忆），"
-                "本会话之后每轮注入；仅该群成员或管理员可装载群记忆。"
-            ),
-            args=LoadContextArgs,
-            handler=tools.load,
-            failure_prefix="装载记忆失败",
-            on_paused=paused_write("装载"),
-        )
-    )
-    registry.register(
-        Tool(
-            name="memory_unload_context",
-            description="卸载之前用 memory_load_context 装载的作用域。",
-            args=UnloadContextArgs,
-            handler=tools.unload,
-            failure_prefix="卸载记忆失败",
-            on_paused=paused_write("卸载"),
-        )
-    )
+    registry.register(declared(tools.load))
+    registry.register(declared(tools.unload))
     return tools

@@ -216,6 +216,11 @@ class JobRunner:
         """No heartbeat for this long: the job's process died."""
         return float(mem.settings.database.lease_seconds)
 
+    @classmethod
+    def _rows(cls, mem: Memory) -> JobRepository:
+        """The fleet's job rows on ``mem``'s database."""
+        return JobRepository(mem.pool, stale_seconds=cls._stale(mem))
+
     async def start(self, kind: str, *, by: str, operation: Operation | None = None) -> Job:
         """Start a job of ``kind`` now (in the running event loop); refused while one of
         the same kind runs here or, with a ``fleet`` memory, in any process.
@@ -235,7 +240,7 @@ class JobRunner:
         mem = self._memory()
         if mem is not None:
             owner = mem.leases.owner
-            claim = await JobRepository(mem.pool).start(job.id, kind, by, owner, self._stale(mem))
+            claim = await self._rows(mem).start(job.id, kind, by, owner)
             if not claim.started:
                 raise JobRefused(
                     f"a {kind} job is already running ({claim.id}, started "
@@ -287,7 +292,7 @@ class JobRunner:
 
     async def _beat(self, job: Job, mem: Memory, task: asyncio.Task[Any]) -> None:
         """Write progress and the heartbeat; stop the job when a cancel was requested."""
-        store = JobRepository(mem.pool)
+        store = self._rows(mem)
         assert job.owner is not None
         while True:
             await asyncio.sleep(self.beat_seconds)
@@ -301,7 +306,7 @@ class JobRunner:
                 log.error("%s job %s: its row is no longer this process's", job.kind, job.id)
                 return
             if cancel and not job.cancel_requested:
-                row = await store.get(job.id, self._stale(mem))
+                row = await store.get(job.id)
                 job.cancel_requested = True
                 job.cancelled_by = None if row is None else row["cancelled_by"]
                 task.cancel()
@@ -315,7 +320,7 @@ class JobRunner:
         if mem is None or job.owner is None:
             return
         try:
-            await JobRepository(mem.pool).finish(
+            await self._rows(mem).finish(
                 job.id,
                 job.owner,
                 state=job.state,
@@ -365,7 +370,7 @@ class JobRunner:
         mem = self._memory()
         if mem is None:
             return None
-        row = await JobRepository(mem.pool).get(job_id, self._stale(mem))
+        row = await self._rows(mem).get(job_id)
         return None if row is None else Job.from_row(row)
 
     async def fleet_jobs(self) -> list[Job]:
@@ -373,7 +378,7 @@ class JobRunner:
         mem = self._memory()
         if mem is None:
             return self.jobs()
-        rows = await JobRepository(mem.pool).list(self.keep, self._stale(mem))
+        rows = await self._rows(mem).list(self.keep)
         return [self._jobs.get(str(r["id"])) or Job.from_row(r) for r in rows]
 
     async def cancel(self, job_id: str, *, by: str) -> str | None:
@@ -383,7 +388,7 @@ class JobRunner:
         mem = self._memory()
         state = None
         if mem is not None:
-            state = await JobRepository(mem.pool).cancel(job_id, by)
+            state = await self._rows(mem).cancel(job_id, by)
         if own is not None and own.running:
             own.cancel_requested = True
             own.cancelled_by = by
@@ -400,7 +405,7 @@ class JobRunner:
         mem = self._memory()
         if mem is None:
             return []
-        rows = await JobRepository(mem.pool).list(RESUME_SCAN, self._stale(mem))
+        rows = await self._rows(mem).list(RESUME_SCAN)
         started: list[Job] = []
         for kind, work_left in RESUMABLE.items():
             if kind not in self.operations or self.running(kind) is not None:

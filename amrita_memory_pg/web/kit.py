@@ -343,6 +343,19 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     return HTMLResponse(html, status_code=status_code)
 
 
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A template with the context every showing of it carries, so a form's first
+    showing and its re-showings with errors (400, 409) are one call that names only
+    what differs: ``EDIT = Page("x.html", choices=...)``, then ``EDIT(request, key=...)``."""
+
+    template: str
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
+        return render(request, self.template, status_code, **{**self.fixed, **context})
+
+
 def redirect(request: Request, path: str, **query: Any) -> RedirectResponse:
     """303 to ``path`` under the base path (after a POST: the browser then GETs it)."""
     return RedirectResponse(url(request, path, **query), status_code=303)

@@ -2,14 +2,14 @@
 still over target): search_memories_v7, recall_memories_v3.
 
 Revision ID: 0037_hybrid_fast
-Revises: 0030_write_fast
+Revises: 0040_retire_release5
 Create Date: 2026-12-04
 
 The functions are sql/functions/search_v7.sql: read its header for what was measured and
 why. Release 6's entry points (search_memories_v6, recall_memories_v2) stay installed: the
-previous release (2d905c5) calls their predecessors and this release's predecessor calls
-them, and a rolling upgrade runs those processes beside these; search_memories_v7 itself
-still runs v6's keyword/hybrid bodies on a partition with its own HNSW index.
+previous release (aeac65f, sql/PREVIOUS_RELEASE.txt) calls them, and a rolling upgrade runs
+its processes beside these; search_memories_v7 itself still hands a partition with its own
+HNSW index to search_memories_v6.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0037_hybrid_fast"
-down_revision: str | None = "0030_write_fast"
+down_revision: str | None = "0040_retire_release5"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -150,7 +150,7 @@ class Views:
 
     def command(self, mem: Memory | None = None) -> MemoryCommand:
         mem = mem or self.editing
-        return MemoryCommand(memos=mem.memos, memories=mem.memories, settings=mem.settings)
+        return MemoryCommand.over(mem)
 
 
 def view(mem: Memory, **changes: Any) -> Memory:

@@ -154,9 +154,7 @@ async def test_memory_profile_revert_with_a_huge_version_answers_a_sentence(
 
     root = ToolContext(platform="qq", user_id="99999", roles=frozenset({"superuser"}))
     async with memory_on(db_dsn, tmp_path) as mem:
-        command = MemoryCommand(
-            memos=mem.memos, memories=mem.memories, settings=mem.settings, profiles=mem.profiles
-        )
+        command = MemoryCommand.over(mem)
         for version in ("1e20", "100000000000000000000", "-1"):
             reply = await command.run(root, f"profile revert 10001 {version}")
             assert isinstance(reply, TextReply)

@@ -217,13 +217,7 @@ async def test_under_amritabot_the_loop_calls_the_hosts_preset(
         installed_with.append(install(mem))
         assert mem.loop_model_label() == "host-model（AmritaBot 当前模型预设）"
         host_llm.call("subconscious_iter_stop", {"summary": "宿主模型整理"})
-        command = MemoryCommand(
-            memos=mem.memos,
-            memories=mem.memories,
-            settings=mem.settings,
-            cycle_run=mem.run_cycle,
-            loop_model=mem.loop_model_label,
-        )
+        command = MemoryCommand.over(mem, cycle_run=mem.run_cycle, loop_model=mem.loop_model_label)
         admin = ToolContext(platform="qq", user_id="1", roles=frozenset({"superuser"}))
         reply = await command.run(admin, "dmn")
         assert isinstance(reply, TextReply)

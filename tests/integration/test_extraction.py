@@ -281,13 +281,7 @@ async def test_expired_sessions_are_extracted_once_and_active_ones_wait(
 async def test_memory_extract_command_runs_it_and_group_members_are_refused(
     mem: Memory, llm: ScriptedLLM
 ) -> None:
-    command = MemoryCommand(
-        memos=mem.memos,
-        memories=mem.memories,
-        settings=mem.settings,
-        store=mem.store,
-        extractor=mem.extractor,
-    )
+    command = MemoryCommand.over(mem)
     refused = await command.run(MEMBER, "extract")
     assert isinstance(refused, TextReply) and "仅管理员" in refused.text
     await say(mem, "群里定了周五发版", MEMBER.session_key)

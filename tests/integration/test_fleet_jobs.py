@@ -91,9 +91,9 @@ async def test_a_job_whose_process_died_shows_as_lost_and_frees_its_kind(
         return "swept"
 
     async with memory_on(db_dsn, tmp_path, database__lease_seconds=5) as mem:
-        store = JobRepository(mem.pool)
+        store = JobRepository(mem.pool, stale_seconds=5)
         long_ago = datetime.now(UTC) - timedelta(minutes=10)
-        claim = await store.start("deadbeef0001", "sweep", "carol", "gone:9:z", 5, long_ago)
+        claim = await store.start("deadbeef0001", "sweep", "carol", "gone:9:z", long_ago)
         assert claim.started
         runner = JobRunner({"sweep": quick}, fleet=mem)
         listed = await runner.fleet_jobs()
@@ -137,8 +137,8 @@ async def _half_done_reembed(mem: Memory, dead_id: str) -> None:
         mem.pool, count=45, created_at=datetime.now(UTC), importance=5, fingerprint="old"
     )
     long_ago = datetime.now(UTC) - timedelta(minutes=10)
-    claim = await JobRepository(mem.pool).start(
-        dead_id, "reembed", "carol", "gone:9:z", 2, long_ago
+    claim = await JobRepository(mem.pool, stale_seconds=2).start(
+        dead_id, "reembed", "carol", "gone:9:z", long_ago
     )
     assert claim.started
 

@@ -50,9 +50,7 @@ async def test_every_surface_refuses_the_same_keys(db_dsn: str, tmp_path: Path) 
     )
     async with site(db_dsn, tmp_path) as s:
         assert (await s.log_in()).status_code == 303
-        command = MemoryCommand(
-            memos=s.mem.memos, memories=s.mem.memories, settings=s.mem.settings, store=s.mem.store
-        )
+        command = MemoryCommand.over(s.mem)
         for key in BAD:
             for argv in (
                 ["memory", "add", key, "x"],

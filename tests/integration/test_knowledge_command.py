@@ -16,9 +16,7 @@ def who(user: str, *, group: str | None = None, roles: set[str] | None = None) -
 
 
 async def run(mem: Memory, ctx: ToolContext, text: str) -> str:
-    command = MemoryCommand(
-        memos=mem.memos, memories=mem.memories, settings=mem.settings, knowledge=mem.knowledge
-    )
+    command = MemoryCommand.over(mem)
     reply = await command.run(ctx, text)
     assert isinstance(reply, TextReply)
     return reply.text

@@ -230,9 +230,7 @@ async def test_modes_are_checked_on_every_surface(mem: Memory, db_dsn: str) -> N
             )
 
     # /memory knowledge search mode=X
-    command = MemoryCommand(
-        memos=mem.memos, memories=mem.memories, settings=mem.settings, knowledge=mem.knowledge
-    )
+    command = MemoryCommand.over(mem)
 
     async def run(text: str) -> str:
         reply = await command.run(SUPER, text)

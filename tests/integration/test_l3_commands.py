@@ -65,9 +65,7 @@ async def test_memory_dmn_runs_a_cycle_for_the_configured_target_and_reports_it(
         second = await add(mem, "用户喜欢猫")
         llm.call("subconscious_delete_memory", {"id": second})
         llm.call("subconscious_iter_stop", {"summary": "删了一条重复"})
-        command = MemoryCommand(
-            memos=mem.memos, memories=mem.memories, settings=mem.settings, cycle_run=mem.run_cycle
-        )
+        command = MemoryCommand.over(mem, cycle_run=mem.run_cycle)
         admin = ToolContext(platform="qq", user_id="1", roles=frozenset({"superuser"}))
         member = ToolContext(platform="qq", user_id="2")
         refused = await command.run(member, "dmn")

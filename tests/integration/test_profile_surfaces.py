@@ -102,9 +102,7 @@ async def test_cli_profile_show_history_revert_and_status(db_dsn: str, tmp_path:
 async def command(db_dsn: str, tmp_path: Path) -> AsyncIterator[MemoryCommand]:
     async with memory_on(db_dsn, tmp_path) as mem:
         await seed(mem)
-        yield MemoryCommand(
-            memos=mem.memos, memories=mem.memories, settings=mem.settings, profiles=mem.profiles
-        )
+        yield MemoryCommand.over(mem)
 
 
 def text(reply: object) -> str:
@@ -146,14 +144,14 @@ async def test_another_users_profile_is_for_superusers_only(command: MemoryComma
 
 
 async def test_revert_is_for_superusers_and_is_recorded(command: MemoryCommand) -> None:
-    assert command.profiles is not None
+    assert command.cases.profiles is not None
     for ctx in (ALICE, ADMIN, BOB):
         assert text(await command.run(ctx, "profile revert 10001 1")) == "❌ 仅超级用户可以回滚画像"
         assert text(await command.run(ctx, "profile revert 1")) == "❌ 仅超级用户可以回滚画像"
-    assert (await command.profiles.get(ALICE_KEY)).version == 2
+    assert (await command.cases.profiles.get(ALICE_KEY)).version == 2
     done = text(await command.run(ROOT, "profile revert 10001 1"))
     assert done == f"✅ 已把 {ALICE_KEY} 的画像恢复到 v1 的内容（新版本 v3）"
-    newest = (await command.profiles.history(ALICE_KEY, 1))[0]
+    newest = (await command.cases.profiles.history(ALICE_KEY, 1))[0]
     assert (newest.actor_kind, newest.actor, newest.operation) == ("chat", "99999", "revert to v1")
     assert "没有 v9" in text(await command.run(ROOT, "profile revert 10001 9"))
     assert "版本号应为非负整数" in text(await command.run(ROOT, "profile revert 10001 x"))

@@ -210,7 +210,8 @@ async def test_concurrent_edits_lose_no_line(mem: Memory) -> None:
     """Twelve appends and six inserts at line 0 at once, from separate connections: every
     line arrives (the compare-and-set retries on the new content), versions are 1..18."""
     service = mem.profiles
-    service.limits = type(service.limits)(60, 50, 100)  # room for every line
+    caps = {"summary_max_chars": 60, "line_max_chars": 50, "max_lines": 100}
+    service.limits = service.settings.model_copy(update=caps)  # room for every line
 
     async def append(i: int) -> None:
         await service.edit(ALICE_KEY, make_edit("S", f"a{i}", None, None), CLI)

@@ -51,13 +51,7 @@ async def table(mem: Memory) -> list[tuple[Any, ...]]:
 
 
 def command(mem: Memory) -> MemoryCommand:
-    return MemoryCommand(
-        memos=mem.memos,
-        memories=mem.memories,
-        settings=mem.settings,
-        store=mem.store,
-        extractor=mem.extractor,
-    )
+    return MemoryCommand.over(mem)
 
 
 async def run(mem: Memory, ctx: ToolContext, text: str) -> str:

@@ -55,9 +55,7 @@ async def call(mem: Memory, tool: str, args: dict[str, Any], ctx: ToolContext) -
 
 
 async def run(mem: Memory, ctx: ToolContext, text: str) -> str:
-    command = MemoryCommand(
-        memos=mem.memos, memories=mem.memories, settings=mem.settings, store=mem.store
-    )
+    command = MemoryCommand.over(mem)
     reply = await command.run(ctx, text)
     assert isinstance(reply, TextReply)
     return reply.text

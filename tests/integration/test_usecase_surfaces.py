@@ -34,8 +34,7 @@ async def test_the_knowledge_reader_check_is_the_use_cases_for_tools_and_command
         assert await cases.grant("20001", "memory.knowledge", by="test")
         await cases.check_reader("20001", frozenset(), in_group=False)  # granted now
         # /memory answers the use case's sentence, not a failure of its own
-        command = MemoryCommand(memos=mem.memos, memories=mem.memories, settings=mem.settings)
-        command.knowledge = mem.knowledge
+        command = MemoryCommand.over(mem)
         stranger = ToolContext(platform="QQPlatform", user_id="20002")
         assert await command.run(stranger, "knowledge list") == TextReply(NO_PERMISSION)
         # the chat tool refuses with the same sentence

@@ -3,6 +3,8 @@ argument checks — through nonebug, on OneBot v11 (QQ) and the console adapter.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nonebug import App
 
 from amrita_memory_pg.commands.memory_command import (
@@ -216,9 +218,8 @@ async def test_dmn_when_enabled_but_no_loop_runs_says_not_started(app: App) -> N
             "潜意识调度未启动：本进程没有运行中的 L3 巩固循环（尚未接入或启动失败），检查日志",
         ),
     ):
-        command = MemoryCommand(
-            memos=memory.memos,
-            memories=memory.memories,
+        command = replace(
+            MemoryCommand.over(memory),
             settings=load_settings(env={}, read_default_files=False, overrides=overrides),
         )
         assert (await command.run(admin, "dmn")).text == expected  # type: ignore[union-attr]
@@ -228,15 +229,13 @@ async def test_dmn_when_enabled_but_no_loop_runs_says_not_started(app: App) -> N
     async def trigger() -> None:
         triggered.append(True)
 
-    command = MemoryCommand(
-        memos=memory.memos,
-        memories=memory.memories,
+    command = replace(
+        MemoryCommand.over(memory, dmn_trigger=trigger),
         settings=load_settings(
             env={},
             read_default_files=False,
             overrides={"subconscious.enabled": True, "subconscious.target_user_id": "10001"},
         ),
-        dmn_trigger=trigger,
     )
     lp_admin = ToolContext(platform="qq", user_id="1", roles=frozenset({"lp.admin"}))
     assert (await command.run(lp_admin, "触发")).text == "已触发，潜意识将在后台跑一轮"  # type: ignore[union-attr]

@@ -22,8 +22,9 @@ from amrita_memory_pg.domain.profile import (
     render_profile_file,
     split_lines,
 )
+from amrita_memory_pg.settings.sections import ProfileSettings
 
-LIMITS = ProfileLimits(summary_max_chars=100, line_max_chars=20, max_lines=5)
+LIMITS: ProfileLimits = ProfileSettings(summary_max_chars=100, line_max_chars=20, max_lines=5)
 
 
 def update(

@@ -5,21 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Self
 
 from amrita_memory_pg.domain.consolidation import CycleSummary
+from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.extraction import Extractor
-from amrita_memory_pg.services.knowledge import KnowledgeService
-from amrita_memory_pg.services.memories import MemoryService
-from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings
-from amrita_memory_pg.storage.memos import MemoRepository
-from amrita_memory_pg.usecases.knowledge import KnowledgeCases
-from amrita_memory_pg.usecases.memories import MemoryCases
-from amrita_memory_pg.usecases.memos import MemoCases
-from amrita_memory_pg.usecases.pause import PauseGate, pause_gate
-from amrita_memory_pg.usecases.profiles import ProfileCases
+from amrita_memory_pg.usecases.bundle import UseCases
 
 #: Starts one L3 cycle now; None while no L3 loop runs in this process.
 DmnTrigger = Callable[[], Awaitable[None]]
@@ -50,48 +43,35 @@ Reply = TextReply | MemoReply
 Answer = str | Reply
 
 
-@dataclass(kw_only=True)
+@dataclass
 class Services:
-    """What ``/memory`` acts on; an optional one that is None makes its subcommand answer
-    that it is unavailable."""
+    """What ``/memory`` acts on: the process's use cases (``Memory.cases``, the ones the
+    admin page and the CLI call too, paused by the trail: people are never refused by a
+    pause, the gate checks automatic callers), its settings, its store (``clear``'s
+    backup) and extractor, and the L3 hooks the adapter has. :meth:`over` makes it."""
 
-    memos: MemoRepository
-    memories: MemoryService
+    cases: UseCases
     settings: Settings
+    store: Store
+    extractor: Extractor
     dmn_trigger: DmnTrigger | None = None
     #: runs a cycle in the foreground and reports it (used when no scheduler trigger is set)
     cycle_run: CycleRun | None = None
-    profiles: ProfileService | None = None
-    knowledge: KnowledgeService | None = None
-    #: for ``clear`` (its backup); None: clear answers that it is unavailable
-    store: Store | None = None
-    #: for ``extract``; None: extract answers that it is unavailable
-    extractor: Extractor | None = None
     #: which model an L3 cycle uses (``Memory.loop_model_label``), shown by ``dmn``
     loop_model: Callable[[], str] | None = None
 
-    # The use cases every handler calls (issue 22): the services above, paused by the
-    # trail (people are never refused by a pause: the gate checks automatic callers).
-
-    @property
-    def gate(self) -> PauseGate:
-        return pause_gate(self.memories.trail)
-
-    @property
-    def memory_cases(self) -> MemoryCases:
-        return MemoryCases(self.memories, self.gate)
-
-    @property
-    def memo_cases(self) -> MemoCases:
-        return MemoCases(self.memos, self.gate)
-
-    @property
-    def profile_cases(self) -> ProfileCases | None:
-        return None if self.profiles is None else ProfileCases(self.profiles, self.gate)
-
-    @property
-    def knowledge_cases(self) -> KnowledgeCases | None:
-        return None if self.knowledge is None else KnowledgeCases(self.knowledge)
+    @classmethod
+    def over(
+        cls,
+        memory: Memory,
+        *,
+        dmn_trigger: DmnTrigger | None = None,
+        cycle_run: CycleRun | None = None,
+        loop_model: Callable[[], str] | None = None,
+    ) -> Self:
+        """``/memory`` over ``memory`` (one constructor for every adapter and test)."""
+        parts = (memory.cases, memory.settings, memory.store, memory.extractor)
+        return cls(*parts, dmn_trigger=dmn_trigger, cycle_run=cycle_run, loop_model=loop_model)
 
 
 @dataclass(frozen=True, slots=True)

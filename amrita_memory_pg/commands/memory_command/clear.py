@@ -19,8 +19,6 @@ def clear_scope(
     (ten minutes, and only while the scope is unchanged): back up, then delete."""
     if scope == "group" and not ctx.is_group_admin:
         return "❌ 无权清空👥群共享记忆，仅管理员和群主可清空"
-    if services.store is None:
-        return "清空不可用：本进程没有打开备份所需的存储"
     return Step("clear", key, partial(_clear, services.store, scope, key, token))
 
 

@@ -13,7 +13,7 @@ def extract(services: Services, ctx: ToolContext) -> str | Step:
     if ctx.in_group and not ctx.is_group_admin:
         return "❌ 无权在群内触发记忆提取，仅管理员和群主可以"
     extractor = services.extractor
-    if extractor is None or extractor.model is None:
+    if extractor.model is None:
         return "自动记忆提取未启用：需要 [extraction] enabled = true 并配置模型（或 LLM_BASE_URL / LLM_MODEL）"
     return Step("extract", ctx.session_key, partial(_extract, extractor, ctx.session_key))
 

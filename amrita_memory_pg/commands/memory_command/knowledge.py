@@ -78,9 +78,7 @@ def parse_suggestion(args: str) -> Suggestion | str:
 
 
 def knowledge(services: Services, ctx: ToolContext, action: str, args: str) -> str | Step:
-    kb = services.knowledge_cases
-    if kb is None:
-        return "知识库不可用：本进程未接入知识库服务"
+    kb = services.cases.knowledge
     if action in ("grant", "revoke"):
         if not ctx.is_superuser:
             return "❌ 仅超级用户可授予或撤销知识库权限"

@@ -11,7 +11,7 @@ from amrita_memory_pg.usecases.memos import MemoCases
 
 
 def show_memo(services: Services, ctx: ToolContext) -> Step:
-    return Step("memo", ctx.session_key, partial(_memo, services.memo_cases, ctx.session_key))
+    return Step("memo", ctx.session_key, partial(_memo, services.cases.memos, ctx.session_key))
 
 
 async def _memo(memos: MemoCases, session_key: str) -> Answer:

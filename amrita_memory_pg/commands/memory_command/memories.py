@@ -58,7 +58,7 @@ def list_memories(services: Services, scope: Scope, key: str, args: str) -> str 
         options = parse_options(args, anywhere=True)
     except InvalidInput as exc:
         return exc.reason
-    return Step("list", key, partial(_list_page, services.memory_cases, scope, key, options))
+    return Step("list", key, partial(_list_page, services.cases.memories, scope, key, options))
 
 
 async def _list_page(memories: MemoryCases, scope: Scope, key: str, options: Options) -> str:
@@ -122,7 +122,9 @@ def search_memories(
     if not query:
         return "请提供搜索关键词，例如: /memory user search 喜欢什么"
     recall = Recall("command", ctx.session_key, ctx.user_id)
-    run = partial(_search, services.memory_cases, scope, key, query, options.category, mode, recall)
+    run = partial(
+        _search, services.cases.memories, scope, key, query, options.category, mode, recall
+    )
     return Step("search", key, run, label=LABELS[scope])
 
 
@@ -171,7 +173,7 @@ def delete_memory(
         return "请提供要删除的记忆 ID"
     if scope == "group" and not ctx.is_group_admin:
         return "❌ 无权删除👥群共享记忆，仅管理员和群主可删除"
-    return Step("delete", key, partial(_delete, services.memory_cases, scope, key, arg))
+    return Step("delete", key, partial(_delete, services.cases.memories, scope, key, arg))
 
 
 async def _delete(memories: MemoryCases, scope: Scope, key: str, arg: str) -> str:
@@ -205,7 +207,9 @@ def add_memory(
         return (
             f"请提供要添加的记忆内容，例如: /memory {scope} add 我喜欢猫（可选 -c 类别 -i 重要度）"
         )
-    return Step("add", key, partial(_add, services.memory_cases, ctx.user_id, scope, key, options))
+    return Step(
+        "add", key, partial(_add, services.cases.memories, ctx.user_id, scope, key, options)
+    )
 
 
 async def _add(memories: MemoryCases, author: str, scope: Scope, key: str, options: Options) -> str:

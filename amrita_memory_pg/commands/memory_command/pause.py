@@ -17,9 +17,6 @@ from amrita_memory_pg.usecases.pause import PauseCases
 def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -> str | Step:
     """``sub`` is the word used (pause/暂停 or resume/恢复); superusers only (the dispatcher
     checks)."""
-    trail = services.memories.trail
-    if trail is None:
-        return "暂停不可用：本进程没有打开记忆轨迹"
     target = args.strip()
     key = {
         "": ctx.session_key,
@@ -34,7 +31,7 @@ def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -
         key = check_partition_key(key)
     except InvalidInput as exc:
         return f"{exc.reason}\n用法: {USAGE_PAUSE}"
-    cases = PauseCases(trail)
+    cases = services.cases.pause
     if sub in ("pause", "暂停"):
         return Step("pause", key, partial(_pause, cases, key, f"person:{ctx.user_id}"))
     return Step("pause", key, partial(_resume, cases, key))

@@ -82,9 +82,7 @@ def parse_profile(ctx: ToolContext, args: str) -> ProfileRequest | str:
 
 
 def profile(services: Services, ctx: ToolContext, args: str) -> str | Step:
-    cases = services.profile_cases
-    if cases is None:
-        return "用户画像未启用"
+    cases = services.cases.profiles
     request = parse_profile(ctx, args)
     if isinstance(request, str):
         return request

@@ -82,17 +82,12 @@ class Runtime:
 
     def command(self) -> MemoryCommand:
         memory = self.require()
-        return MemoryCommand(
-            memos=memory.memos,
-            memories=memory.memories,
-            settings=memory.settings,
+        looping = memory.consolidator is not None
+        return MemoryCommand.over(
+            memory,
             dmn_trigger=self.dmn_trigger,
-            cycle_run=self._cycle_run if memory.consolidator is not None else None,
-            profiles=memory.profiles,
-            knowledge=memory.knowledge,
-            store=memory.store,
-            extractor=memory.extractor,
-            loop_model=memory.loop_model_label if memory.consolidator is not None else None,
+            cycle_run=self._cycle_run if looping else None,
+            loop_model=memory.loop_model_label if looping else None,
         )
 
     async def _cycle_run(

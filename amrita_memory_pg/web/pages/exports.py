@@ -17,7 +17,7 @@ from fastapi.responses import StreamingResponse
 
 from amrita_memory_pg.maintenance.backup import export_partition, partition_counts
 from amrita_memory_pg.web import kit
-from amrita_memory_pg.web.pages.partitions import valid_key
+from amrita_memory_pg.web.pages.partitions import bad_key, valid_key
 
 router = APIRouter()
 NAV: list[kit.NavItem] = []
@@ -35,11 +35,8 @@ def export_name(key: str, stamp: str) -> str:
 @router.get("/p/{key}/export.jsonl")
 async def export(request: Request, key: str, user: kit.Superuser) -> Response:
     """Superuser only, like the backups: a whole person's memories in one file."""
-    t = kit.translator_for(request)
     if not valid_key(key):
-        return kit.render(
-            request, "error.html", status_code=404, message=t("error.bad_key", key=key)
-        )
+        return bad_key(request, key)
     mem = kit.memory(request)
     now = kit.now(request)
     counts = await partition_counts(mem.pool, key)

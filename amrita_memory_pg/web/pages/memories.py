@@ -44,7 +44,7 @@ from amrita_memory_pg.web.forms import (
     MemoryForm,
     MemoryInput,
 )
-from amrita_memory_pg.web.pages.partitions import page_number, valid_key
+from amrita_memory_pg.web.pages.partitions import bad_key, page_number, valid_key
 
 router = APIRouter()
 NAV: list[kit.NavItem] = []
@@ -63,11 +63,6 @@ def partition(request: Request, key: str) -> str:
     if not valid_key(key):
         raise BadKey(key)
     return key
-
-
-def _bad_key(request: Request, key: str) -> Response:
-    t = kit.translator_for(request)
-    return kit.render(request, "error.html", status_code=404, message=t("error.bad_key", key=key))
 
 
 @dataclass
@@ -143,7 +138,7 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
         now = legacy_key_now(key[:MAX_KEY_CHARS])
         if now is not None:  # an old-style key in the URL: the partition it is now (issue 26)
             return kit.redirect(request, f"/p/{kit.quoted(now)}/memories", **request.query_params)
-        return _bad_key(request, key)
+        return bad_key(request, key)
     t = kit.translator_for(request)
     settings = kit.state(request).settings
     mem = kit.memory(request)
@@ -250,42 +245,27 @@ async def read_memory_form(
     return typed, values, errors
 
 
-def _form_page(
-    request: Request,
-    key: str,
-    typed: MemoryForm,
-    errors: list[str],
-    *,
-    record: MemoryRecord | None = None,
-    status_code: int = 200,
-) -> Response:
-    return kit.render(
-        request,
-        "memory_form.html",
-        status_code=status_code,
-        key=key,
-        form=typed,
-        errors=errors,
-        record=record,
-        categories=CATEGORIES,
-        category_names=CATEGORY_NAMES,
-    )
+#: the add/edit form; ``record`` is the memory being edited (None: a new one)
+_FORM = kit.Page(
+    "memory_form.html",
+    {"record": None, "categories": CATEGORIES, "category_names": CATEGORY_NAMES},
+)
 
 
 @router.get("/p/{key}/memories/new")
 async def add_form(request: Request, key: str, _user: kit.Admin) -> Response:
     if not valid_key(key):
-        return _bad_key(request, key)
-    return _form_page(request, key, MemoryForm(), [])
+        return bad_key(request, key)
+    return _FORM(request, key=key, form=MemoryForm(), errors=[])
 
 
 @router.post("/p/{key}/memories/new")
 async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
     if not valid_key(key):
-        return _bad_key(request, key)
+        return bad_key(request, key)
     typed, values, errors = await read_memory_form(request)
     if values is None:
-        return _form_page(request, key, typed, errors, status_code=400)
+        return _FORM(request, 400, key=key, form=typed, errors=errors)
     new = NewMemory(
         partition_key=key,
         scope=scope_of_key(key),
@@ -320,7 +300,7 @@ async def add(request: Request, key: str, user: kit.AdminWrite) -> Response:
             user,
             "memory.add",
             exc,
-            lambda: _form_page(request, key, typed, [message], status_code=409),
+            lambda: _FORM(request, 409, key=key, form=typed, errors=[message]),
             partition_key=key,
             detail={"content": values.content},
         )
@@ -351,7 +331,7 @@ async def edit_form(request: Request, key: str, memory_id: str, _user: kit.Admin
         importance=str(record.importance),
         tags=", ".join(record.tags),
     )
-    return _form_page(request, key, typed, [], record=record)
+    return _FORM(request, key=key, form=typed, errors=[], record=record)
 
 
 @router.post("/p/{key}/memories/{memory_id}/edit")
@@ -361,7 +341,7 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
         return _not_found(request, f"{key} / {memory_id}")
     typed, values, errors = await read_memory_form(request, stored=record.content)
     if values is None:
-        return _form_page(request, key, typed, errors, record=record, status_code=400)
+        return _FORM(request, 400, key=key, form=typed, errors=errors, record=record)
     change = MemoryChange(
         content=values.content,
         tags=values.tags,
@@ -389,7 +369,7 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
             user,
             "memory.edit",
             exc,
-            lambda: _form_page(request, key, typed, [message], record=record, status_code=409),
+            lambda: _FORM(request, 409, key=key, form=typed, errors=[message], record=record),
             partition_key=key,
             target_id=memory_id,
         )
@@ -454,7 +434,7 @@ async def clear_confirm(request: Request, key: str, _user: kit.Superuser) -> Res
     from amrita_memory_pg.maintenance.clear import plan_clear
 
     if not valid_key(key):
-        return _bad_key(request, key)
+        return bad_key(request, key)
     plan = await plan_clear(kit.memory(request).store, key, kit.now(request))
     return kit.render(request, "confirm_clear.html", key=key, plan=plan, error=None, typed="")
 
@@ -464,7 +444,7 @@ async def clear(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
     from amrita_memory_pg.maintenance.clear import backup_before_clear, delete_backed_up, plan_clear
 
     if not valid_key(key):
-        return _bad_key(request, key)
+        return bad_key(request, key)
     t = kit.translator_for(request)
     mem = kit.memory(request)
     typed = kit.form_text(await request.form(), "token").strip()[:20]

@@ -2,51 +2,42 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, field_validator
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.validation import check_text
 from amrita_memory_pg.web import kit
-from amrita_memory_pg.web.pages.partitions import valid_key
+from amrita_memory_pg.web.pages.partitions import bad_key, valid_key
 
 router = APIRouter()
 NAV: list[kit.NavItem] = []
 
 
-def _page(
-    request: Request,
-    key: str,
-    content: str,
-    *,
-    version: int,
-    errors: list[str],
-    done: str | None = None,
-    status_code: int = 200,
-) -> Response:
-    return kit.render(
-        request,
-        "memo.html",
-        status_code=status_code,
-        key=key,
-        content=content,
-        version=version,
-        max_chars=kit.state(request).settings.memo_max_chars,
-        errors=errors,
-        done=done,
-    )
+_MEMO = kit.Page("memo.html")
+
+
+def _page(request: Request, status_code: int = 200, **context: Any) -> Response:
+    """The memo page with its cap (the settings' ``memo_max_chars``)."""
+    limit = kit.state(request).settings.memo_max_chars
+    return _MEMO(request, status_code, max_chars=limit, **context)
 
 
 @router.get("/p/{key}/memo")
 async def memo(request: Request, key: str, _user: kit.Admin) -> Response:
-    t = kit.translator_for(request)
     if not valid_key(key):
-        return kit.render(
-            request, "error.html", status_code=404, message=t("error.bad_key", key=key)
-        )
+        return bad_key(request, key)
     current = await kit.cases(request).memos.read(key)
-    done = t("done.memo") if request.query_params.get("done") == "memo" else None
-    return _page(request, key, current.content, version=current.version, errors=[], done=done)
+    done = (
+        kit.translator_for(request)("done.memo")
+        if request.query_params.get("done") == "memo"
+        else None
+    )
+    return _page(
+        request, key=key, content=current.content, version=current.version, errors=[], done=done
+    )
 
 
 class MemoInput(BaseModel):
@@ -62,11 +53,8 @@ class MemoInput(BaseModel):
 
 @router.post("/p/{key}/memo")
 async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Response:
-    t = kit.translator_for(request)
     if not valid_key(key):
-        return kit.render(
-            request, "error.html", status_code=404, message=t("error.bad_key", key=key)
-        )
+        return bad_key(request, key)
     memos = kit.cases(request).memos
     typed = kit.form_text(await request.form(), "content")
     current = await memos.read(key)
@@ -74,7 +62,7 @@ async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Respons
         request, MemoInput, {"content": typed}, {"content": "invalid.content"}
     )
     if values is None:
-        return _page(request, key, typed, version=current.version, errors=errors, status_code=400)
+        return _page(request, 400, key=key, content=typed, version=current.version, errors=errors)
     try:
         async with kit.atomic(request):
             written = await memos.replace(key, values.content, now=kit.now(request))
@@ -97,7 +85,7 @@ async def save_memo(request: Request, key: str, user: kit.AdminWrite) -> Respons
             "memo.edit",
             exc,
             lambda: _page(
-                request, key, typed, version=current.version, errors=[message], status_code=400
+                request, 400, key=key, content=typed, version=current.version, errors=[message]
             ),
             partition_key=key,
             detail={"chars": len(values.content)},

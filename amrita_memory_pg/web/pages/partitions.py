@@ -22,6 +22,12 @@ def valid_key(key: str) -> bool:
         return False
 
 
+def bad_key(request: Request, key: str, status_code: int = 404) -> Response:
+    """The error page for a key that fails :func:`valid_key`."""
+    t = kit.translator_for(request)
+    return kit.render(request, "error.html", status_code, message=t("error.bad_key", key=key))
+
+
 def page_number(text: str | None) -> int:
     """A page number from the query string (1 for anything that is not a positive int)."""
     return int(text) if text and text.isascii() and text.isdigit() and 0 < int(text) < 10**6 else 1
@@ -58,5 +64,4 @@ async def open_partition(request: Request, _user: kit.Admin) -> Response:
     key = legacy_key_now(key[:MAX_KEY_CHARS]) or key
     if valid_key(key):
         return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")
-    t = kit.translator_for(request)
-    return kit.render(request, "error.html", status_code=400, message=t("error.bad_key", key=key))
+    return bad_key(request, key, 400)
