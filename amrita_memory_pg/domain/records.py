@@ -125,7 +125,7 @@ class SearchFilter:
 @dataclass(frozen=True, slots=True)
 class NewMemory:
     """One memory to write, whole, with its embedding: what the repository's ``add`` and
-    ``write`` take and bind, by argument name, to ``insert_memory_v4`` / ``write_memory_v3``
+    ``write`` take and bind, by argument name, to ``insert_memory_v5`` / ``write_memory_v4``
     (``storage/memories.py``, :func:`insert_args`)."""
 
     partition_key: str
@@ -149,7 +149,7 @@ class NewMemory:
 class MemoryQuery:
     """One search of one partition, whole: what the repository and the vector backend
     take (issue 22), and what the pgvector backend binds, by argument name, to
-    ``search_memories_v6`` (``storage/pgvector.py``, :func:`search_args`)."""
+    ``search_memories_v7`` (``storage/pgvector.py``, :func:`search_args`)."""
 
     partition_key: str
     #: the query's embedding (None in keyword mode, which embeds nothing)

@@ -237,3 +237,11 @@ def search_tokens(text: str) -> list[str]:
                 if len(seen) >= MAX_TOKENS:
                     return list(seen)
     return list(seen)
+
+
+@functools.lru_cache(maxsize=1024)
+def query_tokens(text: str) -> tuple[str, ...]:
+    """:func:`search_tokens` of a search query, remembered: chat queries repeat, and the
+    Snowball stemmer costs tens of µs a call on the read path (issue 24). The result is
+    a tuple, so no caller can change a cached value."""
+    return tuple(search_tokens(text))

@@ -23,7 +23,7 @@ from amrita_memory_pg.domain.records import (
     Source,
     SweepReport,
 )
-from amrita_memory_pg.domain.tokens import search_tokens
+from amrita_memory_pg.domain.tokens import query_tokens, search_tokens
 from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.settings import DecaySettings, Settings
 from amrita_memory_pg.storage.memories import AddResult, MemoryRepository, SweepParams
@@ -295,7 +295,7 @@ class MemoryService:
         retrieval = self.settings.retrieval
         return Ranking(
             mode=mode or retrieval.default_mode,
-            tokens=tuple(search_tokens(query)),
+            tokens=query_tokens(query),
             fusion=retrieval.fusion,
             rrf_k=retrieval.rrf_k,
             keyword_weight=retrieval.keyword_weight,

@@ -33,6 +33,7 @@ from amrita_memory_pg.storage.pg.outcome import classify
 from amrita_memory_pg.tools.args import ArgumentError, ToolArgs, openai_parameters, parse_args
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.failures import failure_cause, failure_message
+from amrita_memory_pg.tools.jsontext import indented
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +166,8 @@ def dumps(payload: Mapping[str, Any], *, compact: bool = False) -> str:
     either), the reply is escaped instead: still the same JSON, and sendable.
     """
     layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": 4}
-    text = json.dumps(payload, ensure_ascii=False, **layout)
+    # the indented text without json's pure-Python indenting encoder (tools/jsontext.py)
+    text = json.dumps(payload, ensure_ascii=False, **layout) if compact else indented(payload)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

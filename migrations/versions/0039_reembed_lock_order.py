@@ -1,7 +1,7 @@
 """The re-embed switch without a deadlock: reembed_switch_v2 (a consistent lock order).
 
 Revision ID: 0039_reembed_lock_order
-Revises: 0030_write_fast
+Revises: 0037_hybrid_fast
 Create Date: 2026-12-04
 
 reembed_switch_v1 locked memory and knowledge IN SHARE ROW EXCLUSIVE MODE, which a row
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
 revision: str = "0039_reembed_lock_order"
-down_revision: str | None = "0030_write_fast"
+down_revision: str | None = "0037_hybrid_fast"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -11,7 +11,7 @@
 -- AMF01: another embedding model; AMF03: another dimension.
 -- Bound BY NAME from a NewMemory (storage/memories.py insert_args).
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v4(
+  FROM amrita_memory.insert_memory_v5(
            p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
            p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
            p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
@@ -26,7 +26,7 @@ SELECT id, rows_before
 -- full. SQLSTATE AMF01 / AMF03 as for insert_memory. Bound BY NAME (insert_args).
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, rows_before, duplicate
-  FROM amrita_memory.write_memory_v3(
+  FROM amrita_memory.write_memory_v4(
            p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
            p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
            p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
@@ -45,11 +45,12 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- p_rrf_k, p_weight the keyword weight). Bound BY NAME from a MemoryQuery
 -- (storage/pgvector.py search_args, through queries.bind). distance = squared L2; vector
 -- mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life), floor), release 3's
--- scores bit for bit. search_memories_v6: one plain body per mode, generic plans (memory_v6.sql).
+-- scores bit for bit. search_memories_v7: one plain body per mode, generic plans without bitmap
+-- scans (search_v7.sql).
 -- SQLSTATE AMF03 when the query's dimension is not the store's, 22023 for a bad mode.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score
-  FROM amrita_memory.search_memories_v6(
+  FROM amrita_memory.search_memories_v7(
            p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
            p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
            p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,
@@ -61,11 +62,12 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- log's: p_chat, p_who, p_query_text (redacted), p_surface, p_keep per memory, p_log.
 -- A paused partition is checked first; rows with id NULL are status rows (paused, or
 -- log_error: the log failed and the hits stand). Bound BY NAME (storage/pgvector.py
--- recall_args). recall_memories_v2 (memory_v6.sql).
+-- recall_args). recall_memories_v3 (search_v7.sql): its plans and the access log's made once
+-- per connection.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score, paused,
        log_error
-  FROM amrita_memory.recall_memories_v2(
+  FROM amrita_memory.recall_memories_v3(
            p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
            p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
            p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,

@@ -83,7 +83,7 @@ SIGNATURE_V4 = (
 
 
 @pytest.mark.usefixtures("retired_sql")
-async def test_the_store_calls_v6_and_small_partitions_never_reach_v1_to_v4(
+async def test_the_store_calls_v7_and_small_partitions_never_reach_v1_to_v6(
     memory: Memory,
 ) -> None:
     await _fill(memory, SMALL, 10, random.Random(1))
@@ -109,7 +109,11 @@ async def test_the_store_calls_v6_and_small_partitions_never_reach_v1_to_v4(
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v5{SIGNATURE_V4}")
     after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
     assert after == before
-    # ...but without v6 it cannot search: v6 is what it calls.
+    # ...and without v6's (0031_read_fast; v7 still runs v6's bodies on an HNSW partition)...
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v6{SIGNATURE_V4}")
-    with pytest.raises(Exception, match="search_memories_v6"):
+    after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
+    assert after == before
+    # ...but without v7 it cannot search: v7 is what it calls.
+    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v7{SIGNATURE_V4}")
+    with pytest.raises(Exception, match="search_memories_v7"):
         await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)

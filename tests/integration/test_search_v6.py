@@ -1,4 +1,6 @@
 """search_memories_v6 (issue 24, the read rows): its plans are made once per connection.
+The named queries call release 7 since 0037_hybrid_fast (test_search_v7.py); v6 stays
+installed for the processes of the release before and for v7's HNSW path.
 
 Parity is test_search_v5.py's: the named query it compares with release 4 (bit for bit in
 vector mode, release 3's scores) is v6's, on a pool whose connections reuse their plans
@@ -11,8 +13,6 @@ from __future__ import annotations
 
 import asyncpg
 
-from amrita_memory_pg.storage.queries import query
-
 
 async def test_the_search_plans_once_per_connection(conn: asyncpg.Connection) -> None:
     config = await conn.fetchval(
@@ -20,11 +20,6 @@ async def test_the_search_plans_once_per_connection(conn: asyncpg.Connection) ->
         "WHERE n.nspname = 'amrita_memory' AND p.proname = 'search_memories_v6'"
     )
     assert config == ["plan_cache_mode=force_generic_plan"]
-
-
-async def test_the_named_queries_call_release_6() -> None:
-    assert "amrita_memory.search_memories_v6(" in query("search_memories")
-    assert "amrita_memory.recall_memories_v2(" in query("recall_memories")
 
 
 async def test_one_plain_body_per_mode_and_fusion(conn: asyncpg.Connection) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amrita_memory_pg.domain.tokens import MAX_TOKEN_CHARS, MAX_TOKENS, search_tokens
+from amrita_memory_pg.domain.tokens import MAX_TOKEN_CHARS, MAX_TOKENS, query_tokens, search_tokens
 
 
 def test_chinese_gives_characters_and_pairs() -> None:
@@ -75,3 +75,13 @@ def test_caps_on_token_length_and_count() -> None:
 def test_kana_and_hangul_are_paired_like_han() -> None:
     assert "さく" in search_tokens("さくら")
     assert "서울" in search_tokens("서울에서")
+
+
+def test_a_query_is_tokenised_once_and_alike() -> None:
+    """query_tokens is search_tokens of the query (both sides must agree), remembered."""
+    for text in ("小宋 周五 考试", "Painting the paints 05", "", "猫 咖啡 cats"):
+        assert query_tokens(text) == tuple(search_tokens(text))
+    query_tokens.cache_clear()
+    first = query_tokens("postgres deploys on Friday")
+    assert query_tokens("postgres deploys on Friday") is first
+    assert query_tokens.cache_info().hits == 1
