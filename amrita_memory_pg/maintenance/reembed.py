@@ -2,7 +2,7 @@
 
 New vectors are staged beside the live ones, ``REEMBED_BATCH_SIZE`` rows per
 transaction, embedded *before* each transaction opens; retrieval keeps using the old
-vectors meanwhile. A final transaction (``reembed_switch_v1``) swaps them in and
+vectors meanwhile. A final transaction (``reembed_switch_v2``) swaps them in and
 records the new fingerprint. A crash or an embedder outage loses at most the batch in
 flight; running again resumes (staged rows are skipped). Knowledge-base vectors are
 covered too, which the reference forgot.
@@ -10,13 +10,16 @@ covered too, which the reference forgot.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.ports import Embedder
@@ -32,6 +35,13 @@ log = logging.getLogger(__name__)
 Kind = Literal["memory", "knowledge"]
 #: called after each batch with (rows done in this run, rows pending at its start)
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
+
+#: A batch or the switch is one transaction: after a deadlock (40P01) or a serialization
+#: failure (40001) PostgreSQL rolled all of it back, so running it again is safe.
+RETRYABLE = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
+#: attempts per transaction before the error reaches the caller
+TRANSACTION_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +82,39 @@ async def reindex_state(pool: asyncpg.Pool) -> ReindexState | None:
 
 async def pending_count(pool: asyncpg.Pool, fingerprint: str) -> int:
     return int(await pool.fetchval(query("reembed_pending_count"), fingerprint))
+
+
+async def in_retried_transaction(
+    pool: asyncpg.Pool,
+    work: Callable[[PoolConnectionProxy], Awaitable[T]],
+    what: str,
+    *,
+    attempts: int = TRANSACTION_ATTEMPTS,
+) -> T:
+    """Run ``work`` in one transaction, again (bounded, logged) after a 40P01 or 40001.
+
+    Why: the switch's lock order (reembed_switch_v2) rules out the deadlock seen in the
+    load run, but a re-embed runs beside a live bot for minutes; one transient lock
+    conflict must not make the whole run exit 70.
+    """
+    attempt = 1
+    while True:
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                return await work(conn)
+        except RETRYABLE as exc:
+            if attempt >= attempts:
+                raise
+            log.warning(
+                "re-embed %s: %s (SQLSTATE %s); retrying (attempt %d of %d)",
+                what,
+                exc,
+                exc.sqlstate,
+                attempt + 1,
+                attempts,
+            )
+            await asyncio.sleep(0.05 * attempt * (1 + random.random()))
+            attempt += 1
 
 
 async def _begin(pool: asyncpg.Pool, embedder: Embedder, now: datetime) -> int:
@@ -121,15 +164,16 @@ async def _stage_kind(
             return done
         # Embedding first, outside any transaction: an outage here writes nothing.
         vectors = await embedder.embed_passages([r["body"] for r in rows])
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.executemany(
-                query("reembed_stage_vector"),
-                [
-                    (kind, r["row_id"], target, v, r["updated_at"])
-                    for r, v in zip(rows, vectors, strict=True)
-                ],
-            )
+        staged: list[tuple[Any, ...]] = [
+            (kind, r["row_id"], target, v, r["updated_at"])
+            for r, v in zip(rows, vectors, strict=True)
+        ]
+
+        async def stage(conn: PoolConnectionProxy, staged: list[tuple[Any, ...]] = staged) -> None:
+            await conn.executemany(query("reembed_stage_vector"), staged)
             await conn.execute(query("reembed_touch_job"))
+
+        await in_retried_transaction(pool, stage, f"{kind} batch")
         after = rows[-1]["row_id"]
         done += len(rows)
         on_batch(len(rows))
@@ -167,10 +211,11 @@ async def reindex(
     for _attempt in range(max_switch_attempts):
         for kind in ("memory", "knowledge"):
             await _stage_kind(pool, embedder, kind, batch_size, advance)
-        async with pool.acquire() as conn, conn.transaction():
+
+        async def switch(conn: PoolConnectionProxy) -> asyncpg.Record | None:
             # One UPDATE over every row: longer than a chat statement may take.
             await lift_statement_timeout(conn)
-            row = await conn.fetchrow(
+            return await conn.fetchrow(
                 query("reembed_switch"),
                 embedder.fingerprint,
                 provider.protocol,
@@ -179,6 +224,8 @@ async def reindex(
                 embedder.dim,
                 datetime.now(UTC),
             )
+
+        row = await in_retried_transaction(pool, switch, "switch")
         assert row is not None
         if row["switched"]:
             log.info(

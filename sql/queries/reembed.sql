@@ -1,5 +1,5 @@
 -- The online re-embed (amrita_memory_pg/maintenance/reembed.py; functions in
--- sql/functions/reembed_v1.sql): new vectors are staged beside the live ones, one batch
+-- sql/functions/reembed_v1.sql, reembed_v2.sql): new vectors are staged beside the live ones, one batch
 -- per transaction, embedded BEFORE each transaction opens; reembed_switch_v1 swaps them
 -- in. One job row (id = 1) says which model the staged vectors belong to.
 
@@ -76,5 +76,6 @@ UPDATE amrita_memory.reembed_job
 -- Swap the staged vectors in and record the model ($1 fingerprint, $2 protocol, $3
 -- model, $4 base URL, $5 dimension when nothing is staged, $6 now) unless rows are still
 -- pending: then nothing changes and `pending` says how many (stage them, try again).
+-- v2 locks memory and knowledge first in a mode row-locking edits wait for (no deadlock).
 SELECT switched, pending, memories, knowledge, dim
-  FROM amrita_memory.reembed_switch_v1($1, $2, $3, $4, $5, $6);
+  FROM amrita_memory.reembed_switch_v2($1, $2, $3, $4, $5, $6);
