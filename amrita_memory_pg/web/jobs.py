@@ -257,6 +257,16 @@ class JobRunner:
         self._trim()
         return job
 
+    @staticmethod
+    async def _holder_work(mem: Memory | None, held: LeaseHeld) -> str:
+        """A restore also holds the backup/sweep/re-embed leases: name the restore then."""
+        try:
+            rows = await mem.leases.repo.list() if mem is not None else []
+        except Exception:  # the refusal stands; only its wording is at stake
+            return held.kind
+        restoring = any(r["owner"] == held.owner and r["kind"] == "restore" for r in rows)
+        return "restore" if restoring else held.kind
+
     async def _run(self, job: Job, operation: Operation, mem: Memory | None) -> None:
         beat: asyncio.Task[None] | None = None
         try:
@@ -271,7 +281,8 @@ class JobRunner:
                 async with mem.leases.hold(cast(LeaseKind, job.kind)):
                     job.result = await operation(job)
         except LeaseHeld as held:
-            self._finish(job, "failed", f"held by {held.owner}: a {job.kind} runs there now")
+            doing = await self._holder_work(mem, held)
+            self._finish(job, "failed", f"held by {held.owner}: a {doing} runs there now")
         except asyncio.CancelledError:
             if job.cancel_requested:
                 self._finish(job, "cancelled", f"cancelled by {job.cancelled_by or 'an operator'}")

@@ -171,6 +171,7 @@ async def test_web_and_cli_restores_refuse_each_other_and_no_backup_runs_beside_
                 assert web_backup.state == "failed" and f"held by {cli_owner}" in (
                     web_backup.error or ""
                 )
+                assert "a restore runs there now" in (web_backup.error or "")
             except BaseException:
                 proc.kill()
                 raise
