@@ -5,9 +5,7 @@ category filter, the HNSW path's keyword candidates, and the token backfill."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -24,7 +22,6 @@ from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.memories import record_from_row
 from amrita_memory_pg.storage.queries import query
 from tests.support.cli import run_cli
-from tests.support.memory import memory_on
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 KEY = "QQPlatform_Private_1"
@@ -151,14 +148,6 @@ async def test_category_filter(conn: asyncpg.Connection) -> None:
     for mode in ("vector", "keyword", "hybrid"):
         got = await search(conn, "茉莉花茶", q, mode, category="preference")
         assert [r["id"] for r in got] == [pref]
-
-
-@pytest.fixture
-async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
-    async with memory_on(
-        db_dsn, tmp_path, startup=True, per_session_memory_limit=10_000, retrieval__ann_min_rows=300
-    ) as mem:
-        yield mem
 
 
 WORDS = ["猫", "狗", "茶", "山", "咖啡", "北京", "上海", "电影", "音乐", "旅行", "考试", "生日"]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,20 +12,11 @@ import pytest
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.memory import Memory
 from tests.support.data import random_memories
-from tests.support.memory import memory_on
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 SMALL = "QQPlatform_Private_1"
 BIG = "QQPlatform_Group_9"
 ARGS = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 200"
-
-
-@pytest.fixture
-async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
-    async with memory_on(
-        db_dsn, tmp_path, startup=True, per_session_memory_limit=10_000, retrieval__ann_min_rows=300
-    ) as mem:
-        yield mem
 
 
 async def _fill(mem: Memory, partition: str, n: int, rng: random.Random) -> None:

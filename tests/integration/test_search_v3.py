@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -18,7 +16,6 @@ from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.queries import query
 from tests.support.data import random_memories
-from tests.support.memory import memory_on
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 SMALL = "QQPlatform_Private_1"
@@ -31,14 +28,6 @@ FILTERS: list[tuple[Any, ...]] = [
     (None, None, None, ["猫", "茶"]),
     (8, 10, "user", ["狗"]),
 ]
-
-
-@pytest.fixture
-async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
-    async with memory_on(
-        db_dsn, tmp_path, startup=True, per_session_memory_limit=10_000, retrieval__ann_min_rows=300
-    ) as mem:
-        yield mem
 
 
 async def _fill(mem: Memory, partition: str, n: int, rng: random.Random) -> None:

@@ -12,9 +12,7 @@ and those names are the SQL function's (pg_proc of the migrated schema).
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -30,20 +28,11 @@ from amrita_memory_pg.storage.memories import insert_args
 from amrita_memory_pg.storage.pgvector import search_args, search_statement
 from amrita_memory_pg.storage.queries import bind, catalogue, named_params, query
 from tests.integration.test_hybrid_search import BIG, KEY, NOW, fill, insert, unit
-from tests.support.memory import memory_on
 
 V4 = (
     "SELECT * FROM amrita_memory.search_memories_v4("
     "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 200, $16, 60, $17)"
 )
-
-
-@pytest.fixture
-async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
-    async with memory_on(
-        db_dsn, tmp_path, startup=True, per_session_memory_limit=10_000, retrieval__ann_min_rows=300
-    ) as mem:
-        yield mem
 
 
 @pytest.mark.usefixtures("retired_sql")  # v4 is retired (0036): re-installed as released

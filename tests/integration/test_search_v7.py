@@ -11,8 +11,6 @@ ctid) come back with their new content; the named queries call release 7.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -24,20 +22,11 @@ from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.queries import query
 from tests.integration.test_hybrid_search import BIG, KEY, NOW, fill
-from tests.support.memory import memory_on
 
 CALL = (
     "SELECT * FROM amrita_memory.{fn}($1, $2, $3, $4, $5, $6, $7, 30, 1, 0.05, "
     "$8, $9, $10, $11, $12, 200, $13, 60, $14)"
 )
-
-
-@pytest.fixture
-async def memory(db_dsn: str, tmp_path: Path) -> AsyncIterator[Memory]:
-    async with memory_on(
-        db_dsn, tmp_path, startup=True, per_session_memory_limit=10_000, retrieval__ann_min_rows=300
-    ) as mem:
-        yield mem
 
 
 async def proconfig(conn: Any, function: str) -> list[str]:
