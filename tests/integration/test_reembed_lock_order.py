@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -130,12 +131,10 @@ async def _switch_beside_an_edit(
     return outcome
 
 
-async def test_the_switch_waits_for_a_row_locking_edit_instead_of_deadlocking(
-    db_dsn: str, tmp_path: Path
-) -> None:
-    outcome = await _switch_beside_an_edit(db_dsn, tmp_path, "reembed_switch_v2")
+def assert_edit_then_switch(outcome: dict[str, Any]) -> None:
+    """The edit committed first; the switch then found the edited row without a valid
+    staged vector (nothing switched), and a full reindex re-embedded all 12 rows."""
     assert outcome["edit"] == "ok", outcome
-    # The switch ran after the edit committed: the edited row had no valid staged vector.
     assert outcome["switch"] == {
         "switched": False,
         "pending": 1,
@@ -144,6 +143,13 @@ async def test_the_switch_waits_for_a_row_locking_edit_instead_of_deadlocking(
         "dim": None,
     }, outcome
     assert outcome["reindex_memories"] == 12
+
+
+async def test_the_switch_waits_for_a_row_locking_edit_instead_of_deadlocking(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    outcome = await _switch_beside_an_edit(db_dsn, tmp_path, "reembed_switch_v2")
+    assert_edit_then_switch(outcome)
     assert outcome["content"] == "改过 狗"
 
 
@@ -190,15 +196,7 @@ async def test_a_dimension_change_dropping_an_ann_index_beside_a_read_then_write
     if deadlocks:
         assert "deadlock" in (outcome["edit"], outcome["switch"]), outcome
         return
-    assert outcome["edit"] == "ok", outcome
-    assert outcome["switch"] == {
-        "switched": False,
-        "pending": 1,
-        "memories": 0,
-        "knowledge": 0,
-        "dim": None,
-    }, outcome
-    assert outcome["reindex_memories"] == 12
+    assert_edit_then_switch(outcome)
     assert outcome["ann_left"] == 0
 
 
