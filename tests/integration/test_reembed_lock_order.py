@@ -24,9 +24,17 @@ from amrita_memory_pg.maintenance.reembed import (
     in_retried_transaction,
     reindex,
 )
+from amrita_memory_pg.storage.pg.sqlfile import reinstall_retired
 from tests.support.memory import memory_on
 
 KEY = "QQPlatform_Private_10001"
+
+#: reembed_switch_v1 as released (0041_retire_release6 dropped it): the reproduction below
+#: installs it from its released file to show the interleaving deadlocks it.
+RELEASED_SWITCH_V1 = reinstall_retired(
+    ("functions/reembed_v1.sql", "functions/comments_v1.sql"),
+    ("reembed_switch_v1(text,text,text,text,integer,timestamp with time zone)",),
+)
 
 
 async def _wait_until_blocked(pool: asyncpg.Pool, pid: int) -> None:
@@ -80,6 +88,8 @@ async def _switch_beside_an_edit(
             await _stage_kind(new.pool, new.embedder, kind, 100, lambda n: None)
         edit = await asyncpg.connect(db_dsn)
         switcher = await asyncpg.connect(db_dsn)
+        if switch_fn == "reembed_switch_v1":
+            await switcher.execute(";\n".join(RELEASED_SWITCH_V1))
         outcome: dict[str, object] = {}
         try:
             tx = edit.transaction()
@@ -156,7 +166,7 @@ async def test_the_switch_waits_for_a_row_locking_edit_instead_of_deadlocking(
 async def test_the_released_switch_v1_deadlocks_in_the_same_interleaving(
     db_dsn: str, tmp_path: Path
 ) -> None:
-    """The reproduction is real: v1 (still installed for the previous release) deadlocks."""
+    """The reproduction is real: v1 (the released file, reinstalled here) deadlocks."""
     outcome = await _switch_beside_an_edit(db_dsn, tmp_path, "reembed_switch_v1")
     assert "deadlock" in (outcome["edit"], outcome["switch"]), outcome
 
