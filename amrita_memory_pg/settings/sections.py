@@ -408,7 +408,7 @@ class TrailSettings(Section):
         ge=0,
         le=3650,
         description="Days the history of a deleted memory is kept (it goes when its "
-        "partition next deletes something after that).",
+        "partition next deletes something after that, or at the end of the next sweep run).",
     )
 
 

@@ -169,7 +169,8 @@ class BulkWrites(RepositoryCore):
         A run starts at the persisted cursor and walks to the end of the table, then from
         the start back to where it began: one full pass, each batch its own transaction.
         ``max_batches`` stops early (the cursor remembers where); ``dry_run`` walks the
-        whole table from the start and changes nothing, cursor included.
+        whole table from the start and changes nothing, cursor included. A run that
+        changed something ends with one trim of the history to the ``[trail]`` bounds.
         """
         args = (
             now,
@@ -213,6 +214,11 @@ class BulkWrites(RepositoryCore):
                 break
             if dry_run:
                 cursor = row["next_cursor"]
+        if not dry_run and (totals[1] or totals[2]):
+            # The batches leave the history bounds to one set-wise trim per run (sweep_v5.sql).
+            await self.pool.fetchrow(
+                query("trim_history"), self.history.keep, self.history.keep_deleted_days
+            )
         return self._report(totals, wrapped)
 
     @staticmethod

@@ -133,7 +133,13 @@ SELECT cursor_id
 -- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED); rows
 -- of a paused partition are always kept (a pause keeps its memories, v3).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
-  FROM amrita_memory.sweep_batch_v4($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  FROM amrita_memory.sweep_batch_v5($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: trim_history
+-- The trail's history bounds over the whole table, once per sweep run (sweep_v5.sql): per
+-- memory the newest $1 changes stay; the history of memories deleted more than $2 days
+-- ago goes. Returns the rows trimmed and expired.
+SELECT trimmed, expired FROM amrita_memory.trim_history_v1($1, $2);
 
 -- name: untokenized_memories
 -- The token backfill (maintenance/tokens.py): up to $2 memories without search tokens
