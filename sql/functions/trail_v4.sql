@@ -1,0 +1,179 @@
+-- The memory's trail, release 4 (migration 0043_trail_row_triggers, issue 24): the three
+-- trail triggers are ROW-level, so a writer that records its own history (the
+-- amrita_memory.history_by_writer flag of trail_v3.sql) no longer pays for them at all.
+-- Released files are never edited.
+--
+-- Why. trail_v3's triggers were AFTER ... FOR EACH STATEMENT with transition tables
+-- (REFERENCING OLD/NEW TABLE) and a WHEN on the flag. PostgreSQL fills a statement
+-- trigger's transition tables for EVERY row the statement changes, whatever the WHEN
+-- says (a statement trigger's WHEN is only evaluated when it would fire, at the end of
+-- the statement): insert_memory_v5 / write_memory_v4 and the sweep still copied every
+-- memory row they wrote (~1.7 KB with its embedding) into a tuplestore nobody read.
+-- Measured by the lead (100k memories / 1,000 partitions): without the triggers one
+-- insert is ~7% faster and a whole-table sweep ~0.1-0.15 s (of ~1.5 s) faster. A
+-- row-level AFTER trigger's WHEN is evaluated per row when the event would be queued:
+-- false -> nothing queued, nothing copied, no plpgsql call.
+--
+-- What. record_memory_change_row_v1 writes, for its one row, exactly the rows
+-- record_memory_change_v2 (trail_v2.sql; trail_v1.sql's header says what and why) writes
+-- for that row: the memory_change row (same columns; actor from current_actor_v1(); op
+-- 'create' / 'update' / 'tag' / 'delete' or the 'merge' hint of amrita_memory.op; the
+-- note; the fields by memory_fields_v2, inlined), the access-log follow-up (a deleted
+-- memory's access rows go, a moved memory's follow its partition_key), the AMZ01 refusal
+-- of an automatic actor (llm, extraction, l3) on a paused partition, the bound of the
+-- newest history_keep changes of the memory and, on a delete, the deleted-history
+-- retention (history_keep_deleted_days) of its partition. The UPDATE trigger's WHEN also
+-- skips an update that changes neither a shown field (content, tags, importance,
+-- category, scope) nor partition_key: v2 recorded and moved nothing for one either, and
+-- an embedding or search-token rewrite of every row (re-embed switch, backfill) must not
+-- call plpgsql once per row.
+--
+-- Cost of the paths that still fire (no flag: named queries, restore, import, older
+-- releases' functions): one plpgsql call per changed row instead of one per statement;
+-- measured in the header's last paragraph.
+--
+-- Measured (this machine, 2 cores, embedded PostgreSQL, 10,000 memories in 100
+-- partitions, median of 3 interleaved runs; bench/bench_trail_rows.py):
+--   see docs/performance.md, "Trail row triggers".
+--
+-- record_memory_change_v2 and memory_fields_v1 (which only it called), then called by no
+-- trigger nor Python of any release, are dropped by the migration (as 0023_l2_fast
+-- dropped record_memory_change_v1); its downgrade re-installs them, then
+-- trail_v4.down.sql restores trail_v3.sql's statement triggers.
+
+
+CREATE OR REPLACE FUNCTION amrita_memory.record_memory_change_row_v1()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_kind text;
+    v_id text;
+    v_op text := nullif(current_setting('amrita_memory.op', true), '');
+    v_note text := nullif(current_setting('amrita_memory.note', true), '');
+    v_keep integer;
+    v_days integer;
+    v_key text;
+    v_mid text;
+    v_cut bigint;
+BEGIN
+    IF v_op IS NOT NULL AND v_op NOT IN ('merge') THEN
+        v_op := NULL;
+    END IF;
+
+    -- The access log follows its memory: gone with it, renamed with its partition.
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM amrita_memory.memory_access a
+         WHERE a.partition_key = OLD.partition_key AND a.memory_id = OLD.id;
+    ELSIF TG_OP = 'UPDATE' AND OLD.partition_key <> NEW.partition_key THEN
+        UPDATE amrita_memory.memory_access a
+           SET partition_key = NEW.partition_key
+         WHERE a.partition_key = OLD.partition_key AND a.memory_id = OLD.id;
+    END IF;
+    -- A move alone (no shown field changed) is no change anyone asked about (as in v2).
+    IF TG_OP = 'UPDATE'
+       AND (OLD.content, OLD.tags, OLD.importance, OLD.category, OLD.scope)
+           IS NOT DISTINCT FROM (NEW.content, NEW.tags, NEW.importance, NEW.category, NEW.scope)
+    THEN
+        RETURN NULL;
+    END IF;
+
+    SELECT a.kind, a.id INTO v_kind, v_id FROM amrita_memory.current_actor_v1() a;
+    IF TG_OP = 'INSERT' THEN
+        v_key := NEW.partition_key;
+        v_mid := NEW.id;
+        INSERT INTO amrita_memory.memory_change
+               (partition_key, memory_id, at, actor_kind, actor_id, op, before, after, note)
+        VALUES (NEW.partition_key, NEW.id, now(), v_kind, v_id, 'create', NULL,
+                amrita_memory.memory_fields_v2(NEW.content, NEW.tags, NEW.importance,
+                                               NEW.category, NEW.scope, NEW.source),
+                v_note);
+    ELSIF TG_OP = 'UPDATE' THEN
+        v_key := NEW.partition_key;
+        v_mid := NEW.id;
+        INSERT INTO amrita_memory.memory_change
+               (partition_key, memory_id, at, actor_kind, actor_id, op, before, after, note)
+        VALUES (NEW.partition_key, NEW.id, now(), v_kind, v_id,
+                coalesce(v_op,
+                         CASE WHEN OLD.content = NEW.content AND OLD.importance = NEW.importance
+                                   AND OLD.category IS NOT DISTINCT FROM NEW.category
+                                   AND OLD.scope = NEW.scope
+                              THEN 'tag' ELSE 'update' END),
+                amrita_memory.memory_fields_v2(OLD.content, OLD.tags, OLD.importance,
+                                               OLD.category, OLD.scope, OLD.source),
+                amrita_memory.memory_fields_v2(NEW.content, NEW.tags, NEW.importance,
+                                               NEW.category, NEW.scope, NEW.source),
+                v_note);
+    ELSE
+        v_key := OLD.partition_key;
+        v_mid := OLD.id;
+        INSERT INTO amrita_memory.memory_change
+               (partition_key, memory_id, at, actor_kind, actor_id, op, before, after, note)
+        VALUES (OLD.partition_key, OLD.id, now(), v_kind, v_id, coalesce(v_op, 'delete'),
+                amrita_memory.memory_fields_v2(OLD.content, OLD.tags, OLD.importance,
+                                               OLD.category, OLD.scope, OLD.source),
+                NULL, v_note);
+    END IF;
+
+    IF v_kind IN ('llm', 'extraction', 'l3')
+       AND EXISTS (SELECT 1 FROM amrita_memory.paused_partition p WHERE p.partition_key = v_key)
+    THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'AMZ01',
+            MESSAGE = 'the memory of ' || v_key || ' is paused: automatic processes may not change it',
+            HINT = 'resume it with `amrita-memory resume` or /memory resume';
+    END IF;
+
+    -- The newest v_keep changes of this memory stay (cut = the (v_keep + 1)-th newest).
+    v_keep := greatest(amrita_memory.trail_setting_v1('amrita_memory.history_keep', 20), 1);
+    SELECT c.seq INTO v_cut
+      FROM amrita_memory.memory_change c
+     WHERE c.partition_key = v_key AND c.memory_id = v_mid
+     ORDER BY c.seq DESC
+    OFFSET v_keep LIMIT 1;
+    IF v_cut IS NOT NULL THEN
+        DELETE FROM amrita_memory.memory_change h
+         WHERE h.partition_key = v_key AND h.memory_id = v_mid AND h.seq <= v_cut;
+    END IF;
+
+    -- The history of memories deleted more than v_days ago, in the partition deleting now.
+    IF TG_OP = 'DELETE' THEN
+        v_days := amrita_memory.trail_setting_v1('amrita_memory.history_keep_deleted_days', 30);
+        DELETE FROM amrita_memory.memory_change h
+         USING (SELECT DISTINCT d.partition_key, d.memory_id
+                  FROM amrita_memory.memory_change d
+                 WHERE d.partition_key = v_key
+                   AND d.after IS NULL
+                   AND d.at < now() - make_interval(days => v_days)) gone
+         WHERE h.partition_key = gone.partition_key AND h.memory_id = gone.memory_id
+           AND NOT EXISTS (SELECT 1 FROM amrita_memory.memory m
+                            WHERE m.partition_key = gone.partition_key AND m.id = gone.memory_id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION amrita_memory.record_memory_change_row_v1() IS
+'Row-level record_memory_change_v2: the history row of one changed memory, its access-log follow-up, the pause refusal AMZ01 and the bounds; the triggers'' WHEN skips it under amrita_memory.history_by_writer = on.';
+
+
+DROP TRIGGER IF EXISTS trail_memory_insert ON amrita_memory.memory;
+DROP TRIGGER IF EXISTS trail_memory_update ON amrita_memory.memory;
+DROP TRIGGER IF EXISTS trail_memory_delete ON amrita_memory.memory;
+CREATE TRIGGER trail_memory_insert
+    AFTER INSERT ON amrita_memory.memory
+    FOR EACH ROW
+    WHEN (current_setting('amrita_memory.history_by_writer', true) IS DISTINCT FROM 'on')
+    EXECUTE FUNCTION amrita_memory.record_memory_change_row_v1();
+CREATE TRIGGER trail_memory_update
+    AFTER UPDATE ON amrita_memory.memory
+    FOR EACH ROW
+    WHEN (current_setting('amrita_memory.history_by_writer', true) IS DISTINCT FROM 'on'
+          AND ((OLD.content, OLD.tags, OLD.importance, OLD.category, OLD.scope, OLD.partition_key)
+               IS DISTINCT FROM
+               (NEW.content, NEW.tags, NEW.importance, NEW.category, NEW.scope, NEW.partition_key)))
+    EXECUTE FUNCTION amrita_memory.record_memory_change_row_v1();
+CREATE TRIGGER trail_memory_delete
+    AFTER DELETE ON amrita_memory.memory
+    FOR EACH ROW
+    WHEN (current_setting('amrita_memory.history_by_writer', true) IS DISTINCT FROM 'on')
+    EXECUTE FUNCTION amrita_memory.record_memory_change_row_v1();
