@@ -54,34 +54,50 @@ DECLARE
     v_keep integer;
     v_days integer;
     v_key text;
-    v_mid text;
-    v_cut bigint;
 BEGIN
     IF v_op IS NOT NULL AND v_op NOT IN ('merge') THEN
         v_op := NULL;
     END IF;
-
-    -- The access log follows its memory: gone with it, renamed with its partition.
-    IF TG_OP = 'DELETE' THEN
-        DELETE FROM amrita_memory.memory_access a
-         WHERE a.partition_key = OLD.partition_key AND a.memory_id = OLD.id;
-    ELSIF TG_OP = 'UPDATE' AND OLD.partition_key <> NEW.partition_key THEN
-        UPDATE amrita_memory.memory_access a
-           SET partition_key = NEW.partition_key
-         WHERE a.partition_key = OLD.partition_key AND a.memory_id = OLD.id;
-    END IF;
-    -- A move alone (no shown field changed) is no change anyone asked about (as in v2).
+    -- A move alone (no shown field changed: a key migration) records nothing, as in v2;
+    -- the access log follows its memory to the new partition.
     IF TG_OP = 'UPDATE'
        AND (OLD.content, OLD.tags, OLD.importance, OLD.category, OLD.scope)
            IS NOT DISTINCT FROM (NEW.content, NEW.tags, NEW.importance, NEW.category, NEW.scope)
     THEN
+        UPDATE amrita_memory.memory_access a
+           SET partition_key = NEW.partition_key
+         WHERE a.partition_key = OLD.partition_key AND a.memory_id = OLD.id
+           AND OLD.partition_key <> NEW.partition_key;
         RETURN NULL;
     END IF;
 
     SELECT a.kind, a.id INTO v_kind, v_id FROM amrita_memory.current_actor_v1() a;
+    v_key := CASE WHEN TG_OP = 'DELETE' THEN OLD.partition_key ELSE NEW.partition_key END;
+    IF v_kind IN ('llm', 'extraction', 'l3')
+       AND EXISTS (SELECT 1 FROM amrita_memory.paused_partition p WHERE p.partition_key = v_key)
+    THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'AMZ01',
+            MESSAGE = 'the memory of ' || v_key || ' is paused: automatic processes may not change it',
+            HINT = 'resume it with `amrita-memory resume` or /memory resume';
+    END IF;
+
+    -- One statement per row: the history row, the bound (the newest v_keep changes of
+    -- the memory stay: with the row being added, the existing ones up to the v_keep-th
+    -- newest go) and the access-log follow-up (a deleted memory's rows go, a moved one's
+    -- follow it).
+    v_keep := greatest(amrita_memory.trail_setting_v1('amrita_memory.history_keep', 20), 1);
     IF TG_OP = 'INSERT' THEN
-        v_key := NEW.partition_key;
-        v_mid := NEW.id;
+        WITH cut AS (
+            SELECT c.seq FROM amrita_memory.memory_change c
+             WHERE c.partition_key = NEW.partition_key AND c.memory_id = NEW.id
+             ORDER BY c.seq DESC
+            OFFSET v_keep - 1 LIMIT 1
+        ), trimmed AS (
+            DELETE FROM amrita_memory.memory_change h USING cut
+             WHERE h.partition_key = NEW.partition_key AND h.memory_id = NEW.id
+               AND h.seq <= cut.seq
+        )
         INSERT INTO amrita_memory.memory_change
                (partition_key, memory_id, at, actor_kind, actor_id, op, before, after, note)
         VALUES (NEW.partition_key, NEW.id, now(), v_kind, v_id, 'create', NULL,
@@ -89,8 +105,21 @@ BEGIN
                                                NEW.category, NEW.scope, NEW.source),
                 v_note);
     ELSIF TG_OP = 'UPDATE' THEN
-        v_key := NEW.partition_key;
-        v_mid := NEW.id;
+        WITH cut AS (
+            SELECT c.seq FROM amrita_memory.memory_change c
+             WHERE c.partition_key = NEW.partition_key AND c.memory_id = NEW.id
+             ORDER BY c.seq DESC
+            OFFSET v_keep - 1 LIMIT 1
+        ), trimmed AS (
+            DELETE FROM amrita_memory.memory_change h USING cut
+             WHERE h.partition_key = NEW.partition_key AND h.memory_id = NEW.id
+               AND h.seq <= cut.seq
+        ), moved AS (
+            UPDATE amrita_memory.memory_access a
+               SET partition_key = NEW.partition_key
+             WHERE a.partition_key = OLD.partition_key AND a.memory_id = OLD.id
+               AND OLD.partition_key <> NEW.partition_key
+        )
         INSERT INTO amrita_memory.memory_change
                (partition_key, memory_id, at, actor_kind, actor_id, op, before, after, note)
         VALUES (NEW.partition_key, NEW.id, now(), v_kind, v_id,
@@ -105,44 +134,33 @@ BEGIN
                                                NEW.category, NEW.scope, NEW.source),
                 v_note);
     ELSE
-        v_key := OLD.partition_key;
-        v_mid := OLD.id;
+        WITH cut AS (
+            SELECT c.seq FROM amrita_memory.memory_change c
+             WHERE c.partition_key = OLD.partition_key AND c.memory_id = OLD.id
+             ORDER BY c.seq DESC
+            OFFSET v_keep - 1 LIMIT 1
+        ), trimmed AS (
+            DELETE FROM amrita_memory.memory_change h USING cut
+             WHERE h.partition_key = OLD.partition_key AND h.memory_id = OLD.id
+               AND h.seq <= cut.seq
+        ), gone AS (
+            DELETE FROM amrita_memory.memory_access a
+             WHERE a.partition_key = OLD.partition_key AND a.memory_id = OLD.id
+        )
         INSERT INTO amrita_memory.memory_change
                (partition_key, memory_id, at, actor_kind, actor_id, op, before, after, note)
         VALUES (OLD.partition_key, OLD.id, now(), v_kind, v_id, coalesce(v_op, 'delete'),
                 amrita_memory.memory_fields_v2(OLD.content, OLD.tags, OLD.importance,
                                                OLD.category, OLD.scope, OLD.source),
                 NULL, v_note);
-    END IF;
 
-    IF v_kind IN ('llm', 'extraction', 'l3')
-       AND EXISTS (SELECT 1 FROM amrita_memory.paused_partition p WHERE p.partition_key = v_key)
-    THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'AMZ01',
-            MESSAGE = 'the memory of ' || v_key || ' is paused: automatic processes may not change it',
-            HINT = 'resume it with `amrita-memory resume` or /memory resume';
-    END IF;
-
-    -- The newest v_keep changes of this memory stay (cut = the (v_keep + 1)-th newest).
-    v_keep := greatest(amrita_memory.trail_setting_v1('amrita_memory.history_keep', 20), 1);
-    SELECT c.seq INTO v_cut
-      FROM amrita_memory.memory_change c
-     WHERE c.partition_key = v_key AND c.memory_id = v_mid
-     ORDER BY c.seq DESC
-    OFFSET v_keep LIMIT 1;
-    IF v_cut IS NOT NULL THEN
-        DELETE FROM amrita_memory.memory_change h
-         WHERE h.partition_key = v_key AND h.memory_id = v_mid AND h.seq <= v_cut;
-    END IF;
-
-    -- The history of memories deleted more than v_days ago, in the partition deleting now.
-    IF TG_OP = 'DELETE' THEN
+        -- The history of memories deleted more than v_days ago, in the partition deleting
+        -- now (an index range of (partition_key, at): nearly always empty).
         v_days := amrita_memory.trail_setting_v1('amrita_memory.history_keep_deleted_days', 30);
         DELETE FROM amrita_memory.memory_change h
          USING (SELECT DISTINCT d.partition_key, d.memory_id
                   FROM amrita_memory.memory_change d
-                 WHERE d.partition_key = v_key
+                 WHERE d.partition_key = OLD.partition_key
                    AND d.after IS NULL
                    AND d.at < now() - make_interval(days => v_days)) gone
          WHERE h.partition_key = gone.partition_key AND h.memory_id = gone.memory_id
