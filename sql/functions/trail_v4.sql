@@ -54,6 +54,8 @@ DECLARE
     v_keep integer;
     v_days integer;
     v_key text;
+    v_mark text;
+    v_done text;
 BEGIN
     IF v_op IS NOT NULL AND v_op NOT IN ('merge') THEN
         v_op := NULL;
@@ -155,8 +157,20 @@ BEGIN
                 NULL, v_note);
 
         -- The history of memories deleted more than v_days ago, in the partition deleting
-        -- now (an index range of (partition_key, at): nearly always empty).
+        -- now: once per partition and statement (v2 ran it once per statement over the
+        -- partitions deleting; it finds the same rows for every row of one statement,
+        -- which all run after the statement's deletes). The partitions done are kept in a
+        -- transaction setting, under the statement's start time.
         v_days := amrita_memory.trail_setting_v1('amrita_memory.history_keep_deleted_days', 30);
+        v_mark := statement_timestamp()::text || '/' || v_days;
+        v_done := current_setting('amrita_memory.trail_retained', true);
+        IF v_done IS NULL OR split_part(v_done, chr(31), 1) <> v_mark THEN
+            v_done := v_mark;
+        END IF;
+        IF position(chr(31) || OLD.partition_key || chr(31) IN v_done || chr(31)) > 0 THEN
+            RETURN NULL;
+        END IF;
+        PERFORM set_config('amrita_memory.trail_retained', v_done || chr(31) || OLD.partition_key, true);
         DELETE FROM amrita_memory.memory_change h
          USING (SELECT DISTINCT d.partition_key, d.memory_id
                   FROM amrita_memory.memory_change d
