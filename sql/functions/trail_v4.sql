@@ -28,13 +28,38 @@
 -- an embedding or search-token rewrite of every row (re-embed switch, backfill) must not
 -- call plpgsql once per row.
 --
--- Cost of the paths that still fire (no flag: named queries, restore, import, older
--- releases' functions): one plpgsql call per changed row instead of one per statement;
--- measured in the header's last paragraph.
+-- How a row costs little: one statement per row writes the history row, keeps the bound
+-- (a CTE cuts the memory's existing changes up to the history_keep-th newest: with the
+-- row added, the newest history_keep stay, as v2's probe-then-delete left them) and does
+-- the access-log follow-up; a delete also runs the retention, once per partition and
+-- statement (every row of one statement finds the same rows: the triggers run after all
+-- of the statement's deletes; the partitions done are kept in the transaction setting
+-- amrita_memory.trail_retained under the statement's start time). The pause test runs
+-- before the write (it raises, so the order changes nothing).
 --
--- Measured (this machine, 2 cores, embedded PostgreSQL, 10,000 memories in 100
--- partitions, median of 3 interleaved runs; bench/bench_trail_rows.py):
---   see docs/performance.md, "Trail row triggers".
+-- Measured (2026-12-04, 2 cores shared, embedded PostgreSQL, 10,000 memories of 384-d in
+-- 100 partitions with one history row each; v3 and v4 interleaved, medians of 3 rounds,
+-- each in a rolled-back transaction):
+--   flock /tmp/bench.lock .venv/bin/python bench/bench_trail_rows.py --rounds 3
+--   flock /tmp/bench.lock .venv/bin/python bench/bench_trail_rows.py --only-singles --rounds 10
+--                                                   v3 (statement)   v4 (row)   v4/v3
+--   writer flag: UPDATE of 10,000 (the sweep's)          0.454 s     0.395 s    0.87
+--   writer flag: DELETE of 10,000 (the sweep's)          0.085 s     0.059 s    0.69
+--   restore of a backup carrying the history (flag)      0.511 s     0.339 s    0.66
+--   insert_memory_v5, in-server loop of 1,000          0.159 ms    0.161 ms    1.02
+--     (the trail triggers disabled: 0.155 / 0.155 ms: both cost the single insert
+--     2-4 %, inside this machine's noise)
+--   no flag: INSERT ... SELECT of 10,000                 0.563 s     0.663 s    1.18
+--   no flag: DELETE of 10,000                            0.246 s     0.579 s    2.36
+--   no flag: restore of a version-1 backup (DELETE +
+--     COPY of 10,000; no history carried)                0.845 s     1.400 s    1.66
+-- The paths without the flag pay one plpgsql call and one or two statements per row
+-- (~10 us an insert, ~33 us a delete) instead of one set-wise statement: named-query
+-- writes (one memory each), L3 and import merges (one each), a key migration (a move:
+-- the access log only), seed's clear_partition, the restore of a version-1 backup. A
+-- JSONL restore of a backup carrying memory_change and memory_access (every version-2
+-- backup) clears and copies the memories under the flag (restore.load_jsonl): the rows
+-- the triggers would write are emptied and replaced by the backup's anyway.
 --
 -- record_memory_change_v2 and memory_fields_v1 (which only it called), then called by no
 -- trigger nor Python of any release, are dropped by the migration (as 0023_l2_fast
