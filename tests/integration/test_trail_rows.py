@@ -153,6 +153,19 @@ async def _scenario(conn: asyncpg.Connection) -> dict[str, Any]:
     )
     await tx("system", f"DELETE FROM amrita_memory.memory WHERE id IN {ids(1, 5, 12)}",
              op="merge", note="kept 0003")  # fmt: skip
+    # three statements of one transaction: the retention of the third sees the second
+    async with conn.transaction():
+        await conn.execute(
+            "SELECT set_config('amrita_memory.actor', 'person:8', true),"
+            " set_config('amrita_memory.history_keep', '3', true),"
+            " set_config('amrita_memory.history_keep_deleted_days', '10', true)"
+        )
+        await conn.execute(f"DELETE FROM amrita_memory.memory WHERE id IN {ids(16, 13)}")
+        await conn.execute(
+            "UPDATE amrita_memory.memory_change SET at = at - interval '40 days'"
+            f" WHERE memory_id = '{lpad(16)}'"
+        )
+        await conn.execute(f"DELETE FROM amrita_memory.memory WHERE id IN {ids(20, 17)}")
     # pause: an automatic actor is refused (and nothing of its statement stays), a person not
     await conn.execute(
         "INSERT INTO amrita_memory.paused_partition (partition_key, paused_at, paused_by)"
@@ -222,6 +235,8 @@ async def test_plain_sql_writes_record_what_the_statement_triggers_recorded(
     assert max(per_memory.values()) == 3  # the bound
     gone = {h[1] for h in history if h[4] in ("delete", "merge") and h[6] is None}
     assert lpad(4) not in {h[1] for h in history}  # past the retention: gone
+    assert lpad(16) not in {h[1] for h in history}
+    assert {lpad(13), lpad(17), lpad(20)} <= gone
     assert {lpad(8), lpad(1), lpad(5), lpad(12)} <= gone
     assert [h[7] for h in history if h[1] == lpad(1)][-1] == "kept 0003"
     moved = [(a[0], a[1]) for a in rows["access"]]
