@@ -3,17 +3,23 @@ flag (amrita_memory.history_by_writer) queues no trigger work, an update of no s
 calls nothing, and every plain-SQL path (multi-row INSERT / UPDATE / DELETE, merge hint,
 pause, bounds, retention, access-log follow-up) writes the same rows as trail_v3's
 statement triggers did: the scenario runs on the head schema and again after downgrading
-to the revision before, and both histories must be equal."""
+to the revision before, and both histories must be equal. A JSONL restore carrying the
+history clears and copies the memories under the flag."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from alembic.script import ScriptDirectory
 
+from amrita_memory_pg.maintenance.backup import create_backup, read_header
+from amrita_memory_pg.maintenance.restore import load_jsonl
 from amrita_memory_pg.storage.pg import migrate
+from amrita_memory_pg.storage.pg.database import register_vector_codec
+from tests.support.memory import memory_on
 
 REVISION = "0043_trail_row_triggers"
 TRIGGERS = ("trail_memory_insert", "trail_memory_update", "trail_memory_delete")
@@ -252,3 +258,41 @@ def lpad(n: int) -> str:
 def ids(*numbers: int) -> str:
     """A SQL list of the ids _seed gives ``numbers``."""
     return "(" + ", ".join(f"'{lpad(n)}'" for n in numbers) + ")"
+
+
+async def test_a_restore_carrying_the_history_queues_no_trigger_work(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    async with memory_on(db_dsn, tmp_path) as mem:
+        for i in range(5):
+            await mem.memories.add(partition_key="QQPlatform_Private_1", scope="user",
+                                   content=f"记忆 {i}")  # fmt: skip
+        info = await create_backup(mem.store)
+        history = await mem.pool.fetch(_HISTORY)
+        assert len(history) == 5
+    header = read_header(info.jsonl_path)
+    assert {"memory_change", "memory_access"} <= set(header["counts"])
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        await register_vector_codec(conn)
+        await conn.execute("SET track_functions = 'pl'")
+        async with conn.transaction():
+            await load_jsonl(conn, info.jsonl_path, header)
+            # 5 memories deleted and 5 copied back: nothing queued for either
+            assert await _trail_function_calls(conn) == 0
+            assert await conn.fetchval(
+                "SELECT current_setting('amrita_memory.history_by_writer', true)"
+            ) == ""  # fmt: skip
+            assert await conn.fetchval("SELECT count(*) FROM amrita_memory.memory") == 5
+            assert await conn.fetch(_HISTORY) == history
+            # the flag is off again: a plain write of the same transaction is recorded
+            await conn.execute("UPDATE amrita_memory.memory SET importance = 9")
+            assert await _trail_function_calls(conn) == 5
+    finally:
+        await conn.close()
+
+
+_HISTORY = (
+    "SELECT partition_key, memory_id, actor_kind, actor_id, op, before, after, note"
+    " FROM amrita_memory.memory_change ORDER BY partition_key, memory_id, seq"
+)
