@@ -121,6 +121,13 @@ class Memory:
         self.database = store.database
         self.embedder = store.embedder
         self.backend = store.backend
+        #: issue 23: where reads that may lag go; one per process, so that every write of
+        #: this process (memories, memos) sends the partition's next reads to the primary
+        self.route = ReadRoute(
+            store.pool,
+            store.read_pool,
+            fresh_seconds=settings.database.read_own_writes_seconds,
+        )
         #: issue 17: access log, change history and paused partitions
         self.trail = TrailService(TrailRepository(store.pool, store.read_pool), settings.trail)
         #: L2 memories: the service embeds, the repository writes and searches
@@ -131,11 +138,7 @@ class Memory:
                 cap=settings.per_session_memory_limit,
                 acquire_timeout=settings.database.connect_timeout,
                 history=history_bounds(settings.trail),
-                route=ReadRoute(
-                    store.pool,
-                    store.read_pool,
-                    fresh_seconds=settings.database.read_own_writes_seconds,
-                ),
+                route=self.route,
             ),
             store.embedder,
             settings,
@@ -143,7 +146,10 @@ class Memory:
         )
         #: L1 memos; the cap is enforced by the database write
         self.memos = MemoRepository(
-            store.pool, settings.memo_max_chars, acquire_timeout=settings.database.connect_timeout
+            store.pool,
+            settings.memo_max_chars,
+            acquire_timeout=settings.database.connect_timeout,
+            route=self.route,
         )
         #: issue 23: who in the fleet runs an L3 cycle, the sweep, the session job
         self.leases = Leases(
@@ -216,7 +222,7 @@ class Memory:
         )
         #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(
-            BotMemoryRepository(store.pool, store.read_pool),
+            BotMemoryRepository(store.pool, self.route),
             store.embedder,
             settings,
             trail=self.trail,

@@ -568,9 +568,23 @@ async def run(args: argparse.Namespace) -> list[Row]:
                 for i in range(20):  # warm the plan cache and the buffers
                     await reader(mode, lambda i: partitions[i % len(partitions)])(i)
                 reads[mode] = await timed(args.queries, reader(mode, spread))
+            wal = "SELECT wal_fpi, wal_bytes FROM pg_stat_wal"
+            wal_before = await conn.fetchrow(wal)
             write = await timed(
                 args.writes,
                 writes_into(conn, partitions, queries, now),
+            )
+            await conn.execute("SELECT pg_stat_force_next_flush()")
+            wal_after = await conn.fetchrow(wal)
+            assert wal_before is not None
+            assert wal_after is not None
+            # Most of a write's cost after a checkpoint: a full-page image of every page it
+            # touches first (the heap, each index, the history row and its key).
+            print(
+                f"# write WAL: {(wal_after[0] - wal_before[0]) / args.writes:.1f} full-page "
+                f"images, {float(wal_after[1] - wal_before[1]) / args.writes / 1024:.1f} kB "
+                "per write",
+                flush=True,
             )
             recall = near_recall = None
             if ds.big_partition:

@@ -163,8 +163,8 @@ class DatabaseSettings(Section):
         "/memory search, the admin page, the CLI; their access log is written to url behind "
         "the read), the memory lists (list_memory, the CLI, the admin page) read there; "
         "writes, the tools' other reads (memo, profile, a memory by id), the L3 loop and "
-        "extraction stay on url, and so do the searches and lists of a partition this "
-        "process wrote within read_own_writes_seconds. A replica lags by "
+        "extraction stay on url, and so do the searches, lists and per-turn block of a "
+        "partition this process wrote within read_own_writes_seconds. A replica lags by "
         "its replay delay: a page or a search may show another process's write a moment late.",
     )
     read_own_writes_seconds: float = Field(

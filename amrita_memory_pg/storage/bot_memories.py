@@ -19,6 +19,7 @@ from amrita_memory_pg.domain.injection import Candidate
 from amrita_memory_pg.domain.ports import TokenUsage, Vector
 from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.reads import ReadRoute
 from amrita_memory_pg.storage.rows import from_row
 
 
@@ -81,11 +82,13 @@ def _candidate(row: Any) -> Candidate:
 class BotMemoryRepository:
     """Reads and writes ``loaded_scope`` and ``extraction_run``; the block query."""
 
-    def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:
+    def __init__(self, pool: asyncpg.Pool, route: ReadRoute | None = None) -> None:
         self._pool = pool
         #: the block's one read-only query may go to a replica (issue 23): it runs at the
-        #: start of a turn, before the turn writes anything
-        self._read_pool = read_pool if read_pool is not pool else None
+        #: start of a turn, before the turn writes anything — unless this process wrote one
+        #: of its partitions (memo or memory) within the route's window: then the primary,
+        #: so that what a person or the LLM just wrote is in the next turn's block
+        self.route = route if route is not None else ReadRoute(pool)
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -105,7 +108,9 @@ class BotMemoryRepository:
     ) -> BlockRows:
         """Memos, loaded scopes, candidates, relevant memories and the profile summary
         of ``profile_key`` (None: not asked for): one query."""
-        rows = await (self._read_pool or self._pool).fetch(
+        keys = {*memo_keys, *scope_keys, *([profile_key] if profile_key else [])}
+        replica = self.route.replicated and all(self.route.on_replica(k) for k in keys)
+        rows = await (self.route.read_pool if replica else self._pool).fetch(
             query("memory_block"),
             list(dict.fromkeys(memo_keys)),
             chat_key,

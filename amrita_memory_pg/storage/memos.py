@@ -20,6 +20,7 @@ from amrita_memory_pg.domain.errors import MemoTooLong
 from amrita_memory_pg.domain.records import Memo, MemoWrite
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
+from amrita_memory_pg.storage.reads import ReadRoute
 from amrita_memory_pg.storage.trail import act, raise_if_paused, refusable
 
 
@@ -27,12 +28,20 @@ class MemoRepository:
     """Repository of L1 memos on an asyncpg pool; ``max_chars`` comes from the settings."""
 
     def __init__(
-        self, pool: asyncpg.Pool, max_chars: int, *, acquire_timeout: float | None = None
+        self,
+        pool: asyncpg.Pool,
+        max_chars: int,
+        *,
+        acquire_timeout: float | None = None,
+        route: ReadRoute | None = None,
     ) -> None:
         self._pool = pool
         self.max_chars = max_chars
         #: longest wait for a pooled connection before a write is refused (None = no limit)
         self.acquire_timeout = acquire_timeout
+        #: where the per-turn block reads (issue 23): a memo written here is read from the
+        #: primary for a while, so the next turn shows it however far a replica lags
+        self.route = route
 
     async def _write(self, sql: str, partition_key: str, *args: Any) -> Any:
         """One write statement; a driver failure comes out as ``DatabaseRefused`` (no effect)
@@ -42,6 +51,8 @@ class MemoRepository:
         the same transaction, which refuses it on a paused partition (pause_v1.sql,
         :class:`MemoryPaused`); a person's write stays one statement.
         """
+        if self.route is not None:
+            self.route.wrote(partition_key)
         async with write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn:
             try:
                 if not refusable():

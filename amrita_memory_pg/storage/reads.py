@@ -10,7 +10,7 @@ is decided here, per partition, without a round trip:
   registry and the extraction, is ``l3`` or ``extraction``): a cycle reads, writes,
   merges and reads again within one run, and decides on what it reads.
 * **A partition this process wrote within** ``[database] read_own_writes_seconds``
-  (default 10) **reads the primary**: every memory write of this process (the chat tool,
+  (default 10) **reads the primary**: every memory and memo write of this process (the chat tool,
   /memory, the page, the CLI) marks its partition first. A write then a read in the same
   turn — or the next turn, or the next tool call of one batch — sees the write, however
   far the replica lags, as long as it is read within the window; after the window the
@@ -19,8 +19,11 @@ is decided here, per partition, without a round trip:
 * Everything else reads the replica.
 
 Used for searches (:class:`~amrita_memory_pg.storage.memories.MemoryRepository`:
-``search``, ``recall``) and memory lists (``list_page``, ``list_filtered``, the admin
-page's list of one partition); docs/deployment.md has the whole table of what goes where.
+``search``, ``recall``), memory lists (``list_page``, ``list_filtered``, the admin
+page's list of one partition) and the per-turn block (``BotMemoryRepository.block``:
+the primary when any partition it reads was written here within the window; memo writes
+mark too); docs/deployment.md has the whole table of what goes where. One route per
+process (``Memory.route``), shared by the repositories that write and read.
 
 The marks live in this process only: a write made by ANOTHER process of the fleet is
 seen here once the replica replays it (the fleet gives each chat to one process, so a

@@ -60,18 +60,22 @@ async def test_the_block_and_the_list_pages_read_the_replica_and_writes_go_to_th
         await lobby.close()
     standby = await asyncpg.connect(read_dsn)
     try:
-        async with memory_on(db_dsn, tmp_path / "data", database__read_url=read_dsn) as mem:
+        async with (
+            memory_on(db_dsn, tmp_path / "data", database__read_url=read_dsn) as mem,
+            memory_on(db_dsn, tmp_path / "other") as other,
+        ):
             assert mem.store.read_pool is not mem.pool
             ctx = ToolContext(platform="qq", user_id="10001", roles=frozenset())
             key = ctx.session_key
-            await mem.call_tool("update_memo", {"content": "第一版备忘"}, ctx)
-            first = await mem.memories.add(partition_key=key, scope="user", content="用户喜欢猫")
+            await other.call_tool("update_memo", {"content": "第一版备忘"}, ctx)
+            first = await other.memories.add(partition_key=key, scope="user", content="用户喜欢猫")
             await _caught_up(primary, standby)
             assert "第一版备忘" in await mem.memory_block(ctx)
             await standby.execute("SELECT pg_wal_replay_pause()")
             try:
-                await mem.call_tool("update_memo", {"content": "第二版备忘"}, ctx)
-                second = await mem.memories.add(
+                # written by another process of the fleet (this one's own writes: the next test)
+                await other.call_tool("update_memo", {"content": "第二版备忘"}, ctx)
+                second = await other.memories.add(
                     partition_key=key, scope="user", content="用户住在上海"
                 )
                 await asyncio.sleep(0.3)
@@ -96,6 +100,57 @@ async def test_the_block_and_the_list_pages_read_the_replica_and_writes_go_to_th
             assert {r.id for r in page} == {first.id, second.id} and total == 2
             with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
                 await mem.store.read_pool.execute("DELETE FROM amrita_memory.memo")
+    finally:
+        await primary.close()
+        await standby.close()
+
+
+async def test_the_next_block_shows_this_process_own_writes_however_far_the_replica_lags(
+    db_dsn: str, replica: Replica, tmp_path: Path
+) -> None:
+    """A memo or memory this process wrote within ``read_own_writes_seconds`` sends the
+    next turn's block to the primary; another chat's block still reads the replica."""
+    database = urlsplit(db_dsn).path.lstrip("/")
+    read_dsn = replica.dsn(database)
+    primary = await asyncpg.connect(db_dsn)
+    lobby = await asyncpg.connect(replica.dsn("postgres"))
+    try:
+        await _caught_up(primary, lobby)
+    finally:
+        await lobby.close()
+    standby = await asyncpg.connect(read_dsn)
+    try:
+        async with (
+            memory_on(
+                db_dsn, tmp_path / "data", database__read_url=read_dsn, injection__enabled=True
+            ) as mem,
+            memory_on(db_dsn, tmp_path / "other") as other,
+        ):
+            alice = ToolContext(platform="qq", user_id="10011", roles=frozenset())
+            bob = ToolContext(platform="qq", user_id="10012", roles=frozenset())
+            await other.call_tool("update_memo", {"content": "爱丽丝的旧备忘"}, alice)
+            await other.call_tool("update_memo", {"content": "鲍勃的旧备忘"}, bob)
+            await _caught_up(primary, standby)
+            await standby.execute("SELECT pg_wal_replay_pause()")
+            try:
+                # this process: alice's memo by the chat tool, a memory by /memory add
+                await mem.call_tool("update_memo", {"content": "爱丽丝的新备忘"}, alice)
+                await mem.memories.add(
+                    partition_key=alice.session_key, scope="user", content="用户会弹钢琴"
+                )
+                # another process: bob's
+                await other.call_tool("update_memo", {"content": "鲍勃的新备忘"}, bob)
+                await asyncio.sleep(0.3)
+                block = await mem.memory_block(alice)
+                assert "爱丽丝的新备忘" in block and "用户会弹钢琴" in block, block
+                assert "爱丽丝的旧备忘" not in block
+                # bob's partition was not written here: his block read the (paused) replica
+                block = await mem.memory_block(bob)
+                assert "鲍勃的旧备忘" in block and "鲍勃的新备忘" not in block
+            finally:
+                await standby.execute("SELECT pg_wal_replay_resume()")
+            await _caught_up(primary, standby)
+            assert "鲍勃的新备忘" in await mem.memory_block(bob)
     finally:
         await primary.close()
         await standby.close()
