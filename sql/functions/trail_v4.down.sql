@@ -22,3 +22,5 @@ CREATE TRIGGER trail_memory_delete
     WHEN (current_setting('amrita_memory.history_by_writer', true) IS DISTINCT FROM 'on')
     EXECUTE FUNCTION amrita_memory.record_memory_change_v2();
 DROP FUNCTION IF EXISTS amrita_memory.record_memory_change_row_v1();
+COMMENT ON TABLE amrita_memory.memory_change IS
+'Change history per memory (statement triggers on memory), newest N per memory';

@@ -213,6 +213,10 @@ COMMENT ON FUNCTION amrita_memory.record_memory_change_row_v1() IS
 'Row-level record_memory_change_v2: the history row of one changed memory, its access-log follow-up, the pause refusal AMZ01 and the bounds; the triggers'' WHEN skips it under amrita_memory.history_by_writer = on.';
 
 
+COMMENT ON TABLE amrita_memory.memory_change IS
+'Change history per memory (the hot writers and row triggers on memory), newest N per memory';
+
+
 DROP TRIGGER IF EXISTS trail_memory_insert ON amrita_memory.memory;
 DROP TRIGGER IF EXISTS trail_memory_update ON amrita_memory.memory;
 DROP TRIGGER IF EXISTS trail_memory_delete ON amrita_memory.memory;
