@@ -241,6 +241,14 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
 
     Shared by restore and ``backup verify`` (into a throwaway database)."""
     kinds = carried_kinds(header)
+    # The backup's history and access log replace the store's (both tables are emptied
+    # and reloaded below): what the trail triggers would write for the memories cleared
+    # and copied here is thrown away, so the restore says it keeps the history itself and
+    # the row triggers queue nothing for its 2 x N rows (trail_v4.sql; a plpgsql call
+    # per row otherwise). A backup without them (version 1) is recorded as before.
+    own_history = {"memory_change", "memory_access"} <= set(kinds)
+    if own_history:
+        await conn.fetchval(query("restore_history_by_writer"), "on")
     await _replace_all(conn)
     for table in reversed(GENERIC_TABLES):
         if table in kinds:
@@ -258,6 +266,8 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
         await conn.copy_records_to_table(
             kind, schema_name="amrita_memory", columns=list(columns), records=rows(kind, columns)
         )
+    if own_history:
+        await conn.fetchval(query("restore_history_by_writer"), "")
     grants = [
         _record(i, GRANT_COLUMNS)
         for i in _iter_jsonl(path, "permission_grant")

@@ -120,6 +120,13 @@ WITH memories AS (DELETE FROM amrita_memory.memory RETURNING 1),
 SELECT count(*)::integer AS memories
   FROM memories;
 
+-- name: restore_history_by_writer
+-- A restore whose backup carries the change history and the access log ($1 'on', then
+-- ''): the trail triggers stay out of clearing and copying the memories (trail_v4.sql),
+-- whose history rows and access-log follow-up would be emptied and replaced by the
+-- backup's anyway. Transaction-local: rolled back with a failed restore.
+SELECT set_config('amrita_memory.history_by_writer', $1::text, true);
+
 -- name: drop_store_schema
 -- Drop our whole schema before psql replays a pg_restore script of it, in the same
 -- single transaction (psql --single-transaction: a failed replay keeps the old schema).

@@ -676,7 +676,8 @@ memory_change = Table(
     ),
     CheckConstraint("op IN ('create', 'update', 'delete', 'merge', 'tag')", name="op"),
     PrimaryKeyConstraint("partition_key", "memory_id", "seq"),
-    comment="Change history per memory (statement triggers on memory), newest N per memory",
+    comment="Change history per memory (the hot writers and row triggers on memory), "
+    "newest N per memory",
 )
 # The retention of deleted memories' history walks only the delete rows of a partition.
 Index(
