@@ -236,6 +236,11 @@ def validate_jsonl(path: Path, header: dict[str, Any]) -> dict[str, int]:
 IMPORT_BATCH = 500
 
 
+async def _history_by_writer(conn: Any, value: str) -> None:
+    """Set (``on``) or clear (``""``) the trail's writer flag for the restore's transaction."""
+    await conn.fetchval(query("restore_history_by_writer"), value)
+
+
 async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
     """Replace what the backup carries with its rows, in the caller's transaction.
 
@@ -248,7 +253,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
     # per row otherwise). A backup without them (version 1) is recorded as before.
     own_history = {"memory_change", "memory_access"} <= set(kinds)
     if own_history:
-        await conn.fetchval(query("restore_history_by_writer"), "on")
+        await _history_by_writer(conn, "on")
     await _replace_all(conn)
     for table in reversed(GENERIC_TABLES):
         if table in kinds:
@@ -267,7 +272,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
             kind, schema_name="amrita_memory", columns=list(columns), records=rows(kind, columns)
         )
     if own_history:
-        await conn.fetchval(query("restore_history_by_writer"), "")
+        await _history_by_writer(conn, "")
     grants = [
         _record(i, GRANT_COLUMNS)
         for i in _iter_jsonl(path, "permission_grant")

@@ -47,18 +47,25 @@ async def _caught_up(primary: asyncpg.Connection, standby: asyncpg.Connection) -
     raise AssertionError("the replica did not catch up")
 
 
-async def test_the_block_and_the_list_pages_read_the_replica_and_writes_go_to_the_primary(
-    db_dsn: str, replica: Replica, tmp_path: Path
-) -> None:
-    database = urlsplit(db_dsn).path.lstrip("/")
-    read_dsn = replica.dsn(database)
+async def _connect_both(
+    db_dsn: str, replica: Replica
+) -> tuple[str, asyncpg.Connection, asyncpg.Connection]:
+    """The test database on the standby: its DSN, a connection to the primary and one to
+    the standby, once the database itself has reached the standby."""
+    read_dsn = replica.dsn(urlsplit(db_dsn).path.lstrip("/"))
     primary = await asyncpg.connect(db_dsn)
     lobby = await asyncpg.connect(replica.dsn("postgres"))
     try:
-        await _caught_up(primary, lobby)  # the database itself reached the standby
+        await _caught_up(primary, lobby)
     finally:
         await lobby.close()
-    standby = await asyncpg.connect(read_dsn)
+    return read_dsn, primary, await asyncpg.connect(read_dsn)
+
+
+async def test_the_block_and_the_list_pages_read_the_replica_and_writes_go_to_the_primary(
+    db_dsn: str, replica: Replica, tmp_path: Path
+) -> None:
+    read_dsn, primary, standby = await _connect_both(db_dsn, replica)
     try:
         async with (
             memory_on(db_dsn, tmp_path / "data", database__read_url=read_dsn) as mem,
@@ -110,15 +117,7 @@ async def test_the_next_block_shows_this_process_own_writes_however_far_the_repl
 ) -> None:
     """A memo or memory this process wrote within ``read_own_writes_seconds`` sends the
     next turn's block to the primary; another chat's block still reads the replica."""
-    database = urlsplit(db_dsn).path.lstrip("/")
-    read_dsn = replica.dsn(database)
-    primary = await asyncpg.connect(db_dsn)
-    lobby = await asyncpg.connect(replica.dsn("postgres"))
-    try:
-        await _caught_up(primary, lobby)
-    finally:
-        await lobby.close()
-    standby = await asyncpg.connect(read_dsn)
+    read_dsn, primary, standby = await _connect_both(db_dsn, replica)
     try:
         async with (
             memory_on(
@@ -168,15 +167,7 @@ async def _accesses(primary: asyncpg.Connection, key: str) -> list[tuple[str, st
 async def test_searches_read_the_replica_and_their_access_log_arrives_on_the_primary(
     db_dsn: str, replica: Replica, tmp_path: Path
 ) -> None:
-    database = urlsplit(db_dsn).path.lstrip("/")
-    read_dsn = replica.dsn(database)
-    primary = await asyncpg.connect(db_dsn)
-    lobby = await asyncpg.connect(replica.dsn("postgres"))
-    try:
-        await _caught_up(primary, lobby)
-    finally:
-        await lobby.close()
-    standby = await asyncpg.connect(read_dsn)
+    read_dsn, primary, standby = await _connect_both(db_dsn, replica)
     ctx = ToolContext(platform="qq", user_id="10002", roles=frozenset())
     key = ctx.session_key
     try:
@@ -283,8 +274,7 @@ async def test_searches_read_the_replica_and_their_access_log_arrives_on_the_pri
 async def test_the_cli_lists_and_searches_on_the_replica(
     db_dsn: str, replica: Replica, tmp_path: Path
 ) -> None:
-    database = urlsplit(db_dsn).path.lstrip("/")
-    read_dsn = replica.dsn(database)
+    read_dsn, primary, standby = await _connect_both(db_dsn, replica)
     key = "QQPlatform_Private_10004"
     env = {
         "DATABASE_URL": db_dsn,
@@ -292,13 +282,6 @@ async def test_the_cli_lists_and_searches_on_the_replica(
         "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "data"),
         "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash",
     }
-    primary = await asyncpg.connect(db_dsn)
-    lobby = await asyncpg.connect(replica.dsn("postgres"))
-    try:
-        await _caught_up(primary, lobby)
-    finally:
-        await lobby.close()
-    standby = await asyncpg.connect(read_dsn)
     try:
         async with memory_on(db_dsn, tmp_path / "w") as writer:
             first = await writer.memories.add(partition_key=key, scope="user", content="用户喜欢猫")
