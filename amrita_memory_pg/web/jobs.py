@@ -26,8 +26,9 @@ A re-embed whose process died is resumed without anyone starting it (issue 23):
 heartbeat for ``[database] lease_seconds``) with work left (a re-embed registered and
 unfinished, or the store on another model than the configured one) and starts it again
 in this process, named after the dead one; the staged vectors are reused. Every process
-serving the page checks that every ``lease_seconds`` (:meth:`JobRunner.watch`, started
-with the runner: at ``amrita-memory web``'s start, or the bot page's first view); when
+serving the page, and every bot process without it, checks that every ``lease_seconds``
+(:meth:`JobRunner.watch`: at ``amrita-memory web``'s start, the bot's start with its page
+mounted, or the plugin runtime's own runner when it is not); when
 several find it at once, the job table's one-per-kind claim lets one of them start it.
 """
 

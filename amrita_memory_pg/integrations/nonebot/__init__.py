@@ -89,6 +89,7 @@ settings = settings_from_driver_config(driver.config.model_dump())
 runtime = Runtime(settings)
 #: whether the admin web page is mounted on the driver's FastAPI app ([web] enabled)
 admin_mounted = mount_admin(settings, runtime)
+runtime.watch_jobs = not admin_mounted
 #: the AmritaBot registration (tools + memo hook), when AmritaBot runs in this process
 amrita_installation: Any = None
 

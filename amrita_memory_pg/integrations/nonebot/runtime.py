@@ -23,6 +23,7 @@ from amrita_memory_pg.integrations.nonebot.jobs import L3Jobs
 from amrita_memory_pg.llm.chat import ChatClient, is_configured
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.web.jobs import JobRunner, memory_operations
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,12 @@ class Runtime:
         #: True under AmritaBot: the L3 trigger counts the host's completions (its
         #: pre-completion hook), so incoming messages no longer do
         self.l3_counts_completions = False
+        #: look for a lost re-embed to resume from the start (issue 23) — set when the
+        #: admin page is not mounted here (a mounted page's job runner does it then), so
+        #: every bot process of the fleet watches, with or without the page
+        self.watch_jobs = False
+        #: the job runner watching, while the store is open (None: not watching)
+        self.job_watch: JobRunner | None = None
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> None:
@@ -59,6 +66,10 @@ class Runtime:
             log.error("amrita_memory_pg did not start: %s", self.error, exc_info=True)
             return
         self.memory = memory
+        if self.watch_jobs:
+            self.job_watch = JobRunner(memory_operations(memory), fleet=memory)
+            self.job_watch.watch()
+            stack.push_async_callback(self.job_watch.aclose)
         if is_configured(self.settings.llm):
             self.llm = ChatClient(self.settings.llm)
             stack.push_async_callback(self.llm.aclose)
@@ -72,6 +83,7 @@ class Runtime:
         self.memory = None
         self.llm = None
         self.l3_jobs = None
+        self.job_watch = None
         if stack is not None:
             await stack.aclose()
 
