@@ -83,6 +83,8 @@ class Chunk:
     ages: npt.NDArray[np.float64]
     #: each memory's text: its words (the search tokens too, see words())
     texts: list[str]
+    #: with --cjk-chars: each text's search tokens as the product makes them (else None)
+    tokens: list[list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class Dataset:
     now: datetime
     big_partition: int = 0
     seed: int = 7
+    #: > 0: texts of this many CJK characters, tokenized by the product (realistic row sizes)
+    cjk_chars: int = 0
 
     @property
     def total(self) -> int:
@@ -116,14 +120,22 @@ class Dataset:
             vectors = unit(rng.standard_normal((n, self.dim), dtype=np.float32))
             importance = rng.integers(1, 11, n)
             ages = rng.uniform(0.0, MAX_AGE_DAYS, n)
-            yield Chunk(start, ids, vectors, importance, ages, words(rng, n, COMMON_PER_TEXT))
+            if self.cjk_chars:
+                texts = cjk_texts(rng, n, self.cjk_chars)
+                yield Chunk(start, ids, vectors, importance, ages, texts, product_tokens(texts))
+            else:
+                yield Chunk(start, ids, vectors, importance, ages, words(rng, n, COMMON_PER_TEXT))
 
     def queries(self, n: int, *, seed: int = 99) -> Vectors:
         return unit(np.random.default_rng(seed).standard_normal((n, self.dim), dtype=np.float32))
 
     def query_tokens(self, n: int, *, seed: int = 98) -> list[list[str]]:
-        """A query's search tokens: one common word and two rare ones (see words())."""
-        return [t.split() for t in words(np.random.default_rng(seed), n, 1, rare=2)]
+        """A query's search tokens: one common word and two rare ones (see words()); with
+        --cjk-chars, the product's tokens of a 6-character query."""
+        rng = np.random.default_rng(seed)
+        if self.cjk_chars:
+            return product_tokens(cjk_texts(rng, n, 6))
+        return [t.split() for t in words(rng, n, 1, rare=2)]
 
     def small_partitions(self) -> list[str]:
         return [self.partition_of(i) for i in range(min(self.rows, self.partitions))]
@@ -139,6 +151,25 @@ def words(rng: np.random.Generator, n: int, common: int, *, rare: int = 8) -> li
         " ".join([f"c{x}" for x in cs] + [f"r{x}" for x in rs])
         for cs, rs in zip(c.tolist(), r.tolist(), strict=True)
     ]
+
+
+#: 429 common CJK characters: a 33-character text has ~50 distinct bigram tokens
+CJK = [chr(0x4E00 + i) for i in range(0, 3000, 7)]
+
+
+def cjk_texts(rng: np.random.Generator, n: int, chars: int) -> list[str]:
+    """n texts of ``chars`` CJK characters: the size of real Chinese memories (33
+    characters and their tokens make a 2.3 KB row at 384-d, past PostgreSQL's 2 KB toasting
+    threshold; the default texts make 1.8 KB rows)."""
+    picks = rng.integers(0, len(CJK), (n, chars)).tolist()
+    return ["".join(CJK[k] for k in row) for row in picks]
+
+
+def product_tokens(texts: list[str]) -> list[list[str]]:
+    """The search tokens the product writes for each text (revisions with tokens only)."""
+    from amrita_memory_pg.domain.tokens import search_tokens
+
+    return [search_tokens(t) for t in texts]
 
 
 def unit(vectors: Vectors) -> Vectors:
@@ -234,6 +265,8 @@ async def load_postgres(conn: Conn, ds: Dataset) -> float:
         f"CREATE TEMP TABLE bench_load AS SELECT {listed} FROM amrita_memory.memory WITH NO DATA"
     )
     tokens = await has_tokens(conn)
+    if ds.cjk_chars:
+        await conn.execute("ALTER TABLE bench_load ADD COLUMN tok text[]")
     for chunk in ds.chunks():
         records = []
         for j, rid in enumerate(chunk.ids):
@@ -251,10 +284,14 @@ async def load_postgres(conn: Conn, ds: Dataset) -> float:
                     created,
                     chunk.vectors[j],
                     FINGERPRINT,
+                    *([chunk.tokens[j]] if chunk.tokens is not None else []),
                 )
             )
-        await conn.copy_records_to_table("bench_load", columns=columns, records=records)
-        extra = (", search_tokens", ", array_to_tsvector(string_to_array(content, ' '))")
+        await conn.copy_records_to_table(
+            "bench_load", columns=columns + (["tok"] if ds.cjk_chars else []), records=records
+        )
+        made = "tok" if ds.cjk_chars else "string_to_array(content, ' ')"
+        extra = (", search_tokens", f", array_to_tsvector({made})")
         await conn.execute(
             f"INSERT INTO amrita_memory.memory ({listed}{extra[0] if tokens else ''}) "
             f"SELECT {listed}{extra[1] if tokens else ''} FROM bench_load"
@@ -498,7 +535,14 @@ def compare(label: str, ours: float, ref: float | None, unit: str = "ms") -> Row
 
 async def run(args: argparse.Namespace) -> list[Row]:
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
-    ds = Dataset(args.rows, args.partitions, args.dim, now, big_partition=args.big_partition)
+    ds = Dataset(
+        args.rows,
+        args.partitions,
+        args.dim,
+        now,
+        big_partition=args.big_partition,
+        cjk_chars=args.cjk_chars,
+    )
     if args.rows // args.partitions > 100:
         sys.exit("at most 100 memories per partition (the default cap): raise --partitions")
     work = Path(tempfile.mkdtemp(prefix="amrita_bench_"))
@@ -534,6 +578,17 @@ async def run(args: argparse.Namespace) -> list[Row]:
                 await maintain_ann_indexes(pool, min_rows=settings.retrieval.ann_min_rows)
                 print(f"# per-partition HNSW build {time.perf_counter() - t:.1f} s", flush=True)
             await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
+            stored = await conn.fetchrow(
+                "SELECT count(*) FILTER (WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL)"
+                " AS out_of_line, avg(pg_column_size(m.*))::int AS row_bytes"
+                " FROM amrita_memory.memory m"
+            )
+            assert stored is not None
+            print(
+                f"# rows of {stored['row_bytes']:,} bytes; vectors out of line (TOAST): "
+                f"{stored['out_of_line']:,}",
+                flush=True,
+            )
         await pool.close()
         # Each measurement that changes data runs on a fresh copy of the loaded database.
         for name in ("bench_sweep", "bench_hnsw"):
@@ -808,6 +863,12 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--big-partition", type=int, default=0, help="rows of one extra partition")
+    parser.add_argument(
+        "--cjk-chars",
+        type=int,
+        default=0,
+        help="texts of N CJK characters with the product's tokens (33: real row sizes)",
+    )
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--no-reference", action="store_true", help="ours only (no chroma)")

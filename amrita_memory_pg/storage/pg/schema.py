@@ -96,6 +96,8 @@ memory = Table(
         server_default=NOW,
         comment="when the memory entered its current importance tier; the sweep's clock",
     ),
+    # STORAGE MAIN and toast_tuple_target 8160 (migration 0046_vectors_inline): the vector
+    # stays in the row unless the row cannot fit a page; a search reads no TOAST.
     Column("embedding", VECTOR(), nullable=False, comment="dimension = store_meta.embed_dim"),
     Column("embed_fingerprint", Text, nullable=False),
     Column(
@@ -225,6 +227,8 @@ knowledge = Table(
         server_default=text("''::text"),
         comment="the body as one text; its lines (split on \\n, '' = no lines) are derived",
     ),
+    # STORAGE MAIN, toast_tuple_target 8160 (0046_vectors_inline): a long body is moved
+    # out of the row before the vector is.
     Column(
         "embedding",
         VECTOR(),

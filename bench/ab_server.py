@@ -1,0 +1,300 @@
+"""The write and the sweep, same server: a pinned baseline, the released SQL and this.
+
+``ab_l2.py`` runs each revision in its own process and server one after the other; on
+this machine a side's write p50 and sweep move ±20 % between runs, more than the changes
+judged. Here the sides share ONE embedded server and take turns within each round, so
+whatever else the machine does falls on all of them alike:
+
+    .venv/bin/python bench/ab_server.py                                # 100k / 1,000 partitions
+    .venv/bin/python bench/ab_server.py --baseline 9f422fc --rounds 5
+
+Each database is loaded once (bench_l2's data and loader); every round, every side gets
+a fresh copy (``CREATE DATABASE … TEMPLATE``) for each measurement:
+
+* write, in-server: a plpgsql loop of ``--calls`` inserts in one transaction — no round
+  trip, no commit: what the statement itself costs (µs a call);
+* write, client: ``--calls`` inserts through asyncpg after a ``CHECKPOINT``, each its own
+  transaction (commit, WAL flush, full-page images included): p50 as ``bench_l2`` times it;
+* sweep: one whole run from the persisted cursor as the service drives it (its newest
+  ``sweep_batch_vN`` batch after batch until it wraps, then ``trim_history_v1`` with the
+  default bounds 20 / 30 where installed), warm (a dry-run pass first) and after a
+  ``CHECKPOINT``, as ``bench_l2`` times it.
+
+Sides: ``baseline`` (with ``--baseline REV``: REV's schema, migrated by REV's own code in a
+worktree under /tmp/amrita_ab like ab_l2), then head. For the write, every
+``insert_memory_vN`` installed at head is a side, newest last — the previous release's
+version stays installed for a rolling upgrade, so this release's change is timed against
+it on the same data. Functions are called by argument name with the same values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_l2 as L2
+from ab_l2 import checkout
+
+from amrita_memory_pg.storage.pg import migrate
+from amrita_memory_pg.storage.pg.database import create_pool
+from amrita_memory_pg.storage.pg.embedded import start_embedded
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+#: the arguments every insert_memory_vN takes, by name (p_tokens from v2 on)
+VALUES = {
+    "p_scope": "'user'",
+    "p_content": "'benchmark write'",
+    "p_tags": "'{}'::text[]",
+    "p_importance": "5",
+    "p_category": "NULL",
+    "p_source": "'auto'",
+    "p_author": "NULL",
+    "p_fingerprint": f"'{L2.FINGERPRINT}'",
+    "p_cap": "1000",
+    "p_tokens": "ARRAY['benchmark', 'write']",
+}
+
+
+async def insert_functions(conn: asyncpg.Connection) -> list[tuple[str, list[str]]]:
+    """Every installed insert_memory_vN with its argument names, oldest first."""
+    rows = await conn.fetch(
+        "SELECT p.proname, p.proargnames FROM pg_proc p"
+        " JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = 'amrita_memory' AND p.proname ~ '^insert_memory_v[0-9]+$'"
+    )
+    found = [(r["proname"], list(r["proargnames"] or [])) for r in rows]
+    return sorted(found, key=lambda f: int(f[0].rsplit("_v", 1)[1]))
+
+
+def call(name: str, args: list[str], partition: str, embedding: str, now: str) -> str:
+    """``SELECT * FROM amrita_memory.<name>(p_… => …)`` with the values it takes."""
+    given = {"p_partition": partition, "p_embedding": embedding, "p_now": now, **VALUES}
+    named = [f"{a} => {given[a]}" for a in args if a in given]
+    return f"SELECT * FROM amrita_memory.{name}({', '.join(named)})"
+
+
+async def in_server(conn: Any, name: str, args: list[str], n: int) -> float:
+    """µs a call: a plpgsql loop of n inserts spread over the partitions, one transaction."""
+    body = call(
+        name,
+        args,
+        "'QQPlatform_Private_' || (10000 + (i * 7919) % 1000)",
+        "v",
+        "now()",
+    )
+    async with conn.transaction():
+        await conn.execute(
+            f"""DO $$ DECLARE t0 timestamptz; v vector; BEGIN
+                  SELECT embedding INTO v FROM amrita_memory.memory LIMIT 1;
+                  t0 := clock_timestamp();
+                  FOR i IN 1..{n} LOOP PERFORM * FROM ({body}) s; END LOOP;
+                  PERFORM set_config('bench.us',
+                      (extract(epoch FROM clock_timestamp() - t0) * 1e6 / {n})::text, true);
+                END $$"""
+        )
+        return float(await conn.fetchval("SELECT current_setting('bench.us')"))
+
+
+async def client(
+    conn: Any, name: str, args: list[str], n: int, ds: L2.Dataset
+) -> tuple[float, float]:
+    """(p50 ms, full-page images a write): n committed inserts after a CHECKPOINT."""
+    sql = call(name, args, "$1", "$2", "$3")
+    partitions, queries = ds.small_partitions(), ds.queries(n)
+    await conn.execute("CHECKPOINT")
+    before = await conn.fetchval("SELECT wal_fpi FROM pg_stat_wal")
+
+    async def one(i: int) -> None:
+        row = await conn.fetchrow(sql, partitions[(i * 104729) % len(partitions)], queries[i], NOW)
+        if row is None or row["id"] is None:
+            raise RuntimeError("write refused")
+
+    timings = await L2.timed(n, one)
+    await conn.execute("SELECT pg_stat_force_next_flush()")
+    after = await conn.fetchval("SELECT wal_fpi FROM pg_stat_wal")
+    return timings.p50, (after - before) / n
+
+
+async def newest(conn: Any, prefix: str) -> tuple[str, list[str]] | None:
+    """The newest installed ``<prefix>_vN`` and its argument names."""
+    rows = await conn.fetch(
+        "SELECT p.proname, p.proargnames FROM pg_proc p"
+        " JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = 'amrita_memory' AND p.proname ~ ('^' || $1 || '_v[0-9]+$')",
+        prefix,
+    )
+    found = sorted(
+        ((r["proname"], list(r["proargnames"] or [])) for r in rows),
+        key=lambda f: int(f[0].rsplit("_v", 1)[1]),
+    )
+    return found[-1] if found else None
+
+
+async def sweep(conn: Any, dry_run: bool) -> float:
+    """Seconds of one whole sweep run: batches from the cursor until it wraps, then the
+    history bounds where this schema keeps them (trim_history_v1)."""
+    batch = await newest(conn, "sweep_batch")
+    assert batch is not None
+    name, names = batch
+    values = {
+        "p_now": "$1",
+        "p_short_days": "7",
+        "p_long_days": "90",
+        "p_batch": "5000",
+        "p_restart_clock": "true",
+        "p_protect_user": "true",
+        "p_dry_run": "true" if dry_run else "false",
+        "p_cursor": "$2",
+        "p_until": "NULL",
+    }
+    sql = f"SELECT * FROM amrita_memory.{name}({', '.join(f'{a} => {values[a]}' for a in names if a in values)})"
+    trim = not dry_run and await newest(conn, "trim_history") is not None
+    started = time.perf_counter()
+    cursor: str | None = "" if dry_run else None  # a dry run walks by an explicit cursor
+    while True:
+        row = await conn.fetchrow(sql, NOW, cursor)
+        if row["wrapped"]:
+            break
+        if dry_run:
+            cursor = row["next_cursor"]
+    if trim:
+        await conn.execute("SELECT * FROM amrita_memory.trim_history_v1(20, 30)")
+    return time.perf_counter() - started
+
+
+def migrate_baseline(rev: str, dsn: str) -> None:
+    """REV's own migrations, run by REV's code (a worktree, as ab_l2 makes it)."""
+    root = checkout(rev)
+    code = f"import asyncio; from amrita_memory_pg.storage.pg import migrate; asyncio.run(migrate.upgrade({dsn!r}))"
+    subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=True,
+    )
+
+
+@contextlib.asynccontextmanager
+async def fresh_copy(
+    admin: asyncpg.Connection, server: Any, settings: Any, db: str
+) -> AsyncIterator[Any]:
+    """A connection to a fresh copy of the loaded database ``src_<db>``."""
+    await admin.execute("DROP DATABASE IF EXISTS bench_copy")
+    await admin.execute(f"CREATE DATABASE bench_copy TEMPLATE src_{db}")
+    pool = await create_pool(server.dsn("bench_copy"), settings.database)
+    try:
+        async with pool.acquire() as conn:
+            yield conn
+    finally:
+        await pool.close()
+
+
+async def run(args: argparse.Namespace) -> None:
+    ds = L2.Dataset(args.rows, args.partitions, args.dim, NOW)
+    work = Path(tempfile.mkdtemp(prefix="amrita_bench_write_"))
+    server = await asyncio.to_thread(start_embedded, work)
+    admin = await asyncpg.connect(server.dsn("postgres"))
+    await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
+    await admin.close()
+    server.stop()
+    server = await asyncio.to_thread(start_embedded, work)
+    settings = L2.bench_settings(work)
+    admin = await asyncpg.connect(server.dsn("postgres"))
+    try:
+        sources = {"head": None} if not args.baseline else {"baseline": args.baseline, "head": None}
+        for db, rev in sources.items():
+            await admin.execute(f"CREATE DATABASE src_{db}")
+            if rev:
+                await asyncio.to_thread(migrate_baseline, rev, server.dsn(f"src_{db}"))
+            else:
+                await migrate.upgrade(server.dsn(f"src_{db}"))
+            pool = await create_pool(server.dsn(f"src_{db}"), settings.database)
+            async with pool.acquire() as conn:
+                print(f"# {db}: loaded in {await L2.load_postgres(conn, ds):.1f} s", flush=True)
+                await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
+            await pool.close()
+        sides: list[tuple[str, str, str, list[str]]] = []  # label, source db, fn, args
+        for db in sources:
+            probe = await asyncpg.connect(server.dsn(f"src_{db}"))
+            found = await insert_functions(probe)
+            await probe.close()
+            if db == "baseline":
+                name, names = found[-1]
+                sides.append((f"{args.baseline} {name}", db, name, names))
+            else:
+                sides += [(f"head {name}", db, name, names) for name, names in found[-2:]]
+        results: dict[str, list[tuple[float, float, float]]] = {s[0]: [] for s in sides}
+        sweeps: dict[str, list[float]] = {db: [] for db in sources}
+        for r in range(args.rounds):
+            for label, db, name, names in sides:
+                async with fresh_copy(admin, server, settings, db) as conn:
+                    us = await in_server(conn, name, names, args.calls)
+                    p50, fpi = await client(conn, name, names, args.calls, ds)
+                results[label].append((us, p50, fpi))
+                print(
+                    f"# round {r + 1} write {label}: in-server {us:.1f} µs, client p50 "
+                    f"{p50:.3f} ms, {fpi:.1f} full-page images a write",
+                    flush=True,
+                )
+            for db in [] if args.no_sweep else sources:
+                async with fresh_copy(admin, server, settings, db) as conn:
+                    await sweep(conn, dry_run=True)
+                    await conn.execute("CHECKPOINT")
+                    sweeps[db].append(await sweep(conn, dry_run=False))
+                print(f"# round {r + 1} sweep {db}: {sweeps[db][-1]:.2f} s", flush=True)
+        await admin.execute("DROP DATABASE IF EXISTS bench_copy")
+    finally:
+        await admin.close()
+        server.stop()
+    first = sides[0][0]
+    print(f"\n| write | in-server µs a call | client p50 (commit) | FPI a write | vs {first} |")
+    print("|---|---:|---:|---:|---:|")
+    base = [statistics.median(x[i] for x in results[first]) for i in range(2)]
+    for label, runs in results.items():
+        us, p50, fpi = (statistics.median(x[i] for x in runs) for i in range(3))
+        print(
+            f"| {label} | {us:.1f} | {p50:.3f} ms | {fpi:.1f} | "
+            f"{us / base[0]:.2f}× / {p50 / base[1]:.2f}× |"
+        )
+    if any(sweeps.values()):
+        shown = {"baseline": args.baseline or "baseline", "head": "head"}
+        first_db = next(iter(sweeps))
+        print(f"\n| sweep, whole run | each round | median | vs {shown[first_db]} |")
+        print("|---|---:|---:|---:|")
+        base_s = statistics.median(sweeps[first_db])
+        for db, seconds in sweeps.items():
+            med = statistics.median(seconds)
+            each = " / ".join(f"{x:.2f}" for x in seconds)
+            print(f"| {shown[db]} | {each} s | {med:.2f} s | {med / base_s:.2f}× |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", help="a revision to time beside head (e.g. 9f422fc)")
+    parser.add_argument("--shared-buffers", default="512MB")
+    parser.add_argument("--no-sweep", action="store_true", help="the write only")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

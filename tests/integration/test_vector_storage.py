@@ -1,0 +1,105 @@
+"""Vectors stay in the row (migration 0046_vectors_inline, issue 24): a realistic memory —
+33 Chinese characters with their search tokens and a 384-d vector, a 2.3 KB row — used
+to have its vector moved to the TOAST table (pgvector's EXTERNAL storage, toasting from
+2 KB on), so every search fetched each vector back through the TOAST index. Now a row is
+toasted only past a page, text first; a vector too big for a page is still stored (out
+of line), and rows written before the migration come back inline when rewritten."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from alembic.script import ScriptDirectory
+
+from amrita_memory_pg.domain.tokens import search_tokens
+from amrita_memory_pg.storage.pg import migrate
+
+#: 33 characters of a real memory's length (its tokens are ~550 B of bigrams)
+TEXT = "用户每周日早上去游泳，之后会在附近的咖啡店吃早餐，通常点拿铁和可颂面包"
+REVISION = "0046_vectors_inline"
+#: a $3-dimensional vector that does not compress (a constant one would, inline)
+VECTOR = "array(SELECT sin(g)::real FROM generate_series(1, $3::int) g)::vector"
+
+
+async def _insert(conn: asyncpg.Connection, table: str, key: str, dim: int, body: str) -> None:
+    if table == "memory":
+        await conn.execute(
+            "INSERT INTO amrita_memory.memory (partition_key, scope, content, importance,"
+            " embedding, embed_fingerprint, search_tokens)"
+            f" VALUES ($1, 'user', $2, 5, {VECTOR}, 'fp',"
+            "         array_to_tsvector($4::text[]))",
+            key, body, dim, search_tokens(body),
+        )  # fmt: skip
+    else:
+        await conn.execute(
+            "INSERT INTO amrita_memory.knowledge (kid, title, summary, body, embedding,"
+            " embed_fingerprint)"
+            f" VALUES ($1, $1, '', $2, {VECTOR}, 'fp')",
+            key, body, dim,
+        )  # fmt: skip
+
+
+async def _out_of_line(conn: asyncpg.Connection, table: str, key: str, column: str) -> bool:
+    where = "partition_key" if table == "memory" else "kid"
+    value = await conn.fetchval(
+        f"SELECT pg_column_toast_chunk_id({column}) IS NOT NULL"
+        f" FROM amrita_memory.{table} WHERE {where} = $1",
+        key,
+    )
+    assert value is not None
+    return bool(value)
+
+
+@pytest.mark.parametrize("dim", [384, 1024])
+async def test_a_realistic_memory_keeps_its_vector_in_the_row(
+    conn: asyncpg.Connection, dim: int
+) -> None:
+    await _insert(conn, "memory", f"P{dim}", dim, TEXT)
+    size = await conn.fetchval(
+        "SELECT pg_column_size(m.*) FROM amrita_memory.memory m WHERE partition_key = $1",
+        f"P{dim}",
+    )
+    assert size > 2100  # over the default toasting threshold: this is the case in question
+    assert not await _out_of_line(conn, "memory", f"P{dim}", "embedding")
+    assert not await _out_of_line(conn, "memory", f"P{dim}", "search_tokens")
+
+
+async def test_a_row_over_a_page_moves_its_text_out_first_and_a_huge_vector_still_fits(
+    conn: asyncpg.Connection,
+) -> None:
+    # ~12 KB of text that does not compress, with a 1024-d vector
+    long_body = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(4000))
+    await _insert(conn, "knowledge", "0123abcd", 1024, long_body)
+    assert await _out_of_line(conn, "knowledge", "0123abcd", "body")
+    assert not await _out_of_line(conn, "knowledge", "0123abcd", "embedding")
+    await _insert(conn, "memory", "P3072", 3072, TEXT)  # 12 KB of vector: cannot fit a page
+    assert await _out_of_line(conn, "memory", "P3072", "embedding")
+
+
+async def test_rows_written_before_come_back_inline_when_rewritten(empty_db_dsn: str) -> None:
+    before = (
+        ScriptDirectory.from_config(migrate.alembic_config()).get_revision(REVISION).down_revision
+    )
+    assert isinstance(before, str)
+    await migrate.upgrade(empty_db_dsn, before)
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        await _insert(conn, "memory", "old", 384, TEXT)
+        assert await _out_of_line(conn, "memory", "old", "embedding")  # what 0046 fixes
+        await migrate.upgrade(empty_db_dsn, REVISION)
+        assert await _out_of_line(conn, "memory", "old", "embedding")  # kept until rewritten
+        await conn.execute("VACUUM FULL amrita_memory.memory")
+        assert not await _out_of_line(conn, "memory", "old", "embedding")
+        await migrate.downgrade(empty_db_dsn, before)
+        storage = await conn.fetch(
+            "SELECT c.relname, c.reloptions, a.attstorage FROM pg_class c"
+            " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'embedding'"
+            " WHERE c.relnamespace = 'amrita_memory'::regnamespace"
+            "   AND c.relname IN ('memory', 'knowledge') ORDER BY c.relname"
+        )
+        assert [(r["relname"], r["reloptions"], r["attstorage"]) for r in storage] == [
+            ("knowledge", None, b"e"),
+            ("memory", ["fillfactor=90"], b"e"),
+        ]
+    finally:
+        await conn.close()
