@@ -84,10 +84,19 @@ async def test_rows_written_before_come_back_inline_when_rewritten(empty_db_dsn:
     await migrate.upgrade(empty_db_dsn, before)
     conn = await asyncpg.connect(empty_db_dsn)
     try:
-        await _insert(conn, "memory", "old", 384, TEXT)
-        assert await _out_of_line(conn, "memory", "old", "embedding")  # what 0046 fixes
+        for key in ("old", "reembedded"):
+            await _insert(conn, "memory", key, 384, TEXT)
+            assert await _out_of_line(conn, "memory", key, "embedding")  # what 0046 fixes
         await migrate.upgrade(empty_db_dsn, REVISION)
         assert await _out_of_line(conn, "memory", "old", "embedding")  # kept until rewritten
+        # a re-embed writes a new vector: the row is stored by the new rules
+        await conn.execute(
+            "UPDATE amrita_memory.memory SET embedding ="
+            " array(SELECT cos(g)::real FROM generate_series(1, 384) g)::vector"
+            " WHERE partition_key = 'reembedded'"
+        )
+        assert not await _out_of_line(conn, "memory", "reembedded", "embedding")
+        assert await _out_of_line(conn, "memory", "old", "embedding")
         await conn.execute("VACUUM FULL amrita_memory.memory")
         assert not await _out_of_line(conn, "memory", "old", "embedding")
         await migrate.downgrade(empty_db_dsn, before)
