@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -206,7 +207,7 @@ async def fresh_copy(
 
 async def run(args: argparse.Namespace) -> None:
     ds = L2.Dataset(args.rows, args.partitions, args.dim, NOW)
-    work = Path(tempfile.mkdtemp(prefix="amrita_bench_write_"))
+    work = Path(tempfile.mkdtemp(prefix="amrita_bench_server_"))
     server = await asyncio.to_thread(start_embedded, work)
     admin = await asyncpg.connect(server.dsn("postgres"))
     await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
@@ -261,6 +262,7 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         await admin.close()
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)  # two loaded databases: ~1 GB
     first = sides[0][0]
     print(f"\n| write | in-server µs a call | client p50 (commit) | FPI a write | vs {first} |")
     print("|---|---:|---:|---:|---:|")
