@@ -71,12 +71,13 @@ VALUES = {
 }
 
 
-async def insert_functions(conn: asyncpg.Connection) -> list[tuple[str, list[str]]]:
-    """Every installed insert_memory_vN with its argument names, oldest first."""
+async def versions(conn: Any, prefix: str) -> list[tuple[str, list[str]]]:
+    """Every installed ``<prefix>_vN`` with its argument names, oldest first."""
     rows = await conn.fetch(
         "SELECT p.proname, p.proargnames FROM pg_proc p"
         " JOIN pg_namespace n ON n.oid = p.pronamespace"
-        " WHERE n.nspname = 'amrita_memory' AND p.proname ~ '^insert_memory_v[0-9]+$'"
+        " WHERE n.nspname = 'amrita_memory' AND p.proname ~ ('^' || $1 || '_v[0-9]+$')",
+        prefix,
     )
     found = [(r["proname"], list(r["proargnames"] or [])) for r in rows]
     return sorted(found, key=lambda f: int(f[0].rsplit("_v", 1)[1]))
@@ -131,27 +132,10 @@ async def client(
     return timings.p50, (after - before) / n
 
 
-async def newest(conn: Any, prefix: str) -> tuple[str, list[str]] | None:
-    """The newest installed ``<prefix>_vN`` and its argument names."""
-    rows = await conn.fetch(
-        "SELECT p.proname, p.proargnames FROM pg_proc p"
-        " JOIN pg_namespace n ON n.oid = p.pronamespace"
-        " WHERE n.nspname = 'amrita_memory' AND p.proname ~ ('^' || $1 || '_v[0-9]+$')",
-        prefix,
-    )
-    found = sorted(
-        ((r["proname"], list(r["proargnames"] or [])) for r in rows),
-        key=lambda f: int(f[0].rsplit("_v", 1)[1]),
-    )
-    return found[-1] if found else None
-
-
 async def sweep(conn: Any, dry_run: bool) -> float:
     """Seconds of one whole sweep run: batches from the cursor until it wraps, then the
     history bounds where this schema keeps them (trim_history_v1)."""
-    batch = await newest(conn, "sweep_batch")
-    assert batch is not None
-    name, names = batch
+    name, names = (await versions(conn, "sweep_batch"))[-1]
     values = {
         "p_now": "$1",
         "p_short_days": "7",
@@ -164,7 +148,7 @@ async def sweep(conn: Any, dry_run: bool) -> float:
         "p_until": "NULL",
     }
     sql = f"SELECT * FROM amrita_memory.{name}({', '.join(f'{a} => {values[a]}' for a in names if a in values)})"
-    trim = not dry_run and await newest(conn, "trim_history") is not None
+    trim = not dry_run and bool(await versions(conn, "trim_history"))
     started = time.perf_counter()
     cursor: str | None = "" if dry_run else None  # a dry run walks by an explicit cursor
     while True:
@@ -232,7 +216,7 @@ async def run(args: argparse.Namespace) -> None:
         sides: list[tuple[str, str, str, list[str]]] = []  # label, source db, fn, args
         for db in sources:
             probe = await asyncpg.connect(server.dsn(f"src_{db}"))
-            found = await insert_functions(probe)
+            found = await versions(probe, "insert_memory")
             await probe.close()
             if db == "baseline":
                 name, names = found[-1]
