@@ -1,8 +1,8 @@
 """insert_memory_v6 / write_memory_v5 (memory_v9.sql, issue 24) write the create history
 row as a plain INSERT from their arguments: the memory row, the history row and the
-returned columns must be exactly those of insert_memory_v5 / write_memory_v4 (still
-installed for the previous release) for the same arguments, whatever the actor, note,
-tags and category."""
+returned columns must be exactly those of insert_memory_v5 / write_memory_v4 (write_memory_v4
+retired by 0047_retire_release8, installed again here by the ``retired_sql`` fixture) for the
+same arguments, whatever the actor, note, tags and category."""
 
 from __future__ import annotations
 
@@ -68,6 +68,7 @@ async def test_the_plain_history_insert_writes_what_the_cte_wrote(
     assert memory["origin"] == history[0]["actor_kind"]
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_write_memory_v5_returns_and_deduplicates_as_v4(conn: asyncpg.Connection) -> None:
     call = (
         "SELECT id IS NOT NULL AS written, partition_key, scope, content, tags, importance,"
