@@ -66,7 +66,7 @@ class Embedder(Protocol):
 @runtime_checkable
 class RecallingBackend(Protocol):
     """A backend that searches in PostgreSQL can also check the pause and write the
-    access log in the same statement (``recall_memories_v3``): one round trip per read."""
+    access log in the same statement (``recall_memories_v4``): one round trip per read."""
 
     async def recall(self, pool: Any, q: MemoryQuery, log: RecallLog) -> Recalled:
         """The hits of ``q``, or that its partition is paused; the hits logged per ``log``."""

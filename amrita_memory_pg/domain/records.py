@@ -149,7 +149,7 @@ class NewMemory:
 class MemoryQuery:
     """One search of one partition, whole: what the repository and the vector backend
     take (issue 22), and what the pgvector backend binds, by argument name, to
-    ``search_memories_v7`` (``storage/pgvector.py``, :func:`search_args`)."""
+    ``search_memories_v8`` (``storage/pgvector.py``, :func:`search_args`)."""
 
     partition_key: str
     #: the query's embedding (None in keyword mode, which embeds nothing)

@@ -33,7 +33,7 @@ async def maintain_ann_indexes(
     partial index whose predicate names one partition (and one dimension, so vectors of
     another model never reach its ``::vector(n)`` cast) is searched exactly where it
     helps. Built CONCURRENTLY: writes go on meanwhile. Recorded in ``ann_index``, which
-    ``search_memories_v7`` consults.
+    ``search_memories_v8`` consults.
     """
     async with pool.acquire() as conn:
         # An index build takes minutes on a big partition; RESET ALL on release undoes this.

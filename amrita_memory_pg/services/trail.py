@@ -1,7 +1,7 @@
 """The memory's trail as the surfaces use it (issue 17, item 4): log recalls without
 ever failing a read, honour paused partitions, read a memory's log and history.
 
-With the pgvector backend a recalling search is ONE statement (``recall_memories_v3``):
+With the pgvector backend a recalling search is ONE statement (``recall_memories_v4``):
 the pause check first, the search, the access log (:meth:`recall_log` says what it
 writes). With a backend that searches elsewhere (chroma) the recall is logged in one
 statement after the search (``recall_v1``), which also says whether the partition is

@@ -93,7 +93,7 @@ class MemoryReads(RepositoryCore):
         try:
             return await self.backend.search(self.route.pool_for(q.partition_key), q)
         except asyncpg.PostgresError as exc:
-            # search_memories_v7 refuses a query of another dimension than the store's
+            # search_memories_v8 refuses a query of another dimension than the store's
             # (AMF03) before pgvector would fail on the first stored vector.
             raise_if_model_mismatch(exc)
             raise

@@ -26,7 +26,7 @@ from amrita_memory_pg.storage.queries import bind, query
 
 
 def search_args(q: MemoryQuery, candidates: int = 200) -> dict[str, Any]:
-    """``search_memories_v7``'s arguments, by name, for one search (``candidates``: rows
+    """``search_memories_v8``'s arguments, by name, for one search (``candidates``: rows
     an HNSW / GIN index hands over for re-ranking, at least ``top_k × overfetch``)."""
     where, ranking, decay = q.where, q.ranking, q.decay
     return {
@@ -53,7 +53,7 @@ def search_args(q: MemoryQuery, candidates: int = 200) -> dict[str, Any]:
 
 
 def recall_args(q: MemoryQuery, log: RecallLog, candidates: int = 200) -> dict[str, Any]:
-    """``recall_memories_v3``'s arguments, by name: the search's and the access log's."""
+    """``recall_memories_v4``'s arguments, by name: the search's and the access log's."""
     return {
         **search_args(q, candidates),
         "p_chat": log.recall.chat_key,
@@ -71,7 +71,7 @@ def search_statement(q: MemoryQuery, candidates: int = 200) -> tuple[str, list[A
 
 
 class PgvectorBackend:
-    """Search in PostgreSQL itself: one call of ``search_memories_v7`` (every mode)."""
+    """Search in PostgreSQL itself: one call of ``search_memories_v8`` (every mode)."""
 
     name = "pgvector"
     write_hooks = False
@@ -85,7 +85,7 @@ class PgvectorBackend:
 
     async def recall(self, pool: asyncpg.Pool, q: MemoryQuery, log: RecallLog) -> Recalled:
         """The search, the pause check and the access log in ONE statement
-        (``recall_memories_v3``): the read path of the chat tool and /memory."""
+        (``recall_memories_v4``): the read path of the chat tool and /memory."""
         args = bind("recall_memories", recall_args(q, log, self.ann_candidates))
         rows = await pool.fetch(query("recall_memories"), *args)
         hits = [hit_from_row(row) for row in rows if row["id"] is not None]

@@ -45,12 +45,12 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- p_rrf_k, p_weight the keyword weight). Bound BY NAME from a MemoryQuery
 -- (storage/pgvector.py search_args, through queries.bind). distance = squared L2; vector
 -- mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life), floor), release 3's
--- scores bit for bit. search_memories_v7: one plain body per mode, generic plans without bitmap
--- scans (search_v7.sql).
+-- scores bit for bit. search_memories_v8: one plain body per mode, generic plans without bitmap
+-- scans, matching lexemes by intersection (search_v8.sql).
 -- SQLSTATE AMF03 when the query's dimension is not the store's, 22023 for a bad mode.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score
-  FROM amrita_memory.search_memories_v7(
+  FROM amrita_memory.search_memories_v8(
            p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
            p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
            p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,
@@ -62,12 +62,12 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- log's: p_chat, p_who, p_query_text (redacted), p_surface, p_keep per memory, p_log.
 -- A paused partition is checked first; rows with id NULL are status rows (paused, or
 -- log_error: the log failed and the hits stand). Bound BY NAME (storage/pgvector.py
--- recall_args). recall_memories_v3 (search_v7.sql): its plans and the access log's made once
+-- recall_args). recall_memories_v4 (search_v8.sql): its plans and the access log's made once
 -- per connection.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score, paused,
        log_error
-  FROM amrita_memory.recall_memories_v3(
+  FROM amrita_memory.recall_memories_v4(
            p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4, p_top_k => $5,
            p_now => $6, p_decay => $7, p_base_days => $8, p_boost => $9, p_floor => $10,
            p_importance_min => $11, p_importance_max => $12, p_scope => $13, p_tags => $14,

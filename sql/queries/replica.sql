@@ -14,7 +14,7 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
   FROM (SELECT s.id, s.partition_key, s.scope, s.content, s.tags, s.importance, s.category,
                s.source, s.author, s.created_at, s.updated_at, s.distance, s.decay_score,
                s.age_days, s.keyword_score, false AS paused, s.n
-          FROM amrita_memory.search_memories_v7(
+          FROM amrita_memory.search_memories_v8(
                    p_partition => $1, p_query => $2, p_tokens => $3, p_mode => $4,
                    p_top_k => $5, p_now => $6, p_decay => $7, p_base_days => $8,
                    p_boost => $9, p_floor => $10, p_importance_min => $11,

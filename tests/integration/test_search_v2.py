@@ -72,7 +72,7 @@ SIGNATURE_V4 = (
 
 
 @pytest.mark.usefixtures("retired_sql")
-async def test_the_store_calls_v7_and_small_partitions_never_reach_v1_to_v6(
+async def test_the_store_calls_v8_and_small_partitions_never_reach_v1_to_v7(
     memory: Memory,
 ) -> None:
     await _fill(memory, SMALL, 10, random.Random(1))
@@ -103,6 +103,12 @@ async def test_the_store_calls_v7_and_small_partitions_never_reach_v1_to_v6(
     after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
     assert after == before
     # ...but without v7 it cannot search: v7 is what it calls.
+    # ...and without v7's (0037_hybrid_fast; the store calls search_memories_v8 from
+    # 0048_keyword_intersect, which has v7's checks and dispatch on its own bodies)...
     await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v7{SIGNATURE_V4}")
-    with pytest.raises(Exception, match="search_memories_v7"):
+    after = [h.record.id for h in await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)]
+    assert after == before
+    # ...but without v8 it cannot search: v8 is what it calls.
+    await memory.pool.execute(f"DROP FUNCTION amrita_memory.search_memories_v8{SIGNATURE_V4}")
+    with pytest.raises(Exception, match="search_memories_v8"):
         await memory.memories.search(SMALL, "记忆", top_k=3, now=NOW)
