@@ -32,9 +32,10 @@ def _dsn() -> str:
     return str(dsn)
 
 
-#: Partial HNSW indexes of large partitions are built at run time (their predicate names a
-#: partition), recorded in amrita_memory.ann_index, and are not part of the declared schema.
-RUNTIME_INDEX_PREFIX = "ix_memory_ann_"
+#: Partial HNSW and keyword (GIN) indexes of large partitions are built at run time (their
+#: predicate names a partition; the HNSW ones recorded in amrita_memory.ann_index), and are
+#: not part of the declared schema.
+RUNTIME_INDEX_PREFIX = ("ix_memory_ann_", "ix_memory_kw_")
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:

@@ -271,7 +271,8 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
 @click.pass_obj
 @run_async
 async def ann_index(state: CliState) -> None:
-    """Build (or drop) the partial HNSW indexes of large partitions ([retrieval] ann_min_rows)."""
+    """Build (or drop) the partial HNSW indexes of large partitions ([retrieval] ann_min_rows),
+    and each such partition's keyword (GIN) index."""
     from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
     from amrita_memory_pg.storage.pg.database import Database
 
@@ -291,6 +292,13 @@ async def ann_index(state: CliState) -> None:
     for name in report.built:
         click.echo(f"  + {name}")
     for name in report.dropped:
+        click.echo(f"  - {name}")
+    click.echo(
+        f"keyword indexes: built {len(report.keyword_built)}, dropped {len(report.keyword_dropped)}"
+    )
+    for name in report.keyword_built:
+        click.echo(f"  + {name}")
+    for name in report.keyword_dropped:
         click.echo(f"  - {name}")
 
 

@@ -1,9 +1,9 @@
-"""Per-partition HNSW indexes for the few partitions that grow large."""
+"""Per-partition HNSW and keyword (GIN) indexes for the few partitions that grow large."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -17,9 +17,18 @@ class AnnReport:
     built: list[str]
     dropped: list[str]
     kept: list[str]
+    #: the keyword (GIN) indexes built and dropped with them
+    keyword_built: list[str] = field(default_factory=list)
+    keyword_dropped: list[str] = field(default_factory=list)
 
 
 ANN_INDEX_PREFIX = "ix_memory_ann_"
+KEYWORD_INDEX_PREFIX = "ix_memory_kw_"
+
+
+def keyword_index_name(partition: str) -> str:
+    """The keyword index of a partition (migration 0049 makes the same name in SQL)."""
+    return KEYWORD_INDEX_PREFIX + hashlib.md5(partition.encode()).hexdigest()[:24]
 
 
 async def maintain_ann_indexes(
@@ -34,15 +43,17 @@ async def maintain_ann_indexes(
     another model never reach its ``::vector(n)`` cast) is searched exactly where it
     helps. Built CONCURRENTLY: writes go on meanwhile. Recorded in ``ann_index``, which
     ``search_memories_v8`` consults.
+
+    Each partition with an HNSW index also gets a GIN index over its search tokens (and
+    loses it with the last of its HNSW indexes): its keyword candidates are found there.
+    No GIN index covers the whole table (0049_keyword_index_per_partition): the small
+    partitions, scored row by row, would only pay for it on every write.
     """
     async with pool.acquire() as conn:
         # An index build takes minutes on a big partition; RESET ALL on release undoes this.
         await lift_statement_timeout(conn, local=False)
         sizes = await conn.fetch(query("ann_partition_sizes"))
-        existing = {
-            (r["partition_key"], r["dim"]): r["index_name"]
-            for r in await conn.fetch(query("ann_indexes"))
-        }
+        existing = await _ann_registry(conn)
         size_of = {(r["partition_key"], r["dim"]): r["n"] for r in sizes}
         report = AnnReport(built=[], dropped=[], kept=[])
         for key, name in sorted(existing.items()):
@@ -64,7 +75,36 @@ async def maintain_ann_indexes(
             await conn.execute(ddl)
             await conn.execute(query("ann_record_index"), partition, dim, name, n)
             report.built.append(name)
+        indexed = {p for p, _ in await _ann_registry(conn)}
+        await _keep_keyword_indexes(conn, indexed, report)
         return report
+
+
+async def _ann_registry(conn: Any) -> dict[tuple[str, int], str]:
+    """The HNSW indexes recorded in ``ann_index``: (partition, dim) → index name."""
+    rows = await conn.fetch(query("ann_indexes"))
+    return {(r["partition_key"], r["dim"]): r["index_name"] for r in rows}
+
+
+async def _keep_keyword_indexes(conn: Any, partitions: set[str], report: AnnReport) -> None:
+    """A keyword index for each partition in ``partitions``, none for any other."""
+    wanted = {keyword_index_name(p): p for p in partitions}
+    have = {r["index_name"]: r["valid"] for r in await conn.fetch(query("keyword_indexes"))}
+    for name, valid in sorted(have.items()):
+        if name not in wanted:
+            await _drop_index(conn, name)
+            report.keyword_dropped.append(name)
+        elif not valid:  # a failed concurrent build: built again below
+            await _drop_index(conn, name)
+    for name, partition in sorted(wanted.items()):
+        if not have.get(name):
+            ddl = await conn.fetchval(query("keyword_index_ddl"), name, partition)
+            await conn.execute(ddl)
+            report.keyword_built.append(name)
+    if report.keyword_built:
+        # The planner chooses a partial index by the table's statistics; a table never
+        # analysed yet (autovacuum comes later) would keep the partition's rows scan.
+        await conn.execute(query("analyze_memory"))
 
 
 async def _drop_index(conn: Any, name: str) -> None:

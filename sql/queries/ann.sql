@@ -42,3 +42,27 @@ DELETE FROM amrita_memory.ann_index
 INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (partition_key, dim) DO NOTHING;
+
+-- name: keyword_indexes
+-- The per-partition keyword (GIN) indexes that exist (ix_memory_kw_*), and whether each is
+-- valid: a failed CONCURRENTLY build leaves an INVALID one behind, which is dropped and
+-- built again.
+SELECT c.relname::text AS index_name, i.indisvalid AS valid
+  FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'amrita_memory' AND c.relname LIKE 'ix\_memory\_kw\_%';
+
+-- name: keyword_index_ddl
+-- CREATE INDEX CONCURRENTLY $1: GIN over the search tokens of partition $2 only, for the
+-- keyword candidates of search_memories_v6 on a partition with its own HNSW index
+-- (migration 0049_keyword_index_per_partition: there is no index over the whole table).
+SELECT format(
+           'CREATE INDEX CONCURRENTLY %I ON amrita_memory.memory USING gin (search_tokens) '
+           'WHERE partition_key = %L',
+           $1::text, $2::text) AS ddl;
+
+-- name: analyze_memory
+-- Fresh planner statistics of the memory table (a sample of 30,000 rows at most), after a
+-- keyword index was built: the planner picks a partial index by them.
+ANALYZE amrita_memory.memory;

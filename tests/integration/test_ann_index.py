@@ -7,12 +7,15 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import pytest
+from alembic.script import ScriptDirectory
 
 from amrita_memory_pg.bootstrap import open_memory
-from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+from amrita_memory_pg.maintenance.ann import keyword_index_name, maintain_ann_indexes
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import load_settings
+from amrita_memory_pg.storage.pg import migrate
 
 BIG = "QQPlatform_Group_777"
 SMALL = "QQPlatform_Private_1"
@@ -139,3 +142,107 @@ async def test_shrunken_partitions_lose_their_index(memory: Memory) -> None:
     )
     hits = await memory.memories.search(BIG, "喜欢 咖啡", top_k=5)
     assert len(hits) == 5
+
+
+GIN_INDEXES = (
+    "SELECT c.relname::text, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i"
+    " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+    " WHERE i.indrelid = 'amrita_memory.memory'::regclass AND a.amname = 'gin'"
+)
+
+
+async def test_a_big_partition_gets_its_own_keyword_index_and_no_index_covers_the_rest(
+    memory: Memory,
+) -> None:
+    """0049_keyword_index_per_partition: no GIN index over the whole table (small partitions
+    are scored row by row; every write paid for it); the HNSW path's keyword candidates
+    come from the big partition's own GIN index, built and dropped with its HNSW index."""
+    await _fill(memory)
+    assert await memory.pool.fetch(GIN_INDEXES) == []
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    report = await maintain_ann_indexes(memory.pool, min_rows=200)
+    name = keyword_index_name(BIG)
+    assert report.keyword_built == [name] and report.keyword_dropped == []
+    [(index, predicate)] = [tuple(r) for r in await memory.pool.fetch(GIN_INDEXES)]
+    assert index == name and BIG in predicate
+
+    # the HNSW path's keyword statement uses it, in keyword and hybrid mode
+    for mode in ("keyword", "hybrid"):
+        before = await _idx_scans(memory, name)
+        # a selective token (one row has it): the planner's choice is the index
+        hits = await memory.memories.search(BIG, "123", top_k=5, now=now, mode=mode)
+        assert "群友123 " in hits[0].record.content
+        for _ in range(50):  # statistics are flushed by the backend shortly after the query
+            if await _idx_scans(memory, name) > before:
+                break
+            await asyncio.sleep(0.1)
+        assert await _idx_scans(memory, name) > before, f"{mode}: the keyword index was not used"
+
+    # an index changes the plan, not the answer: the same hits without it
+    with_index = await memory.memories.search(
+        BIG, "喜欢 咖啡 和 茶", top_k=10, now=now, mode="keyword"
+    )
+    await memory.pool.execute(f"DROP INDEX amrita_memory.{name}")
+    without = await memory.memories.search(
+        BIG, "喜欢 咖啡 和 茶", top_k=10, now=now, mode="keyword"
+    )
+    assert [(h.record.id, h.score) for h in with_index] == [(h.record.id, h.score) for h in without]
+
+    # maintenance builds a missing one again, and keeps it on the next run
+    again = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert again.keyword_built == [name] and again.kept == report.built
+    assert (await maintain_ann_indexes(memory.pool, min_rows=200)).keyword_built == []
+
+    # the partition shrinks: its keyword index goes with its HNSW index
+    await memory.pool.execute(
+        "DELETE FROM amrita_memory.memory WHERE partition_key = $1 AND id IN "
+        "(SELECT id FROM amrita_memory.memory WHERE partition_key = $1 ORDER BY id LIMIT 350)",
+        BIG,
+    )
+    shrunk = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert shrunk.keyword_dropped == [name]
+    assert await memory.pool.fetch(GIN_INDEXES) == []
+
+
+async def test_an_invalid_keyword_index_is_built_again(memory: Memory) -> None:
+    """A CONCURRENTLY build that failed leaves an INVALID index: maintenance replaces it."""
+    await _fill(memory)
+    await maintain_ann_indexes(memory.pool, min_rows=200)
+    name = keyword_index_name(BIG)
+    await memory.pool.execute(
+        "UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass",
+        f"amrita_memory.{name}",
+    )
+    report = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert report.keyword_built == [name]
+    valid = await memory.pool.fetchval(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass", f"amrita_memory.{name}"
+    )
+    assert valid is True
+
+
+async def test_the_migration_moves_the_keyword_index_to_the_big_partitions(
+    empty_db_dsn: str,
+) -> None:
+    """0049_keyword_index_per_partition on a store with one big partition: its keyword index
+    is built (the name maintenance uses), the whole-table one dropped; the downgrade puts
+    the whole-table index back and drops the per-partition ones."""
+    revision = "0049_keyword_index_per_partition"
+    before = ScriptDirectory.from_config(migrate.alembic_config()).get_revision(revision)
+    assert before is not None and isinstance(before.down_revision, str)
+    await migrate.upgrade(empty_db_dsn, before.down_revision)
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        assert [r[0] for r in await conn.fetch(GIN_INDEXES)] == ["ix_memory_search_tokens"]
+        await conn.execute(
+            "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build)"
+            " VALUES ($1, 384, 'ix_memory_ann_x', 5000), ($1, 1024, 'ix_memory_ann_y', 5000)",
+            BIG,
+        )
+        await migrate.upgrade(empty_db_dsn, revision)
+        [(name, predicate)] = [tuple(r) for r in await conn.fetch(GIN_INDEXES)]
+        assert name == keyword_index_name(BIG) and BIG in predicate
+        await migrate.downgrade(empty_db_dsn, before.down_revision)
+        assert [r[0] for r in await conn.fetch(GIN_INDEXES)] == ["ix_memory_search_tokens"]
+    finally:
+        await conn.close()

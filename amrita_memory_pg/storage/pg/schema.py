@@ -134,8 +134,9 @@ Index(
 )
 # The id-ordered keyset walks over the whole table (sweep, re-embed, chroma rebuild).
 Index("ix_memory_id", memory.c.id)
-# The keyword side of hybrid search on large partitions (the HNSW path's keyword candidates).
-Index("ix_memory_search_tokens", memory.c.search_tokens, postgresql_using="gin")
+# No GIN index over the whole table: a large partition's keyword candidates come from its
+# own (ix_memory_kw_*, built at run time with its HNSW index by maintenance/ann.py;
+# migration 0049_keyword_index_per_partition), and small partitions use no index.
 # The token backfill's work list (maintenance/tokens.py): empty once every row has tokens.
 Index(
     "ix_memory_id_untokenized",
