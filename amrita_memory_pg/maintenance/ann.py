@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
+from amrita_memory_pg.domain.errors import LeaseHeld
+from amrita_memory_pg.services.leases import Leases
+from amrita_memory_pg.storage.leases import LeaseRepository
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
 
@@ -32,7 +37,12 @@ def keyword_index_name(partition: str) -> str:
 
 
 async def maintain_ann_indexes(
-    pool: asyncpg.Pool, *, min_rows: int, m: int = 16, ef_construction: int = 64
+    pool: asyncpg.Pool,
+    *,
+    min_rows: int,
+    m: int = 16,
+    ef_construction: int = 64,
+    wait_seconds: float = 600.0,
 ) -> AnnReport:
     """Give every partition of ``min_rows`` or more its own partial HNSW index, and drop
     the indexes of partitions that shrank below half of that (hysteresis).
@@ -48,7 +58,25 @@ async def maintain_ann_indexes(
     loses it with the last of its HNSW indexes): its keyword candidates are found there.
     No GIN index covers the whole table (0049_keyword_index_per_partition): the small
     partitions, scored row by row, would only pay for it on every write.
+
+    One run at a time in the fleet (the ``ann`` lease): two CREATE INDEX CONCURRENTLY on
+    one table deadlock, and a run could take the index another is building for a failed
+    one. A second run waits for the first (``wait_seconds``, then :class:`LeaseHeld`) and
+    finds its work done.
     """
+    leases = Leases(LeaseRepository(pool))
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            async with leases.hold("ann"):
+                return await _maintain(pool, min_rows, m, ef_construction)
+        except LeaseHeld:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
+async def _maintain(pool: asyncpg.Pool, min_rows: int, m: int, ef_construction: int) -> AnnReport:
     async with pool.acquire() as conn:
         # An index build takes minutes on a big partition; RESET ALL on release undoes this.
         await lift_statement_timeout(conn, local=False)
@@ -68,7 +96,7 @@ async def maintain_ann_indexes(
                 continue
             name = ANN_INDEX_PREFIX + hashlib.md5(f"{partition}|{dim}".encode()).hexdigest()[:24]
             # A failed CONCURRENTLY build leaves an INVALID index behind: clear it first.
-            await _drop_index(conn, name)
+            await _clear_failed_build(conn, name)
             ddl = await conn.fetchval(
                 query("ann_create_index_ddl"), name, dim, m, ef_construction, partition
             )
@@ -89,22 +117,33 @@ async def _ann_registry(conn: Any) -> dict[tuple[str, int], str]:
 async def _keep_keyword_indexes(conn: Any, partitions: set[str], report: AnnReport) -> None:
     """A keyword index for each partition in ``partitions``, none for any other."""
     wanted = {keyword_index_name(p): p for p in partitions}
-    have = {r["index_name"]: r["valid"] for r in await conn.fetch(query("keyword_indexes"))}
-    for name, valid in sorted(have.items()):
-        if name not in wanted:
-            await _drop_index(conn, name)
-            report.keyword_dropped.append(name)
-        elif not valid:  # a failed concurrent build: built again below
-            await _drop_index(conn, name)
+    have = {r["index_name"] for r in await conn.fetch(query("keyword_indexes"))}
+    for name in sorted(have - wanted.keys()):
+        await _drop_index(conn, name)
+        report.keyword_dropped.append(name)
     for name, partition in sorted(wanted.items()):
-        if not have.get(name):
-            ddl = await conn.fetchval(query("keyword_index_ddl"), name, partition)
-            await conn.execute(ddl)
-            report.keyword_built.append(name)
+        if name in have and not await _clear_failed_build(conn, name):
+            continue  # valid, or being built by another process
+        ddl = await conn.fetchval(query("keyword_index_ddl"), name, partition)
+        await conn.execute(ddl)
+        report.keyword_built.append(name)
     if report.keyword_built:
         # The planner chooses a partial index by the table's statistics; a table never
         # analysed yet (autovacuum comes later) would keep the partition's rows scan.
         await conn.execute(query("analyze_memory"))
+
+
+async def _clear_failed_build(conn: Any, name: str) -> bool:
+    """Drop index ``name`` if it is the INVALID leftover of a failed concurrent build
+    (not one another process is building now: two maintenance runs at once). True when
+    there is no index of that name any more (to build)."""
+    state = await conn.fetchrow(query("index_state"), name)
+    if state is None:
+        return True
+    if state["valid"] or state["building"]:
+        return False
+    await _drop_index(conn, name)
+    return True
 
 
 async def _drop_index(conn: Any, name: str) -> None:

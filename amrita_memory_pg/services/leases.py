@@ -33,7 +33,7 @@ from amrita_memory_pg.storage.leases import Claim, LeaseRepository
 
 log = logging.getLogger(__name__)
 
-LeaseKind = Literal["l3", "extraction", "sweep", "reembed", "backup", "restore"]
+LeaseKind = Literal["l3", "extraction", "sweep", "reembed", "backup", "restore", "ann"]
 
 
 def _started(pid: int) -> datetime | None:

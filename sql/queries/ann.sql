@@ -21,12 +21,13 @@ SELECT partition_key, dim, index_name
 SELECT format('DROP INDEX CONCURRENTLY IF EXISTS amrita_memory.%I', $1::text) AS ddl;
 
 -- name: ann_create_index_ddl
--- CREATE INDEX CONCURRENTLY $1: HNSW (m = $3, ef_construction = $4) over the vectors of
+-- CREATE INDEX CONCURRENTLY IF NOT EXISTS $1 (another process building it meanwhile: a
+-- no-op): HNSW (m = $3, ef_construction = $4) over the vectors of
 -- partition $5 with dimension $2 only. The predicate names the partition and the
 -- dimension so that search_memories_ann_v3's query (same literals) can use it, and the
 -- ::vector($2) cast never meets a vector of another model.
 SELECT format(
-           'CREATE INDEX CONCURRENTLY %I ON amrita_memory.memory USING hnsw '
+           'CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON amrita_memory.memory USING hnsw '
            '((embedding::vector(%s)) vector_l2_ops) WITH (m = %s, ef_construction = %s) '
            'WHERE partition_key = %L AND vector_dims(embedding) = %s',
            $1::text, $2::integer, $3::integer, $4::integer, $5::text, $2::integer) AS ddl;
@@ -44,21 +45,18 @@ VALUES ($1, $2, $3, $4)
 ON CONFLICT (partition_key, dim) DO NOTHING;
 
 -- name: keyword_indexes
--- The per-partition keyword (GIN) indexes that exist (ix_memory_kw_*), and whether each is
--- valid: a failed CONCURRENTLY build leaves an INVALID one behind, which is dropped and
--- built again.
-SELECT c.relname::text AS index_name, i.indisvalid AS valid
-  FROM pg_index i
-  JOIN pg_class c ON c.oid = i.indexrelid
+-- The per-partition keyword (GIN) indexes that exist (ix_memory_kw_*), valid or not.
+SELECT c.relname::text AS index_name
+  FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace
- WHERE n.nspname = 'amrita_memory' AND c.relname LIKE 'ix\_memory\_kw\_%';
+ WHERE n.nspname = 'amrita_memory' AND c.relkind = 'i' AND c.relname LIKE 'ix\_memory\_kw\_%';
 
 -- name: keyword_index_ddl
--- CREATE INDEX CONCURRENTLY $1: GIN over the search tokens of partition $2 only, for the
+-- CREATE INDEX CONCURRENTLY IF NOT EXISTS $1: GIN over the search tokens of partition $2 only, for the
 -- keyword candidates of search_memories_v6 on a partition with its own HNSW index
 -- (migration 0049_keyword_index_per_partition: there is no index over the whole table).
 SELECT format(
-           'CREATE INDEX CONCURRENTLY %I ON amrita_memory.memory USING gin (search_tokens) '
+           'CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON amrita_memory.memory USING gin (search_tokens) '
            'WHERE partition_key = %L',
            $1::text, $2::text) AS ddl;
 
@@ -66,3 +64,16 @@ SELECT format(
 -- Fresh planner statistics of the memory table (a sample of 30,000 rows at most), after a
 -- keyword index was built: the planner picks a partial index by them.
 ANALYZE amrita_memory.memory;
+
+-- name: index_state
+-- Index $1 of our schema: whether it is valid, and whether a CREATE INDEX (CONCURRENTLY)
+-- of it runs now in any session (no row: there is no such index). An index being built
+-- is INVALID until done and must not be taken for the leftover of a failed build when two
+-- processes maintain the indexes at once.
+SELECT i.indisvalid AS valid,
+       EXISTS (SELECT 1 FROM pg_stat_progress_create_index p
+                WHERE p.index_relid = c.oid) AS building
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_index i ON i.indexrelid = c.oid
+ WHERE n.nspname = 'amrita_memory' AND c.relname = $1;

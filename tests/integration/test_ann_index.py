@@ -246,3 +246,26 @@ async def test_the_migration_moves_the_keyword_index_to_the_big_partitions(
         assert [r[0] for r in await conn.fetch(GIN_INDEXES)] == ["ix_memory_search_tokens"]
     finally:
         await conn.close()
+
+
+async def test_two_maintenance_runs_at_once_build_each_index_once(memory: Memory) -> None:
+    """Two processes (here two connections) maintaining the indexes at the same moment:
+    neither fails, and each index exists once, valid (an index the other is still building
+    is not taken for a failed build and dropped)."""
+    await _fill(memory)
+    reports = await asyncio.gather(
+        maintain_ann_indexes(memory.pool, min_rows=200),
+        maintain_ann_indexes(memory.pool, min_rows=200),
+    )
+    assert all(r.dropped == [] and r.keyword_dropped == [] for r in reports)
+    rows = await memory.pool.fetch(
+        "SELECT c.relname::text AS name, i.indisvalid AS valid FROM pg_index i"
+        " JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = 'amrita_memory.memory'::regclass"
+        "   AND (c.relname LIKE 'ix\\_memory\\_ann\\_%' OR c.relname LIKE 'ix\\_memory\\_kw\\_%')"
+    )
+    assert sorted((r["name"].startswith("ix_memory_kw_"), r["valid"]) for r in rows) == [
+        (False, True),
+        (True, True),
+    ]
+    assert await memory.pool.fetchval("SELECT count(*) FROM amrita_memory.ann_index") == 1

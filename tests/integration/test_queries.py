@@ -76,9 +76,13 @@ async def test_ddl_built_in_sql_quotes_every_identifier_and_literal(
         query("ann_create_index_ddl"), "ix_memory_ann_ab", 8, 16, 64, "k'; --"
     )
     assert ddl == (
-        "CREATE INDEX CONCURRENTLY ix_memory_ann_ab ON amrita_memory.memory USING hnsw "
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_memory_ann_ab ON amrita_memory.memory USING hnsw "
         "((embedding::vector(8)) vector_l2_ops) WITH (m = 16, ef_construction = 64) "
         "WHERE partition_key = 'k''; --' AND vector_dims(embedding) = 8"
+    )
+    assert await conn.fetchval(query("keyword_index_ddl"), "ix_memory_kw_ab", "k'; --") == (
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_memory_kw_ab ON amrita_memory.memory "
+        "USING gin (search_tokens) WHERE partition_key = 'k''; --'"
     )
 
 

@@ -758,7 +758,8 @@ lease = Table(
         comment="whose expired lease this claim took over",
     ),
     CheckConstraint(
-        "kind IN ('l3', 'extraction', 'sweep', 'reembed', 'backup', 'restore')", name="kind"
+        "kind IN ('l3', 'extraction', 'sweep', 'reembed', 'backup', 'restore', 'ann')",
+        name="kind",
     ),
     CheckConstraint("expires_at > acquired_at", name="expiry_after_claim"),
     PrimaryKeyConstraint("kind", "lease_key"),
