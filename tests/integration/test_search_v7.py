@@ -38,6 +38,31 @@ async def proconfig(conn: Any, function: str) -> list[str]:
     return list(config or [])
 
 
+async def assert_entry_point(conn: Any, search: str, recall: str, bodies: str) -> None:
+    """A search entry point's settings (generic plans, no bitmap scans), its recall's, and
+    what it calls: the exact vector body, its own keyword and hybrid bodies (``bodies``: the
+    version suffix), and v6 for a partition with its own HNSW index."""
+    assert await proconfig(conn, search) == [
+        "plan_cache_mode=force_generic_plan",
+        "enable_bitmapscan=off",
+    ]
+    # the access log's statements are planned once too (they inherit the setting)
+    assert await proconfig(conn, recall) == ["plan_cache_mode=force_generic_plan"]
+    body = await conn.fetchval(
+        "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = 'amrita_memory' AND p.proname = $1",
+        search,
+    )
+    for callee in (
+        "search_vector_exact_v5",
+        f"score_keyword_{bodies}",
+        f"score_hybrid_rrf_{bodies}",
+        f"score_hybrid_weighted_{bodies}",
+        "search_memories_v6",  # a partition with its own HNSW index: v6, candidates
+    ):
+        assert f"amrita_memory.{callee}(" in body, callee
+
+
 async def test_v7_ranks_like_v6_in_every_mode_fusion_filter_and_path(memory: Memory) -> None:
     rng = random.Random(7)
     await fill(memory, KEY, 150, rng)
@@ -86,24 +111,7 @@ async def test_plans_made_once_without_bitmap_scans_and_the_switch_is_undone(
     memory: Memory,
 ) -> None:
     async with memory.pool.acquire() as conn:
-        assert await proconfig(conn, "search_memories_v7") == [
-            "plan_cache_mode=force_generic_plan",
-            "enable_bitmapscan=off",
-        ]
-        # the access log's statements are planned once too (they inherit the setting)
-        assert await proconfig(conn, "recall_memories_v3") == ["plan_cache_mode=force_generic_plan"]
-        body = await conn.fetchval(
-            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = 'amrita_memory' AND p.proname = 'search_memories_v7'"
-        )
-        for callee in (
-            "search_vector_exact_v5",
-            "score_keyword_v7",
-            "score_hybrid_rrf_v7",
-            "score_hybrid_weighted_v7",
-            "search_memories_v6",  # a partition with its own HNSW index: v6, candidates
-        ):
-            assert f"amrita_memory.{callee}(" in body, callee
+        await assert_entry_point(conn, "search_memories_v7", "recall_memories_v3", "v7")
     # the GIN statement of an HNSW partition turns bitmap scans on; the caller's session
     # keeps its own setting whatever v7 did inside
     rng = random.Random(5)

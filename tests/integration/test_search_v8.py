@@ -21,7 +21,7 @@ from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.queries import query
 from tests.integration.test_hybrid_search import KEY, NOW, fill
-from tests.integration.test_search_v7 import CALL, proconfig
+from tests.integration.test_search_v7 import CALL, assert_entry_point
 
 CJK = "我你他她猫狗茶山咖啡北京上海电影音乐旅行考试生日周末早上晚上喜欢讨厌朋友家人工作学习"
 LONG = "QQPlatform_Group_7"
@@ -151,23 +151,7 @@ async def test_recall_v4_answers_and_logs_like_v3(memory: Memory) -> None:
 
 async def test_v8_settings_and_what_it_calls(memory: Memory) -> None:
     async with memory.pool.acquire() as conn:
-        assert await proconfig(conn, "search_memories_v8") == [
-            "plan_cache_mode=force_generic_plan",
-            "enable_bitmapscan=off",
-        ]
-        assert await proconfig(conn, "recall_memories_v4") == ["plan_cache_mode=force_generic_plan"]
-        body = await conn.fetchval(
-            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = 'amrita_memory' AND p.proname = 'search_memories_v8'"
-        )
-        for callee in (
-            "search_vector_exact_v5",
-            "score_keyword_v8",
-            "score_hybrid_rrf_v8",
-            "score_hybrid_weighted_v8",
-            "search_memories_v6",  # a partition with its own HNSW index: v6, candidates
-        ):
-            assert f"amrita_memory.{callee}(" in body, callee
+        await assert_entry_point(conn, "search_memories_v8", "recall_memories_v4", "v8")
 
 
 async def test_the_named_queries_call_release_9() -> None:
