@@ -127,10 +127,6 @@ async def _keep_keyword_indexes(conn: Any, partitions: set[str], report: AnnRepo
         ddl = await conn.fetchval(query("keyword_index_ddl"), name, partition)
         await conn.execute(ddl)
         report.keyword_built.append(name)
-    if report.keyword_built:
-        # The planner chooses a partial index by the table's statistics; a table never
-        # analysed yet (autovacuum comes later) would keep the partition's rows scan.
-        await conn.execute(query("analyze_memory"))
 
 
 async def _clear_failed_build(conn: Any, name: str) -> bool:

@@ -60,11 +60,6 @@ SELECT format(
            'WHERE partition_key = %L',
            $1::text, $2::text) AS ddl;
 
--- name: analyze_memory
--- Fresh planner statistics of the memory table (a sample of 30,000 rows at most), after a
--- keyword index was built: the planner picks a partial index by them.
-ANALYZE amrita_memory.memory;
-
 -- name: index_state
 -- Index $1 of our schema: whether it is valid, and whether a CREATE INDEX (CONCURRENTLY)
 -- of it runs now in any session (no row: there is no such index). An index being built
