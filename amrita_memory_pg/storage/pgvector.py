@@ -3,7 +3,7 @@
 PostgreSQL always holds every memory *with* its vector — the record of truth for
 backups, re-embedding and the sweep. With pgvector the vectors are the
 ``memory.embedding`` column, so the backend needs no upkeep and a search is one SQL
-statement (the named query ``search_memories``: ``amrita_memory.search_memories_v7``)
+statement (the named query ``search_memories``: ``amrita_memory.search_memories_v8``)
 that filters, scores (vector, keyword or hybrid) with decay and ranks, and refuses a
 query vector of another dimension than the store's (SQLSTATE AMF03, mapped by the
 repository). A :class:`MemoryQuery` is bound to it by argument name in ONE place,

@@ -1,4 +1,5 @@
-"""search_memories_v7 / recall_memories_v3 (issue 24, keyword and hybrid over target).
+"""search_memories_v7 / recall_memories_v3 (issue 24, keyword and hybrid over target; retired
+by 0051_retire_release9, installed again here by the ``retired_sql`` fixture).
 
 Parity with release 4 is test_search_v5.py's (the named query it compares is v8's now).
 Here: v7 ranks exactly like v6 in every mode, fusion, filter and path (the same rows in
@@ -63,6 +64,7 @@ async def assert_entry_point(conn: Any, search: str, recall: str, bodies: str) -
         assert f"amrita_memory.{callee}(" in body, callee
 
 
+@pytest.mark.usefixtures("retired_sql")  # retired by 0051, re-installed as released
 async def test_v7_ranks_like_v6_in_every_mode_fusion_filter_and_path(memory: Memory) -> None:
     rng = random.Random(7)
     await fill(memory, KEY, 150, rng)
@@ -107,6 +109,7 @@ async def test_v7_ranks_like_v6_in_every_mode_fusion_filter_and_path(memory: Mem
     assert min(compared.values()) >= 20
 
 
+@pytest.mark.usefixtures("retired_sql")  # retired by 0051, re-installed as released
 async def test_plans_made_once_without_bitmap_scans_and_the_switch_is_undone(
     memory: Memory,
 ) -> None:
@@ -152,6 +155,7 @@ async def test_a_row_updated_in_place_comes_back_with_its_new_content(memory: Me
             assert [r.content for r in found] == [f"小宋 周五 考试 第{step}次"], mode
 
 
+@pytest.mark.usefixtures("retired_sql")  # retired by 0051, re-installed as released
 async def test_a_read_replica_statement_writes_nothing(conn: asyncpg.Connection) -> None:
     """search_unpaused runs on a hot standby: v7 must not write (its set_config is local
     to the call, which a read-only transaction allows)."""

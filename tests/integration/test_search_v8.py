@@ -16,6 +16,7 @@ from typing import Any
 
 import asyncpg
 import numpy as np
+import pytest
 
 from amrita_memory_pg.domain.tokens import search_tokens
 from amrita_memory_pg.memory import Memory
@@ -70,6 +71,7 @@ async def _fill_long(memory: Memory, n: int, rng: random.Random) -> None:
         )
 
 
+@pytest.mark.usefixtures("retired_sql")  # v7/v3 retired by 0051, re-installed as released
 async def test_v8_returns_exactly_what_v7_returns(memory: Memory) -> None:
     rng = random.Random(8)
     await fill(memory, KEY, 120, rng)
@@ -115,6 +117,7 @@ async def test_v8_returns_exactly_what_v7_returns(memory: Memory) -> None:
     assert min(compared.values()) >= 15, compared
 
 
+@pytest.mark.usefixtures("retired_sql")  # v7/v3 retired by 0051, re-installed as released
 async def test_recall_v4_answers_and_logs_like_v3(memory: Memory) -> None:
     rng = random.Random(4)
     await _fill_long(memory, 40, rng)
