@@ -16,9 +16,10 @@ a fresh copy (``CREATE DATABASE … TEMPLATE``) for each measurement:
 * write, client: ``--calls`` inserts through asyncpg after a ``CHECKPOINT``, each its own
   transaction (commit, WAL flush, full-page images included): p50 as ``bench_l2`` times it;
 * sweep: one whole run from the persisted cursor as the service drives it (its newest
-  ``sweep_batch_vN`` batch after batch until it wraps, then ``trim_history_v1`` with the
-  default bounds 20 / 30 where installed), warm (a dry-run pass first) and after a
-  ``CHECKPOINT``, as ``bench_l2`` times it.
+  ``sweep_batch_vN`` batch after batch until it wraps, then its ``trim_history_vN`` with
+  the default bounds 20 / 30 where installed), warm (a dry-run pass first) and after a
+  ``CHECKPOINT``, as ``bench_l2`` times it; at head also the previous release's pair
+  (the versions before), which stays installed for a rolling upgrade.
 
 Sides: ``baseline`` (with ``--baseline REV``: REV's schema, migrated by REV's own code in a
 worktree under /tmp/amrita_ab like ab_l2), then head. For the write, every
@@ -132,10 +133,12 @@ async def client(
     return timings.p50, (after - before) / n
 
 
-async def sweep(conn: Any, dry_run: bool) -> float:
+async def sweep(conn: Any, dry_run: bool, back: int = 0) -> float:
     """Seconds of one whole sweep run: batches from the cursor until it wraps, then the
-    history bounds where this schema keeps them (trim_history_v1)."""
-    name, names = (await versions(conn, "sweep_batch"))[-1]
+    history bounds where this schema keeps them (trim_history_vN). ``back``: 0 the newest
+    ``sweep_batch_vN`` with the newest trim, 1 the version before with the trim before
+    (the previous release's pair: both stay installed for a rolling upgrade)."""
+    name, names = (await versions(conn, "sweep_batch"))[-1 - back]
     values = {
         "p_now": "$1",
         "p_short_days": "7",
@@ -148,7 +151,8 @@ async def sweep(conn: Any, dry_run: bool) -> float:
         "p_until": "NULL",
     }
     sql = f"SELECT * FROM amrita_memory.{name}({', '.join(f'{a} => {values[a]}' for a in names if a in values)})"
-    trim = not dry_run and bool(await versions(conn, "trim_history"))
+    trims = [] if dry_run else await versions(conn, "trim_history")
+    trim = trims[max(len(trims) - 1 - back, 0)][0] if trims else None
     started = time.perf_counter()
     cursor: str | None = "" if dry_run else None  # a dry run walks by an explicit cursor
     while True:
@@ -158,7 +162,7 @@ async def sweep(conn: Any, dry_run: bool) -> float:
         if dry_run:
             cursor = row["next_cursor"]
     if trim:
-        await conn.execute("SELECT * FROM amrita_memory.trim_history_v1(20, 30)")
+        await conn.execute(f"SELECT * FROM amrita_memory.{trim}(20, 30)")
     return time.perf_counter() - started
 
 
@@ -224,7 +228,10 @@ async def run(args: argparse.Namespace) -> None:
             else:
                 sides += [(f"head {name}", db, name, names) for name, names in found[-2:]]
         results: dict[str, list[tuple[float, float, float]]] = {s[0]: [] for s in sides}
-        sweeps: dict[str, list[float]] = {db: [] for db in sources}
+        # sweep sides: (label, source db, how many versions back); head's previous release too
+        sweep_sides = [("baseline", "baseline", 0)] if args.baseline else []
+        sweep_sides += [("head (previous release's sweep)", "head", 1), ("head", "head", 0)]
+        sweeps: dict[str, list[float]] = {label: [] for label, _, _ in sweep_sides}
         for r in range(args.rounds):
             for label, db, name, names in sides:
                 async with fresh_copy(admin, server, settings, db) as conn:
@@ -236,12 +243,12 @@ async def run(args: argparse.Namespace) -> None:
                     f"{p50:.3f} ms, {fpi:.1f} full-page images a write",
                     flush=True,
                 )
-            for db in [] if args.no_sweep else sources:
+            for label, db, back in [] if args.no_sweep else sweep_sides:
                 async with fresh_copy(admin, server, settings, db) as conn:
                     await sweep(conn, dry_run=True)
                     await conn.execute("CHECKPOINT")
-                    sweeps[db].append(await sweep(conn, dry_run=False))
-                print(f"# round {r + 1} sweep {db}: {sweeps[db][-1]:.2f} s", flush=True)
+                    sweeps[label].append(await sweep(conn, dry_run=False, back=back))
+                print(f"# round {r + 1} sweep {label}: {sweeps[label][-1]:.2f} s", flush=True)
         await admin.execute("DROP DATABASE IF EXISTS bench_copy")
     finally:
         await admin.close()
@@ -258,15 +265,17 @@ async def run(args: argparse.Namespace) -> None:
             f"{us / base[0]:.2f}× / {p50 / base[1]:.2f}× |"
         )
     if any(sweeps.values()):
-        shown = {"baseline": args.baseline or "baseline", "head": "head"}
-        first_db = next(iter(sweeps))
-        print(f"\n| sweep, whole run | each round | median | vs {shown[first_db]} |")
+        shown = {"baseline": args.baseline or "baseline"}
+        first_label = next(iter(sweeps))
+        print(
+            f"\n| sweep, whole run | each round | median | vs {shown.get(first_label, first_label)} |"
+        )
         print("|---|---:|---:|---:|")
-        base_s = statistics.median(sweeps[first_db])
-        for db, seconds in sweeps.items():
+        base_s = statistics.median(sweeps[first_label])
+        for label, seconds in sweeps.items():
             med = statistics.median(seconds)
             each = " / ".join(f"{x:.2f}" for x in seconds)
-            print(f"| {shown[db]} | {each} s | {med:.2f} s | {med / base_s:.2f}× |")
+            print(f"| {shown.get(label, label)} | {each} s | {med:.2f} s | {med / base_s:.2f}× |")
 
 
 def main() -> None:

@@ -142,6 +142,7 @@ GENERIC_TABLES: tuple[str, ...] = (
     "loaded_scope",
     "memory_access",
     "memory_change",  # the change history: restored as it was, no "system" rows
+    "sweep_change",  # the sweep's change history (one row per batch, issue 24)
     "admin_audit",
 )
 #: tables of the schema a backup does NOT carry, and why: each describes this server or a

@@ -297,6 +297,9 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
         if batch:
             await _import_rows(conn, table, batch)
         await conn.fetchval(query("reset_table_identity"), table)
+    if "sweep_change" in kinds:
+        # the sweep's batch rows take their seq from memory_change's sequence: past both
+        await conn.fetchval(query("reset_history_sequence"))
 
 
 async def _clear_table(conn: Any, table: str) -> None:

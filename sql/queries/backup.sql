@@ -155,6 +155,13 @@ SELECT amrita_memory.clear_table_v1($1);
 -- A restore: move the identity sequences of table $1 past the restored values.
 SELECT amrita_memory.reset_identity_v1($1);
 
+-- name: reset_history_sequence
+-- A restore: move memory_change's sequence past the restored sweep batch rows too (they
+-- take their seq from it, sweep_v6.sql), so the two tables keep ordering as one history.
+SELECT setval(pg_get_serial_sequence('amrita_memory.memory_change', 'seq'),
+              greatest((SELECT max(seq) FROM amrita_memory.sweep_change),
+                       (SELECT max(seq) FROM amrita_memory.memory_change), 1));
+
 -- name: claim_backup_slot
 -- Scheduled backups: claim slot $1 for process $2 (claim_backup_slot_v1); true for one
 -- caller of the fleet per slot.

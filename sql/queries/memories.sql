@@ -131,15 +131,16 @@ SELECT cursor_id
 -- $6 whether source=user rows are spared (protect_manual_memories), $7 dry run,
 -- $8 cursor (NULL = the persisted one), $9 stop before this id (NULL = end of the
 -- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED); rows
--- of a paused partition are always kept (a pause keeps its memories, v3).
+-- of a paused partition are always kept (a pause keeps its memories, v3). Its history is
+-- one sweep_change row per batch (v6).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
-  FROM amrita_memory.sweep_batch_v5($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  FROM amrita_memory.sweep_batch_v6($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: trim_history
--- The trail's history bounds over the whole table, once per sweep run (sweep_v5.sql): per
+-- The trail's history bounds over the whole table, once per sweep run (sweep_v6.sql): per
 -- memory the newest $1 changes stay; the history of memories deleted more than $2 days
--- ago goes. Returns the rows trimmed and expired.
-SELECT trimmed, expired FROM amrita_memory.trim_history_v1($1, $2);
+-- ago goes, and the sweep's batch rows older than that. Returns the rows trimmed and expired.
+SELECT trimmed, expired FROM amrita_memory.trim_history_v2($1, $2);
 
 -- name: untokenized_memories
 -- The token backfill (maintenance/tokens.py): up to $2 memories without search tokens

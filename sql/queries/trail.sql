@@ -66,9 +66,7 @@ SELECT partition_key, memory_id, seq, at, surface, chat_key, who, query, score
  LIMIT $3;
 
 -- name: trail_change_history
--- The newest $3 changes of memory $2 of partition $1 (a deleted memory's too).
+-- The newest $3 changes of memory $2 of partition $1 (a deleted memory's too): its own
+-- rows and its entries in the sweep's batch rows (sweep_v6.sql).
 SELECT partition_key, memory_id, seq, at, actor_kind, actor_id, op, before, after, note
-  FROM amrita_memory.memory_change
- WHERE partition_key = $1 AND memory_id = $2
- ORDER BY seq DESC
- LIMIT $3;
+  FROM amrita_memory.memory_history_v1($1, $2, $3);

@@ -6,6 +6,7 @@ without backup support fails here."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,13 @@ async def fill_every_table(mem: Any) -> None:
         partition_key=GROUP, scope="group", content="群规：不刷屏", source="user"
     )
     await mem.memories.update(KEY, first.id, content="非常喜欢猫")  # a change history
+    # the sweep's batch row (sweep_change): a low-importance memory past its tier, purged
+    now = datetime.now(UTC)
+    await mem.memories.add(
+        partition_key=KEY, scope="user", content="今天吃了面", importance=2,
+        now=now - timedelta(days=8),
+    )  # fmt: skip
+    assert (await mem.memories.sweep(now=now, force=True)).purged == 1
     await mem.memos.replace(KEY, "用户叫小明")
     await add_knowledge(mem, "0a1b2c3d", "猫的饮食", "不能吃巧克力", "正文")
     await pool.execute(

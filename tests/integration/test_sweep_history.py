@@ -1,6 +1,8 @@
-"""The sweep's history (sweep_v5.sql): one row per memory it demotes or purges, and the
-trail's bounds kept once per run with the CONFIGURED [trail] numbers (sweep_batch_v4 kept
-them per batch with the defaults 20 / 30, whatever was configured)."""
+"""The sweep's history: since sweep_v6.sql one sweep_change row per batch (v5: one
+memory_change row per memory it demotes or purges), read per memory with the rest of its
+history (memory_history_v1), and the trail's bounds kept once per run with the CONFIGURED
+[trail] numbers (sweep_batch_v4 kept them per batch with the defaults 20 / 30, whatever was
+configured)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,7 @@ KEY = "QQPlatform_Private_10001"
 async def _history(mem: Memory, memory_id: str) -> list[tuple[str, object, object]]:
     """(op, before importance, after importance) of a memory's changes, oldest first."""
     rows = await mem.pool.fetch(
-        "SELECT op, before, after FROM amrita_memory.memory_change"
-        " WHERE partition_key = $1 AND memory_id = $2 ORDER BY seq",
+        "SELECT op, before, after FROM amrita_memory.memory_history_v1($1, $2, 100) ORDER BY seq",
         KEY,
         memory_id,
     )
@@ -72,12 +73,15 @@ async def test_a_sweep_run_records_each_change_and_keeps_the_configured_bounds(
         report = await mem.memories.sweep(now=now, force=True)
         assert (report.demoted, report.purged) == (1, 1)
 
-        # the demotion is the newest of the 3 changes kept (4 before the run's trim)
+        # the demotion is the newest change; the bound of 3 counts the memory's own rows
+        # (its three edits), the sweep's entry is in the batch row (v6), kept 10 days
         assert await _history(mem, edited.id) == [
+            ("update", 9, 9),
             ("update", 9, 9),
             ("update", 9, 9),
             ("update", 9, 5),
         ]
+        assert await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.sweep_change") == 1
         assert await _history(mem, purged.id) == [("create", None, 2), ("delete", 2, None)]
         assert await _history(mem, fresh.id) == [("create", None, 5)]
         # the history of a memory deleted 11 days ago went; today's stays

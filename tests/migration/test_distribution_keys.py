@@ -45,8 +45,9 @@ REFERENCE = {
     "backup_schedule",
 }
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
-#: rows per operator action; its partition_key is a filter, not a distribution key)
-LOCAL = {"alembic_version", "admin_audit", "web_session", "web_login_failure"}
+#: rows per operator action; its partition_key is a filter, not a distribution key; issue 24:
+#: the sweep's batch rows, each spanning the partitions its batch changed)
+LOCAL = {"alembic_version", "admin_audit", "web_session", "web_login_failure", "sweep_change"}
 
 PRIMARY_KEYS = """
 SELECT c.relname AS table_name,

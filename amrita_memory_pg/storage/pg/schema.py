@@ -200,6 +200,19 @@ sweep_state = Table(
         "passes", Integer, nullable=False, server_default=text("0"), comment="completed full passes"
     ),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
+    Column(
+        "trimmed_seq",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        comment="the history's last seq when trim_history_v2 last ran (it walks past it)",
+    ),
+    Column(
+        "trimmed_keep",
+        Integer,
+        nullable=True,
+        comment="the changes per memory it kept then (NULL: never ran)",
+    ),
     CheckConstraint("id = 1", name="single_row"),
     comment="The sweep's persisted keyset cursor, so every row is visited over successive runs",
 )
@@ -691,6 +704,45 @@ Index(
     memory_change.c.at,
     postgresql_where=text("after IS NULL"),
 )
+
+# The sweep's history: one row per batch that changed something (sweep_v6.sql), element i
+# of the arrays one memory as it was; read per memory by memory_history_v1 over the GIN index.
+sweep_change = Table(
+    "sweep_change",
+    metadata,
+    # from memory_change's sequence (sweep_batch_v6): the two tables order as one history
+    Column("seq", BigInteger, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("actor_kind", Text, nullable=False, comment="system | person | ... as memory_change"),
+    Column("actor_id", Text, nullable=True),
+    Column("note", Text, nullable=True),
+    Column("partition_keys", ARRAY(Text), nullable=False),
+    Column("memory_ids", ARRAY(Text), nullable=False),
+    Column("ops", ARRAY(Text), nullable=False, comment="update | tag | delete | merge each"),
+    Column("contents", ARRAY(Text), nullable=False),
+    Column("tags", ARRAY(Text), nullable=False, comment="each the text of a memory's text[]"),
+    Column("importances", ARRAY(SmallInteger), nullable=False),
+    Column("categories", ARRAY(Text), nullable=False),
+    Column("scopes", ARRAY(Text), nullable=False),
+    Column("sources", ARRAY(Text), nullable=False),
+    Column(
+        "new_importances",
+        ARRAY(SmallInteger),
+        nullable=False,
+        comment="each the importance after (NULL: purged)",
+    ),
+    Column(
+        "new_sources", ARRAY(Text), nullable=False, comment="each the source after (NULL: purged)"
+    ),
+    CheckConstraint(
+        "actor_kind IN ('person', 'llm', 'extraction', 'l3', 'import', 'system')",
+        name="actor_kind",
+    ),
+    CheckConstraint("ops <@ ARRAY['update', 'delete', 'merge', 'tag']", name="ops"),
+    PrimaryKeyConstraint("seq"),
+    comment="The sweep's change history: one row per batch, one array element per memory",
+)
+Index("ix_sweep_change_memory_ids", sweep_change.c.memory_ids, postgresql_using="gin")
 
 paused_partition = Table(
     "paused_partition",
