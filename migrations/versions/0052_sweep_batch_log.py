@@ -75,7 +75,7 @@ def upgrade() -> None:
     small_array = postgresql.ARRAY(sa.SmallInteger())
     op.create_table(
         "sweep_change",
-        sa.Column("seq", sa.BigInteger(), nullable=False),
+        sa.Column("seq", sa.BigInteger(), nullable=False, autoincrement=False),
         sa.Column("at", sa.DateTime(timezone=True), nullable=False),
         sa.Column(
             "actor_kind",

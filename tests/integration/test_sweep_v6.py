@@ -276,3 +276,20 @@ async def test_trim_v2_walks_only_what_changed_since_its_last_run(
         assert await trim(3) == (0, 0)
         assert await trim(2) == (2, 0)
         assert (await rows(a.id), await rows(b.id)) == (2, 2)
+
+
+async def test_a_batch_row_takes_its_seq_from_the_history_sequence(
+    conn: asyncpg.Connection,
+) -> None:
+    """No sequence of its own (a second one would let the two tables' orders drift apart):
+    an insert that names no seq fails, the sweep names memory_change's."""
+    default = await conn.fetchval(
+        "SELECT column_default FROM information_schema.columns WHERE table_schema ="
+        " 'amrita_memory' AND table_name = 'sweep_change' AND column_name = 'seq'"
+    )
+    assert default is None
+    owned = await conn.fetchval(
+        "SELECT count(*) FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
+        " WHERE s.relkind = 'S' AND d.refobjid = 'amrita_memory.sweep_change'::regclass"
+    )
+    assert owned == 0

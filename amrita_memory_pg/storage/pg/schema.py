@@ -711,7 +711,7 @@ sweep_change = Table(
     "sweep_change",
     metadata,
     # from memory_change's sequence (sweep_batch_v6): the two tables order as one history
-    Column("seq", BigInteger, nullable=False),
+    Column("seq", BigInteger, nullable=False, autoincrement=False),
     Column("at", DateTime(timezone=True), nullable=False),
     Column("actor_kind", Text, nullable=False, comment="system | person | ... as memory_change"),
     Column("actor_id", Text, nullable=True),
