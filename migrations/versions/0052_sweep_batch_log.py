@@ -49,24 +49,12 @@ ARRAYS = (
     "new_sources",
 )
 
-#: the batch rows as the memory_change rows v5 wrote (the body of memory_history_v1's
-#: second branch, for every memory)
+#: the batch rows as the memory_change rows v5 wrote (the view memory_history_v1 reads)
 EXPAND = f"""
 INSERT INTO {SCHEMA}.memory_change
        (partition_key, memory_id, seq, at, actor_kind, actor_id, op, before, after, note)
-SELECT u.partition_key, u.memory_id, s.seq, s.at, s.actor_kind, s.actor_id, u.op,
-       {SCHEMA}.memory_fields_v2(u.content, u.tags::text[], u.importance, u.category, u.scope,
-                                 u.source),
-       CASE WHEN u.new_importance IS NOT NULL
-            THEN {SCHEMA}.memory_fields_v2(u.content, u.tags::text[], u.new_importance,
-                                           u.category, u.scope, u.new_source) END,
-       s.note
-  FROM {SCHEMA}.sweep_change s
- CROSS JOIN LATERAL unnest(s.partition_keys, s.memory_ids, s.ops, s.contents, s.tags,
-                           s.importances, s.categories, s.scopes, s.sources, s.new_importances,
-                           s.new_sources)
-       AS u(partition_key, memory_id, op, content, tags, importance, category, scope, source,
-            new_importance, new_source)
+SELECT partition_key, memory_id, seq, at, actor_kind, actor_id, op, before, after, note
+  FROM {SCHEMA}.sweep_change_entry
 """
 
 
