@@ -6,7 +6,7 @@
 -- one server (/tmp lab, 3 rounds): sweep_batch_v5 1.44-1.62 s, the same function without
 -- its history rows 1.04-1.10 s, release 2's 1.06-1.09 s. The gap is the history row per
 -- changed memory (~13 us each: heap, key, WAL, buffer churn), not its content: the same
--- rows without the jsonb cost 0.93x, one jsonb_agg row per batch 1.02x of v5 (the
+-- rows without the jsonb cost 0.93x, one jsonb_agg row per batch 1.07x of v5 (the
 -- per-element jsonb and its compression). One row of plain arrays per batch, stored
 -- uncompressed: 1.03-1.05x of release 2, with a GIN index on its memory ids 1.02x.
 --
@@ -23,7 +23,7 @@
 --     (before / after as memory_fields_v2 makes them), and memory_history_v1(partition,
 --     memory, limit) is a memory's history, newest first: its memory_change rows and its
 --     entries (found by the GIN index on memory_ids).
---       psql> SELECT * FROM amrita_memory.memory_history_v1('qq_private_1', '<id>', 20);
+--       psql> SELECT * FROM amrita_memory.memory_history_v1('QQPlatform_Private_10001', '<id>', 20);
 --   * trim_history_v2(keep, days) keeps trim_history_v1's bounds (per memory the newest
 --     `keep` memory_change rows; the history of a memory deleted more than `days` ago
 --     goes) and: a sweep_change row older than `days` goes, with the memory_change history
