@@ -74,19 +74,30 @@ def _start_on_embedded(home: Path) -> tuple[ConsoleBotProcess, int]:
     return bot, pid
 
 
+#: Seconds the bot and then its server get to be gone. The guard ends the process 2 s after
+#: the request at the latest, but a graceful stop already under way holds the server's lock
+#: through PostgreSQL's shutdown checkpoint, which on a fresh cluster (every migration's
+#: files to fsync) took over 5 s once on a busy disk (CI, after the main suite). What this
+#: guards against is a process that never exits or spins on a dead terminal.
+EXIT_SECONDS = 10
+
+
 def _assert_exits_and_server_stops(bot: ConsoleBotProcess, postmaster: int, since: float) -> None:
-    """The bot is gone within 5 s of ``since``, without spinning, and so is the postmaster."""
+    """The bot is gone within EXIT_SECONDS of ``since``, without spinning, and so is the
+    postmaster."""
     process = psutil.Process(bot.proc.pid)
     cpu: list[float] = []
-    while bot.proc.poll() is None and time.monotonic() - since < 5:
+    while bot.proc.poll() is None and time.monotonic() - since < EXIT_SECONDS:
         with contextlib.suppress(psutil.NoSuchProcess):
             times = process.cpu_times()
             cpu.append(times.user + times.system)
         time.sleep(0.1)
     elapsed = time.monotonic() - since
-    assert bot.proc.poll() is not None, f"still running {elapsed:.1f} s later; cpu {cpu[-5:]}"
-    assert elapsed <= 5
-    while pid_alive(postmaster) and time.monotonic() - since < 5:
+    assert bot.proc.poll() is not None, (
+        f"still running {elapsed:.1f} s later; cpu {cpu[-5:]}; screen: {bot.text()[-2000:]}"
+    )
+    assert elapsed <= EXIT_SECONDS
+    while pid_alive(postmaster) and time.monotonic() - since < EXIT_SECONDS:
         time.sleep(0.1)
     assert not pid_alive(postmaster), "the embedded server the bot started is still running"
 
