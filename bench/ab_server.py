@@ -19,7 +19,7 @@ a fresh copy (``CREATE DATABASE … TEMPLATE``) for each measurement:
   ``sweep_batch_vN`` batch after batch until it wraps, then its ``trim_history_vN`` with
   the default bounds 20 / 30 where installed), warm (a dry-run pass first) and after a
   ``CHECKPOINT``, as ``bench_l2`` times it; at head also the previous release's pair
-  (the versions before), which stays installed for a rolling upgrade.
+  (the versions before) while it stays installed for a rolling upgrade.
 
 Sides: ``baseline`` (with ``--baseline REV``: REV's schema, migrated by REV's own code in a
 worktree under /tmp/amrita_ab like ab_l2), then head. For the write, every
@@ -218,9 +218,12 @@ async def run(args: argparse.Namespace) -> None:
                 await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
             await pool.close()
         sides: list[tuple[str, str, str, list[str]]] = []  # label, source db, fn, args
+        sweeps_at_head = 0
         for db in sources:
             probe = await asyncpg.connect(server.dsn(f"src_{db}"))
             found = await versions(probe, "insert_memory")
+            if db == "head":
+                sweeps_at_head = len(await versions(probe, "sweep_batch"))
             await probe.close()
             if db == "baseline":
                 name, names = found[-1]
@@ -230,7 +233,9 @@ async def run(args: argparse.Namespace) -> None:
         results: dict[str, list[tuple[float, float, float]]] = {s[0]: [] for s in sides}
         # sweep sides: (label, source db, how many versions back); head's previous release too
         sweep_sides = [("baseline", "baseline", 0)] if args.baseline else []
-        sweep_sides += [("head (previous release's sweep)", "head", 1), ("head", "head", 0)]
+        if sweeps_at_head > 1:  # the previous release's sweep, while it stays installed
+            sweep_sides.append(("head (previous release's sweep)", "head", 1))
+        sweep_sides.append(("head", "head", 0))
         sweeps: dict[str, list[float]] = {label: [] for label, _, _ in sweep_sides}
         for r in range(args.rounds):
             for label, db, name, names in sides:

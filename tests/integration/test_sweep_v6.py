@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import pytest
 from alembic.script import ScriptDirectory
 
 from amrita_memory_pg.memory import Memory
@@ -83,6 +84,7 @@ def _entries(rows: list[asyncpg.Record]) -> list[tuple[Any, ...]]:
     ]  # fmt: skip
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_v6_changes_what_v5_changes_and_its_history_reads_the_same(
     memory: Memory,
 ) -> None:
