@@ -197,3 +197,29 @@ async def test_db_upgrade_then_memory_add_on_an_empty_database_through_pgbouncer
     assert added.returncode == 0, added.stderr
     listed = run_cli("memory", "list", "global", env=env)
     assert "机器人的名字叫小明" in listed.stdout
+
+
+async def test_pgbouncer_keeps_serving_after_logging_more_than_a_pipe_holds(
+    pg_server: PgServer, db_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The harness's own PgBouncer (tests/support/pgbouncer.py): it logs every line to its
+    console too, which went to a pipe nobody read. Past 64 KB (a server restart's login
+    failures in bench/fleet.py) it blocked in write(2) and every client behind it hung:
+    the fleet load test's rare "0 writes after the restart"."""
+    workdir = tmp_path_factory.mktemp("pgbouncer-console")  # reachable by PgBouncer's user
+    with run_pgbouncer(pg_server.admin_dsn, workdir) as running:
+        dsn = running.dsn(urlsplit(db_dsn).path.lstrip("/"))
+
+        async def connect_many(n: int) -> int:
+            for _ in range(n):
+                conn = await asyncpg.connect(dsn, statement_cache_size=0)
+                await conn.close()
+            conn = await asyncpg.connect(dsn, statement_cache_size=0)
+            try:
+                return int(await conn.fetchval("SELECT 42"))
+            finally:
+                await conn.close()
+
+        # each connection logs ~300 bytes (login attempt, closing): 400 of them ~120 KB
+        assert await asyncio.wait_for(connect_many(400), timeout=60) == 42
+        assert (workdir / "pgbouncer.out").stat().st_size > 64 * 1024

@@ -110,13 +110,18 @@ pidfile = {workdir}/pgbouncer.pid
         for child in workdir.iterdir():
             shutil.chown(child, owner)
         command = ["runuser", "-u", owner, "--", *command]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Its output to a file, never a pipe: PgBouncer in the foreground writes every log line to
+    # stderr too, and a pipe nobody reads fills (64 KB: the login failures of a server
+    # restart) and blocks it in write(2) for good — every client behind it hangs.
+    console = workdir / "pgbouncer.out"
+    with console.open("wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     bouncer = Bouncer(listen, user, workdir)
     try:
         deadline = time.monotonic() + 20
         while True:
             if proc.poll() is not None:
-                out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                out = console.read_text(errors="replace")
                 raise RuntimeError(f"pgbouncer exited at start: {out}{bouncer.log()}")
             try:
                 socket.create_connection(("127.0.0.1", listen), timeout=0.5).close()
