@@ -121,8 +121,8 @@ pidfile = {workdir}/pgbouncer.pid
         deadline = time.monotonic() + 20
         while True:
             if proc.poll() is not None:
-                out = console.read_text(errors="replace")
-                raise RuntimeError(f"pgbouncer exited at start: {out}{bouncer.log()}")
+                said = console.read_text(errors="replace")
+                raise RuntimeError(f"pgbouncer exited at start: {said}{bouncer.log()}")
             try:
                 socket.create_connection(("127.0.0.1", listen), timeout=0.5).close()
                 break
