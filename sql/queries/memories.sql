@@ -130,11 +130,12 @@ SELECT cursor_id
 -- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
 -- $6 whether source=user rows are spared (protect_manual_memories), $7 dry run,
 -- $8 cursor (NULL = the persisted one), $9 stop before this id (NULL = end of the
--- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED); rows
--- of a paused partition are always kept (a pause keeps its memories, v3). Its history is
--- one sweep_change row per batch (v6).
+-- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED), and so
+-- are rows another transaction changed since the batch read them (v7: the due rows are
+-- reached by tid; the next run sweeps them); rows of a paused partition are always kept
+-- (a pause keeps its memories, v3). Its history is one sweep_change row per batch (v6).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
-  FROM amrita_memory.sweep_batch_v6($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  FROM amrita_memory.sweep_batch_v7($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: trim_history
 -- The trail's history bounds over the whole table, once per sweep run (sweep_v6.sql): per
