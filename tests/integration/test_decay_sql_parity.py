@@ -1,4 +1,8 @@
-"""The SQL decay functions and their Python twin agree to 1e-9 on random inputs."""
+"""The SQL decay functions and their Python twin agree to 1e-9 on random inputs.
+
+sweep_action_v1 (the per-row decision) was retired by 0055_retire_release11 — the sweep now
+decides by cutoffs, held to it in test_sweep_v7.py — and is installed again here from its
+released file, as the retired_sql fixture does, so the rule it states stays checked."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +18,7 @@ from hypothesis import strategies as st
 from amrita_memory_pg.domain import decay
 from amrita_memory_pg.domain.decay import DecayPolicy
 from tests.support.pg import PgServer, SyncConnection
+from tests.support.sql_usage import reinstall_retired
 
 TOL = 1e-9
 
@@ -20,12 +26,21 @@ TOL = 1e-9
 @pytest.fixture(scope="module")
 def sql(pg_server: PgServer, template_db: str) -> Iterator[SyncConnection]:
     name = asyncio.run(pg_server.create_database(template=template_db))
+    asyncio.run(_with_retired(pg_server.dsn(name)))
     connection = SyncConnection(pg_server.dsn(name))
     try:
         yield connection
     finally:
         connection.close()
         asyncio.run(pg_server.drop_database(name))
+
+
+async def _with_retired(dsn: str) -> None:
+    connection = await asyncpg.connect(dsn)
+    try:
+        await reinstall_retired(connection)
+    finally:
+        await connection.close()
 
 
 DET = settings(

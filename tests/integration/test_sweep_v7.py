@@ -1,10 +1,12 @@
 """sweep_batch_v7 / sweep_cutoff_v1 (sweep_v7.sql, issue 24): the sweep decides by three
 cutoffs computed once per batch and reaches its due rows by tid.
 
-v7 changes exactly what v6 changes (the same replies, the same rows after, the same
+v7 changes exactly what v6 changes (v6 retired by 0055 and installed again for the
+comparison by the retired_sql fixture: the same replies, the same rows after, the same
 history entries and batch rows) under both clock settings and with the user's memories
 protected or not; at each tier's boundary (1 us either side, odd lifetimes included) it
-decides as sweep_action_v1(importance, age_days_v1(...)); sweep_cutoff_v1 restates
+decides as sweep_action_v1(importance, age_days_v1(...)) (retired with v6, installed again
+here); sweep_cutoff_v1 restates
 ``age_days_v1 <= days`` for negative, tiny, huge, infinite and NaN lifetimes. Rows locked
 by an edit are skipped: tests/contract/test_sweep.py runs through the service (v7).
 """
@@ -66,6 +68,7 @@ async def _outcomes(
     return seen
 
 
+@pytest.mark.usefixtures("retired_sql")
 @pytest.mark.parametrize(
     ("short", "long", "restart", "protect"),
     [(7.0, 90.0, True, True), (7.0, 90.0, False, False), (20.0, 3.0, True, False)],
@@ -86,6 +89,7 @@ async def test_v7_changes_what_v6_changes_and_records_the_same_history(
     assert changed >= 20 and len(hist6) == changed, changed
 
 
+@pytest.mark.usefixtures("retired_sql")
 async def test_at_each_tier_boundary_v7_decides_as_sweep_action_v1(memory: Memory) -> None:
     """Memories whose clock is one microsecond either side of their tier's cutoff (and on
     it), for low, medium and high importance and lifetimes whose cutoffs fall between

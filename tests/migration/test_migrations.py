@@ -59,8 +59,8 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
     assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
     assert {
         "decay_score_v1",
-        "sweep_action_v1",
-        "sweep_batch_v6",
+        "sweep_cutoff_v1",
+        "sweep_batch_v7",
         "partition_usage",
         "memo_append_v1",
         "memo_write_v1",
