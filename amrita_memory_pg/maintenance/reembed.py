@@ -141,7 +141,8 @@ async def _begin(pool: asyncpg.Pool, embedder: Embedder, now: datetime) -> int:
 async def _pending(
     pool: asyncpg.Pool, kind: Kind, fingerprint: str, after: str, limit: int
 ) -> list[asyncpg.Record]:
-    """Up to ``limit`` rows of ``kind`` after ``after`` still to embed (row_id, body, updated_at)."""
+    """Up to ``limit`` rows of ``kind`` after ``after`` still to embed (row_id, body,
+    updated_at, next_after: where the next page starts)."""
     if kind == "memory":
         return list(await pool.fetch(query("reembed_pending_memories"), fingerprint, after, limit))
     return list(await pool.fetch(query("reembed_pending_knowledge"), fingerprint, after, limit))
@@ -174,7 +175,7 @@ async def _stage_kind(
             await conn.execute(query("reembed_touch_job"))
 
         await in_retried_transaction(pool, stage, f"{kind} batch")
-        after = rows[-1]["row_id"]
+        after = rows[-1]["next_after"]  # memories: 'partition_key/id'; knowledge: kid
         done += len(rows)
         on_batch(len(rows))
 

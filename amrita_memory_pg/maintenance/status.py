@@ -28,9 +28,10 @@ TOP_PARTITIONS = 10
 
 @dataclass(frozen=True, slots=True)
 class SweepCursor:
-    """Where the decay sweep stands: the next run continues after ``cursor_id``."""
+    """Where the decay sweep stands: the next run continues after ``cursor``
+    (``partition_key/id`` of the last memory swept, primary key order; '' = the start)."""
 
-    cursor_id: str
+    cursor: str
     passes: int
     updated_at: datetime
 
@@ -106,7 +107,7 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
     ]
     sweep = await pool.fetchrow(query("status_sweep_state"))
     if sweep is not None:
-        report.sweep = SweepCursor(sweep["cursor_id"], sweep["passes"], sweep["updated_at"])
+        report.sweep = SweepCursor(sweep["cursor_key"], sweep["passes"], sweep["updated_at"])
     if store.settings.backup.schedule:
         report.scheduled_backup = describe_scheduled_backup(
             store.settings.backup.schedule, await pool.fetchrow(query("backup_schedule_state"))
@@ -137,9 +138,9 @@ def describe_scheduled_backup(schedule: str, row: Any) -> str:
 
 def describe_sweep(sweep: SweepCursor) -> str:
     """``cursor after m_abc…, 3 full passes, moved 2026-12-01 03:00 UTC`` (CLI and web)."""
-    if not sweep.cursor_id and sweep.passes == 0:
+    if not sweep.cursor and sweep.passes == 0:
         return "not run yet"
-    where = f"after {sweep.cursor_id}" if sweep.cursor_id else "at the start"
+    where = f"after {sweep.cursor}" if sweep.cursor else "at the start"
     return (
         f"cursor {where}, {sweep.passes} full passes, moved {sweep.updated_at:%Y-%m-%d %H:%M} UTC"
     )

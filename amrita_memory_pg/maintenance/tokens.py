@@ -42,18 +42,19 @@ async def _walk(
     pool: Any,
     page: str,
     write: str,
-    key: str,
+    keys: tuple[str, ...],
     row_args: Callable[[Any], tuple[Any, ...]],
     batch_size: int,
     max_batches: int | None,
 ) -> int:
-    """Keyset pages of ``page`` in ``key`` order, each page written back by ``write``
-    (``row_args`` of its rows) in one ``executemany``; how many rows it did."""
-    cursor = ""
+    """Keyset pages of ``page`` in ``keys`` order (the page takes the last row's ``keys``
+    and the page size), each page written back by ``write`` (``row_args`` of its rows) in
+    one ``executemany``; how many rows it did."""
+    cursor: tuple[Any, ...] = ("",) * len(keys)
     done = 0
     batches = 0
     while max_batches is None or batches < max_batches:
-        rows = await pool.fetch(page, cursor, batch_size)
+        rows = await pool.fetch(page, *cursor, batch_size)
         if not rows:
             break
         batches += 1
@@ -61,18 +62,21 @@ async def _walk(
         async with pool.acquire() as conn:
             await conn.executemany(write, args)
         done += len(rows)
-        cursor = rows[-1][key]
+        cursor = tuple(rows[-1][k] for k in keys)
     return done
 
 
 async def _memories(pool: Any, batch_size: int, retokenize: bool, max_batches: int | None) -> int:
+    # the backfill walks the partial index of the untokenized rows in id order; the
+    # re-tokenization every row in the primary key's order
     page = query("memories_page_for_tokens") if retokenize else query("untokenized_memories")
+    keys = ("partition_key", "id") if retokenize else ("id",)
 
     def row_args(r: Any) -> tuple[Any, ...]:
         return (r["partition_key"], r["id"], r["content"], search_tokens(r["content"]), retokenize)
 
     write = query("set_memory_tokens")
-    return await _walk(pool, page, write, "id", row_args, batch_size, max_batches)
+    return await _walk(pool, page, write, keys, row_args, batch_size, max_batches)
 
 
 async def _knowledge(pool: Any, batch_size: int, retokenize: bool, max_batches: int | None) -> int:
@@ -85,7 +89,7 @@ async def _knowledge(pool: Any, batch_size: int, retokenize: bool, max_batches: 
         return (r["kid"], r["title"], r["summary"], r["body"], search_tokens(text), retokenize)
 
     write = query("backfill_knowledge_tokens")
-    return await _walk(pool, page, write, "kid", row_args, batch_size, max_batches)
+    return await _walk(pool, page, write, ("kid",), row_args, batch_size, max_batches)
 
 
 async def backfill_tokens(

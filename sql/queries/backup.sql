@@ -20,11 +20,11 @@ SELECT (SELECT count(*) FROM amrita_memory.memory)::integer           AS memory,
        (SELECT count(*) FROM amrita_memory.permission_grant)::integer AS permission_grant;
 
 -- name: export_memories
--- Every memory with its vector, in id order (= MEMORY_COLUMNS).
+-- Every memory with its vector, in the primary key's order (= MEMORY_COLUMNS).
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        origin, created_at, updated_at, tier_since, embedding, embed_fingerprint
   FROM amrita_memory.memory
- ORDER BY id;
+ ORDER BY partition_key, id;
 
 -- name: export_memos
 -- Every memo, in partition order (= MEMO_COLUMNS).
@@ -116,7 +116,7 @@ WITH memories AS (DELETE FROM amrita_memory.memory RETURNING 1),
      profile_history AS (DELETE FROM amrita_memory.profile_history),
      staging AS (DELETE FROM amrita_memory.reembed_staging),
      job AS (DELETE FROM amrita_memory.reembed_job),
-     sweep AS (UPDATE amrita_memory.sweep_state SET cursor_id = '')
+     sweep AS (UPDATE amrita_memory.sweep_state SET cursor_id = '', cursor_key = '')
 SELECT count(*)::integer AS memories
   FROM memories;
 

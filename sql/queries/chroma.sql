@@ -38,27 +38,28 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 
 -- name: chroma_rebuild_page
 -- One page of a rebuild of the collection: the vectors and the metadata Chroma keeps
--- (vector_metadata), $2 rows after id $1 in id order (keyset on ix_memory_id, so every
--- page costs the same however far the walk has come). Every partition: a rebuild
--- copies the whole table.
+-- (vector_metadata), $3 rows after ($1 partition, $2 id) in the primary key's order
+-- (keyset on pk_memory, so every page costs the same however far the walk has come).
+-- Every partition: a rebuild copies the whole table.
 SELECT id, partition_key, scope, importance, created_at, embedding
   FROM amrita_memory.memory
- WHERE id > $1
- ORDER BY id
- LIMIT $2;
+ WHERE (partition_key, id) > ($1, $2)
+ ORDER BY partition_key, id
+ LIMIT $3;
 
 -- name: chroma_all_ids
--- Every memory id, to compare with the ids the collection holds after a rebuild (rows
--- inserted or deleted while their page was being copied).
-SELECT id
+-- Every memory id with its partition, to compare with the ids the collection holds after
+-- a rebuild (rows inserted or deleted while their page was being copied).
+SELECT partition_key, id
   FROM amrita_memory.memory;
 
 -- name: chroma_rows_by_id
--- The rows of ids $1 (any partition) with what Chroma keeps: the ones a rebuild found
--- missing from the collection. Ids deleted meanwhile are simply absent.
-SELECT id, partition_key, scope, importance, created_at, embedding
-  FROM amrita_memory.memory
- WHERE id = ANY($1::text[]);
+-- The rows ($1[i] partition, $2[i] id) with what Chroma keeps: the ones a rebuild found
+-- missing from the collection, each found by its primary key. Rows deleted meanwhile
+-- are simply absent.
+SELECT m.id, m.partition_key, m.scope, m.importance, m.created_at, m.embedding
+  FROM unnest($1::text[], $2::text[]) AS k(partition_key, id)
+  JOIN amrita_memory.memory m ON m.partition_key = k.partition_key AND m.id = k.id;
 
 -- name: chroma_write_gate
 -- Taken (shared, until commit) by every write transaction that also writes to Chroma,

@@ -119,9 +119,10 @@ SELECT count(*)::integer AS n
   FROM amrita_memory.memory;
 
 -- name: sweep_cursor
--- Where the last sweep stopped (the persisted keyset cursor; '' = the start). A run
--- remembers it to know where its second leg, from the start of the table, ends.
-SELECT cursor_id
+-- Where the last sweep stopped (the persisted keyset cursor 'partition_key/id' of the
+-- last row swept, sweep_v8.sql; '' = the start). A run remembers it to know where its
+-- second leg, from the start of the table, ends.
+SELECT cursor_key
   FROM amrita_memory.sweep_state
  WHERE id = 1;
 
@@ -129,13 +130,13 @@ SELECT cursor_id
 -- One batch of the sweep (reference §5.2): $1 now, $2 short-term and $3 long-term tier
 -- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
 -- $6 whether source=user rows are spared (protect_manual_memories), $7 dry run,
--- $8 cursor (NULL = the persisted one), $9 stop before this id (NULL = end of the
--- table). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED), and so
+-- $8 cursor (NULL = the persisted one), $9 stop at this position (NULL = end of the
+-- table); positions are 'partition_key/id', walked in primary key order (v8). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED), and so
 -- are rows another transaction changed since the batch read them (v7: the due rows are
 -- reached by tid; the next run sweeps them); rows of a paused partition are always kept
 -- (a pause keeps its memories, v3). Its history is one sweep_change row per batch (v6).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
-  FROM amrita_memory.sweep_batch_v7($1, $2, $3, $4, $5, $6, $7, $8, $9);
+  FROM amrita_memory.sweep_batch_v8($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: trim_history
 -- The trail's history bounds over the whole table, once per sweep run (sweep_v6.sql): per
@@ -145,8 +146,9 @@ SELECT trimmed, expired FROM amrita_memory.trim_history_v2($1, $2);
 
 -- name: untokenized_memories
 -- The token backfill (maintenance/tokens.py): up to $2 memories without search tokens
--- after id $1, in id order (keyset on ix_memory_id, resumable: the cursor is the last id
--- done, and a finished row no longer matches).
+-- after id $1, in id order (keyset on the partial index ix_memory_id_untokenized, which
+-- holds only these rows; resumable: the cursor is the last id done, and a finished row
+-- no longer matches).
 SELECT partition_key, id, content
   FROM amrita_memory.memory
  WHERE id > $1 AND search_tokens IS NULL
@@ -163,12 +165,13 @@ UPDATE amrita_memory.memory
    AND ($5 OR search_tokens IS NULL);
 
 -- name: memories_page_for_tokens
--- A re-tokenization of every memory: up to $2 memories after id $1, in id order.
+-- A re-tokenization of every memory: up to $3 memories after ($1 partition, $2 id), in
+-- the primary key's order (keyset on pk_memory: every page costs the same).
 SELECT partition_key, id, content
   FROM amrita_memory.memory
- WHERE id > $1
- ORDER BY id
- LIMIT $2;
+ WHERE (partition_key, id) > ($1, $2)
+ ORDER BY partition_key, id
+ LIMIT $3;
 
 -- name: count_untokenized_memories
 -- Memories still without search tokens (0 once the backfill is done).

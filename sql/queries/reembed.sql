@@ -45,16 +45,17 @@ SELECT count(*)::integer AS staged
  WHERE fingerprint = $1;
 
 -- name: reembed_pending_memories
--- Up to $3 memories after id $2 (id order) without a valid staged vector of
--- fingerprint $1, with the text to embed.
-SELECT row_id, body, updated_at
-  FROM amrita_memory.reembed_pending_v1('memory', $1, $2, $3);
+-- Up to $3 memories after position $2 ('partition_key/id', '' = the start; primary key
+-- order) without a valid staged vector of fingerprint $1, with the text to embed and
+-- each one's position (next_after) to continue from.
+SELECT row_id, body, updated_at, next_after
+  FROM amrita_memory.reembed_pending_memories_v1($1, $2, $3);
 
 -- name: reembed_pending_knowledge
 -- Up to $3 knowledge entries after kid $2 without a valid staged vector of fingerprint
 -- $1, with the text to embed: the summary, what a knowledge write embeds and a
 -- knowledge search matches (reembed_pending_knowledge_v2, sql/functions/knowledge_v1.sql).
-SELECT row_id, body, updated_at
+SELECT row_id, body, updated_at, row_id AS next_after
   FROM amrita_memory.reembed_pending_knowledge_v2($1, $2, $3);
 
 -- name: reembed_stage_vector

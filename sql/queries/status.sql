@@ -41,8 +41,9 @@ SELECT ((SELECT count(*) FROM amrita_memory.memory)
         + (SELECT count(*) FROM amrita_memory.knowledge))::integer AS n;
 
 -- name: status_sweep_state
--- The decay sweep's persisted cursor (last memory id swept, '' = the start), its completed
--- full passes and when it last moved; no row before the first sweep.
-SELECT cursor_id, passes, updated_at
+-- The decay sweep's persisted cursor ('partition_key/id' of the last memory swept, '' =
+-- the start), its completed full passes and when it last moved; no row before the first
+-- sweep.
+SELECT cursor_key, passes, updated_at
   FROM amrita_memory.sweep_state
  WHERE id = 1;

@@ -296,6 +296,24 @@ async def test_tokens_are_written_updated_and_backfilled(memory: Memory) -> None
     assert (again.tokenized, again.remaining) == (0, 0)
 
 
+async def test_a_retokenization_walks_every_partition_page_by_page(memory: Memory) -> None:
+    """The re-tokenizing walk pages in the primary key's order, (partition_key, id) keyset:
+    every memory of every partition once, however the pages fall across partitions."""
+    keys = ["QQPlatform_Group_20002", KEY, "a/b"]
+    for i in range(13):
+        await memory.memories.add(
+            partition_key=keys[i % 3], scope="user", content=f"记忆 {i} 生日蛋糕", now=NOW
+        )
+    await memory.pool.execute("UPDATE amrita_memory.memory SET search_tokens = 'stale'")
+    done = await backfill_tokens(memory.pool, batch_size=2, retokenize=True)
+    assert (done.tokenized, done.remaining) == (13, 0)
+    rows = await memory.pool.fetch(
+        "SELECT content, tsvector_to_array(search_tokens) AS t FROM amrita_memory.memory"
+    )
+    assert len(rows) == 13
+    assert all(sorted(r["t"]) == sorted(search_tokens(r["content"])) for r in rows)
+
+
 async def test_the_cli_backfills_and_retokenizes(memory: Memory, db_dsn: str) -> None:
     for i in range(3):
         await memory.memories.add(partition_key=KEY, scope="user", content=f"记忆 {i}", now=NOW)

@@ -114,7 +114,10 @@ async def test_clearing_the_store_empties_every_table_a_restore_replaces(
         "source_updated_at) VALUES ('memory', md5('a'), 'g', $1::text::vector, now())",
         vector,
     )
-    await conn.execute("UPDATE amrita_memory.sweep_state SET cursor_id = md5('a') WHERE id = 1")
+    await conn.execute(
+        "UPDATE amrita_memory.sweep_state SET cursor_id = md5('a'), cursor_key = 'k/' || md5('a')"
+        " WHERE id = 1"
+    )
     async with conn.transaction():
         assert await conn.fetchval(query("clear_store")) == 2
     counts = await conn.fetchrow(
@@ -123,8 +126,10 @@ async def test_clearing_the_store_empties_every_table_a_restore_replaces(
         " (SELECT count(*) FROM amrita_memory.knowledge) AS knowledge,"
         " (SELECT count(*) FROM amrita_memory.reembed_job) AS job,"
         " (SELECT count(*) FROM amrita_memory.reembed_staging) AS staging,"
-        " (SELECT cursor_id FROM amrita_memory.sweep_state WHERE id = 1) AS cursor"
+        " (SELECT cursor_id FROM amrita_memory.sweep_state WHERE id = 1) AS cursor,"
+        " (SELECT cursor_key FROM amrita_memory.sweep_state WHERE id = 1) AS cursor_key"
     )
     assert dict(counts.items()) == {
-        "memory": 0, "memo": 0, "knowledge": 0, "job": 0, "staging": 0, "cursor": ""
+        "memory": 0, "memo": 0, "knowledge": 0, "job": 0, "staging": 0, "cursor": "",
+        "cursor_key": "",
     }  # fmt: skip

@@ -90,7 +90,8 @@ async def test_v7_changes_what_v6_changes_and_records_the_same_history(
 
 
 @pytest.mark.usefixtures("retired_sql")
-async def test_at_each_tier_boundary_v7_decides_as_sweep_action_v1(memory: Memory) -> None:
+@pytest.mark.parametrize("fn", ["sweep_batch_v7", "sweep_batch_v8"])
+async def test_at_each_tier_boundary_v7_decides_as_sweep_action_v1(memory: Memory, fn: str) -> None:
     """Memories whose clock is one microsecond either side of their tier's cutoff (and on
     it), for low, medium and high importance and lifetimes whose cutoffs fall between
     microseconds (the medium tier is a geometric mean)."""
@@ -132,7 +133,7 @@ async def test_at_each_tier_boundary_v7_decides_as_sweep_action_v1(memory: Memor
             assert set(expected.values()) == {"keep", "demote", "purge"}
             before = {r["id"]: r["importance"] for r in await conn.fetch(MEMORIES)}
             await conn.fetchrow(
-                BATCH.format(fn="sweep_batch_v7").replace(", 40,", ", 1000,"),
+                BATCH.format(fn=fn).replace(", 40,", ", 1000,"),
                 NOW, "", short, long, True, True,
             )  # fmt: skip
             after = {r["id"]: r["importance"] for r in await conn.fetch(MEMORIES)}

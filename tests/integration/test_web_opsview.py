@@ -234,7 +234,7 @@ async def test_status_report_carries_revision_fingerprint_backups_and_sweep_curs
         assert report.revision == report.head
         assert report.fingerprint is not None and report.counts["memories"] == 1
         assert report.backups == [] and report.sweep is not None
-        assert (report.sweep.cursor_id, report.sweep.passes) == ("", 0)
+        assert (report.sweep.cursor, report.sweep.passes) == ("", 0)
         assert "sweep:       not run yet" in render_status(report)
         await mem.memories.sweep()
         await create_backup(mem.store)

@@ -316,13 +316,13 @@ class ChromaBackend:
         the bot is quiet if that matters.)
         """
         await self._run("recreate the collection", self._recreate)
-        cursor = ""
+        after = ("", "")  # keyset (partition_key, id): the primary key's order
         while True:
-            rows = await pool.fetch(query("chroma_rebuild_page"), cursor, batch_size)
+            rows = await pool.fetch(query("chroma_rebuild_page"), *after, batch_size)
             if not rows:
                 break
             await self._upsert_rows(rows)
-            cursor = rows[-1]["id"]
+            after = (rows[-1]["partition_key"], rows[-1]["id"])
         await self._reconcile(pool, batch_size)
         return (await self.check(pool))[1]
 
@@ -380,11 +380,14 @@ class ChromaBackend:
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute(query("chroma_rebuild_gate"))
             in_chroma = await self.vector_ids()
-            in_pg = {r["id"] for r in await conn.fetch(query("chroma_all_ids"))}
-            await self.removed(sorted(in_chroma - in_pg))
-            missing = sorted(in_pg - in_chroma)
+            partition_of = {
+                r["id"]: r["partition_key"] for r in await conn.fetch(query("chroma_all_ids"))
+            }
+            await self.removed(sorted(in_chroma - partition_of.keys()))
+            missing = sorted(partition_of.keys() - in_chroma)
             for chunk in _chunks(missing, batch_size):
-                await self._upsert_rows(await conn.fetch(query("chroma_rows_by_id"), chunk))
+                keys = [partition_of[i] for i in chunk]
+                await self._upsert_rows(await conn.fetch(query("chroma_rows_by_id"), keys, chunk))
 
     # ------------------------------------------------------------------ search paths
 

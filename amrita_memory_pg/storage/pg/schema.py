@@ -132,8 +132,8 @@ Index(
     memory.c.created_at,
     memory.c.id,
 )
-# The id-ordered keyset walks over the whole table (sweep, re-embed, chroma rebuild).
-Index("ix_memory_id", memory.c.id)
+# No index on id alone (migration 0056_walk_by_primary_key): the walks over the whole
+# table (sweep, re-embed, Chroma rebuild, re-tokenizing) go in the primary key's order.
 # No GIN index over the whole table: a large partition's keyword candidates come from its
 # own (ix_memory_kw_*, built at run time with its HNSW index by maintenance/ann.py;
 # migration 0049_keyword_index_per_partition), and small partitions use no index.
@@ -194,7 +194,15 @@ sweep_state = Table(
         Text,
         nullable=False,
         server_default=text("''::text"),
-        comment="last memory id swept; '' = start",
+        comment="sweep_batch_v7's cursor (the previous release): last memory id swept; '' = start",
+    ),
+    Column(
+        "cursor_key",
+        Text,
+        nullable=False,
+        server_default=text("''::text"),
+        comment="partition_key/id of the last memory swept (sweep_batch_v8, primary key "
+        "order); '' = start",
     ),
     Column(
         "passes", Integer, nullable=False, server_default=text("0"), comment="completed full passes"

@@ -79,13 +79,11 @@ def phase_label(phase: str, lang: str) -> str:
 
 def describe_sweep(sweep: SweepCursor, t: Callable[..., str]) -> str:
     """The sweep cursor in the reader's language (the CLI keeps its English line)."""
-    if not sweep.cursor_id and sweep.passes == 0:
+    if not sweep.cursor and sweep.passes == 0:
         return t("status.sweep_never")
     return t(
         "status.sweep_cursor",
-        where=t("status.sweep_after", id=sweep.cursor_id)
-        if sweep.cursor_id
-        else t("status.sweep_start"),
+        where=t("status.sweep_after", id=sweep.cursor) if sweep.cursor else t("status.sweep_start"),
         passes=sweep.passes,
         at=f"{sweep.updated_at:%Y-%m-%d %H:%M} UTC",
     )
