@@ -131,10 +131,11 @@ SELECT cursor_key
 -- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
 -- $6 whether source=user rows are spared (protect_manual_memories), $7 dry run,
 -- $8 cursor (NULL = the persisted one), $9 stop at this position (NULL = end of the
--- table); positions are 'partition_key/id', walked in primary key order (v8). Rows locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED), and so
--- are rows another transaction changed since the batch read them (v7: the due rows are
--- reached by tid; the next run sweeps them); rows of a paused partition are always kept
--- (a pause keeps its memories, v3). Its history is one sweep_change row per batch (v6).
+-- table); positions are 'partition_key/id', walked in primary key order (v8). Rows
+-- locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED), and so are rows
+-- another transaction changed since the batch read them (v7: the due rows are reached by
+-- tid; the next run sweeps them); rows of a paused partition are always kept (a pause
+-- keeps its memories, v3). Its history is one sweep_change row per batch (v6).
 SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
   FROM amrita_memory.sweep_batch_v8($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
