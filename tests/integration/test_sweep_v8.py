@@ -45,6 +45,7 @@ async def _pass(
         cursor = row["next_cursor"]
 
 
+@pytest.mark.usefixtures("retired_sql")  # v7: retired by 0057, installed again
 @pytest.mark.parametrize(
     ("short", "long", "restart", "protect"),
     [(7.0, 90.0, True, True), (7.0, 90.0, False, False), (20.0, 3.0, True, False)],

@@ -194,7 +194,8 @@ sweep_state = Table(
         Text,
         nullable=False,
         server_default=text("''::text"),
-        comment="sweep_batch_v7's cursor (the previous release): last memory id swept; '' = start",
+        comment="unused since 0057_retire_release12 (the retired id-order sweep's cursor); kept "
+        "while the previous release's restore resets it",
     ),
     Column(
         "cursor_key",
