@@ -67,7 +67,9 @@ def reinstall_statements() -> list[str]:
 
 
 def _comment_cursor_id(text: str) -> str:
-    return "COMMENT ON COLUMN amrita_memory.sweep_state.cursor_id IS '" + text.replace("'", "''") + "'"
+    return (
+        "COMMENT ON COLUMN amrita_memory.sweep_state.cursor_id IS '" + text.replace("'", "''") + "'"
+    )
 
 
 def upgrade() -> None:
