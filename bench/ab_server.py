@@ -193,30 +193,45 @@ async def fresh_copy(
         await pool.close()
 
 
+async def start_server(work: Path, shared_buffers: str) -> Any:
+    """An embedded server in ``work``, restarted once with ``shared_buffers`` set."""
+    server = await asyncio.to_thread(start_embedded, work)
+    admin = await asyncpg.connect(server.dsn("postgres"))
+    await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+    await admin.close()
+    server.stop()
+    return await asyncio.to_thread(start_embedded, work)
+
+
+async def load_sources(
+    admin: asyncpg.Connection, server: Any, settings: Any, ds: L2.Dataset, baseline: str | None
+) -> dict[str, str | None]:
+    """``src_head`` (and ``src_baseline`` at ``baseline``) migrated and loaded with ``ds``;
+    returns {database suffix: revision or None for head}."""
+    sources: dict[str, str | None] = {"baseline": baseline} if baseline else {}
+    sources["head"] = None
+    for db, rev in sources.items():
+        await admin.execute(f"CREATE DATABASE src_{db}")
+        if rev:
+            await asyncio.to_thread(migrate_baseline, rev, server.dsn(f"src_{db}"))
+        else:
+            await migrate.upgrade(server.dsn(f"src_{db}"))
+        pool = await create_pool(server.dsn(f"src_{db}"), settings.database)
+        async with pool.acquire() as conn:
+            print(f"# {db}: loaded in {await L2.load_postgres(conn, ds):.1f} s", flush=True)
+            await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
+        await pool.close()
+    return sources
+
+
 async def run(args: argparse.Namespace) -> None:
     ds = L2.Dataset(args.rows, args.partitions, args.dim, NOW)
     work = Path(tempfile.mkdtemp(prefix="amrita_bench_server_"))
-    server = await asyncio.to_thread(start_embedded, work)
-    admin = await asyncpg.connect(server.dsn("postgres"))
-    await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-    await admin.close()
-    server.stop()
-    server = await asyncio.to_thread(start_embedded, work)
+    server = await start_server(work, args.shared_buffers)
     settings = L2.bench_settings(work)
     admin = await asyncpg.connect(server.dsn("postgres"))
     try:
-        sources = {"head": None} if not args.baseline else {"baseline": args.baseline, "head": None}
-        for db, rev in sources.items():
-            await admin.execute(f"CREATE DATABASE src_{db}")
-            if rev:
-                await asyncio.to_thread(migrate_baseline, rev, server.dsn(f"src_{db}"))
-            else:
-                await migrate.upgrade(server.dsn(f"src_{db}"))
-            pool = await create_pool(server.dsn(f"src_{db}"), settings.database)
-            async with pool.acquire() as conn:
-                print(f"# {db}: loaded in {await L2.load_postgres(conn, ds):.1f} s", flush=True)
-                await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
-            await pool.close()
+        sources = await load_sources(admin, server, settings, ds, args.baseline)
         sides: list[tuple[str, str, str, list[str]]] = []  # label, source db, fn, args
         sweeps_at_head = 0
         for db in sources:
@@ -283,8 +298,8 @@ async def run(args: argparse.Namespace) -> None:
             print(f"| {shown.get(label, label)} | {each} s | {med:.2f} s | {med / base_s:.2f}× |")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data, the rounds and the server: shared with ab_variants.py."""
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=384)
@@ -292,6 +307,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", help="a revision to time beside head (e.g. 9f422fc)")
     parser.add_argument("--shared-buffers", default="512MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    common_arguments(parser)
     parser.add_argument("--no-sweep", action="store_true", help="the write only")
     asyncio.run(run(parser.parse_args()))
 

@@ -39,10 +39,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ab_server as S
 import bench_l2 as L2
 
-from amrita_memory_pg.storage.pg import migrate
-from amrita_memory_pg.storage.pg.database import create_pool
-from amrita_memory_pg.storage.pg.embedded import start_embedded
-
 #: the create-history statement of insert_memory_v5 and later (memory_v8.sql, memory_v9.sql)
 CREATE_ROW = re.compile(r"\n\s*INSERT INTO amrita_memory\.memory_change\b.*?\);\n", re.S)
 FILLFACTOR_100 = "ALTER TABLE amrita_memory.memory SET (fillfactor = 100)"
@@ -114,27 +110,12 @@ async def wal_blocks(conn: Any, ds: L2.Dataset, n: int = 300) -> list[tuple[str,
 async def run(args: argparse.Namespace) -> None:
     ds = L2.Dataset(args.rows, args.partitions, args.dim, S.NOW)
     work = Path(tempfile.mkdtemp(prefix="amrita_bench_variants_"))
-    server = await asyncio.to_thread(start_embedded, work)
-    admin = await asyncpg.connect(server.dsn("postgres"))
-    await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-    await admin.close()
-    server.stop()
-    server = await asyncio.to_thread(start_embedded, work)
+    server = await S.start_server(work, args.shared_buffers)
     settings = L2.bench_settings(work)
     admin = await asyncpg.connect(server.dsn("postgres"))
     sides: dict[str, str] = {}  # label -> database
     try:
-        sources = {"head": None} if not args.baseline else {"baseline": args.baseline, "head": None}
-        for db, rev in sources.items():
-            await admin.execute(f"CREATE DATABASE src_{db}")
-            if rev:
-                await asyncio.to_thread(S.migrate_baseline, rev, server.dsn(f"src_{db}"))
-            else:
-                await migrate.upgrade(server.dsn(f"src_{db}"))
-            pool = await create_pool(server.dsn(f"src_{db}"), settings.database)
-            async with pool.acquire() as conn:
-                print(f"# {db}: loaded in {await L2.load_postgres(conn, ds):.1f} s", flush=True)
-            await pool.close()
+        await S.load_sources(admin, server, settings, ds, args.baseline)
         if args.baseline:
             sides[args.baseline] = "baseline"
         for i, label in enumerate(VARIANTS):
@@ -192,13 +173,7 @@ async def run(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--partitions", type=int, default=1000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--calls", type=int, default=500)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--baseline", help="a revision to time beside head (e.g. 9f422fc)")
-    parser.add_argument("--shared-buffers", default="512MB")
+    S.common_arguments(parser)
     parser.add_argument(
         "--wal-blocks", action="store_true", help="where a write's WAL goes, per relation"
     )
