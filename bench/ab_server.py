@@ -224,6 +224,21 @@ async def load_sources(
     return sources
 
 
+def print_writes(results: dict[str, list[tuple[float, float, float]]]) -> None:
+    """The write table: medians of (in-server µs, client p50 ms, FPI) per side, ratios to
+    the first side. Shared with ab_variants.py."""
+    first = next(iter(results))
+    print(f"\n| write | in-server µs a call | client p50 (commit) | FPI a write | vs {first} |")
+    print("|---|---:|---:|---:|---:|")
+    base = [statistics.median(x[i] for x in results[first]) for i in range(2)]
+    for label, runs in results.items():
+        us, p50, fpi = (statistics.median(x[i] for x in runs) for i in range(3))
+        print(
+            f"| {label} | {us:.1f} | {p50:.3f} ms | {fpi:.1f} | "
+            f"{us / base[0]:.2f}× / {p50 / base[1]:.2f}× |"
+        )
+
+
 async def run(args: argparse.Namespace) -> None:
     ds = L2.Dataset(args.rows, args.partitions, args.dim, NOW)
     work = Path(tempfile.mkdtemp(prefix="amrita_bench_server_"))
@@ -274,16 +289,7 @@ async def run(args: argparse.Namespace) -> None:
         await admin.close()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)  # two loaded databases: ~1 GB
-    first = sides[0][0]
-    print(f"\n| write | in-server µs a call | client p50 (commit) | FPI a write | vs {first} |")
-    print("|---|---:|---:|---:|---:|")
-    base = [statistics.median(x[i] for x in results[first]) for i in range(2)]
-    for label, runs in results.items():
-        us, p50, fpi = (statistics.median(x[i] for x in runs) for i in range(3))
-        print(
-            f"| {label} | {us:.1f} | {p50:.3f} ms | {fpi:.1f} | "
-            f"{us / base[0]:.2f}× / {p50 / base[1]:.2f}× |"
-        )
+    print_writes(results)
     if any(sweeps.values()):
         shown = {"baseline": args.baseline or "baseline"}
         first_label = next(iter(sweeps))

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -159,16 +158,7 @@ async def run(args: argparse.Namespace) -> None:
         await admin.close()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    first = next(iter(results))
-    print(f"\n| write | in-server µs a call | client p50 | FPI a write | vs {first} |")
-    print("|---|---:|---:|---:|---:|")
-    base = [statistics.median(x[i] for x in results[first]) for i in range(2)]
-    for label, runs in results.items():
-        us, p50, fpi = (statistics.median(x[i] for x in runs) for i in range(3))
-        print(
-            f"| {label} | {us:.1f} | {p50:.3f} ms | {fpi:.1f} |"
-            f" {us / base[0]:.2f}× / {p50 / base[1]:.2f}× |"
-        )
+    S.print_writes(results)
 
 
 def main() -> None:
