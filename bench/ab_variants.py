@@ -9,6 +9,10 @@ changed by a few statements:
 * ``fillfactor 100``: the table packed full (the bench's 1.84 KB rows four a page, as the
   baseline's 1.75 KB rows are under fillfactor 90; the sweep's demotions lose their room for
   in-place updates);
+* ``no lock or writer flag``: the newest ``insert_memory_vN`` without the table lock its model
+  check reads under and without the flag that keeps the trail trigger out (the trigger on
+  insert dropped instead, so the create row is written once): what the statements around the
+  row cost;
 
 and every side, the baseline's included, is rewritten alike (``VACUUM FULL``), so that page
 packing and index age do not differ between them. Per round, each side on a fresh copy:
@@ -40,7 +44,15 @@ import bench_l2 as L2
 
 #: the create-history statement of insert_memory_v5 and later (memory_v8.sql, memory_v9.sql)
 CREATE_ROW = re.compile(r"\n\s*INSERT INTO amrita_memory\.memory_change\b.*?\);\n", re.S)
+#: insert_memory_v6's statements around the row that are not the baseline's: the table lock
+#: its model check reads under, and the writer flag that keeps the trail trigger out
+LOCK = re.compile(r"\n\s*LOCK TABLE amrita_memory\.memory IN ROW EXCLUSIVE MODE;\n")
+FLAG = re.compile(
+    r"\n\s*PERFORM set_config\('amrita_memory\.history_by_writer', '[a-z]*', true\);\n"
+)
 FILLFACTOR_100 = "ALTER TABLE amrita_memory.memory SET (fillfactor = 100)"
+#: without the writer flag the trail trigger would write the create row a second time
+NO_INSERT_TRIGGER = "DROP TRIGGER trail_memory_insert ON amrita_memory.memory"
 
 
 async def newest_insert(conn: Any) -> str:
@@ -48,28 +60,65 @@ async def newest_insert(conn: Any) -> str:
     return (await S.versions(conn, "insert_memory"))[-1][0]
 
 
-async def drop_create_row(conn: Any) -> None:
-    """Re-create the newest insert_memory_vN without its create-history INSERT; refuses
-    when the statement is not found exactly once (the variant would time nothing)."""
+async def edit_insert(conn: Any, cuts: list[tuple[re.Pattern[str], int]]) -> None:
+    """Re-create the newest insert_memory_vN without the statements ``cuts`` match; refuses
+    when a pattern is not found exactly as often as expected (the variant would time
+    nothing)."""
     name = await newest_insert(conn)
     definition = await conn.fetchval(
         "SELECT pg_get_functiondef(p.oid) FROM pg_proc p JOIN pg_namespace n"
         " ON n.oid = p.pronamespace WHERE n.nspname = 'amrita_memory' AND p.proname = $1",
         name,
     )
-    changed, found = CREATE_ROW.subn("\n", definition)
-    if found != 1:
-        raise RuntimeError(f"{name}: {found} create-history statements, expected 1")
-    await conn.execute(changed)
+    for pattern, expected in cuts:
+        definition, found = pattern.subn("\n", definition)
+        if found != expected:
+            raise RuntimeError(f"{name}: {found} of {pattern.pattern!r}, expected {expected}")
+    await conn.execute(definition)
 
 
-#: head's variants: label -> (fillfactor 100, without the create row)
-VARIANTS: dict[str, tuple[bool, bool]] = {
-    "head": (False, False),
-    "head, fillfactor 100": (True, False),
-    "head, no create row": (False, True),
-    "head, no create row, fillfactor 100": (True, True),
+#: head's variants: label -> what is changed (fillfactor 100, no create row, no lock/flag)
+VARIANTS: dict[str, frozenset[str]] = {
+    "head": frozenset(),
+    "head, fillfactor 100": frozenset({"fillfactor"}),
+    "head, no create row": frozenset({"create"}),
+    "head, no create row, fillfactor 100": frozenset({"fillfactor", "create"}),
+    "head, no lock or writer flag": frozenset({"lock"}),
 }
+
+
+async def make_variant(conn: Any, changes: frozenset[str]) -> None:
+    """Apply a variant's changes to head's database."""
+    if "fillfactor" in changes:
+        await conn.execute(FILLFACTOR_100)
+    cuts: list[tuple[re.Pattern[str], int]] = []
+    if "create" in changes:
+        cuts.append((CREATE_ROW, 1))
+    if "lock" in changes:
+        cuts += [(LOCK, 1), (FLAG, 2)]
+        await conn.execute(NO_INSERT_TRIGGER)
+    if cuts:
+        await edit_insert(conn, cuts)
+
+
+async def history_rows_of_a_write(conn: Any) -> int:
+    """How many history rows one write of the newest insert_memory_vN leaves (rolled back):
+    a variant must still write its create row once, or not at all when it cuts it."""
+    name = await newest_insert(conn)
+    names = dict(await S.versions(conn, "insert_memory"))[name]
+    tr = conn.transaction()
+    await tr.start()
+    try:
+        vector = await conn.fetchval("SELECT embedding FROM amrita_memory.memory LIMIT 1")
+        partition = await conn.fetchval("SELECT partition_key FROM amrita_memory.memory LIMIT 1")
+        new = await conn.fetchval(S.call(name, names, "$1", "$2", "$3"), partition, vector, S.NOW)
+        return int(
+            await conn.fetchval(
+                "SELECT count(*) FROM amrita_memory.memory_change WHERE memory_id = $1", new
+            )
+        )
+    finally:
+        await tr.rollback()
 
 
 async def rewrite(conn: Any) -> None:
@@ -124,11 +173,12 @@ async def run(args: argparse.Namespace) -> None:
         for label, db in sides.items():
             target = await asyncpg.connect(server.dsn(f"src_{db}"))
             try:
-                full, no_create = VARIANTS.get(label, (False, False))
-                if full:
-                    await target.execute(FILLFACTOR_100)
-                if no_create:
-                    await drop_create_row(target)
+                changes = VARIANTS.get(label, frozenset())
+                await make_variant(target, changes)
+                if label in VARIANTS:
+                    rows = await history_rows_of_a_write(target)
+                    if rows != (0 if "create" in changes else 1):
+                        raise RuntimeError(f"{label}: a write leaves {rows} history rows")
                 await rewrite(target)
             finally:
                 await target.close()
