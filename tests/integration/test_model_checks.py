@@ -1,6 +1,6 @@
 """Every write of a vector checks the embedding model in the database: the fingerprint
-(SQLSTATE AMF01) and the dimension (AMF03), for inserts (insert_memory_v2) and updates
-(update_memory_v1); the store's dimension is recorded by the first write (issue 11, F1/F2)."""
+(SQLSTATE AMF01) and the dimension (AMF03), for inserts (the insert_memory query) and
+updates (update_memory_guarded, update_memory_v3); the store's dimension is recorded by the first write (issue 11, F1/F2)."""
 
 from __future__ import annotations
 
