@@ -55,16 +55,16 @@ FILLFACTOR_100 = "ALTER TABLE amrita_memory.memory SET (fillfactor = 100)"
 NO_INSERT_TRIGGER = "DROP TRIGGER trail_memory_insert ON amrita_memory.memory"
 
 
-async def newest_insert(conn: Any) -> str:
-    """The name of the newest installed ``insert_memory_vN``."""
-    return (await S.versions(conn, "insert_memory"))[-1][0]
+async def newest_insert(conn: Any) -> tuple[str, list[str]]:
+    """The newest installed ``insert_memory_vN``: its name and argument names."""
+    return (await S.versions(conn, "insert_memory"))[-1]
 
 
 async def edit_insert(conn: Any, cuts: list[tuple[re.Pattern[str], int]]) -> None:
     """Re-create the newest insert_memory_vN without the statements ``cuts`` match; refuses
     when a pattern is not found exactly as often as expected (the variant would time
     nothing)."""
-    name = await newest_insert(conn)
+    name, _ = await newest_insert(conn)
     definition = await conn.fetchval(
         "SELECT pg_get_functiondef(p.oid) FROM pg_proc p JOIN pg_namespace n"
         " ON n.oid = p.pronamespace WHERE n.nspname = 'amrita_memory' AND p.proname = $1",
@@ -104,8 +104,7 @@ async def make_variant(conn: Any, changes: frozenset[str]) -> None:
 async def history_rows_of_a_write(conn: Any) -> int:
     """How many history rows one write of the newest insert_memory_vN leaves (rolled back):
     a variant must still write its create row once, or not at all when it cuts it."""
-    name = await newest_insert(conn)
-    names = dict(await S.versions(conn, "insert_memory"))[name]
+    name, names = await newest_insert(conn)
     tr = conn.transaction()
     await tr.start()
     try:
@@ -132,8 +131,7 @@ async def rewrite(conn: Any) -> None:
 async def wal_blocks(conn: Any, ds: L2.Dataset, n: int = 300) -> list[tuple[str, float, float]]:
     """(relation, full-page images a write, blocks a write) of n committed writes."""
     await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-    name = await newest_insert(conn)
-    names = dict(await S.versions(conn, "insert_memory"))[name]
+    name, names = await newest_insert(conn)
     sql = S.call(name, names, "$1", "$2", "$3")
     partitions, queries = ds.small_partitions(), ds.queries(n)
     await conn.execute("CHECKPOINT")
@@ -194,8 +192,7 @@ async def run(args: argparse.Namespace) -> None:
         for r in range(args.rounds):
             for label, db in sides.items():
                 async with S.fresh_copy(admin, server, settings, db) as conn:
-                    name = await newest_insert(conn)
-                    names = dict(await S.versions(conn, "insert_memory"))[name]
+                    name, names = await newest_insert(conn)
                     us = await S.in_server(conn, name, names, args.calls)
                     p50, fpi = await S.client(conn, name, names, args.calls, ds)
                 results[label].append((us, p50, fpi))

@@ -37,19 +37,30 @@ def named_functions() -> dict[str, set[str]]:
     return found
 
 
+async def installed(conn: asyncpg.Connection, relations: bool = False) -> set[str]:
+    """The names of the functions (and with ``relations``, tables, views, indexes) in the
+    amrita_memory schema."""
+    sql = (
+        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = 'amrita_memory'"
+    )
+    if relations:
+        sql += (
+            " UNION SELECT c.relname FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'amrita_memory'"
+        )
+    return {r[0] for r in await conn.fetch(sql)}
+
+
 def test_the_docs_name_functions_at_all() -> None:
     # the check below is only as good as what it reads
     assert {"search_memories_v8", "sweep_batch_v8", "decay_score_v1"} <= set(named_functions())
 
 
 async def test_every_function_the_docs_call_is_installed(conn: asyncpg.Connection) -> None:
-    rows = await conn.fetch(
-        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        "WHERE n.nspname = 'amrita_memory'"
-    )
-    installed = {r["proname"] for r in rows}
+    functions = await installed(conn)
     missing = {
-        name: sorted(docs) for name, docs in named_functions().items() if name not in installed
+        name: sorted(docs) for name, docs in named_functions().items() if name not in functions
     }
     assert not missing, f"docs call functions that are not installed: {missing}"
 
@@ -59,13 +70,7 @@ async def test_every_versioned_name_the_docs_describe_is_installed(
 ) -> None:
     # found stale in stop 38: sweep_batch_v2, memory_matches_v1 and update_memory_v1 named as
     # current in bot-memories.md, scaling.md and guarantees.md long after their retirement
-    rows = await conn.fetch(
-        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-        " WHERE n.nspname = 'amrita_memory'"
-        " UNION SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = 'amrita_memory'"
-    )
-    installed = {r[0] for r in rows}
+    names = await installed(conn, relations=True)
     stale: list[str] = []
     history_seen: set[tuple[str, str]] = set()
     for doc in DOCS:
@@ -75,7 +80,7 @@ async def test_every_versioned_name_the_docs_describe_is_installed(
             for name in NAMED.findall(line):
                 if (doc.name, name) in HISTORY:
                     history_seen.add((doc.name, name))
-                elif name not in installed:
+                elif name not in names:
                     stale.append(f"{doc.name}:{number}: {name}")
     assert not stale, f"docs describe versions that are not installed: {stale}"
     # an entry of HISTORY nobody mentions any more goes too, or the list only grows
