@@ -206,10 +206,17 @@ async def tokens_backfill(state: CliState, everything: bool, batches: int | None
     startup and after a restore); --all recomputes them all, after the token rules
     changed. Resumable."""
     from amrita_memory_pg.bootstrap import open_memory
+    from amrita_memory_pg.cli.ops import ProgressBar
     from amrita_memory_pg.maintenance.tokens import backfill_tokens
 
+    bar = ProgressBar("  进度")
     async with open_memory(state.settings, startup=False) as mem:
-        report = await backfill_tokens(mem.pool, retokenize=everything, max_batches=batches)
+        try:
+            report = await backfill_tokens(
+                mem.pool, retokenize=everything, max_batches=batches, progress=bar
+            )
+        finally:
+            bar.close()
     click.echo(f"tokenized {report.tokenized} memories; {report.remaining} still without tokens")
     click.echo(
         f"tokenized {report.knowledge_tokenized} knowledge entries; "
@@ -241,13 +248,31 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
             "sweep disabled via config ([decay] enabled / sweep_enabled); use --force to run anyway"
         )
         return
+    from amrita_memory_pg.cli.ops import ProgressBar
+    from amrita_memory_pg.storage.memories import count_all
+
+    bar = ProgressBar("  进度")
     async with open_memory(settings, startup=False) as mem:
-        if dry_run:
-            report = await mem.memories.sweep(dry_run=True, max_batches=batches, force=force)
-        else:
-            # one sweep across the fleet (issue 23): held elsewhere = LeaseHeld, exit 2
-            async with mem.leases.hold("sweep"):
-                report = await mem.memories.sweep(max_batches=batches, force=force)
+        # the bar's total: the rows now (a full pass scans each once; a row written
+        # meanwhile may add one)
+        total = await count_all(mem.pool)
+
+        def progress(scanned: int) -> None:
+            bar(scanned, total)
+
+        try:
+            if dry_run:
+                report = await mem.memories.sweep(
+                    dry_run=True, max_batches=batches, force=force, progress=progress
+                )
+            else:
+                # one sweep across the fleet (issue 23): held elsewhere = LeaseHeld, exit 2
+                async with mem.leases.hold("sweep"):
+                    report = await mem.memories.sweep(
+                        max_batches=batches, force=force, progress=progress
+                    )
+        finally:
+            bar.close()
     clock = "restarts" if decay.restart_clock_on_demote else "keeps counting from creation"
     verb = (
         ("would demote", "would purge", "would keep") if dry_run else ("demoted", "purged", "kept")

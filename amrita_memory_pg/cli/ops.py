@@ -41,6 +41,7 @@ class ProgressBar:
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
+        total = max(total, done)  # rows written meanwhile
         if done < total and now - self.last_draw < 0.2:
             return
         self.last_draw = now
@@ -62,6 +63,35 @@ class ProgressBar:
         if self.drawn:
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+class PhaseBars:
+    """A :class:`ProgressBar` per phase of a long walk, for callbacks of the form (phase,
+    done, total): a backup's export, a restore's validation, load and tokens. A phase in
+    ``waits`` (pg_dump, psql replaying a dump: no rows to count) prints its label once."""
+
+    def __init__(self, bars: dict[str, str], waits: dict[str, str] | None = None) -> None:
+        self.bars = bars
+        self.waits = waits or {}
+        self.phase: str | None = None
+        self.bar: ProgressBar | None = None
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase != self.phase:
+            self.close()
+            self.phase = phase
+            if phase in self.waits:
+                sys.stderr.write(f"{self.waits[phase]} …\n")
+                sys.stderr.flush()
+            elif phase in self.bars:
+                self.bar = ProgressBar(self.bars[phase])
+        if self.bar is not None:
+            self.bar(done, total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def fleet_leases(store: Any) -> Leases:
@@ -174,8 +204,12 @@ async def backup_create(state: CliState) -> None:
     """Take a backup now (rotation keeps REEMBED_BACKUP_KEEP)."""
     from amrita_memory_pg.maintenance.backup import create_backup
 
+    bars = PhaseBars({"export": "  导出"}, waits={"dump": "  等待 pg_dump"})
     async with opened(state) as store, fleet_lease(store, "backup"):
-        info = await create_backup(store)
+        try:
+            info = await create_backup(store, progress=bars)
+        finally:
+            bars.close()
     counts = ", ".join(f"{k} {v}" for k, v in info.counts.items())
     click.echo(f"已备份到 {info.jsonl_path}")
     click.echo(f"  pg_dump: {info.dump_path}")
@@ -307,8 +341,17 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
             else f"用 {path.name} 替换当前全部记忆？（会先自动备份当前数据）"
         )
         click.confirm(question, default=False, abort=True)
+    bars = PhaseBars(
+        {"validate": "  校验", "load": "  写入", "tokens": "  检索词"},
+        waits={"replay": "  回放 pg_dump"},
+    )
     async with opened(state) as store:
-        report = await restore_held(store, fleet_leases(store), path, force=force)
+        try:
+            report = await restore_held(
+                store, fleet_leases(store), path, force=force, progress=bars
+            )
+        finally:
+            bars.close()
     if report.safety_backup is not None:
         click.echo(f"恢复前已备份到 {report.safety_backup.jsonl_path}")
     counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
