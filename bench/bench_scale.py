@@ -264,16 +264,19 @@ class Child:
     seconds: float
     max_rss_mb: float
     server_anon_mb: float
+    background_anon_mb: float
     temp_mb: float
 
 
 class ServerWatch:
-    """Samples the server backends' private memory (RssAnon: work_mem, sorts, tuple stores;
-    shared_buffers is shared, not counted) every 0.2 s while a child runs."""
+    """Samples the server processes' private memory (RssAnon: work_mem, sorts, tuple
+    stores; shared_buffers is shared, not counted) every 0.2 s while a child runs: the
+    peak of the client backends (the walk's own) and of the others (autovacuum, ...)."""
 
     def __init__(self, postmaster: int | None) -> None:
         self.postmaster = postmaster
         self.peak_kb = 0
+        self.background_kb = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -298,11 +301,17 @@ class ServerWatch:
             for pid in self._children():
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
+                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
                 except OSError:
                     continue
+                client = b"[local]" in title or b"(" in title  # "user db [local] idle"
                 for line in status.splitlines():
                     if line.startswith("RssAnon:"):
-                        self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+                        kb = int(line.split()[1])
+                        if client:
+                            self.peak_kb = max(self.peak_kb, kb)
+                        else:
+                            self.background_kb = max(self.background_kb, kb)
             self._stop.wait(0.2)
 
     def __enter__(self) -> ServerWatch:
@@ -339,7 +348,14 @@ async def run_child(
     await asyncio.sleep(0.6)  # exited backends' statistics arrive asynchronously
     temp = await temp_bytes(admin) - temp_before
     result = json.loads(out.read_text())
-    return Child(result, seconds, result["max_rss_mb"], watch.peak_kb / 1024, temp / 2**20)
+    return Child(
+        result,
+        seconds,
+        result["max_rss_mb"],
+        watch.peak_kb / 1024,
+        watch.background_kb / 1024,
+        temp / 2**20,
+    )
 
 
 def child_main(args: argparse.Namespace) -> None:
@@ -691,8 +707,8 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             got = await run_child(task, server.dsn(db), work / task, n, admin, postmaster, *extra)
             say(
                 f"{task}: {got.seconds:.1f} s, peak RSS {got.max_rss_mb:.0f} MB, server "
-                f"backends' peak private memory {got.server_anon_mb:.0f} MB, temp files "
-                f"{got.temp_mb:.0f} MB"
+                f"backends' peak private memory {got.server_anon_mb:.0f} MB (others "
+                f"{got.background_anon_mb:.0f} MB), temp files {got.temp_mb:.0f} MB"
             )
             return got
 
@@ -722,6 +738,7 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
                 "wall_s": got.seconds,
                 "max_rss_mb": got.max_rss_mb,
                 "server_anon_mb": got.server_anon_mb,
+                "background_anon_mb": got.background_anon_mb,
                 "temp_mb": got.temp_mb,
             }
 
@@ -738,19 +755,21 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             await migrate.upgrade(server.dsn(target))
             record(key, await child("restore", target, "--file", backup.result[kind]))
             await admin.execute(f"DROP DATABASE {target} WITH (FORCE)")
-        for task in ("tokens", "reembed"):
+        # the walks that change rows run on copies: the store stays as loaded (--keep)
+        for task in ("sweep", "tokens", "reembed"):
             if task in skip:
                 continue
             await copy_database(admin, f"walk_{task}", "scale")
             record(task, await child(task, f"walk_{task}"))
             await admin.execute(f"DROP DATABASE walk_{task} WITH (FORCE)")
-        if "sweep" not in skip:
-            record("sweep", await child("sweep", "scale"))
         res["walks"] = walks
         await admin.close()
     finally:
         server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            say(f"kept: {work} (the loaded store is database scale of the server in {work}/pg)")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return res
 
 
@@ -834,8 +853,8 @@ FIGURES = [
     Figure("write p50, largest group (HNSW)", "ms", lambda r: r["serve"].get("write_large_p50"), panel="writes"),
     Figure("memory block p50 (default)", "ms", lambda r: r["serve"]["block_default_p50"], panel="writes"),
     Figure("memory block p50 (injection on)", "ms", lambda r: r["serve"]["block_injection_p50"], panel="writes"),
-    Figure("HNSW recall@5 of exact, worst filter", "", lambda r: ann_worst(r, "recall"), panel="hnsw", fmt="{:.3f}"),
-    Figure("HNSW time / exact time, worst filter", "×", lambda r: ann_worst(r, "ratio"), panel="hnsw", fmt="{:.2f}"),
+    Figure("HNSW recall@5 of exact, worst filter", "", lambda r: ann_worst(r, "recall"), panel="fractions", fmt="{:.3f}"),
+    Figure("HNSW time / exact time, worst filter", "×", lambda r: ann_worst(r, "ratio"), panel="fractions", fmt="{:.2f}"),
     Figure("sweep of the whole table", "s", walk("sweep", "seconds"), panel="walks", fmt="{:.1f}"),
     Figure("backup (pg_dump + JSONL)", "s", walk("backup", "seconds"), panel="walks", fmt="{:.1f}"),
     Figure("restore of the dump", "s", walk("restore-dump", "seconds"), panel="walks", fmt="{:.1f}"),
@@ -849,8 +868,8 @@ FIGURES = [
     Figure("  of which HNSW + keyword indexes", "B", per_memory("ann", "keyword"), panel="bytes", fmt="{:,.0f}"),
     Figure("change history per memory", "B", per_memory("history"), panel="bytes", fmt="{:,.0f}"),
     Figure("database per memory", "B", per_memory("database"), panel="bytes", fmt="{:,.0f}"),
-    Figure("shared_buffers hit ratio (serve)", "", lambda r: r.get("hit_ratio"), panel="memory", fmt="{:.4f}"),
-    Figure("bot process RSS after serving", "MB", lambda r: r.get("bot_rss_mb"), panel="memory", fmt="{:.0f}"),
+    Figure("shared_buffers hit ratio (serve)", "", lambda r: r.get("hit_ratio"), panel="fractions", fmt="{:.4f}"),
+    Figure("bot process RSS after serving", "MB", lambda r: r.get("bot_rss_mb"), panel="rss", fmt="{:.0f}"),
     Figure("peak RSS: backup", "MB", walk("backup", "max_rss_mb"), panel="rss", fmt="{:.0f}"),
     Figure("peak RSS: restore of the dump", "MB", walk("restore-dump", "max_rss_mb"), panel="rss", fmt="{:.0f}"),
     Figure("peak RSS: restore of the JSONL", "MB", walk("restore-jsonl", "max_rss_mb"), panel="rss", fmt="{:.0f}"),
@@ -858,9 +877,14 @@ FIGURES = [
     Figure("peak RSS: token backfill", "MB", walk("tokens", "max_rss_mb"), panel="rss", fmt="{:.0f}"),
     Figure("peak RSS: re-embed", "MB", walk("reembed", "max_rss_mb"), panel="rss", fmt="{:.0f}"),
     Figure(
-        "server backend peak private memory, any walk", "MB",
+        "server: the walk's backend, peak private memory", "MB",
         lambda r: max((w.get("server_anon_mb", 0) for w in r.get("walks", {}).values()), default=None),
         panel="rss", fmt="{:.0f}",
+    ),
+    Figure(
+        "server: autovacuum and other processes, peak", "MB",
+        lambda r: max((w.get("background_anon_mb", 0) for w in r.get("walks", {}).values()), default=None),
+        plot=False, fmt="{:.0f}",
     ),
     Figure(
         "server temp files, any walk", "MB",
@@ -874,13 +898,14 @@ PANELS = {
     "ratios": "× the SELECT 1 floor",
     "large": "reads in large partitions (ms)",
     "writes": "writes and memory block (ms)",
-    "hnsw": "HNSW vs exact (recall, time ratio)",
+    "fractions": "HNSW recall, HNSW/exact time, hit ratio",
     "walks": "whole-table walks (s)",
     "rates": "walk throughput (rows/s)",
     "bytes": "bytes per memory",
-    "memory": "buffers and the bot",
-    "rss": "peak memory of walks (MB)",
+    "rss": "bot and walks, peak memory (MB)",
 }
+#: panels drawn on a log scale (their figures span orders of magnitude)
+LOG_PANELS = {"reads", "large", "walks"}
 
 
 def cell(figure: Figure, r: dict[str, Any]) -> str:
@@ -945,6 +970,8 @@ def render_plot(results: dict[str, dict[str, Any]], path: Path) -> None:
             if points:
                 ax.plot(*zip(*points, strict=True), marker="o", label=figure.name.strip(), lw=1.2)
         ax.set_xscale("log")
+        if panel in LOG_PANELS:
+            ax.set_yscale("log")
         ax.set_title(title, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.set_xticks(xs, [label(x) for x in xs])
@@ -1000,6 +1027,9 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, help="write the table here too")
     parser.add_argument("--png", type=Path, help="draw the plot here")
     parser.add_argument("--render", action="store_true", help="only render --json")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep each size's server and loaded store"
+    )
     args = parser.parse_args()
     if args.command == "child":
         child_main(args)
