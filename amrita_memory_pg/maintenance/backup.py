@@ -300,6 +300,10 @@ async def create_backup(
                 run_tool(
                     pg_tool("pg_dump"),
                     "--format=custom",
+                    # gzip level 1, not the default 6: at a million memories the dump took
+                    # 173 s instead of 538 s for 12 % more bytes (2.51 GB against 2.25; the
+                    # vectors hardly compress). The embedded build has no lz4 or zstd.
+                    "--compress=1",
                     "--schema=amrita_memory",
                     f"--snapshot={snapshot}",
                     f"--file={tmp_dump}",
