@@ -70,8 +70,6 @@ from amrita_memory_pg.settings import Settings, load_settings
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import create_pool
-from amrita_memory_pg.storage.pg.embedded import start_embedded
-from amrita_memory_pg.storage.queries import query
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
@@ -382,17 +380,6 @@ def child_main(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------ serve
 
 
-async def write(conn: Any, partition: str, vector: Any, fingerprint: str, cap: int) -> None:
-    """The product's insert statement (MemoryRepository.add's), model checks included."""
-    row = await conn.fetchrow(
-        query("insert_memory"),
-        partition, "user", "benchmark write", [], 5, None, "auto", None,
-        vector, fingerprint, NOW, cap, ["benchmark", "write"], None, None, None,
-    )  # fmt: skip
-    if row is None or row["id"] is None:
-        raise RuntimeError(f"write refused in {partition}: partition full")
-
-
 def spread(items: Sequence[int], n: int) -> list[int]:
     """n picks over items, scattered (a prime stride), the same on every run."""
     return [items[(i * 7919) % len(items)] for i in range(n)]
@@ -440,12 +427,22 @@ async def serve(store: Store, dsn: str, work: Path, args: argparse.Namespace) ->
             fp = mem.embedder.fingerprint
             writes = await timed(
                 args.writes,
-                lambda i: write(conn, store.name(targets[i]), vectors[i % len(vectors)], fp, 1000),
+                lambda i: L2.pg_write(
+                    conn,
+                    store.name(targets[i]),
+                    vectors[i % len(vectors)],
+                    NOW,
+                    1000,
+                    fingerprint=fp,
+                ),
             )
             out["write_p50"], out["write_p95"] = p50(writes), p95(writes)
             if store.large:
                 largest = store.name(1)
-                samples = await timed(100, lambda i: write(conn, largest, vectors[i], fp, 10**6))
+                samples = await timed(
+                    100,
+                    lambda i: L2.pg_write(conn, largest, vectors[i], NOW, 10**6, fingerprint=fp),
+                )
                 out["write_large_p50"] = p50(samples)
         out["block_default_p50"] = await turns(mem, store, args.turns, ToolContext)
     injected = settings_for(dsn, work, **{"injection.enabled": True})
@@ -669,13 +666,8 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     res["global_rows"] = int(store.sizes[0])
     res["when"] = datetime.now(UTC).isoformat(timespec="seconds")
     res["load_average"] = os.getloadavg()[0]
-    server = await asyncio.to_thread(start_embedded, work)
+    server = await L2.start_with_buffers(work, args.shared_buffers)
     try:
-        admin = await asyncpg.connect(server.dsn("postgres"))
-        await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-        await admin.close()
-        server.stop()
-        server = await asyncio.to_thread(start_embedded, work)
         admin = await asyncpg.connect(server.dsn("postgres"))
         res["shared_buffers"] = await admin.fetchval("SHOW shared_buffers")
         postmaster = server.postmaster_pid()

@@ -45,15 +45,24 @@ Progress = Callable[[int, int], None]
 PAGE = 500
 
 
+@dataclass(frozen=True, slots=True)
+class _Pages:
+    """How a walk pages: rows per page, every row or only the untokenized ones, the pages
+    to stop after (None: all), and who hears each page's row count."""
+
+    size: int
+    retokenize: bool
+    max_batches: int | None
+    on_page: Callable[[int], None]
+
+
 async def _walk(
     pool: Any,
     page: str,
     write: str,
     keys: tuple[str, ...],
     row_args: Callable[[Any], tuple[Any, ...]],
-    batch_size: int,
-    max_batches: int | None,
-    on_page: Callable[[int], None],
+    pages: _Pages,
 ) -> int:
     """Keyset pages of ``page`` in ``keys`` order (the page takes the last row's ``keys``
     and the page size), each page written back by ``write`` (``row_args`` of its rows) in
@@ -62,8 +71,8 @@ async def _walk(
     cursor: tuple[Any, ...] = ("",) * len(keys)
     done = 0
     batches = 0
-    while max_batches is None or batches < max_batches:
-        rows = await pool.fetch(page, *cursor, batch_size)
+    while pages.max_batches is None or batches < pages.max_batches:
+        rows = await pool.fetch(page, *cursor, pages.size)
         if not rows:
             break
         batches += 1
@@ -71,39 +80,28 @@ async def _walk(
         async with pool.acquire() as conn:
             await conn.executemany(write, args)
         done += len(rows)
-        on_page(len(rows))
+        pages.on_page(len(rows))
         cursor = tuple(rows[-1][k] for k in keys)
     return done
 
 
-async def _memories(
-    pool: Any,
-    batch_size: int,
-    retokenize: bool,
-    max_batches: int | None,
-    on_page: Callable[[int], None],
-) -> int:
+async def _memories(pool: Any, pages: _Pages) -> int:
     # the backfill walks the partial index of the untokenized rows in id order; the
     # re-tokenization every row in the primary key's order
+    retokenize = pages.retokenize
     page = query("memories_page_for_tokens") if retokenize else query("untokenized_memories")
     keys = ("partition_key", "id") if retokenize else ("id",)
 
     def row_args(r: Any) -> tuple[Any, ...]:
         return (r["partition_key"], r["id"], r["content"], search_tokens(r["content"]), retokenize)
 
-    write = query("set_memory_tokens")
-    return await _walk(pool, page, write, keys, row_args, batch_size, max_batches, on_page)
+    return await _walk(pool, page, query("set_memory_tokens"), keys, row_args, pages)
 
 
-async def _knowledge(
-    pool: Any,
-    batch_size: int,
-    retokenize: bool,
-    max_batches: int | None,
-    on_page: Callable[[int], None],
-) -> int:
+async def _knowledge(pool: Any, pages: _Pages) -> int:
     """The same walk over the knowledge base, in kid order; an entry edited meanwhile
     keeps the tokens its edit stored (knowledge_set_tokens_v1 compares the text)."""
+    retokenize = pages.retokenize
     page = query("knowledge_page_for_tokens") if retokenize else query("untokenized_knowledge")
 
     def row_args(r: Any) -> tuple[Any, ...]:
@@ -111,7 +109,7 @@ async def _knowledge(
         return (r["kid"], r["title"], r["summary"], r["body"], search_tokens(text), retokenize)
 
     write = query("backfill_knowledge_tokens")
-    return await _walk(pool, page, write, ("kid",), row_args, batch_size, max_batches, on_page)
+    return await _walk(pool, page, write, ("kid",), row_args, pages)
 
 
 async def backfill_tokens(
@@ -142,9 +140,9 @@ async def backfill_tokens(
         if progress is not None:
             progress(walked, total)
 
-    done = await _memories(pool, batch_size, retokenize, max_batches, on_page)
+    done = await _memories(pool, _Pages(batch_size, retokenize, max_batches, on_page))
     kb_batch = max(1, batch_size // 10)  # an entry may be 100,000 characters
-    kb_done = await _knowledge(pool, kb_batch, retokenize, max_batches, on_page)
+    kb_done = await _knowledge(pool, _Pages(kb_batch, retokenize, max_batches, on_page))
     remaining = int(await pool.fetchval(query("count_untokenized_memories")))
     kb_remaining = int(await pool.fetchval(query("count_untokenized_knowledge")))
     return TokenReport(
