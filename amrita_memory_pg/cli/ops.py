@@ -218,6 +218,15 @@ async def backup_verify(state: CliState, name: str) -> None:
         report = await verify_backup(store, name)
     for kind, found in report.found.items():
         click.echo(f"{kind}: {len(found)} 张表已恢复并比对")
+    if report.ledger:
+        removed = sum(n for _kind, n in report.ledger.values())
+        kinds = sorted({kind for kind, _n in report.ledger.values()})
+        click.echo(
+            f"擦除记录: 此备份早于 {len(report.ledger)} 次忘记/擦除（{', '.join(kinds)}）；"
+            f"恢复它时会再次删除 {removed} 行（每次恢复都先应用擦除记录）"
+        )
+    else:
+        click.echo(f"擦除记录: 已对照 {report.ledger_entries} 条，此备份不含被忘记或擦除的内容")
     if report.ok:
         rows = sum(n for n, _ in report.expected.values())
         click.echo(f"备份 {report.backup.stem} 完好: {len(report.expected)} 张表, {rows} 行")

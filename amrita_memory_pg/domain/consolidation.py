@@ -8,7 +8,9 @@ the next run; ``/memory dmn`` and ``amrita-memory consolidate`` print the rest.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from amrita_memory_pg.domain.lineage import Candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,9 @@ class CycleContext:
     summary: str | None = None
     #: memories written, updated or deleted by the loop's tools in this cycle
     changed: int = 0
+    #: chat lines the cycle was shown (read_chat_context, read_sessions): what a text
+    #: it writes may have been made from (domain/lineage.py)
+    shown: list[Candidate] = field(default_factory=list)
 
 
 def clusters(ids: Sequence[str], pairs: Sequence[tuple[str, str, float]]) -> list[list[str]]:

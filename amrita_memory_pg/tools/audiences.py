@@ -30,11 +30,13 @@ from amrita_memory_pg.tools.consolidation import register_loop_tools
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import register_knowledge_tools
 from amrita_memory_pg.tools.loop_common import loop_paused
+from amrita_memory_pg.tools.loop_rederive import LoopRederive
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
-from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry
+from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry, declared
 from amrita_memory_pg.tools.scopes import register_scope_tools
+from amrita_memory_pg.usecases.forgetting import ForgetCases
 from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.memos import MemoCases
@@ -58,6 +60,8 @@ class ToolDeps:
     bot_memories: BotMemories
     #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
     loop: LoopDeps | None = None
+    #: deletes with their cascade, forgets (None: plain deletes, no forget tool)
+    forgetting: ForgetCases | None = None
 
 
 #: Declares a family of tools on a registry.
@@ -79,7 +83,7 @@ def memo_cases(deps: ToolDeps) -> MemoCases:
 
 def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """write/read/update/delete/list_memory (L2)."""
-    register_memory_tools(registry, memory_cases(deps), deps.settings)
+    register_memory_tools(registry, memory_cases(deps), deps.settings, deps.forgetting)
 
 
 def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -110,6 +114,19 @@ def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     register_profile_loop_tools(registry, ProfileCases(deps.profiles, pause_gate(deps)))
 
 
+def rederive_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_rederive: write again what a delete, forget or change withheld."""
+    if deps.loop is not None and deps.forgetting is not None:
+        rederive = LoopRederive(
+            deps.forgetting.lineage,
+            memory_cases(deps),
+            memo_cases(deps),
+            ProfileCases(deps.profiles, pause_gate(deps)),
+            KnowledgeCases(deps.knowledge),
+        )
+        registry.register(declared(rederive.rederive))
+
+
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
     register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge))
@@ -124,7 +141,12 @@ TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
     "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset, scope_toolset),
     # The L3 loop's tools (§8.8): its own (loop), the knowledge base's (12–18), the profile's.
-    "consolidation": (loop_toolset, knowledge_loop_toolset, profile_loop_toolset),
+    "consolidation": (
+        loop_toolset,
+        knowledge_loop_toolset,
+        profile_loop_toolset,
+        rederive_toolset,
+    ),
 }
 
 
