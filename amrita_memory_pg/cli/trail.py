@@ -15,6 +15,7 @@ import json
 import click
 
 from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async
+from amrita_memory_pg.cli.forget import print_lineage
 from amrita_memory_pg.cli.memories import memory_group
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS
 from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS
@@ -116,11 +117,13 @@ async def inspect_command(
 @click.pass_obj
 @run_async
 async def memory_history(state: CliState, key: str, memory_id: str, limit: int) -> None:
-    """Who changed memory MEMORY_ID of KEY, newest first (content redacted)."""
+    """Who changed memory MEMORY_ID of KEY, newest first (content redacted), then what it
+    was made from and what was made from it (its lineage)."""
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
         entries = await mem.trail.history(key, memory_id, limit)
+        seen = await mem.cases.forgetting.lineage_of_memory(key, memory_id)
     for e in entries:
         fields = ",".join(e.changed_fields())
         after = (e.after or e.before or {}).get("content", "")
@@ -129,6 +132,8 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
             f"{e.at.isoformat()}  {e.op:<6} {who}  [{fields}]  {' '.join(str(after).split())}"
         )
     click.echo(f"{len(entries)} changes")
+    print_lineage("made from", seen.made_from)
+    print_lineage("used by", seen.used_by)
 
 
 @memory_group.command("accesses")

@@ -28,6 +28,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from amrita_memory_pg.domain.tokens import search_tokens
@@ -62,6 +63,8 @@ GENERIC = frozenset(
         "likes",
     }
 )
+#: distinctive words a chat line shares with a fact to say it again, whatever their lengths
+RESTATE_WORDS = 3
 #: numbers shorter than this are not distinctive (a day, a count)
 MIN_NUMBER_DIGITS = 3
 
@@ -127,12 +130,15 @@ def mentions(source_text: str, derived_text: str) -> bool:
 
 
 def restates(line_text: str, fact: str) -> bool:
-    """Whether a chat line says ``fact`` again: the two share at least half of the
-    distinctive words of the shorter (stricter than :func:`mentions`: the request
+    """Whether a chat line says ``fact`` again: the two share three distinctive words, or
+    half of the shorter one's (stricter than :func:`mentions`: the request
     "忘掉我对花生过敏这件事" restates "用户对花生过敏", "我想吃花生" does not)."""
     words = distinctive_tokens(fact)
     said = distinctive_tokens(line_text)
-    return bool(words and said) and 2 * len(words & said) >= min(len(words), len(said))
+    shared = len(words & said)
+    return shared >= RESTATE_WORDS or (
+        bool(words and said) and 2 * shared >= min(len(words), len(said))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +281,38 @@ class Cascade:
             for r in self.rows
             if r.kind == "memory" and r.id and r.action in ("forget", "delete", "withhold")
         ]
+
+
+#: a confirmation code holds for this window (and the one before)
+CONFIRM_WINDOW_SECONDS = 600
+
+
+def confirmation_code(what: str, digest: str, now: datetime, *, back: int = 0) -> str:
+    """8 hex characters for (what is confirmed, its state, a 10-minute window - ``back``):
+    no state anywhere, any process checks it, a change of what would be removed voids it."""
+    window = int(now.timestamp()) // CONFIRM_WINDOW_SECONDS - back
+    return hashlib.sha256(f"{what}|{digest}|{window}".encode()).hexdigest()[:8]
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """A destructive step shown first: what it would do and the code that confirms it."""
+
+    what: str
+    digest: str
+    cascade: Cascade
+    code: str
+
+    def accepts(self, code: str, now: datetime) -> bool:
+        """The code of this window or the one before."""
+        given = code.strip().lower()
+        return any(
+            given == confirmation_code(self.what, self.digest, now, back=back) for back in (0, 1)
+        )
+
+
+def confirm(what: str, digest: str, cascade: Cascade, now: datetime) -> Confirmation:
+    return Confirmation(what, digest, cascade, confirmation_code(what, digest, now))
 
 
 #: how a derived kind reads in a sentence (the chat and the page speak Chinese)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict, Unpack
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused, ProtectedMemory
 from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
-from amrita_memory_pg.domain.lineage import Cascade, Ref
+from amrita_memory_pg.domain.lineage import Cascade, Ref, memory_ref
 from amrita_memory_pg.domain.ports import Embedder, Vector
 from amrita_memory_pg.domain.records import (
     Category,
@@ -244,6 +244,12 @@ class MemoryService:
             protect_user=self.protects(by_person),
             content=current.content,
             now=now or _utcnow(),
+        )
+
+    async def plan_delete(self, partition_key: str, memory_id: str) -> Cascade:
+        """What :meth:`delete_cascading` would do (a dry run: nothing written)."""
+        return await self.repo.plan_cascade(
+            [memory_ref(partition_key, memory_id)], mode="delete", now=_utcnow()
         )
 
     async def forget(

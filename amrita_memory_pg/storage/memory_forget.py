@@ -77,6 +77,11 @@ class ForgetWrites(RepositoryCore):
         await self._removed(conn, done)
         return done
 
+    async def plan_cascade(self, sources: Sequence[Ref], *, mode: str, now: datetime) -> Cascade:
+        """What the cascade of ``sources`` would do, in a transaction that writes nothing."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            return await self.cascade(conn, sources, mode=mode, about="[]", now=now, dry_run=True)
+
     async def forget(
         self,
         partition_key: str,

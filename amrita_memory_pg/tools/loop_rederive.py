@@ -77,6 +77,9 @@ class RederiveArgs(ToolArgs):
         Text,
         Field(description="重写后的内容；空字符串=丢弃这条", max_length=MAX_CONTENT_CHARS),
     ]
+    title: Annotated[
+        Text | None, Field(description="知识条目的新标题（仅知识；省略则不变）", max_length=200)
+    ] = None
 
 
 class LoopRederive:
@@ -116,13 +119,15 @@ class LoopRederive:
             # The row written again is made from exactly the sources left.
             derivation = Derivation("l3", cycle.cycle_id, fixed=task.sources, infer=False)
             with deriving(derivation):
-                reply["written"] = await self._write(task, content, cycle.cycle_id)
+                reply["written"] = await self._write(task, content, cycle.cycle_id, args.title)
         else:
             reply["dropped"] = True
         await self.lineage.finish(cycle.target_key, task.id)
         return reply
 
-    async def _write(self, task: RederiveTask, content: str, cycle_id: int) -> str:
+    async def _write(
+        self, task: RederiveTask, content: str, cycle_id: int, title: str | None
+    ) -> str:
         held = task.held or {}
         if task.kind == "memory":
             scope: Scope = held.get("scope") or ("group" if "_Group_" in task.row_key else "user")
@@ -143,8 +148,8 @@ class LoopRederive:
             return written.record.id
         if task.kind == "knowledge":
             summary = content.splitlines()[0][:SUMMARY_CHARS]
-            title = str(held.get("title") or summary[:50])
-            created = await self.knowledge.create(title=title, summary=summary, body=content)
+            named = (title or "").strip() or str(held.get("title") or summary[:50])
+            created = await self.knowledge.create(title=named, summary=summary, body=content)
             return created.kid
         if task.kind in ("profile_line", "profile_summary"):
             current = await self.profiles.get(task.row_key)

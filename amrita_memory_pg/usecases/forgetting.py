@@ -9,12 +9,21 @@ and is recorded in the erasure ledger; an erasure does that for a whole partitio
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
 
-from amrita_memory_pg.domain.lineage import Cascade, Ref, line_ref, memory_ref, restates
+from amrita_memory_pg.domain.lineage import (
+    Cascade,
+    Confirmation,
+    Ref,
+    confirm,
+    line_ref,
+    memory_ref,
+    restates,
+)
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
@@ -140,6 +149,28 @@ class ForgetCases:
             return await self.memories.erase(
                 partition_key, requested_by=requested_by, dry_run=dry_run, now=now
             )
+
+    async def forget_plan(
+        self, partition_key: str, record: MemoryRecord, *, now: datetime
+    ) -> Confirmation:
+        """What forgetting ``record`` would reach, and the code that confirms it (void once
+        the memory changes or 10 minutes pass)."""
+        plan = await self.forget(
+            partition_key, [record.id], requested_by="plan", by_person=True, dry_run=True
+        )
+        digest = hashlib.sha256(f"{record.content}|{record.updated_at}".encode()).hexdigest()
+        return confirm(f"forget|{partition_key}|{record.id}", digest, plan, now)
+
+    async def erase_plan(self, partition_key: str, *, now: datetime) -> Confirmation:
+        """What erasing a partition would remove (rows per table), and the code that
+        confirms it (void once those counts change or 10 minutes pass)."""
+        plan = await self.erase(partition_key, requested_by="plan", dry_run=True)
+        digest = hashlib.sha256(repr(sorted(plan.counts.items())).encode()).hexdigest()
+        return confirm(f"erase|{partition_key}", digest, plan, now)
+
+    async def delete_plan(self, partition_key: str, memory_id: str) -> Cascade:
+        """What deleting a memory would do to what was derived from it (nothing written)."""
+        return await self.memories.plan_delete(partition_key, memory_id)
 
     async def lineage_of(self, ref: Ref) -> Lineage:
         return Lineage(await self.lineage.made_from(ref), await self.lineage.used_by(ref))

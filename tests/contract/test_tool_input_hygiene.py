@@ -167,6 +167,7 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "update_memory",
         "delete_memory",
         "list_memory",
+        "forget_memory",
         "read_memo",
         "append_memo",
         "update_memo",
