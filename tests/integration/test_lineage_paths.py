@@ -85,7 +85,9 @@ async def test_a_withheld_merge_is_written_again_by_the_next_cycle_from_what_is_
         assert {r[0] for r in await sources(mem, cat)} == {"memory"}
 
         # forgetting the merged fact by its (gone) id withholds the merged memory
-        done = await mem.cases.forgetting.forget(TARGET, [nuts], requested_by="test", by_person=True)
+        done = await mem.cases.forgetting.forget(
+            TARGET, [nuts], requested_by="test", by_person=True
+        )
         assert [r.id for r in done.withheld] == [cat]
         assert await mem.memories.count(TARGET) == 0
 
@@ -95,17 +97,19 @@ async def test_a_withheld_merge_is_written_again_by_the_next_cycle_from_what_is_
         llm.fail(500)
         llm.fail(500)
         assert not (await mem.run_cycle(TARGET)).ok
-        assert await mem.pool.fetchval(
-            "SELECT claimed_by_cycle FROM amrita_memory.rederive_task"
-        ) is None
+        assert (
+            await mem.pool.fetchval("SELECT claimed_by_cycle FROM amrita_memory.rederive_task")
+            is None
+        )
         llm.reset()
         llm.call("subconscious_iter_stop", {"summary": "看看"})
         assert (await mem.run_cycle(TARGET, dry_run=True)).ok
         listed = tool_replies(llm.requests[0])[0]["rederive"]
         assert len(listed) == 1 and "去掉「用户对花生过敏」" in listed[0]
-        assert await mem.pool.fetchval(
-            "SELECT claimed_by_cycle FROM amrita_memory.rederive_task"
-        ) is None
+        assert (
+            await mem.pool.fetchval("SELECT claimed_by_cycle FROM amrita_memory.rederive_task")
+            is None
+        )
 
         task_id = await mem.pool.fetchval("SELECT id FROM amrita_memory.rederive_task")
         llm.reset()
