@@ -101,6 +101,12 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     help="TOML config file (default: AMRITA_MEMORY_CONFIG or config/amrita_memory_pg/config.toml).",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.version_option(
+    package_name="amrita-memory-pg",
+    prog_name="amrita-memory",
+    message="%(prog)s %(version)s",
+    help="Show the installed version (CHANGELOG.md says what each one brought) and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
     """Long-term memory for chat bots, in PostgreSQL + pgvector."""
