@@ -1,10 +1,13 @@
 """A cascade eval in the style of MEME's "cascade" and "absence" questions: a fact changes or
 is forgotten; how often does the product still answer from what was derived from it?
 
-    .venv/bin/python bench/eval_cascade.py                         # this checkout
-    .venv/bin/python bench/eval_cascade.py --code /tmp/main-src    # another checkout (e.g. the
-                                                                   # release before), same script
-    .venv/bin/python bench/eval_cascade.py --compare /tmp/main-src # both, one table
+    .venv/bin/python bench/eval_cascade.py                     # this checkout
+    .venv/bin/python bench/eval_cascade.py --baseline 0.14.1   # and a release (the "before"),
+                                                               # one table
+
+A baseline is a version of ``bench/releases.toml`` (or a git revision, for development):
+its tree is exported with ``git archive`` under /tmp (kept for the next run) and imported
+by this script in a child process, so the same scenarios run on its code.
 
 Each scenario is one user of a fresh embedded PostgreSQL. In the chat the user says a fact
 F ("我对花生过敏") and an unrelated one G ("周末常去西湖"); extraction turns the lines
@@ -375,22 +378,41 @@ def _child(code: Path, users: int) -> dict[str, Any]:
     return result
 
 
+def exported(name: str) -> tuple[Path, str]:
+    """The tree of release (or revision) ``name`` under /tmp, and its label."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from releases import resolve
+
+    rev, label = resolve(name)
+    sha = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    path = Path(tempfile.gettempdir()) / f"amrita-cascade-{sha[:12]}"
+    if not (path / "amrita_memory_pg").is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", sha], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
+    return path, label
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=len(FACTS), help="scenarios (half forget)")
-    parser.add_argument("--code", type=Path, help="run another checkout's package instead")
-    parser.add_argument("--compare", type=Path, help="also run this checkout (the 'before')")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--baseline", help="also run this release (or revision): the 'before'")
+    parser.add_argument("--json", action="store_true", help="run here, print the summary as JSON")
     args = parser.parse_args()
-    if args.code is not None:
-        print(json.dumps(_child(args.code.resolve(), args.users), ensure_ascii=False))
-        return
     if args.json:
         print(json.dumps(asyncio.run(run(args.users)), ensure_ascii=False))
         return
     lines = ["| code | measure | result |", "|---|---|---|"]
-    if args.compare is not None:
-        lines += render("before", _child(args.compare.resolve(), args.users))
+    if args.baseline is not None:
+        path, label = exported(args.baseline)
+        lines += render(label, _child(path, args.users))
     lines += render("this", _child(REPO, args.users))
     print(
         f"# cascade eval: {args.users} users, 4 questions each (block, read_profile, "
