@@ -87,10 +87,9 @@ async def memory_delete(state: CliState, key: str, memory_id: str, yes: bool) ->
 
     async with open_memory(state.settings, startup=False) as mem:
         cases = mem.cases.forgetting
-        plan = await cases.delete_plan(key, memory_id)
-        if not plan.reached("forget"):
+        if await mem.cases.memories.get(key, memory_id) is None:
             raise click.ClickException(f"no memory {memory_id} in {key}")
-        _print_cascade(plan)
+        _print_cascade(await cases.delete_plan(key, memory_id))
         if not yes:
             click.confirm(f"Delete memory {memory_id} of {key}?", abort=True)
         done = await cases.remove(key, memory_id, by_person=True)
