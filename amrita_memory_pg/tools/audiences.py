@@ -32,7 +32,7 @@ from amrita_memory_pg.tools.knowledge import register_knowledge_tools
 from amrita_memory_pg.tools.loop_common import loop_paused
 from amrita_memory_pg.tools.loop_rederive import LoopRederive
 from amrita_memory_pg.tools.memo import register_memo_tools
-from amrita_memory_pg.tools.memory import register_memory_tools
+from amrita_memory_pg.tools.memory import register_forget_tool, register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry, declared
 from amrita_memory_pg.tools.scopes import register_scope_tools
@@ -84,6 +84,12 @@ def memo_cases(deps: ToolDeps) -> MemoCases:
 def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """write/read/update/delete/list_memory (L2)."""
     register_memory_tools(registry, memory_cases(deps), deps.settings, deps.forgetting)
+
+
+def forget_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """forget_memory: a fact and everything derived from it, when asked in the chat."""
+    if deps.forgetting is not None:
+        register_forget_tool(registry, memory_cases(deps), deps.settings, deps.forgetting)
 
 
 def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -139,7 +145,14 @@ def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset, scope_toolset),
+    "chat": (
+        memory_toolset,
+        memo_toolset,
+        knowledge_chat_toolset,
+        profile_toolset,
+        scope_toolset,
+        forget_toolset,
+    ),
     # The L3 loop's tools (§8.8): its own (loop), the knowledge base's (12–18), the profile's.
     "consolidation": (
         loop_toolset,

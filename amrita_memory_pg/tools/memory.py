@@ -562,7 +562,9 @@ def register_memory_tools(
     settings: Settings,
     forgetting: ForgetCases | None = None,
 ) -> MemoryTools:
-    """Declare the L2 tools on ``registry`` (``forget_memory`` with ``forgetting``)."""
+    """Declare the five L2 tools of the reference on ``registry`` (``delete_memory`` with
+    the cascade when ``forgetting`` is given; ``forget_memory`` is
+    :func:`register_forget_tool`'s, after the reference's tools)."""
     tools = MemoryTools(cases, settings, forgetting)
     assert LABELS == ("low", "medium", "high")  # the enum order the LLM is shown
     for handler in (
@@ -573,8 +575,6 @@ def register_memory_tools(
         tools.list_memory,
     ):
         registry.register(declared(handler))
-    if forgetting is not None:
-        registry.register(declared(tools.forget_memory))
     # Monstrum's names, so a Monstrum-style prompt works unchanged: memory_write writes,
     # or updates the memory its `id` names; memory_delete deletes.
     registry.route(
@@ -582,3 +582,10 @@ def register_memory_tools(
     )
     registry.route("memory_delete", lambda _args: "delete_memory")
     return tools
+
+
+def register_forget_tool(
+    registry: ToolRegistry, cases: MemoryCases, settings: Settings, forgetting: ForgetCases
+) -> None:
+    """``forget_memory``: ours, so it follows the reference's tools in the schemas."""
+    registry.register(declared(MemoryTools(cases, settings, forgetting).forget_memory))

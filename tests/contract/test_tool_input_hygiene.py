@@ -167,7 +167,6 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "update_memory",
         "delete_memory",
         "list_memory",
-        "forget_memory",
         "read_memo",
         "append_memo",
         "update_memo",
@@ -178,6 +177,7 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "read_profile",
         "memory_load_context",
         "memory_unload_context",
+        "forget_memory",
     ]
     async with memory_on(db_dsn, tmp_path) as plain:
         assert list(plain.registries) == ["chat"]
