@@ -111,11 +111,16 @@ SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.id), '[]'::jsonb) AS rows
 -- Put ledger rows $1 (JSON, as erasure_ledger_rows gave them) back after a restore
 -- loaded an older ledger (or none): a row is the same entry when its time, kind and
 -- subject are; those missing are added, oldest first. Returns the rows added.
-WITH added AS (
+WITH incoming AS (
+    -- the same entry may come twice (the store's and the newest backup's): once
+    SELECT DISTINCT ON (i.at, i.kind, i.subject) i.*
+      FROM jsonb_populate_recordset(NULL::amrita_memory.erasure_ledger, $1::jsonb) i
+     ORDER BY i.at, i.kind, i.subject, i.id
+), added AS (
     INSERT INTO amrita_memory.erasure_ledger
            (at, kind, subject, memory_ids, chat_line_ids, requested_by, counts)
     SELECT i.at, i.kind, i.subject, i.memory_ids, i.chat_line_ids, i.requested_by, i.counts
-      FROM jsonb_populate_recordset(NULL::amrita_memory.erasure_ledger, $1::jsonb) i
+      FROM incoming i
      WHERE NOT EXISTS (SELECT 1 FROM amrita_memory.erasure_ledger e
                         WHERE e.at = i.at AND e.kind = i.kind AND e.subject = i.subject)
      ORDER BY i.at, i.id

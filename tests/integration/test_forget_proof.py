@@ -256,3 +256,6 @@ async def test_a_forgotten_fact_leaves_no_trace_in_any_table_dump_or_restored_ba
         report = await restore_backup(mem.store, backup.dump_path)
         assert hits(await every_row(mem)) == []
         assert await unrelated(mem) == kept_before
+        # the ledger came through both restores once (the store's and the newest backup's
+        # copy of the same entry are one)
+        assert [e.kind for e in await mem.cases.forgetting.ledger()] == ["forget"]
