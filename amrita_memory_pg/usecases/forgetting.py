@@ -40,6 +40,11 @@ from amrita_memory_pg.usecases.pause import PauseGate
 REQUEST_LINES = 20
 #: how many memories a forget by text offers to choose from
 FORGET_CANDIDATES = 5
+#: the tables whose rows an erasure's confirmation code stands for (what the person
+#: confirms: the stored facts and what was derived from them)
+ERASE_CODE_TABLES = frozenset(
+    {"memory", "memo", "profile", "profile_history", "knowledge", "rederive_task"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +170,11 @@ class ForgetCases:
         """What erasing a partition would remove (rows per table), and the code that
         confirms it (void once those counts change or 10 minutes pass)."""
         plan = await self.erase(partition_key, requested_by="plan", dry_run=True)
-        digest = hashlib.sha256(repr(sorted(plan.counts.items())).encode()).hexdigest()
+        # The code holds while what was shown holds; the chat and activity rows are left
+        # out: the confirming message itself is one more chat line of the person (and they
+        # go with the erasure anyway).
+        shown = sorted((t, n) for t, n in plan.counts.items() if t in ERASE_CODE_TABLES)
+        digest = hashlib.sha256(repr(shown).encode()).hexdigest()
         return confirm(f"erase|{partition_key}", digest, plan, now)
 
     async def delete_plan(self, partition_key: str, memory_id: str) -> Cascade:

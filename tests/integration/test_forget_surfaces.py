@@ -162,6 +162,10 @@ async def test_memory_command_shows_the_cascade_and_runs_it_only_with_its_code(
         assert "将彻底擦除" in shown and "rederive_task" in shown
         code = re.search(r"/memory erase \S+ ([0-9a-f]{8})", shown)
         assert code is not None
+        # the person's own confirming line (the chat hook logs it) does not void the code
+        await mem.activity.record_user_message(
+            session_key=P, user_key=P, user_id="10001", group_id=None, text="/memory erase user"
+        )
         erased = await say(ROOT, f"erase user {code.group(1)}")
         assert erased.startswith(f"✅ 已擦除 {P}")
         assert (
