@@ -1,6 +1,6 @@
 """The L3 loop's prompt templates (reference §8.5, §13.3): jinja2 files the user may edit.
 
-Four templates — main, send, knowledge guide, profile guide — live under
+Five templates — main, send, knowledge guide, profile guide, batch guide — live under
 ``[subconscious] prompt_dir`` (``prompt_*_file``; an absolute path is used as is).
 Missing files are created from the defaults below on first use, and files are re-read
 every cycle, so an edit needs no restart.
@@ -127,7 +127,7 @@ def render(template: str, **values: object) -> str:
 
 
 class Prompts:
-    """Reads (and creates when missing) the four templates; renders the loop's prompts."""
+    """Reads (and creates when missing) the five templates; renders the loop's prompts."""
 
     def __init__(self, sub: SubconsciousSettings, *, character_prompt: str = "") -> None:
         self.files = prompt_files(sub)
