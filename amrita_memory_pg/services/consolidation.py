@@ -427,12 +427,12 @@ class Consolidator:
             estimate = count(_text(messages)) + count(_text(schemas))
         if cycle.tokens + estimate <= budget:
             return
-        done = "、".join(f"{name}×{n}" for name, n in progress.calls.items()) or "无"
+        done = "、".join(f"{name}×{n}" for name, n in progress.calls.items() if name != GET_CONTEXT)
         cycle.summary = (
-            f"上一轮因 token 预算（{budget}）在第 {progress.iterations + 1} 次模型调用前停止："
-            f"已用 {cycle.tokens} tokens，已执行 {done}，修改了 {cycle.changed} 条记忆。"
-            "已做的修改都已保存；未处理完的候选会在预筛选中再次出现，本轮接着处理，"
-            "请把修改合并进尽量少的调用。"
+            f"因 token 预算（{budget}）在第 {progress.iterations + 1} 次模型调用前停止："
+            f"已用 {cycle.tokens} tokens，已调用 {done or '（无工具）'}，"
+            f"修改了 {cycle.changed} 条记忆（都已保存）。未处理完的候选会在下一轮的预筛选中"
+            "再次列出；下一轮请把修改合并进尽量少的调用。"
         )
         raise BudgetReached(
             f"token budget: the next model call (~{estimate} prompt tokens) would pass "
