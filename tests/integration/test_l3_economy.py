@@ -36,10 +36,6 @@ def llm() -> Iterator[ScriptedLLM]:
         yield stub
 
 
-def _offered(request: dict[str, Any]) -> set[str]:
-    return {t["function"]["name"] for t in request["tools"]}
-
-
 async def _seed(mem: Memory, key: str = TARGET) -> tuple[str, str]:
     keep = await add(mem, "用户喜欢猫，家里养了一只橘猫", key=key, importance=5)
     dup = await add(mem, "用户喜欢猫，家里养了一只橘猫。", key=key, importance=3)
