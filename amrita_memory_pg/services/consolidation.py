@@ -245,6 +245,8 @@ class _Progress:
     sent: int = 0
     #: tool calls by name (what a budget stop reports as done)
     calls: dict[str, int] = field(default_factory=dict)
+    #: the estimated prompts of steps whose endpoint reported no usage (the budget's)
+    unreported: int = 0
 
 
 class Consolidator:
@@ -388,10 +390,12 @@ class Consolidator:
         limit = self.settings.max_iterations
         while progress.iterations < limit:
             await self._boundary(cycle)
-            self._within_budget(cycle, progress, messages, schemas)
+            estimate = self._within_budget(cycle, progress, messages, schemas)
             progress.iterations += 1
             result = await llm.call(cycle, "step", messages, schemas)
             progress.last_prompt, progress.sent = result.usage.prompt_tokens, len(messages)
+            if not result.usage.prompt_tokens:  # an endpoint that reports no usage
+                progress.unreported += estimate
             reply = result.message
             calls, batch = _tool_calls(reply, progress.iterations)
             messages.append(
@@ -408,25 +412,27 @@ class Consolidator:
         progress: _Progress,
         messages: list[Message],
         schemas: list[dict[str, Any]],
-    ) -> None:
+    ) -> int:
         """Raise :class:`BudgetReached` when the next step would pass the cycle's token
         budget: what was spent plus the next request's prompt — the previous one as the
         model counted it plus what was appended since (cl100k: an estimate for other
-        tokenizers), or the whole request counted before the first step. The step's own
-        completion is not known before it: a cycle may end above the budget by one
-        completion. The summary it leaves says where the cycle stopped, for the next
-        cycle's get_context (``last_run_summary``, ``recent_runs``)."""
+        tokenizers), or the whole request counted when there is no previous count. The
+        step's own completion is not known before it: a cycle may end above the budget
+        by one completion. Returns the estimate (0 without a budget); a step the
+        endpoint reports no usage for counts as its estimate. The summary it leaves says
+        where the cycle stopped, for the next cycle's get_context (``last_run_summary``,
+        ``recent_runs``)."""
         budget = self.settings.cycle_token_budget
         if not budget:
-            return
+            return 0
         count = token_counter()
         if progress.last_prompt:
             added = messages[progress.sent :]
             estimate = progress.last_prompt + count(_text(added))
         else:
             estimate = count(_text(messages)) + count(_text(schemas))
-        if cycle.tokens + estimate <= budget:
-            return
+        if cycle.tokens + progress.unreported + estimate <= budget:
+            return estimate
         done = "、".join(f"{name}×{n}" for name, n in progress.calls.items() if name != GET_CONTEXT)
         cycle.summary = (
             f"因 token 预算（{budget}）在第 {progress.iterations + 1} 次模型调用前停止："

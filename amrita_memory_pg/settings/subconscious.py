@@ -63,7 +63,8 @@ class SubconsciousSettings(Section):
         ge=0,
         description="Tokens (prompt + completion, as the model reports them) one cycle may "
         "spend; 0 = no limit. Before each model call the cycle estimates that call's prompt "
-        "(the previous call's plus what was added since); when it would pass the budget the "
+        "(the previous call's plus what was added since; a call reported without usage "
+        "counts as its estimate); when it would pass the budget the "
         "cycle stops there: every edit made so far stays (each tool call is its own "
         "transaction), the tokens spent are in token_usage, and the cycle is closed as "
         "failed with 'token budget: …' and a summary of where it stopped, which the next "

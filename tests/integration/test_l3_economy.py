@@ -185,3 +185,32 @@ async def test_a_budget_below_the_first_request_stops_before_any_model_call(
         assert (summary.iterations, len(llm.requests), summary.prompt_tokens) == (0, 0, 0)
         row = await cycle_row(mem, summary.cycle_id)
         assert "第 1 次模型调用前停止" in row["summary"]
+
+
+async def test_an_endpoint_reporting_no_usage_is_held_to_the_budget_by_the_estimate(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        assert mem.consolidator is not None
+        await _seed(mem)
+        llm.usage = None  # the endpoint sends no usage member
+        llm.call("subconscious_read_memory", {"query": "猫"})
+        llm.call("subconscious_iter_stop", {"summary": "只读"})
+        assert (await mem.run_cycle(TARGET, dry_run=True)).ok
+        first = llm.requests[0]
+        count = token_counter()
+        estimate = count(json.dumps(first["messages"], ensure_ascii=False)) + count(
+            json.dumps(first["tools"], ensure_ascii=False)
+        )
+        sub = mem.consolidator.settings
+        mem.consolidator.settings = sub.model_copy(
+            update={"cycle_token_budget": estimate + estimate // 2}
+        )
+        llm.reset()
+        llm.call("subconscious_read_memory", {"query": "猫"})
+        llm.call("subconscious_iter_stop", {"summary": "只读"})
+
+        summary = await mem.run_cycle(TARGET)
+
+        assert not summary.ok and (summary.error or "").startswith("token budget")
+        assert (summary.iterations, len(llm.requests), summary.prompt_tokens) == (1, 1, 0)
