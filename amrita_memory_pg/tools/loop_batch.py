@@ -34,10 +34,11 @@ instead with ``[subconscious] batch_edits = false``.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from amrita_memory_pg.domain.consolidation import CycleContext
 from amrita_memory_pg.domain.errors import MemoryPaused, ToolError
@@ -106,9 +107,20 @@ OP_SCHEMA: dict[str, Any] = {
 }
 
 
+def _json_list(value: object) -> object:
+    """``ops`` sent as JSON text (a model that encodes the list twice): the list."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 class BatchArgs(ToolArgs):
     ops: Annotated[
         list[dict[str, Any]],
+        BeforeValidator(_json_list),
         Field(min_length=1, max_length=MAX_OPS),
         WithJsonSchema({"type": "array", "items": OP_SCHEMA, "description": "按顺序执行"}),
     ]

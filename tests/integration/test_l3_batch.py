@@ -225,6 +225,9 @@ async def test_a_dry_run_batch_answers_as_if_done_and_writes_nothing(
         ]
 
         reply = await _call(mem, ops, ctx)
+        # the list sent as JSON text (a model that encodes it twice) reads the same
+        text = await mem.registries["consolidation"].call(BATCH, {"ops": json.dumps(ops)}, ctx)
+        assert json.loads(text) == reply
 
         assert reply == {
             "status": "success",
@@ -233,7 +236,7 @@ async def test_a_dry_run_batch_answers_as_if_done_and_writes_nothing(
             "results": [{"id": keep, "deleted": 1}, {"id": other}],
         }
         assert await _rows(mem) == before
-        assert ctx.cycle is not None and ctx.cycle.changed == 3
+        assert ctx.cycle is not None and ctx.cycle.changed == 6  # 3 per dry call
 
 
 async def test_the_new_texts_are_embedded_in_one_request_before_anything_is_written(
