@@ -16,7 +16,7 @@ differ only in the rules the loop works under and in their replies —
 - ``subconscious_read_memo`` / ``subconscious_rewrite_memo`` let the loop compress the
   target's L1 memo near its cap, as the reference's README promised (D4);
 - every tool but ``subconscious_iter_stop`` checks first that the target is not paused
-  (the registry's gate): a paused target is neither read nor written (issue 27);
+  (the registry's gate): a paused target is neither read nor written;
 - a memory is named by its id or by a unique prefix of at least 8 characters (the
   pre-pass shows those: ~4 tokens instead of ~17 for each id the cycle re-sends), and a
   reply names it as the call did.
