@@ -139,3 +139,33 @@ async def test_backup_verify_reports_what_the_ledger_removes_from_an_old_backup(
         assert [(kind, n >= 1) for kind, n in report.ledger.values()] == [("forget", True)]
         fresh = await create_backup(mem.store, reason="manual")
         assert (await verify_backup(mem.store, fresh.stem)).ledger == {}
+
+
+async def test_a_batch_edit_records_the_same_lineage_as_the_single_tools(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """The batched edit tool applies its operations through the same use cases inside the
+    cycle's derivation: its merge names the merged memory, its memo sentence the fact."""
+    async with loop_memory(db_dsn, tmp_path, llm, memo_max_chars=200) as mem:
+        cat = await add(mem, "用户养猫", importance=5)
+        nuts = await add(mem, "用户对花生过敏", importance=7)
+        llm.call(
+            "subconscious_batch_edit",
+            {
+                "ops": [
+                    {
+                        "op": "merge",
+                        "keep_id": cat[:8],
+                        "merge_ids": [nuts[:8]],
+                        "content": "用户养猫，对花生过敏",
+                    },
+                    {"op": "memo", "content": "用户对花生过敏。"},
+                ]
+            },
+        )
+        llm.call("subconscious_iter_stop", {"summary": "合并"})
+        assert (await mem.run_cycle(TARGET)).ok
+        assert tool_replies(llm.requests[1])[-1]["status"] == "success"
+        walked = await mem.cases.forgetting.lineage_of(memory_ref(TARGET, nuts))
+        assert {(r.ref.kind, r.ref.id) for r in walked.used_by} >= {("memory", cat)}
+        assert "memo_sentence" in {r.ref.kind for r in walked.used_by}
