@@ -30,5 +30,5 @@ def migrations_dir() -> Path:
 
 
 def read_sql(relative: str) -> str:
-    """Text of one file under ``sql/``, e.g. ``functions/decay_v1.sql``."""
+    """Text of one file under ``sql/``, e.g. ``functions/decay.sql``."""
     return (sql_dir() / relative).read_text(encoding="utf-8")

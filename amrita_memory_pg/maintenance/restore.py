@@ -114,7 +114,7 @@ def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
         elif column in ARRAY_COLUMNS:
             values.append(list(item.get(column) or []))
         elif column == "origin" and item.get("origin") is None:
-            # a backup from before origins were recorded: migration 0021_origin's rule
+            # a backup from before origins were recorded: the rule upgraded rows got
             values.append(origin_before_recorded(item.get("source")))
         else:
             values.append(item.get(column))
@@ -249,7 +249,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
     # The backup's history and access log replace the store's (both tables are emptied
     # and reloaded below): what the trail triggers would write for the memories cleared
     # and copied here is thrown away, so the restore says it keeps the history itself and
-    # the row triggers queue nothing for its 2 x N rows (trail_v4.sql; a plpgsql call
+    # the row triggers queue nothing for its 2 x N rows (trail.sql; a plpgsql call
     # per row otherwise). A backup without them (version 1) is recorded as before.
     own_history = {"memory_change", "memory_access"} <= set(kinds)
     if own_history:

@@ -1,5 +1,9 @@
-"""Migrations: upgrade on an empty database, downgrade to base, upgrade again; and the
-migrated schema equals the declared SQLAlchemy metadata (autogenerate finds nothing)."""
+"""Migrations: upgrade on an empty database, downgrade to base, upgrade again; every
+revision down one step and up again leaves the schema it found; and the migrated schema
+equals the declared SQLAlchemy metadata (autogenerate finds nothing).
+
+The chain starts at the baseline (migrations/versions/0057_baseline.py, the schema of
+0.14.x); tests/migration/test_present_schema.py compares it with a fresh install."""
 
 from __future__ import annotations
 
@@ -8,12 +12,14 @@ from typing import Any
 import asyncpg
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
+from tests.support.schema_dump import dump_schema
 
 EXPECTED_TABLES = {
     "alembic_version",
@@ -83,12 +89,27 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
         await conn.close()
 
 
-async def test_every_revision_downgrades_one_step_at_a_time(empty_db_dsn: str) -> None:
-    await migrate.upgrade(empty_db_dsn)
+async def test_every_revision_downgrades_to_exactly_the_schema_before_it(
+    empty_db_dsn: str,
+) -> None:
+    """Up the chain one revision at a time from empty, then down one at a time: each
+    downgrade leaves the schema (pg_dump of it) the upgrade found, the baseline's an empty
+    schema."""
+    revisions = [
+        r.revision for r in ScriptDirectory.from_config(migrate.alembic_config()).walk_revisions()
+    ]
+    assert revisions[-1] == migrate.BASELINE
+    before: list[str] = []
+    for revision in reversed(revisions):
+        before.append(dump_schema(empty_db_dsn))
+        await migrate.upgrade(empty_db_dsn, revision)
+    assert dump_schema(empty_db_dsn) != before[-1]
+    for revision in revisions:
+        await migrate.downgrade(empty_db_dsn, "-1")
+        assert dump_schema(empty_db_dsn) == before.pop(), f"downgrade of {revision}"
     conn = await asyncpg.connect(empty_db_dsn)
     try:
-        while (await migrate.current_revision(conn)) is not None:
-            await migrate.downgrade(empty_db_dsn, "-1")
+        assert await migrate.current_revision(conn) is None
     finally:
         await conn.close()
     assert await _tables(empty_db_dsn) == {"alembic_version"}
