@@ -344,6 +344,9 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
     with tempfile.TemporaryDirectory() as tmp:
         script = await dump_script(path, Path(tmp))
         text = script.read_text(encoding="utf-8")
+        # a dump this version cannot bring to head is refused before anything is replaced
+        if problem := migrate.unsupported_revision(_dump_revision(text)):
+            raise BackupError(f"cannot restore {path.name}: {problem}")
         incoming = _copy_rows(text, "amrita_memory.memory")
         await _guard_empty(store, incoming, force)
         report = RestoreReport(source=path, kind="dump")
@@ -383,6 +386,17 @@ async def replay_dump(script: Path, dsn: str) -> None:
 
 #: the header line of a table's data block in a pg_restore script
 _COPY_BLOCK = re.compile(r"^COPY (?P<table>\S+) \(.*\) FROM stdin;$")
+
+
+def _dump_revision(script: str) -> str | None:
+    """The schema revision a pg_restore script stamps (its alembic_version row), if any."""
+    lines = script.splitlines()
+    for start, line in enumerate(lines):
+        block = _COPY_BLOCK.match(line)
+        if block is not None and block.group("table") == "amrita_memory.alembic_version":
+            row = lines[start + 1] if start + 1 < len(lines) else "\\."
+            return None if row == "\\." else row.split("\t", 1)[0]
+    return None
 
 
 def _copy_rows(script: str, table: str) -> int:
