@@ -18,7 +18,9 @@ import asyncpg
 import pytest
 
 from amrita_memory_pg.domain.errors import SchemaNotReady
+from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.storage.pg import install, migrate
+from amrita_memory_pg.storage.pg.database import Database
 from tests.support.cli import run_cli
 from tests.support.pg import PgServer
 from tests.support.schema_dump import dump_schema, seed_rows
@@ -143,6 +145,14 @@ async def test_a_database_older_than_the_baseline_is_told_which_release_upgrades
     assert "0040_retire_release5" in message and migrate.BASELINE in message
     assert f"upgrade it with amrita-memory-pg {migrate.BASELINE_RELEASE} first" in message
     assert await _tables(empty_db_dsn) == {"alembic_version"}  # nothing touched
+
+    # a bot's start, migrating or not, says the same
+    settings = load_settings(
+        env={}, read_default_files=False, overrides={"database.url": empty_db_dsn}
+    )
+    for upgrade in (True, False):
+        with pytest.raises(SchemaNotReady, match=f"{migrate.BASELINE_RELEASE} first"):
+            await Database.open(settings, upgrade=upgrade)
 
     cli = run_cli("db", "upgrade", env={"DATABASE_URL": empty_db_dsn})
     assert cli.returncode == 2, cli.stderr
