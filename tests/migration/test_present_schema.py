@@ -158,6 +158,10 @@ async def test_a_database_older_than_the_baseline_is_told_which_release_upgrades
     assert cli.returncode == 2, cli.stderr
     assert f"amrita-memory-pg {migrate.BASELINE_RELEASE} first" in cli.stderr
     assert "Traceback" not in cli.stderr
+    current = run_cli("db", "current", env={"DATABASE_URL": empty_db_dsn})
+    assert current.returncode == 0, current.stderr
+    assert current.stdout.startswith("0040_retire_release5 (the database schema is at")
+    assert f"{migrate.BASELINE_RELEASE} first" in current.stdout
 
 
 async def test_a_database_a_newer_version_migrated_is_refused_too(empty_db_dsn: str) -> None:
