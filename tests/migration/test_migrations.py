@@ -19,6 +19,7 @@ from sqlalchemy.pool import NullPool
 
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
+from tests.support.pg import schema_tables
 from tests.support.schema_dump import dump_schema
 
 EXPECTED_TABLES = {
@@ -38,15 +39,6 @@ EXPECTED_TABLES = {
 }
 
 
-async def _tables(dsn: str) -> set[str]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", SCHEMA)
-        return {r["tablename"] for r in rows}
-    finally:
-        await conn.close()
-
-
 async def _routines(dsn: str) -> set[str]:
     conn = await asyncpg.connect(dsn)
     try:
@@ -62,7 +54,7 @@ async def _routines(dsn: str) -> set[str]:
 
 async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
     await migrate.upgrade(empty_db_dsn)
-    assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
+    assert await schema_tables(empty_db_dsn) >= EXPECTED_TABLES
     assert {
         "decay_score_v1",
         "sweep_cutoff_v1",
@@ -76,11 +68,11 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
     } <= await _routines(empty_db_dsn)
 
     await migrate.downgrade(empty_db_dsn, "base")
-    assert await _tables(empty_db_dsn) == {"alembic_version"}
+    assert await schema_tables(empty_db_dsn) == {"alembic_version"}
     assert await _routines(empty_db_dsn) == set()
 
     await migrate.upgrade(empty_db_dsn)
-    assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
+    assert await schema_tables(empty_db_dsn) >= EXPECTED_TABLES
     conn = await asyncpg.connect(empty_db_dsn)
     try:
         assert await migrate.current_revision(conn) == migrate.head_revision()
@@ -112,13 +104,13 @@ async def test_every_revision_downgrades_to_exactly_the_schema_before_it(
         assert await migrate.current_revision(conn) is None
     finally:
         await conn.close()
-    assert await _tables(empty_db_dsn) == {"alembic_version"}
+    assert await schema_tables(empty_db_dsn) == {"alembic_version"}
 
 
 async def test_upgrade_is_idempotent(db_dsn: str) -> None:
     await migrate.upgrade(db_dsn)
     await migrate.upgrade(db_dsn)
-    assert await _tables(db_dsn) >= EXPECTED_TABLES
+    assert await schema_tables(db_dsn) >= EXPECTED_TABLES
 
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:

@@ -22,7 +22,7 @@ from amrita_memory_pg.settings import load_settings
 from amrita_memory_pg.storage.pg import install, migrate
 from amrita_memory_pg.storage.pg.database import Database
 from tests.support.cli import run_cli
-from tests.support.pg import PgServer
+from tests.support.pg import PgServer, schema_tables
 from tests.support.schema_dump import dump_schema, seed_rows
 
 FIX = (
@@ -124,17 +124,6 @@ async def _stamped(empty_db_dsn: str, revision: str) -> None:
         await conn.close()
 
 
-async def _tables(dsn: str) -> set[str]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        rows = await conn.fetch(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'amrita_memory'"
-        )
-        return {r[0] for r in rows}
-    finally:
-        await conn.close()
-
-
 async def test_a_database_older_than_the_baseline_is_told_which_release_upgrades_it(
     empty_db_dsn: str,
 ) -> None:
@@ -144,7 +133,7 @@ async def test_a_database_older_than_the_baseline_is_told_which_release_upgrades
     message = str(refused.value)
     assert "0040_retire_release5" in message and migrate.BASELINE in message
     assert f"upgrade it with amrita-memory-pg {migrate.BASELINE_RELEASE} first" in message
-    assert await _tables(empty_db_dsn) == {"alembic_version"}  # nothing touched
+    assert await schema_tables(empty_db_dsn) == {"alembic_version"}  # nothing touched
 
     # a bot's start, migrating or not, says the same
     settings = load_settings(
