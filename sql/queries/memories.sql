@@ -34,7 +34,7 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
            p_base_url => $17);
 
 -- (update_memory moved to sql/queries/seed.sql as update_memory_guarded: update_memory_v3,
--- the manual-entry guard of issue 14, with hybrid's search tokens.)
+-- with the manual-entry guard and hybrid's search tokens.)
 
 -- name: search_memories
 -- The top p_top_k of partition p_partition for query vector p_query (NULL in keyword

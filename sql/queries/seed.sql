@@ -1,4 +1,4 @@
--- The second seed's memory model (issue 14): manual-entry guard, filtered lists, the
+-- The second seed's memory model: manual-entry guard, filtered lists, the
 -- "## Bot Memories" block, scopes loaded into a chat, automatic extraction, clear.
 -- Every statement names its partition (or chat/session) key first, the distribution
 -- column under Citus.

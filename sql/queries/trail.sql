@@ -1,4 +1,4 @@
--- The memory's trail (issue 17, item 4): who recalled a memory, who changed it, paused
+-- The memory's trail: who recalled a memory, who changed it, paused
 -- partitions. Every statement names its partition key first, the distribution column
 -- under Citus. The functions are sql/functions/trail.sql.
 

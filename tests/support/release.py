@@ -70,7 +70,7 @@ def release(version: str, live: Path, versions: Path, previous_release: Path) ->
         retired = tuple(sorted(d.name for d in marked))
         migration = write_migration(
             versions,
-            "retire_for_" + re.sub(r"\W", "_", version),
+            "retire_before_" + re.sub(r"\W", "_", version),
             title=f"Retire what only the release before {version} called: {', '.join(retired)}",
             why="They were marked `-- previous release` in "
             "their live files, kept while the previous release's processes could run beside "

@@ -41,7 +41,7 @@ def test_the_marked_definitions_move_into_a_migration_that_drops_them(
     assert set(done.retired) == marked
     assert set(after) == set(before) - marked
     assert not any(d.marked for d in after.values())
-    assert done.migration is not None and done.migration.name.endswith("_retire_for_9_9_0.py")
+    assert done.migration is not None and done.migration.name.endswith("_retire_before_9_9_0.py")
     module = done.migration.read_text("utf-8")
     assert f'down_revision: str | None = "{head_revision()}"' in module
     compile(module, done.migration.name, "exec")
