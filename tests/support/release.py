@@ -1,13 +1,14 @@
-"""The SQL side of a release, one command:
+"""The SQL side of a release, one command, with the version just released, in the commit
+that opens the next one (docs/development.md, "Versions and releases"):
 
-    .venv/bin/python -m tests.support.release 0.15.0
+    .venv/bin/python -m tests.support.release X.Y.Z
 
-1. Retire: every definition marked ``-- previous release`` in ``sql/functions`` (kept only
-   for the release before, whose processes may still run during a rolling upgrade) is
-   cut out of its live file into a new migration that drops it; the migration's downgrade
-   runs the cut text, so it creates them again as they were.
-2. Regenerate ``sql/PREVIOUS_RELEASE.txt``: what this release's Python calls. Once it is
-   released it is the previous release, and its functions stay until the next one.
+1. Regenerate ``sql/PREVIOUS_RELEASE.txt``: what X.Y.Z's Python calls. The next version's
+   processes run beside X.Y.Z's during its rolling upgrade, so those functions stay.
+2. Retire: every definition marked ``-- previous release`` in ``sql/functions`` (kept only
+   for the release before X.Y.Z) is cut out of its live file into a new migration of the
+   next version that drops it; the migration's downgrade runs the cut text, so it
+   creates them again as they were.
 
 Nothing needs a database: the marks say what goes (``tests/migration/test_orphan_sql.py``
 checks that they are exactly what only the previous release keeps). Afterwards run
