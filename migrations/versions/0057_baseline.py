@@ -8,7 +8,7 @@ The 57 revisions 0001_foundation … 0057_retire_release12 squashed into one. It
 is the last of them, so a database 0.14.0 or 0.14.1 migrated is at the baseline already
 and upgrades on from here; an older one is refused with the release to upgrade it with
 first (``storage/pg/migrate.py`` ``unsupported_revision``). Those revisions, with the why
-of every step, are in the history of this file's folder before 0.15.0.
+of every step, are in git: ``git log v0.14.1 -- migrations/versions``.
 
 An empty database upgraded to head does not run this: it gets the present schema in one
 step (``storage/pg/install.py``). This runs when a database is upgraded to a named
