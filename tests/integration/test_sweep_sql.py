@@ -190,6 +190,18 @@ async def test_the_batches_visit_every_row_once_in_primary_key_order(memory: Mem
             NOW, order[4], order[10],
         )  # fmt: skip
     assert tuple(row) == (6, True, order[10])
+    # the walk's keyset is the primary key's: no index on id alone is needed
+    async with memory.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL enable_seqscan = off")  # a 30-row table
+        plan = "\n".join(
+            r[0]
+            for r in await conn.fetch(
+                "EXPLAIN (COSTS OFF) SELECT id FROM amrita_memory.memory"
+                " WHERE (partition_key, id) > ('a', 'b') ORDER BY partition_key, id LIMIT 5"
+            )
+        )
+    assert "pk_memory" in plan, plan
+    assert await memory.pool.fetchval("SELECT to_regclass('amrita_memory.ix_memory_id')") is None
 
 
 async def test_at_each_tier_boundary_the_sweep_decides_as_the_rule(memory: Memory) -> None:

@@ -70,3 +70,32 @@ async def test_a_row_over_a_page_moves_its_text_out_first_and_a_huge_vector_stil
     assert not await _out_of_line(conn, "knowledge", "0123abcd", "embedding")
     await _insert(conn, "memory", "P3072", 3072, TEXT)  # 12 KB of vector: cannot fit a page
     assert await _out_of_line(conn, "memory", "P3072", "embedding")
+
+
+async def test_a_vector_stored_out_of_line_comes_back_inline_when_rewritten(
+    conn: asyncpg.Connection,
+) -> None:
+    """Rows written under pgvector's defaults (EXTERNAL, toasting from 2 KB: a database of a
+    release before these settings) keep their out-of-line vectors until rewritten: a
+    re-embed (a new vector) or VACUUM FULL (docs/operations.md) stores them by the rules."""
+    await conn.execute(
+        "ALTER TABLE amrita_memory.memory RESET (toast_tuple_target);"
+        " ALTER TABLE amrita_memory.memory ALTER COLUMN embedding SET STORAGE EXTERNAL"
+    )
+    for key in ("old", "reembedded"):
+        await _insert(conn, "memory", key, 384, TEXT)
+        assert await _out_of_line(conn, "memory", key, "embedding")  # what the rules avoid
+    await conn.execute(
+        "ALTER TABLE amrita_memory.memory SET (toast_tuple_target = 8160);"
+        " ALTER TABLE amrita_memory.memory ALTER COLUMN embedding SET STORAGE MAIN"
+    )
+    assert await _out_of_line(conn, "memory", "old", "embedding")  # kept until rewritten
+    await conn.execute(
+        "UPDATE amrita_memory.memory SET embedding ="
+        " array(SELECT cos(g)::real FROM generate_series(1, 384) g)::vector"
+        " WHERE partition_key = 'reembedded'"
+    )
+    assert not await _out_of_line(conn, "memory", "reembedded", "embedding")
+    assert await _out_of_line(conn, "memory", "old", "embedding")
+    await conn.execute("VACUUM FULL amrita_memory.memory")
+    assert not await _out_of_line(conn, "memory", "old", "embedding")
