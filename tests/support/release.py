@@ -24,7 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from amrita_memory_pg.resources import migrations_dir, sql_dir
+from amrita_memory_pg.resources import sql_dir
+from amrita_memory_pg.storage.pg import migrate
 from tests.support.sql_migration import write_migration
 from tests.support.sql_usage import (
     PACKAGE_SOURCES,
@@ -95,7 +96,7 @@ if __name__ == "__main__":
     done = release(
         sys.argv[1],
         sql_dir() / "functions",
-        migrations_dir() / "versions",
+        migrate.versions_dir(),
         sql_dir() / "PREVIOUS_RELEASE.txt",
     )
     if done.migration is not None:

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import asyncpg
 
-from amrita_memory_pg.resources import migrations_dir
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.install import live_files
 from amrita_memory_pg.storage.pg.sqlfile import scan
@@ -320,7 +319,7 @@ async def main(slug: str, why: str, versions: Path) -> Path | None:
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         raise SystemExit('usage: python -m tests.support.sql_migration SLUG "what and why"')
-    module = asyncio.run(main(sys.argv[1], sys.argv[2], migrations_dir() / "versions"))
+    module = asyncio.run(main(sys.argv[1], sys.argv[2], migrate.versions_dir()))
     if module is not None:
         print(f"wrote {module.name} and its .sql / .down.sql: read them, then run")
         print("  .venv/bin/python -m pytest -q tests/migration tests/unit/test_sql_layout.py")

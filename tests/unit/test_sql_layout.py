@@ -27,7 +27,7 @@ from tests.support.sql_usage import (
 LIVE = sql_dir() / "functions"
 VERSIONS = migrations_dir() / "versions"
 #: what a migration's code may not name: the loaders of sql/'s files, or a path into it
-LIVE_READERS = {"sql_dir", "read_sql", "live_files", "live_statements", "install_present"}
+LIVE_READERS = {"sql_dir", "live_files", "live_statements", "install_present"}
 
 
 def test_the_live_folder_holds_one_unversioned_file_per_family() -> None:
@@ -106,7 +106,7 @@ def reads_a_live_file(source: str) -> bool:
 
 
 def test_the_live_file_check_sees_a_loader_or_a_path_but_not_prose() -> None:
-    assert reads_a_live_file("from amrita_memory_pg.resources import read_sql")
+    assert reads_a_live_file("from amrita_memory_pg.resources import sql_dir")
     assert reads_a_live_file("x = resources.sql_dir() / 'f'")
     assert reads_a_live_file("run_sql_file(Path('sql/functions/memory.sql'))")
     assert not reads_a_live_file('"""Brings the schema to sql/functions\' definitions."""')

@@ -125,6 +125,7 @@ async def current_revision(conn: Any) -> str | None:
 
 
 def versions_dir() -> Path:
+    """The migrations' folder: each revision's module and the SQL frozen beside it."""
     return migrations_dir() / "versions"
 
 
