@@ -3,7 +3,7 @@
 Pure: the actor of the current task (a context variable, so that every write path —
 tools, /memory, CLI, web, extraction, L3, import — names its writer once at its entry
 and the storage layer hands it to the database in the writing transaction, where the
-triggers of ``sql/functions/trail_v1.sql`` record it), the records the trail reads
+triggers of ``sql/functions/trail.sql`` record it), the records the trail reads
 back, and the cleaning of a query before it is logged (the ONE redaction, cut).
 """
 

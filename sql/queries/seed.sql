@@ -1,4 +1,4 @@
--- The second seed's memory model (issue 14): manual-entry guard, filtered lists, the
+-- The second seed's memory model: manual-entry guard, filtered lists, the
 -- "## Bot Memories" block, scopes loaded into a chat, automatic extraction, clear.
 -- Every statement names its partition (or chat/session) key first, the distribution
 -- column under Citus.
@@ -42,7 +42,7 @@ SELECT count(*)::integer AS n
 -- name: memory_block
 -- Everything one turn injects, in ONE round trip (memos, loaded scopes, candidates,
 -- relevant memories, profile summary, and one row of kind paused per paused partition,
--- which is left out): sql/functions/injection_v2.sql, planned once per connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
+-- which is left out): sql/functions/injection.sql, planned once per connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
 -- vector (NULL: none), $6 how many relevant memories, $7 profile key (NULL: none),
 -- $8 the candidates' version the caller holds (NULL: none; equal: they are not sent).
 -- updated_at arrives as epoch seconds: 200 floats decode in a fraction of the time of
@@ -134,7 +134,7 @@ SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::
 -- The memories an earlier extraction made in partition $1 go (this extraction replaces
 -- them): origin = 'extraction' and still source = 'auto'. Everything else stays: the chat
 -- model's writes, imports, the L3 loop's rows, rows of unknown origin, and any row a
--- person has edited (that made it source = 'user', sql/functions/origin_v1.sql).
+-- person has edited (that made it source = 'user', sql/functions/origin.sql).
 -- Returns the ids deleted with their texts (a new row with the same text carries the old
 -- one's lineage, sql/queries/lineage.sql lineage_carry).
 DELETE FROM amrita_memory.memory

@@ -156,7 +156,7 @@ async def test_origin_is_the_writers_kind_and_unknown_rows_are_never_replaced(
             llm__model="stub-model",
         ) as mem:
             written = {}
-            for kind in ("person", "l3", "system"):
+            for kind in ("person", "l3", "system", "import"):
                 with acting(Actor(kind, "x")):  # type: ignore[arg-type]
                     record = await mem.memories.add(
                         partition_key=KEY, scope="user", content=f"{kind} 写的记忆", source="auto"

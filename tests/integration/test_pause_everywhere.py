@@ -6,7 +6,7 @@ CLI; extraction; the per-turn injection) is walked against a paused personal par
 and a paused group partition: nothing of theirs is read out (a sentinel written into
 their memories, memo, profile and chat log never appears) and nothing of theirs is
 written (every row keyed by them is unchanged). The database itself refuses automatic
-memo and profile writes (SQLSTATE AMZ01, pause_v1.sql), while a person still manages a
+memo and profile writes (SQLSTATE AMZ01, pause.sql), while a person still manages a
 paused partition.
 """
 
