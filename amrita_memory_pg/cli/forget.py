@@ -3,7 +3,7 @@
 they reach — through the use cases every surface calls (``usecases/forgetting.py``).
 
 Each destructive command prints what it would reach and asks (or ``--yes``); ``--dry-run``
-only prints. The rules are in ``sql/functions/lineage_v1.sql`` and docs/forgetting.md.
+only prints. The rules are in ``sql/functions/lineage.sql`` and docs/forgetting.md.
 """
 
 from __future__ import annotations

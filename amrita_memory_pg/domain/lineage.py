@@ -1,4 +1,4 @@
-"""Lineage: what a derived row was made from (pure; the SQL is sql/functions/lineage_v1.sql).
+"""Lineage: what a derived row was made from (pure; the SQL is sql/functions/lineage.sql).
 
 A derived row is a memory the L3 loop merged or wrote, a knowledge entry it distilled, a
 profile line or summary it wrote, a memo sentence it rewrote, or a memory extraction made

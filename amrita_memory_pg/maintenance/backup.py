@@ -144,7 +144,7 @@ GENERIC_TABLES: tuple[str, ...] = (
     "memory_change",  # the change history: restored as it was, no "system" rows
     "sweep_change",  # the sweep's change history (one row per batch)
     "admin_audit",
-    # forgetting (0058_lineage): what derived rows were made from, rows withheld for the
+    # forgetting (0059_lineage): what derived rows were made from, rows withheld for the
     # loop, and the erasure ledger (a restore keeps the store's and applies it)
     "lineage",
     "rederive_task",

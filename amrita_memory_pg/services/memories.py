@@ -293,7 +293,7 @@ class MemoryService:
         now: datetime | None = None,
     ) -> Cascade:
         """Forget memories with their cascade and every trace, recorded in the erasure
-        ledger (see ``sql/functions/lineage_v1.sql``). Unless ``by_person``, a
+        ledger (see ``sql/functions/lineage.sql``). Unless ``by_person``, a
         ``source=user`` memory is refused (:class:`ProtectedMemory`) while
         ``protect_manual_memories`` is on, as for a delete."""
         if self.protects(by_person):

@@ -1,6 +1,6 @@
 """Lineage in PostgreSQL: edges recorded in the writer's transaction, the walks both ways,
 the withheld rows' tasks and the erasure ledger (``sql/queries/lineage.sql``, the
-functions of ``sql/functions/lineage_v1.sql``).
+functions of ``sql/functions/lineage.sql``).
 
 The writes that remove rows — a delete's or forget's cascade, an erasure — live with the
 memories (``storage/memory_forget.py``): they must tell the vector index what left."""

@@ -218,7 +218,7 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
         by the database: :class:`ProtectedMemory`, nothing changed. ``cascade_from``: the
         text before a person's or the chat model's change; what was derived from the
         memory is then withheld for the loop to derive again from the new text (the
-        change cascade of ``lineage_v1.sql``), in the same transaction. A change inside
+        change cascade of ``lineage.sql``), in the same transaction. A change inside
         :func:`~amrita_memory_pg.domain.lineage.deriving` (the loop's rewrite) records
         what the new text was made from.
 
@@ -385,7 +385,7 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
         now: datetime,
     ) -> Cascade | None:
         """:meth:`delete` and, in the same transaction, the cascade of what was derived from
-        the memory (``lineage_v1.sql``, mode delete: made from it alone → deleted, from
+        the memory (``lineage.sql``, mode delete: made from it alone → deleted, from
         several → withheld for the loop, told to leave ``content`` out). None when the id
         is not in the partition."""
         async with self._writing(partition_key) as conn, conn.transaction():

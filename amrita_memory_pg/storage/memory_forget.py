@@ -1,7 +1,7 @@
 """The writes that remove a memory with what was derived from it: a person's or the chat
 model's delete (its cascade), a forget (also every trace, recorded in the erasure ledger),
 an erasure of a whole partition, and the cascade of a changed text. Each is one
-transaction: the SQL functions of ``sql/functions/lineage_v1.sql`` do the work, the
+transaction: the SQL functions of ``sql/functions/lineage.sql`` do the work, the
 vector index is told what left the memory table before the commit."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The L3 loop's re-derivation of withheld rows: ``subconscious_rederive``.
 
-A delete, forget or change (``sql/functions/lineage_v1.sql``) withholds what was derived
+A delete, forget or change (``sql/functions/lineage.sql``) withholds what was derived
 from the row that went or changed and from other rows too: a memory or knowledge entry
 leaves its table, a profile line or summary leaves the profile, a memo sentence leaves
 the memo, and a task waits in ``rederive_task`` for the partition's next cycle. The

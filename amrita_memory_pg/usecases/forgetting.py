@@ -1,7 +1,7 @@
 """Deleting with the cascade, forgetting, erasing, and the lineage a person looks at: the
 same use cases for every surface (the chat tools, ``/memory``, the CLI, the admin page).
 
-The rules are the SQL's (``sql/functions/lineage_v1.sql``): what was derived from a
+The rules are the SQL's (``sql/functions/lineage.sql``): what was derived from a
 deleted or forgotten memory alone is deleted, what was derived from it and other rows
 is withheld for the L3 loop to write again without it; a forget also removes every trace
 and is recorded in the erasure ledger; an erasure does that for a whole partition.

@@ -1,5 +1,5 @@
 -- Lineage, forgetting, erasure (amrita_memory_pg/storage/lineage.py, one typed wrapper
--- each). The functions are sql/functions/lineage_v1.sql; its header says what a lineage
+-- each). The functions are sql/functions/lineage.sql; its header says what a lineage
 -- row, a withheld row's task and a ledger row mean.
 
 -- name: lineage_record

@@ -1,4 +1,4 @@
-"""The lineage functions of sql/functions/lineage_v1.sql, called directly as from psql: the
+"""The lineage functions of sql/functions/lineage.sql, called directly as from psql: the
 walks both ways, the forget cascade's rule, the erasure's receipt and the ledger."""
 
 from __future__ import annotations
