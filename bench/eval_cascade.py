@@ -88,13 +88,14 @@ def _responder_class() -> Any:
             super().__init__()
             self.decide: Any = None
 
-        def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Any:
-            with self._lock:
-                if not self.script and self.decide is not None:
-                    self.requests.append(body)
-                    self.request_headers.append(headers)
-                    return self.decide(body)
-            return super()._next(body, headers)
+        def _next(self, body: dict[str, Any], headers: dict[str, str], *raw: Any) -> Any:
+            # ``raw``: the request's bytes, which newer ScriptedLLMs also take (the same
+            # script runs on a release whose stub did not)
+            scripted = bool(self.script)
+            step = super()._next(body, headers, *raw)  # records the request either way
+            if scripted or self.decide is None:
+                return step
+            return self.decide(body)
 
     return Responder
 
