@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import LeaseHeld
@@ -390,7 +391,8 @@ class Memory:
             group_key=ctx.group_key,
             user_id=ctx.user_id,
         )
-        return await self.bot_memories.block(speaker, message=message)
+        with metrics.timed(metrics.MEMORY_BLOCK_SECONDS):
+            return await self.bot_memories.block(speaker, message=message)
 
     async def inspect(
         self, chat_key: str, *, user_id: str | None = None, message: str | None = None

@@ -186,6 +186,28 @@ async def status(state: CliState) -> None:
     click.echo(render_status(report))
 
 
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.pass_obj
+def health(state: CliState, as_json: bool) -> None:
+    """Exit 0 when the database answers, its schema is at head and the stored vectors are
+    the configured model's; exit 1 otherwise, naming the check that failed (a container's
+    health check: Docker's HEALTHCHECK, a Kubernetes exec probe). Never starts the
+    embedded server; never loads the model."""
+    from amrita_memory_pg.maintenance.health import Check, Health, server_health
+
+    try:
+        report = asyncio.run(server_health(state.settings))
+    except AmritaMemoryError as exc:  # a broken configuration is unhealthy, not exit 2
+        report = Health((Check("config", False, str(exc)),))
+    if as_json:
+        click.echo(report.as_json())
+    else:
+        for check in report.checks:
+            click.echo(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+    sys.exit(0 if report.ok else 1)
+
+
 # ---------------------------------------------------------------------------- tokens
 
 

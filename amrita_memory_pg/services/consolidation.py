@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import AmritaMemoryError, LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel, Message
@@ -117,6 +118,19 @@ class L3Hooks:
 PAUSED_SUMMARY = "skipped: the partition is paused"
 
 
+def cycle_outcome(summary: CycleSummary) -> str:
+    """The ``/metrics`` outcome of a cycle (a bounded label, never the target)."""
+    if summary.held_by is not None:
+        return "held"
+    if summary.cycle_id == 0:  # nothing started here
+        return "paused" if summary.ok else "busy"
+    if summary.aborted:
+        return "aborted"
+    if summary.dry_run:
+        return "dry_run"
+    return "ok" if summary.ok else "failed"
+
+
 class CycleLlm:
     """The loop's chat model, with every call's tokens written to ``token_usage`` at once."""
 
@@ -153,6 +167,7 @@ class CycleLlm:
         tools: list[dict[str, Any]] | None = None,
     ) -> Message:
         result = await self.model.complete(messages, tools)
+        metrics.record_tokens("l3", result.usage.prompt_tokens, result.usage.completion_tokens)
         await self.repo.record_usage(
             cycle.target_key,
             cycle.cycle_id,
@@ -270,7 +285,12 @@ class Consolidator:
 
         A paused target is checked first, in the database, and gets no cycle at all: no
         cycle row, no model call, nothing read out (a failing check raises, it is never
-        read as "not paused")."""
+        read as "not paused"). Counted in ``/metrics`` by outcome."""
+        summary = await self._run_once(target_key, dry_run=dry_run, trigger=trigger)
+        metrics.record_cycle(cycle_outcome(summary))
+        return summary
+
+    async def _run_once(self, target_key: str, *, dry_run: bool, trigger: str) -> CycleSummary:
         if self.hooks.paused is not None and await self.hooks.paused(target_key):
             return CycleSummary(
                 cycle_id=0, target_key=target_key, ok=True, summary=PAUSED_SUMMARY, dry_run=dry_run

@@ -30,6 +30,7 @@ from amrita_memory_pg.settings.sections import (
     ExtractionSettings,
     InjectionSettings,
     LlmSettings,
+    ObservabilitySettings,
     ProfileSettings,
     RetrievalSettings,
     TrailSettings,
@@ -108,6 +109,7 @@ class Settings(BaseSettings):
     trail: TrailSettings = Field(default_factory=TrailSettings)  # type: ignore[arg-type]
     web: WebSettings = Field(default_factory=WebSettings)  # type: ignore[arg-type]
     backup: BackupSettings = Field(default_factory=BackupSettings)  # type: ignore[arg-type]
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
         # The sources are built inside super().__init__; they find the environment and the

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, get_type_hints
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import (
     DatabaseError,
     EmbeddingError,
@@ -49,6 +51,9 @@ __all__ = [
     "error_reply",
 ]
 
+
+#: the reply statuses ``/metrics`` tells apart (any other counts as success)
+_STATUSES = frozenset({"success", "error", "paused", "queued"})
 
 #: Who a registry serves: the chat LLM, or the background consolidation (L3) loop.
 Audience = Literal["chat", "consolidation"]
@@ -279,19 +284,32 @@ class ToolRegistry:
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
     ) -> str:
-        """Run a tool and return its JSON reply; never raises."""
+        """Run a tool and return its JSON reply; never raises. Counted in ``/metrics`` by
+        tool and status (an unknown name as ``unknown``: the label set stays bounded)."""
+        started = time.perf_counter()
+        reply, tool, status = await self._call(name, arguments, ctx)
+        metrics.record_tool_call(
+            self.audience, tool or "unknown", status, time.perf_counter() - started
+        )
+        return reply
+
+    async def _call(
+        self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
+    ) -> tuple[str, str | None, str]:
+        """The reply, the tool's registered name (None: no such tool) and the status."""
         if isinstance(name, str) and name in self._routes:
             try:
                 arguments = _arguments(name, arguments)
             except ToolError as exc:
-                return error_reply(exc.message, compact=self.compact, **exc.extra)
+                return error_reply(exc.message, compact=self.compact, **exc.extra), name, "error"
             name = self._routes[name](arguments)
         tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
             available = ", ".join(self._tools) or "（无）"
-            return error_reply(
+            reply = error_reply(
                 f"未知工具 {plain(str(name))}；可用工具: {available}", compact=self.compact
             )
+            return reply, None, "unknown"
         try:
             with acting(self.actor(ctx)):
                 if (
@@ -302,9 +320,9 @@ class ToolRegistry:
                     await self.gate(ctx.cycle.target_key)
                 result = await tool.run(_arguments(name, arguments), ctx)
         except ToolError as exc:
-            return error_reply(exc.message, compact=self.compact, **exc.extra)
+            return error_reply(exc.message, compact=self.compact, **exc.extra), tool.name, "error"
         except MemoryPaused as exc:  # a paused scope: checked first, and by the database (AMZ01)
-            return self._paused(tool, exc)
+            return self._paused(tool, exc), tool.name, "paused"
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
             prefix = tool.failure_prefix or f"{name} 失败"
             # issue 11 F7: never an empty message; say whether anything changed, what to do.
@@ -317,8 +335,13 @@ class ToolRegistry:
                 log.warning("tool %s failed: %s", name, failure_cause(exc))
             else:
                 log.exception("tool %s failed", name)
-            return error_reply(message, compact=self.compact)
-        return dumps(result, compact=self.compact)
+            return error_reply(message, compact=self.compact), tool.name, "failed"
+        status = result.get("status")
+        return (
+            dumps(result, compact=self.compact),
+            tool.name,
+            status if status in _STATUSES else "success",
+        )
 
     def _paused(self, tool: Tool[Any], exc: MemoryPaused) -> str:
         """The one mapping of a paused partition to the model's reply."""

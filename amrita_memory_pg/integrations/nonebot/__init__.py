@@ -60,7 +60,11 @@ from amrita_memory_pg.integrations.nonebot.responder import (  # noqa: E402
 )
 from amrita_memory_pg.integrations.nonebot.runtime import Runtime  # noqa: E402
 from amrita_memory_pg.integrations.nonebot.send import send_private, send_reply  # noqa: E402
-from amrita_memory_pg.integrations.nonebot.web import mount_admin  # noqa: E402
+from amrita_memory_pg.integrations.nonebot.web import (  # noqa: E402
+    mount_admin,
+    mount_observability,
+)
+from amrita_memory_pg.logs import use_json_logs  # noqa: E402
 from amrita_memory_pg.maintenance.scheduled import run_scheduled_backup  # noqa: E402
 from amrita_memory_pg.memory import Memory  # noqa: E402
 from amrita_memory_pg.services.scheduling import runner_not_built  # noqa: E402
@@ -77,18 +81,23 @@ __plugin_meta__ = PluginMetadata(
 )
 
 log = logging.getLogger(__name__)
-# Our modules log through the stdlib; show those lines in NoneBot's (loguru) output.
-_core_logger = logging.getLogger("amrita_memory_pg")
-_core_logger.setLevel(logging.INFO)
-if not any(isinstance(h, LoguruHandler) for h in _core_logger.handlers):
-    _core_logger.addHandler(LoguruHandler())
-
 driver = get_driver()
 # Fails here, at load time, on an unknown AMRITA_MEMORY_* key (ConfigError names it).
 settings = settings_from_driver_config(driver.config.model_dump())
+# Our modules log through the stdlib; show those lines in NoneBot's (loguru) output, or
+# as JSON lines on stderr with [observability] json_logs.
+_core_logger = logging.getLogger("amrita_memory_pg")
+_core_logger.setLevel(logging.INFO)
+if settings.observability.json_logs:
+    use_json_logs(_core_logger)
+    _core_logger.propagate = False
+elif not any(isinstance(h, LoguruHandler) for h in _core_logger.handlers):
+    _core_logger.addHandler(LoguruHandler())
 runtime = Runtime(settings)
 #: whether the admin web page is mounted on the driver's FastAPI app ([web] enabled)
 admin_mounted = mount_admin(settings, runtime)
+#: whether /metrics and /health are served on the driver's app ([observability])
+observability_mounted = mount_observability(settings, runtime)
 runtime.watch_jobs = not admin_mounted
 #: the AmritaBot registration (tools + memo hook), when AmritaBot runs in this process
 amrita_installation: Any = None

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
@@ -271,6 +272,9 @@ class Database:
         #: where reads that may lag go (``[database] read_url``, a replica); the primary's
         #: pool when none is configured
         self.read_pool = read_pool if read_pool is not None else pool
+        metrics.watch_pool(pool, "primary")
+        if read_pool is not None:
+            metrics.watch_pool(read_pool, "replica")
 
     @classmethod
     async def open(cls, settings: Settings, *, upgrade: bool = True) -> Database:
