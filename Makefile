@@ -18,6 +18,7 @@ install: $(STAMP)
 # The main job: a console chat bot (NoneBot2 + nonebot-adapter-console + this plugin) on
 # the embedded defaults, data in data/amrita_memory_pg. Quit with ctrl+q, then ctrl+c.
 run: $(STAMP)
+	@echo "the CLI is $(BIN)/amrita-memory (or: source $(BIN)/activate, then amrita-memory)"
 	$(BIN)/python bot.py
 
 LINT_PATHS := amrita_memory_pg migrations tests bot.py bench

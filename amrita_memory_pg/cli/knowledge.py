@@ -21,6 +21,7 @@ from amrita_memory_pg.bootstrap import open_store
 from amrita_memory_pg.cli.app import INT32_MAX, CliState, cli, run_async
 from amrita_memory_pg.domain.knowledge import KNOWLEDGE_NODE, preview
 from amrita_memory_pg.domain.records import SEARCH_MODES, SearchMode
+from amrita_memory_pg.domain.validation import not_utf8
 from amrita_memory_pg.maintenance.knowledge import (
     export_markdown,
     import_markdown,
@@ -43,7 +44,12 @@ def _body(body: str | None, body_file: Path | None) -> str | None:
     if body is not None and body_file is not None:
         raise click.UsageError("give --body or --body-file, not both")
     if body_file is not None:
-        return body_file.read_text(encoding="utf-8")
+        try:
+            return body_file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise click.BadParameter(
+                not_utf8(str(body_file), exc), param_hint="--body-file"
+            ) from exc
     return body
 
 

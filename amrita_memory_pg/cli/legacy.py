@@ -105,10 +105,13 @@ async def import_legacy_command(
     """Merge an amrita_plugin_memory installation (OLD_DATA_DIR = the bot folder or its
     data/amrita_plugin_memory). Run it in the bot folder: it reads the bot's .env.
 
-    Memories (Chroma, vectors reused when the model is the same), memos (SQL table),
-    and the old config.toml (printed for review). Knowledge, profile and L3 state are
-    parsed and reported. Existing rows are kept; the per-partition cap is respected;
-    a second run changes nothing; a killed run resumes when started again.
+    Imports the memories (Chroma; vectors reused when the model is the same), the memos
+    (SQL table), the knowledge base, the user profile and the L3 state (with its pending
+    messages and knowledge suggestions); translates the old config.toml and prints it
+    for review; names the old L3 prompt templates (not imported). Existing rows are kept;
+    the per-partition cap is respected; a second run changes nothing; a killed run resumes
+    when started again. Exit status 1 when anything was skipped, did not fit under the
+    cap or could not be read (each listed), 0 when everything came over.
     """
     from amrita_memory_pg.bootstrap import open_store
     from amrita_memory_pg.maintenance.legacy_import import import_legacy, resolve_data_dir
@@ -155,3 +158,12 @@ async def import_legacy_command(
             click.echo(f"已写入 {write_config}")
         elif write_config is None:
             click.echo("未写入；需要时加 --write-config config/amrita_memory_pg/config.toml")
+    left = len(report.skipped) + len(report.unreadable) + sum(report.overflow.values())
+    if left:
+        # a script cannot read the report: the exit status says that not everything came over
+        click.echo(
+            f"amrita-memory: {left} item(s) were not imported (listed above); "
+            "everything else was. Exit status 1.",
+            err=True,
+        )
+        sys.exit(1)

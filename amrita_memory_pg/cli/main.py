@@ -510,6 +510,13 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except UnicodeDecodeError as exc:  # a file an operator named is not text we can read
+        if debug:
+            raise
+        from amrita_memory_pg.domain.validation import not_utf8
+
+        click.echo(f"amrita-memory: {not_utf8('a file it read', exc)}", err=True)
+        sys.exit(2)
     except OSError as exc:  # a file or folder the operator named or configured
         if debug:
             raise

@@ -17,7 +17,7 @@ import click
 from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async
 from amrita_memory_pg.cli.memories import memory_group
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS
-from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS
+from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, echo
 
 
 @cli.command("pause")
@@ -109,6 +109,15 @@ async def inspect_command(
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
+def _unknown(key: str, memory_id: str, state: CliState) -> str:
+    """The sentence for an id that is neither a memory of ``key`` nor in its history."""
+    days = state.settings.trail.history_keep_deleted_days
+    return (
+        f"no memory {echo(memory_id)} in {key}, now or in its history (a deleted memory's "
+        f"history is kept {days} days): `amrita-memory memory list {key}` shows the ids"
+    )
+
+
 @memory_group.command("history")
 @click.argument("key", type=KEY)
 @click.argument("memory_id", type=TextType(MAX_ID_CHARS))
@@ -121,6 +130,8 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
 
     async with open_memory(state.settings, startup=False) as mem:
         entries = await mem.trail.history(key, memory_id, limit)
+    if not entries:  # every memory has its creation row while it or its history is kept
+        raise click.ClickException(_unknown(key, memory_id, state))
     for e in entries:
         fields = ",".join(e.changed_fields())
         after = (e.after or e.before or {}).get("content", "")
@@ -143,6 +154,9 @@ async def memory_accesses(state: CliState, key: str, memory_id: str, limit: int)
 
     async with open_memory(state.settings, startup=False) as mem:
         entries = await mem.trail.access_log(key, memory_id, limit)
+        known = bool(entries) or bool(await mem.trail.history(key, memory_id, 1))
+    if not known:
+        raise click.ClickException(_unknown(key, memory_id, state))
     for a in entries:
         score = "-" if a.score is None else f"{a.score:.4f}"
         click.echo(

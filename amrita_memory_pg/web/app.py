@@ -363,6 +363,15 @@ def _install_login(app: FastAPI, admin: kit.AdminState) -> None:
             )
         if not csrf_ok(request.state.session, form.get("csrf")):
             raise kit.CsrfRefused()
+        if not name.isprintable():  # ESC, BEL…: the audit log names people, not terminals
+            return kit.render(
+                request,
+                "login.html",
+                status_code=400,
+                next=next_path,
+                name="".join(ch for ch in name if ch.isprintable()),
+                error=t("login.bad_name"),
+            )
         password = kit.form_text(form, "password")
         role: Role | None = None
         if verify_password(password, web.superuser_password_hash.get_secret_value()):

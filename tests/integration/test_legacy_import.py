@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -439,7 +440,12 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
         resumed = subprocess.run(
             command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
         )
-        assert resumed.returncode == 0, resumed.stderr
+        # two partitions are over the cap: not everything came over, and the exit status
+        # says so to a script (it used to be 0)
+        assert resumed.returncode == 1, resumed.stderr
+        over = sum(max(count - CAP, 0) for _k, _s, count in PARTITIONS)
+        left = re.search(r"(\d+) item\(s\) were not imported", resumed.stderr)
+        assert left is not None and int(left.group(1)) >= over + len(old.broken_ids)
         assert f"已存在且相同 {killed_at}" in resumed.stdout
         # the resumed run embeds only what the killed one had not committed
         resumed_texts = len(_memory_texts(server))
@@ -482,7 +488,10 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
         },
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    # the old install holds unimportable memories (a channel key, no scope, no text):
+    # listed as skipped, and the exit status says not everything would come over
+    assert result.returncode == 1, result.stderr
+    assert "item(s) were not imported (listed above)" in result.stderr
     assert "[dry-run] 将要导入结果" in result.stdout
     assert "记忆: 新增 3" in result.stdout
     assert "知识库: 新增 3" in result.stdout and "用户画像: 新增 1" in result.stdout
@@ -663,7 +672,9 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
         assert not server.embedding_requests
 
         result = run_cli("import-legacy", ".", cwd=bot)
-        assert result.returncode == 0, result.stderr
+        # 1: the fixture's unimportable memories were skipped (the rest came over)
+        assert result.returncode == 1, result.stderr
+        assert "item(s) were not imported" in result.stderr
         target = f"ollama-embed / {MODEL} @ {server.url}"
         assert f"嵌入模型: {target}" in result.stderr
         assert str(bot / ".env.dev") in result.stderr
