@@ -84,6 +84,7 @@ def _templates() -> jinja2.Environment:
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
     env.globals["profile_operation"] = texts.profile_operation
     env.globals["profile_actor"] = texts.profile_actor
+    env.globals["person"] = texts.person
     return env
 
 

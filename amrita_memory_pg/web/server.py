@@ -36,6 +36,12 @@ def standalone_app(settings: Settings) -> FastAPI:
     async def root() -> RedirectResponse:
         return RedirectResponse(path + "/", status_code=307)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> RedirectResponse:
+        # what a browser asks the site's root for when a page names no icon (a JSON
+        # view, a file): the page's own icon, not a 404 in every log
+        return RedirectResponse(path + "/static/favicon.svg", status_code=307)
+
     if settings.observability.metrics_enabled:
         app.include_router(observability_router(admin.state.admin.memory_source, settings))
     app.mount(path, admin)

@@ -1,6 +1,7 @@
 """Bulk actions on selected memories (issue 26 item 7), from the memory list and the
 cross-partition search: delete (after a confirm page that says how many rows), add a tag,
-pause the partitions of the selected rows (superuser, as a single pause).
+set the importance, pause the partitions of the selected rows (superuser, as a single
+pause).
 
 Every row goes through the call a single change makes (``MemoryService.delete`` /
 ``update`` ``by_person``, ``TrailService.pause``), so the change history is written as
@@ -86,6 +87,7 @@ def _read(form: FormData) -> dict[str, object]:
         "action": kit.form_text(form, "action"),
         "selected": [v for v in form.getlist("sel") if isinstance(v, str)],
         "tags": kit.form_text(form, "tag"),
+        "importance": kit.form_text(form, "importance"),
     }
 
 
@@ -99,6 +101,8 @@ async def bulk(request: Request, user: kit.AdminWrite) -> Response:
     action = str(fields["action"])
     if values is not None and values.action == "tag" and not values.tags:
         values, errors = None, [t("invalid.bulk_no_tag")]
+    if values is not None and values.action == "importance" and values.importance is None:
+        values, errors = None, [t("invalid.bulk_no_importance")]
     if values is None:
         return _page(
             request,
@@ -127,10 +131,18 @@ async def bulk(request: Request, user: kit.AdminWrite) -> Response:
     if values.action == "delete" and kit.form_text(form, "confirm") != "yes":
         return _page(request, action="delete", rows=rows, missing=missing, errors=[], back=back)
     handlers = {"delete": _delete, "tag": _tag, "pause": _pause}
-    audit_action = {"delete": "memory.delete", "tag": "memory.edit", "pause": "partition.pause"}
+    audit_action = {
+        "delete": "memory.delete",
+        "tag": "memory.edit",
+        "importance": "memory.edit",
+        "pause": "partition.pause",
+    }
     try:
         async with kit.atomic(request):
-            n = await handlers[values.action](request, user, rows, values.tags)
+            if values.action == "importance" and values.importance is not None:
+                n = await _importance(request, user, rows, values.importance)
+            else:
+                n = await handlers[values.action](request, user, rows, values.tags)
     except AmritaMemoryError as exc:
         message = t("refused.failed", reason=kit.clean(request, str(exc)))
         return await kit.refused(
@@ -149,7 +161,12 @@ async def bulk(request: Request, user: kit.AdminWrite) -> Response:
             ),
             detail={"bulk": len(rows)},
         )
-    done = {"delete": "bulk_deleted", "tag": "bulk_tagged", "pause": "bulk_paused"}
+    done = {
+        "delete": "bulk_deleted",
+        "tag": "bulk_tagged",
+        "importance": "bulk_importance",
+        "pause": "bulk_paused",
+    }
     return back_to(request, back, done[values.action], n)
 
 
@@ -213,6 +230,38 @@ async def _tag(
             target_id=record.id,
             detail={"before": {"tags": list(record.tags)}, "after": {"tags": list(merged)},
                     "bulk": len(rows)},
+        )  # fmt: skip
+    return changed
+
+
+async def _importance(
+    request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], importance: int
+) -> int:
+    """Set each row's importance as the single edit does (``update`` by a person; a row
+    already at it is left alone)."""
+    mem = kit.memory(request)
+    changed = 0
+    for record in rows:
+        if record.importance == importance:
+            continue
+        updated = await mem.cases.memories.change(
+            record.partition_key,
+            record.id,
+            MemoryChange(importance=importance),
+            by_person=True,
+            now=kit.now(request),
+        )
+        if updated is None:
+            continue
+        changed += 1
+        await kit.audit(
+            request,
+            user,
+            "memory.edit",
+            partition_key=record.partition_key,
+            target_id=record.id,
+            detail={"before": {"importance": record.importance},
+                    "after": {"importance": importance}, "bulk": len(rows)},
         )  # fmt: skip
     return changed
 

@@ -52,7 +52,16 @@ NAV: list[kit.NavItem] = []
 SCOPES = ("user", "group", "global")
 #: a search shows at most this many hits (the tools' top_k cap)
 SEARCH_TOP_K = 50
-DONE = ("added", "edited", "deleted", "cleared", "bulk_deleted", "bulk_tagged", "bulk_paused")
+DONE = (
+    "added",
+    "edited",
+    "deleted",
+    "cleared",
+    "bulk_deleted",
+    "bulk_tagged",
+    "bulk_importance",
+    "bulk_paused",
+)
 
 
 class BadKey(Exception):
