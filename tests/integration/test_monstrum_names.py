@@ -1,4 +1,4 @@
-"""Monstrum's chat-tool names (issue 26 item 13): a Monstrum-style prompt works unchanged.
+"""Monstrum's chat-tool names: a Monstrum-style prompt works unchanged.
 
 ``memory_write`` writes a memory, or updates the one its ``id`` names; ``memory_delete``
 deletes. Both are accepted on the call and never offered in the schemas (the LLM sees each

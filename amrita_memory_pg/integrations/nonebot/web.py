@@ -1,5 +1,5 @@
-"""Mount the admin web page (issue 17) on NoneBot's FastAPI driver under ``[web] path``,
-and ``/metrics`` and ``/health`` (``[observability]``).
+"""Mount the admin web page on NoneBot's FastAPI driver under ``[web] path``, and
+``/metrics`` and ``/health`` (``[observability]``).
 
 Only when ``[web] enabled``; the page reads the plugin's one open memory
 (``runtime.require``), so until the store is open (or when it failed to open) its pages
@@ -52,7 +52,7 @@ def mount_admin(settings: Settings, runtime: Runtime) -> bool:
 
     @driver.on_startup
     async def _watch_jobs() -> None:
-        # from the bot's start, a re-embed whose process died is resumed here (issue 23);
+        # from the bot's start, a re-embed whose process died is resumed here;
         # until the store opens the checks wait (the runner retries)
         runner_for(admin)
 
