@@ -69,6 +69,13 @@ class Settings(BaseSettings):
         "partition, scope, content, author) returns that memory instead of a duplicate, so "
         "retrying a write whose outcome was unknown is safe; 0 = off.",
     )
+    language: Literal["zh", "en"] = Field(
+        "zh",
+        description="Language of the `amrita-memory` command (help, output, headers) and of "
+        "the admin page (a person's language link on the page, kept in a cookie, wins for "
+        "that browser; the browser's Accept-Language does not). The bot's replies to "
+        "chat users stay Chinese.",
+    )
     data_dir: Path = Field(
         Path("data/amrita_memory_pg"),
         description="Embedded database, backups and chroma files (relative to the working dir).",

@@ -186,7 +186,7 @@ def _install_middleware(app: FastAPI, admin: kit.AdminState) -> None:
         request.state.session = current or new_session(now, lifetime)
         query_lang = request.query_params.get("lang")
         request.state.lang = pick_lang(
-            query_lang, request.cookies.get(LANG_COOKIE), request.headers.get("accept-language")
+            query_lang, request.cookies.get(LANG_COOKIE), admin.settings.language
         )
         response = await call_next(request)
         path = kit.base(request) or "/"
