@@ -5,16 +5,18 @@ the head this code needs, and the model that made the stored vectors is the conf
 one (an empty store is consistent with any model). A running process checks through its
 own pool and its loaded embedder (:func:`store_health`); the CLI opens one connection and
 compares with the configured model without loading it (:func:`server_health`), and never
-starts the embedded server it is asked about.
+starts the embedded server it is asked about. Each check's sentence is a key and its
+values (``locales/``): the CLI says it in its language, ``/health`` in English.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from amrita_memory_pg.domain.errors import AmritaMemoryError
+from amrita_memory_pg.i18n import Catalog, Translator
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage import store_meta
@@ -23,13 +25,19 @@ from amrita_memory_pg.storage.pg.database import connect_once, describe_target
 
 #: the checks, in the order they are made and shown
 CHECKS = ("database", "schema", "model")
+#: the sentences, for /health (English: a machine or an operator's tooling reads it)
+ENGLISH: Translator = Catalog("amrita_memory_pg").translator("en")
 
 
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
     ok: bool
-    detail: str
+    key: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def detail(self, t: Translator = ENGLISH) -> str:
+        return t(self.key, **self.values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +48,14 @@ class Health:
     def ok(self) -> bool:
         return all(check.ok for check in self.checks)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, t: Translator = ENGLISH) -> dict[str, Any]:
         return {
             "status": "ok" if self.ok else "unhealthy",
-            "checks": {c.name: {"ok": c.ok, "detail": c.detail} for c in self.checks},
+            "checks": {c.name: {"ok": c.ok, "detail": c.detail(t)} for c in self.checks},
         }
 
-    def as_json(self) -> str:
-        return json.dumps(self.as_dict(), ensure_ascii=False)
+    def as_json(self, t: Translator = ENGLISH) -> str:
+        return json.dumps(self.as_dict(t), ensure_ascii=False)
 
 
 async def _checks(conn: Any, fingerprint: str, describe: str) -> list[Check]:
@@ -55,28 +63,22 @@ async def _checks(conn: Any, fingerprint: str, describe: str) -> list[Check]:
     revision = await migrate.current_revision(conn)
     head = migrate.head_revision()
     if revision != head:
-        schema = Check(
-            "schema",
-            False,
-            f"at {revision or 'nothing'}, this code needs {head}: run `amrita-memory db upgrade`",
-        )
-        return [schema, Check("model", False, "not checked: the schema is not at head")]
-    checks = [Check("schema", True, f"at head ({head})")]
+        behind: dict[str, Any] = {"revision": revision or "-", "head": head}
+        return [
+            Check("schema", False, "health.schema_behind", behind),
+            Check("model", False, "health.not_checked_schema"),
+        ]
+    checks = [Check("schema", True, "health.schema_head", {"head": head})]
     meta = await store_meta.read(conn)
     rows = await store_meta.vector_rows(conn)
-    if rows == 0 or meta.fingerprint == fingerprint:
-        detail = f"{describe}, {rows} vectors" if rows else f"{describe} (no vectors yet)"
-        checks.append(Check("model", True, detail))
+    if rows == 0:
+        checks.append(Check("model", True, "health.model_empty", {"model": describe}))
+    elif meta.fingerprint == fingerprint:
+        checks.append(Check("model", True, "health.model_ok", {"model": describe, "rows": rows}))
     else:
-        stored = meta.describe() if meta.fingerprint else "an unrecorded model"
-        checks.append(
-            Check(
-                "model",
-                False,
-                f"the {rows} stored vectors were made by {stored}, the configured model is "
-                f"{describe}: run `amrita-memory reindex`",
-            )
-        )
+        stored = meta.describe() if meta.fingerprint else "?"
+        values: dict[str, Any] = {"rows": rows, "stored": stored, "model": describe}
+        checks.append(Check("model", False, "health.model_differs", values))
     return checks
 
 
@@ -86,18 +88,19 @@ async def store_health(store: Store) -> Health:
         async with store.pool.acquire() as conn:
             checks = await _checks(conn, store.embedder.fingerprint, store.embedder.describe())
     except (OSError, TimeoutError, AmritaMemoryError) as exc:
-        return _unreachable(str(exc) or type(exc).__name__)
+        return unreachable(str(exc) or type(exc).__name__)
     except Exception as exc:  # a driver error: the database did not answer as it should
-        return _unreachable(f"{type(exc).__name__}: {exc}")
-    return Health((Check("database", True, "answers"), *checks))
+        return unreachable(f"{type(exc).__name__}: {exc}")
+    return Health((Check("database", True, "health.answers"), *checks))
 
 
-def _unreachable(reason: str) -> Health:
+def unreachable(reason: str, key: str = "health.unreachable") -> Health:
+    """Every check failed: the database did not answer (``reason`` says why)."""
     return Health(
         (
-            Check("database", False, reason[:300]),
-            Check("schema", False, "not checked: the database did not answer"),
-            Check("model", False, "not checked: the database did not answer"),
+            Check("database", False, key, {"reason": reason[:300]}),
+            Check("schema", False, "health.not_checked"),
+            Check("model", False, "health.not_checked"),
         )
     )
 
@@ -113,25 +116,34 @@ async def server_health(settings: Settings) -> Health:
     if not settings.database.url:
         pgdata = settings.resolved_data_dir() / "pg"
         if postmaster_pid(pgdata) is None:
-            return _unreachable(f"the embedded PostgreSQL in {pgdata} is not running")
+            return Health(
+                (
+                    Check("database", False, "health.not_running", {"pgdata": str(pgdata)}),
+                    Check("schema", False, "health.not_checked"),
+                    Check("model", False, "health.not_checked"),
+                )
+            )
     provider = create_provider(settings.embedding)
     fingerprint, describe = provider.fingerprint, provider.describe()
     await provider.aclose()
     try:
         target = await resolve_target(settings)
     except (OSError, AmritaMemoryError) as exc:
-        return _unreachable(str(exc))
+        return unreachable(str(exc))
     try:
         try:
             conn = await connect_once(target.dsn, settings.database.connect_timeout)
         except AmritaMemoryError as exc:
-            return _unreachable(str(exc))
+            return unreachable(str(exc))
         try:
             checks = await _checks(conn, fingerprint, describe)
         except Exception as exc:  # the database answered the connect, then failed
-            return _unreachable(f"{describe_target(target.dsn)}: {type(exc).__name__}: {exc}")
+            return unreachable(f"{describe_target(target.dsn)}: {type(exc).__name__}: {exc}")
         finally:
             await conn.close()
     finally:
         target.release()
-    return Health((Check("database", True, f"{describe_target(target.dsn)} answers"), *checks))
+    answered = Check(
+        "database", True, "health.target_answers", {"target": describe_target(target.dsn)}
+    )
+    return Health((answered, *checks))

@@ -36,7 +36,7 @@ def observability_router(memory: Callable[[], Memory], settings: Settings) -> AP
         try:
             opened = memory()
         except NotReady as exc:
-            report = Health((Check("database", False, f"the store is not open yet: {exc}"),))
+            report = Health((Check("database", False, "health.not_ready", {"reason": str(exc)}),))
         else:
             report = await store_health(opened.store)
         return JSONResponse(report.as_dict(), status_code=200 if report.ok else 503)

@@ -160,7 +160,7 @@ async def test_backup_cli_verify_scheduled_and_delete(db_dsn: str, tmp_path: Pat
     status = run_cli("status", env=env)
     assert status.returncode == 0, status.stderr
     assert (
-        "定时备份:    every 6h; slot " in status.stdout and ": ok (amrita_memory_" in status.stdout
+        "scheduled:   every 6h; slot " in status.stdout and ": ok (amrita_memory_" in status.stdout
     )
     stem = list_backups(tmp_path / "backups")[0].stem
     async with memory_on(db_dsn, tmp_path) as mem:

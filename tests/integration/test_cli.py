@@ -211,7 +211,7 @@ async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path:
     }
     result = run_cli("status", env=env)
     assert result.returncode == 0, result.stderr
-    assert "分布:（最大的 10 个，共 12 个分区" in result.stdout
+    assert "largest partitions (10 of 12;" in result.stdout
     assert "QQPlatform_Private_111: 12" in result.stdout
     assert "QQPlatform_Private_100:" not in result.stdout
 

@@ -170,7 +170,7 @@ def test_the_readme_gets_a_newcomer_to_a_working_cli(db_dsn: str, tmp_path: Path
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "schema" in result.stdout
+    assert "数据库结构" in result.stdout  # Chinese: the default a newcomer gets
     activated = subprocess.run(
         ["bash", "-c", f"source {installed.parent}/activate && amrita-memory health"],
         env={"PATH": "/usr/bin:/bin", "DATABASE_URL": db_dsn},

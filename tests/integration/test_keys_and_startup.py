@@ -89,7 +89,7 @@ async def test_migrate_keys_cli_and_startup(db_dsn: str, tmp_path: Path) -> None
     assert "user_10001 -> QQPlatform_Private_10001" in dry.stdout
     assert "未识别（保持不变）: Channel_9" in dry.stdout
     status = run_cli("status", env=env)
-    assert "→ 需迁移" in status.stdout
+    assert "→ to migrate" in status.stdout
     async with open_memory(settings_for(db_dsn, tmp_path)) as mem:  # start-up migrates
         assert (
             await mem.pool.fetchval("SELECT key_format_version FROM amrita_memory.store_meta") == 2
@@ -128,7 +128,7 @@ async def test_ask_without_a_terminal_refuses_to_start_and_names_the_fix(
             "AMRITA_MEMORY_EMBEDDING__HASH_DIM": "256",
         },
     )
-    assert status.returncode == 0 and "⚠️  不一致" in status.stdout
+    assert status.returncode == 0 and "⚠️  differs" in status.stdout
     fixed = run_cli(
         "reindex",
         "--yes",

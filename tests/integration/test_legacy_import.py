@@ -687,7 +687,7 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
         # the import wrote current keys only: status asks for no migrate-keys (item 9)
         status = run_cli("status", cwd=bot)
         assert status.returncode == 0, status.stderr
-        assert "分区键版本:  2（最新）" in status.stdout
+        assert "key format:  2 (current)" in status.stdout
 
         # The bot's model (what tests/nonebot/test_plugin_setup.py shows NoneBot resolves
         # from these files) is the one the store now records: the bot starts.
