@@ -51,6 +51,12 @@ def say(key: str, /, *, err: bool = False, **values: Any) -> None:
     click.echo(tr(key, **values), err=err)
 
 
+def table_counts(counts: Mapping[str, int]) -> str:
+    """Rows per table of a backup or a restore in words (``table.*``), empty tables left out."""
+    parts = [f"{tr('table.' + table)} {rows}" for table, rows in counts.items() if rows]
+    return tr("list.sep").join(parts) or "0"
+
+
 def chosen_language(args: list[str], environ: Mapping[str, str]) -> str:
     """The language of a run: ``--lang`` on the command line, else the ``language``
     setting as the bot in this folder resolves it (its .env, the environment, the config
@@ -162,8 +168,8 @@ class CliState:
         )
         if config is not None:
             files.append(str(config))
-        where = "、".join(files) if files else "没有 .env 和配置文件，只有环境变量与默认值"
-        return f"{where}（工作目录 {Path.cwd()}）"
+        where = tr("cli.sources.sep").join(files) if files else tr("cli.sources.none")
+        return tr("cli.sources.where", files=where, cwd=Path.cwd())
 
 
 def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
@@ -229,7 +235,7 @@ class PartitionKeyType(click.ParamType):  # type: ignore[type-arg]
         text = str(value)
         now = legacy_key_now(text[:MAX_TYPED_KEY])
         if now is not None:
-            click.echo(f"{text.strip()} 是旧格式的分区键，现为 {now}（按 {now} 处理）", err=True)
+            say("cli.key.legacy", typed=text.strip(), now=now, err=True)
             text = now
         try:
             return check_partition_key(text)

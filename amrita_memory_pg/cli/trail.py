@@ -14,7 +14,7 @@ import json
 
 import click
 
-from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async
+from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async, say, tr
 from amrita_memory_pg.cli.memories import memory_group
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS
 from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, echo
@@ -33,7 +33,7 @@ async def pause(state: CliState, key: str, reason: str | None) -> None:
 
     async with open_memory(state.settings, startup=False) as mem:
         done = await mem.cases.pause.pause(key, by=f"person:cli:{getpass.getuser()}", reason=reason)
-    click.echo(f"paused {key}" if done else f"{key} was already paused")
+    say("cli.pause.done" if done else "cli.pause.already", key=key)
 
 
 @cli.command("resume")
@@ -46,7 +46,7 @@ async def resume(state: CliState, key: str) -> None:
 
     async with open_memory(state.settings, startup=False) as mem:
         done = await mem.cases.pause.resume(key)
-    click.echo(f"resumed {key}" if done else f"{key} was not paused")
+    say("cli.resume.done" if done else "cli.resume.not", key=key)
 
 
 @cli.command("paused")
@@ -59,9 +59,15 @@ async def paused(state: CliState) -> None:
     async with open_memory(state.settings, startup=False) as mem:
         states = await mem.trail.paused()
     for s in states:
-        reason = f"  ({s.reason})" if s.reason else ""
-        click.echo(f"{s.partition_key}  since {s.paused_at.isoformat()}  by {s.paused_by}{reason}")
-    click.echo(f"{len(states)} paused")
+        reason = tr("cli.reason", reason=s.reason) if s.reason else ""
+        say(
+            "cli.paused.row",
+            key=s.partition_key,
+            since=s.paused_at.isoformat(),
+            by=s.paused_by,
+            reason=reason,
+        )
+    say("cli.paused.total", n=len(states))
 
 
 @cli.command("inspect")
@@ -112,10 +118,7 @@ async def inspect_command(
 def _unknown(key: str, memory_id: str, state: CliState) -> str:
     """The sentence for an id that is neither a memory of ``key`` nor in its history."""
     days = state.settings.trail.history_keep_deleted_days
-    return (
-        f"no memory {echo(memory_id)} in {key}, now or in its history (a deleted memory's "
-        f"history is kept {days} days): `amrita-memory memory list {key}` shows the ids"
-    )
+    return tr("cli.trail.unknown", id=echo(memory_id), key=key, days=days)
 
 
 @memory_group.command("history")
@@ -136,10 +139,15 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
         fields = ",".join(e.changed_fields())
         after = (e.after or e.before or {}).get("content", "")
         who = e.actor.kind + (f":{e.actor.id}" if e.actor.id else "")
-        click.echo(
-            f"{e.at.isoformat()}  {e.op:<6} {who}  [{fields}]  {' '.join(str(after).split())}"
+        say(
+            "cli.history.row",
+            at=e.at.isoformat(),
+            op=e.op,
+            who=who,
+            fields=fields,
+            content=" ".join(str(after).split()),
         )
-    click.echo(f"{len(entries)} changes")
+    say("cli.history.total", n=len(entries))
 
 
 @memory_group.command("accesses")
@@ -159,8 +167,13 @@ async def memory_accesses(state: CliState, key: str, memory_id: str, limit: int)
         raise click.ClickException(_unknown(key, memory_id, state))
     for a in entries:
         score = "-" if a.score is None else f"{a.score:.4f}"
-        click.echo(
-            f"{a.at.isoformat()}  {a.surface:<8} {a.chat_key or '-'} {a.who or '-'}  "
-            f"{score}  {a.query or ''}"
+        say(
+            "cli.accesses.row",
+            at=a.at.isoformat(),
+            surface=a.surface,
+            chat=a.chat_key or "-",
+            who=a.who or "-",
+            score=score,
+            query=a.query or "",
         )
-    click.echo(f"{len(entries)} recalls")
+    say("cli.accesses.total", n=len(entries))

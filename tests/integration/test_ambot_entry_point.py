@@ -40,15 +40,15 @@ def env(db_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[st
 def test_ambot_memory_status_runs_our_status(env: dict[str, str]) -> None:
     result = CliRunner().invoke(_ambot(), ["memory", "status"], env=env)
     assert result.exit_code == 0, result.output
-    assert "(head)" in result.output
-    assert "memories:    0 in 0 partitions" in result.output
+    assert "（最新）" in result.output  # AmritaBot users get the default, Chinese
+    assert "记忆:        0 条，分布在 0 个分区" in result.output
 
 
 def test_the_reference_arguments_are_accepted(env: dict[str, str]) -> None:
     ambot = _ambot()
     runner = CliRunner()
     keys = runner.invoke(ambot, ["memory", "migrate-keys", "--dry-run"], env=env)
-    assert keys.exit_code == 0 and "[dry-run] 需要改写 0 条记忆" in keys.output, keys.output
+    assert keys.exit_code == 0 and "[试运行] 需要改写 0 条记忆" in keys.output, keys.output
     listed = runner.invoke(ambot, ["memory", "backup", "list"], env=env)
     assert listed.exit_code == 0 and "无备份" in listed.output
     missing = runner.invoke(ambot, ["memory", "backup", "restore", "/nonexistent.json"], env=env)

@@ -232,7 +232,7 @@ async def test_an_old_style_key_is_resolved_and_said(db_dsn: str, tmp_path: Path
     listed = run_cli("memory", "list", "user_10004", env=env)
     assert listed.returncode == 0, listed.stderr
     assert "喜欢下围棋" in listed.stdout
-    assert "user_10004 是旧格式的分区键，现为 QQPlatform_Private_10004" in listed.stderr
+    assert "user_10004 is an old-style partition key, now QQPlatform_Private_10004" in listed.stderr
     found = run_cli("memory", "search", "user_10004", "围棋", "--mode", "keyword", env=env)
     assert found.returncode == 0, found.stderr
     assert "喜欢下围棋" in found.stdout
