@@ -98,7 +98,7 @@ async def inspect_command(
     async with open_memory(state.settings, startup=False) as mem:
         seen = await mem.inspect(chat, user_id=user_id, message=message)
     if not as_json:
-        click.echo(seen.render())
+        click.echo(seen.render(tr))
         return
     payload = {
         "chat": seen.chat_key,
