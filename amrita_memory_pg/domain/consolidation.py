@@ -71,6 +71,9 @@ class CycleContext:
     summary: str | None = None
     #: memories written, updated or deleted by the loop's tools in this cycle
     changed: int = 0
+    #: tokens (prompt + completion) the cycle's model calls have cost so far, as the
+    #: model reported them (the budget's count; token_usage has every call)
+    tokens: int = 0
 
 
 def clusters(ids: Sequence[str], pairs: Sequence[tuple[str, str, float]]) -> list[list[str]]:
@@ -97,3 +100,37 @@ def clusters(ids: Sequence[str], pairs: Sequence[tuple[str, str, float]]) -> lis
     for i, item in enumerate(ids):
         groups.setdefault(find(i), []).append(item)
     return sorted((g for g in groups.values() if len(g) >= 2), key=lambda g: position[g[0]])
+
+
+#: the shortest id prefix the loop is shown and accepts (8 hex characters: a collision
+#: among a partition's memories is a one-in-a-billion event, and then the prefix grows)
+SHORT_ID = 8
+
+
+def short_ids(ids: Sequence[str], minimum: int = SHORT_ID) -> dict[str, str]:
+    """Each id's shortest prefix of at least ``minimum`` characters that no other id of
+    ``ids`` starts with (the whole id when it has no shorter unique one).
+
+    Why: a 32-hex memory id is ~17 cl100k tokens, its first 8 characters ~4; the loop's
+    pre-pass lists some thirty ids and every edit names them again, and each call of a
+    cycle re-sends all of them. The loop's tools take such a prefix back (unique in the
+    partition, else refused), so the saving costs no precision. An id that is a prefix
+    of another is shown whole: the tools look an exact id up first.
+    """
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for index, item in enumerate(ordered):
+        # in sorted order only the neighbours can share the longest prefix with ``item``
+        neighbours = ordered[max(0, index - 1) : index] + ordered[index + 1 : index + 2]
+        shared = max((_common(item, other) for other in neighbours), default=0)
+        out[item] = item[: max(minimum, shared + 1)]
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

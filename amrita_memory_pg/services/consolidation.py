@@ -38,8 +38,9 @@ from typing import Any, Protocol
 from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import AmritaMemoryError, LeaseHeld
-from amrita_memory_pg.domain.ports import ChatModel, Message
+from amrita_memory_pg.domain.ports import ChatModel, ChatResult, Message
 from amrita_memory_pg.domain.redact import redact
+from amrita_memory_pg.llm.tokens import token_counter
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.settings import SubconsciousSettings
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 
 GET_CONTEXT = "subconscious_get_context"
 ITER_STOP = "subconscious_iter_stop"
+BATCH_EDIT = "subconscious_batch_edit"
 SEND_TO_USER = "subconscious_send_to_user"
 #: get_context is already in the conversation (the runner called it), so the message
 #: only says what to do
@@ -166,18 +168,30 @@ class CycleLlm:
         messages: list[Message],
         tools: list[dict[str, Any]] | None = None,
     ) -> Message:
+        return (await self.call(cycle, purpose, messages, tools)).message
+
+    async def call(
+        self,
+        cycle: CycleContext,
+        purpose: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ChatResult:
+        """One completion, its tokens recorded and added to the cycle's count."""
         result = await self.model.complete(messages, tools)
-        metrics.record_tokens("l3", result.usage.prompt_tokens, result.usage.completion_tokens)
+        usage = result.usage
+        cycle.tokens += usage.prompt_tokens + usage.completion_tokens
+        metrics.record_tokens("l3", usage.prompt_tokens, usage.completion_tokens)
         await self.repo.record_usage(
             cycle.target_key,
             cycle.cycle_id,
             purpose=purpose,
             model=self.name(),
-            prompt_tokens=result.usage.prompt_tokens,
-            completion_tokens=result.usage.completion_tokens,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
             now=self.clock(),
         )
-        return result.message
+        return result
 
     async def text(self, cycle: CycleContext, purpose: str, system: str, user: str) -> str:
         """One plain completion (a proactive message, a session summary), stripped."""
@@ -201,6 +215,11 @@ class CycleAborted(CycleFailed):
     """The target spoke while its cycle ran: the cycle stops at the boundary it reached."""
 
 
+class BudgetReached(CycleFailed):
+    """The next model call would pass ``[subconscious] cycle_token_budget``: the cycle
+    stops before it (what was done stays: each tool call is its own transaction)."""
+
+
 ABORTED = "aborted: the target sent a message while the cycle ran (the user comes first)"
 
 
@@ -213,6 +232,11 @@ def _signature(name: str, arguments: Any) -> str:
         except json.JSONDecodeError:
             value = arguments
     return name + "\x00" + json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _text(value: Any) -> str:
+    """Messages or schemas as the request carries them (for counting their tokens)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _context_of(reply: Any) -> dict[str, Any]:
@@ -230,6 +254,14 @@ class _Progress:
     iterations: int = 0
     tool_calls: int = 0
     recent: list[str] = field(default_factory=list)
+    #: the last step's prompt tokens as the model counted them, and how many messages
+    #: that request had (the budget's estimate of the next one starts from it)
+    last_prompt: int = 0
+    sent: int = 0
+    #: tool calls by name (what a budget stop reports as done)
+    calls: dict[str, int] = field(default_factory=dict)
+    #: the estimated prompts of steps whose endpoint reported no usage (the budget's)
+    unreported: int = 0
 
 
 class Consolidator:
@@ -277,6 +309,7 @@ class Consolidator:
             now.astimezone(UTC).date(),
             knowledge="subconscious_knowledge_list" in names,
             profile="subconscious_get_profile" in names,
+            batch=BATCH_EDIT in names,
         )
 
     async def run(
@@ -378,8 +411,13 @@ class Consolidator:
         limit = self.settings.max_iterations
         while progress.iterations < limit:
             await self._boundary(cycle)
+            estimate = self._within_budget(cycle, progress, messages, schemas)
             progress.iterations += 1
-            reply = await llm.complete(cycle, "step", messages, schemas)
+            result = await llm.call(cycle, "step", messages, schemas)
+            progress.last_prompt, progress.sent = result.usage.prompt_tokens, len(messages)
+            if not result.usage.prompt_tokens:  # an endpoint that reports no usage
+                progress.unreported += estimate
+            reply = result.message
             calls, batch = _tool_calls(reply, progress.iterations)
             messages.append(
                 {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
@@ -388,6 +426,46 @@ class Consolidator:
             if cycle.stopped:
                 return
         raise CycleFailed(f"max_iterations ({limit}) reached without subconscious_iter_stop")
+
+    def _within_budget(
+        self,
+        cycle: CycleContext,
+        progress: _Progress,
+        messages: list[Message],
+        schemas: list[dict[str, Any]],
+    ) -> int:
+        """Raise :class:`BudgetReached` when the next step would pass the cycle's token
+        budget: what was spent plus the next request's prompt — the previous one as the
+        model counted it plus what was appended since (cl100k: an estimate for other
+        tokenizers), or the whole request counted when there is no previous count. The
+        step's own completion is not known before it: a cycle may end above the budget
+        by one completion. Returns the estimate (0 without a budget); a step the
+        endpoint reports no usage for counts as its estimate. The summary it leaves says
+        where the cycle stopped, for the next cycle's get_context (``last_run_summary``,
+        ``recent_runs``)."""
+        budget = self.settings.cycle_token_budget
+        if not budget:
+            return 0
+        count = token_counter()
+        if progress.last_prompt:
+            added = messages[progress.sent :]
+            estimate = progress.last_prompt + count(_text(added))
+        else:
+            estimate = count(_text(messages)) + count(_text(schemas))
+        if cycle.tokens + progress.unreported + estimate <= budget:
+            return estimate
+        done = "、".join(f"{name}×{n}" for name, n in progress.calls.items() if name != GET_CONTEXT)
+        cycle.summary = (
+            f"因 token 预算（{budget}）在第 {progress.iterations + 1} 次模型调用前停止："
+            f"已用 {cycle.tokens} tokens，已调用 {done or '（无工具）'}，"
+            f"修改了 {cycle.changed} 条记忆（都已保存）。未处理完的候选会在下一轮的预筛选中"
+            "再次列出；下一轮请把修改合并进尽量少的调用。"
+        )
+        raise BudgetReached(
+            f"token budget: the next model call (~{estimate} prompt tokens) would pass "
+            f"cycle_token_budget ({budget}); {cycle.tokens} spent in "
+            f"{progress.iterations} calls, stopped before it"
+        )
 
     async def _open(
         self, cycle: CycleContext, progress: _Progress, messages: list[Message]
@@ -422,6 +500,7 @@ class Consolidator:
                 )
             await self._boundary(cycle)
             progress.tool_calls += 1
+            progress.calls[name] = progress.calls.get(name, 0) + 1
             result = await self.tools.call(name, arguments, cycle)
             if name == SEND_TO_USER and not cycle.dry_run:
                 result = await self._send_now(cycle, result)

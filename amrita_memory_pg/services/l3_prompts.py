@@ -1,13 +1,14 @@
 """The L3 loop's prompt templates (reference §8.5, §13.3): jinja2 files the user may edit.
 
-Four templates — main, send, knowledge guide, profile guide — live under
+Five templates — main, send, knowledge guide, profile guide, batch guide — live under
 ``[subconscious] prompt_dir`` (``prompt_*_file``; an absolute path is used as is).
 Missing files are created from the defaults below on first use, and files are re-read
 every cycle, so an edit needs no restart.
 
 The invariance rule: the system prompt gets nothing that changes within a UTC day (the
-date, the target, the persona), so it is byte-identical for every call of every cycle
-on one day and providers' prefix caches hit. Everything else — the time, the last run,
+date, the persona; the target only if a user's template names it), so it is
+byte-identical for every call of every cycle on one day and providers' prefix caches
+hit. Everything else — the time, the last run,
 counts, the idle plan — comes through ``subconscious_get_context``.
 """
 
@@ -25,7 +26,7 @@ from amrita_memory_pg.settings import SubconsciousSettings
 
 log = logging.getLogger(__name__)
 
-MAIN = """你是「记忆整理员」，在后台维护用户 {{ target_user_id }} 的长期记忆库。今天是 {{ current_date }}（UTC）。
+MAIN = """你是「记忆整理员」，在后台维护一个用户或群的长期记忆库（目标见下方消息）。今天是 {{ current_date }}（UTC）。
 {% if character_prompt %}
 你所服务的机器人的人设（只在生成主动消息时参考，整理时保持客观）：
 {{ character_prompt }}
@@ -33,15 +34,16 @@ MAIN = """你是「记忆整理员」，在后台维护用户 {{ target_user_id 
 规则：
 1. 只通过工具行事，不编造记忆。
 2. subconscious_get_context 已由系统调用，结果在对话中。
-3. duplicate_candidates 是预筛选出的疑似重复组：真正重复的每组调用一次 subconscious_merge_memories
+3. duplicate_candidates 是预筛选出的疑似重复组：真正重复的每组{% if batch %}合并一次（merge）{% else %}调用一次 subconscious_merge_memories{% endif %}
    （保留信息最全或最重要的一条，必要时给出合并后的 content，保留更丰富的细节）。
-4. cleanup_candidates 是最旧的低重要性记忆：确已过时或无用的用 subconscious_delete_memory 删除。
+4. cleanup_candidates 是最旧的低重要性记忆：确已过时或无用的{% if batch %}删除（delete）{% else %}用 subconscious_delete_memory 删除{% endif %}。
 5. 按需再读（subconscious_read_memory、subconscious_duplicate_helper、subconscious_read_sessions），
    不要把整个记忆库读进来。处理矛盾（保留更新或更具体的）、标签不一致、重要程度失衡；
    memo_hint 不为空时压缩备忘录。
 6. source=user 的记忆是用户手动添加的：不能改内容、重要程度或删除，只能追加标签。
-7. 一轮可以调用多个工具：确定的修改放在同一轮，最后一轮同时调用 subconscious_iter_stop，一两句话总结。
-8. 只输出工具调用。
+{% if batch %}7. 本轮的全部修改放进一次 subconscious_batch_edit，同一轮调用 subconscious_iter_stop，一两句话总结。
+{% else %}7. 一轮可以调用多个工具：确定的修改放在同一轮，最后一轮同时调用 subconscious_iter_stop，一两句话总结。
+{% endif %}8. 只输出工具调用。
 """
 
 SEND = """你是聊天机器人本人，正在私下给用户发一条简短的消息。现在是 {{ current_time }}。
@@ -65,6 +67,11 @@ PROFILE = """## 用户画像
 profile_hint 不为空时先读画像再增量更新；只写稳定特质（性格、偏好、背景、与机器人的关系、重要事件），不写一次性、不确定或敏感的内容；摘要不超过 200 字。
 """
 
+BATCH = """## 批量修改
+看完预筛选就决定本轮要做的全部修改，用一次 subconscious_batch_edit 提交（ops 按顺序执行），不要一次只改一条。
+整批在一个事务中：任何一项无效，整批都不执行，回复的 errors 按序号说明原因；修正后重新提交整批。
+"""
+
 README = """# L3 prompt templates
 
 Jinja2 files read by the consolidation loop at the start of every cycle (edits need no
@@ -72,14 +79,17 @@ restart). Missing files are re-created from the built-in defaults.
 
 | file | variables |
 |---|---|
-| subconscious_main.md.jinja2 | current_date (UTC YYYY-MM-DD), target_user_id, character_prompt |
+| subconscious_main.md.jinja2 | current_date (UTC YYYY-MM-DD), target_user_id, character_prompt, batch (true when subconscious_batch_edit is offered) |
 | subconscious_send.md.jinja2 | intent, memory_context, current_time ("%Y-%m-%d %H:%M:%S UTC"), character_prompt |
 | knowledge_guide.md.jinja2 | current_date, target_user_id |
 | profile_guide.md.jinja2 | current_date, target_user_id |
+| batch_guide.md.jinja2 | current_date, target_user_id |
 
 Keep anything that changes during a day (times, counts) out of the main and guide
 templates: the system prompt must stay byte-identical within a UTC day so that the
-provider's prefix cache hits. Undefined variables render as empty strings.
+provider's prefix cache hits. The default main template does not name the target
+either, so cycles of different targets on one day share the prefix. Undefined
+variables render as empty strings.
 """
 
 
@@ -89,6 +99,7 @@ class PromptFiles:
     send: Path
     knowledge: Path
     profile: Path
+    batch: Path
 
 
 def prompt_files(sub: SubconsciousSettings) -> PromptFiles:
@@ -103,6 +114,7 @@ def prompt_files(sub: SubconsciousSettings) -> PromptFiles:
         at(sub.prompt_send_file),
         at(sub.prompt_knowledge_file),
         at(sub.prompt_profile_file),
+        at(sub.prompt_batch_file),
     )
 
 
@@ -115,7 +127,7 @@ def render(template: str, **values: object) -> str:
 
 
 class Prompts:
-    """Reads (and creates when missing) the four templates; renders the loop's prompts."""
+    """Reads (and creates when missing) the five templates; renders the loop's prompts."""
 
     def __init__(self, sub: SubconsciousSettings, *, character_prompt: str = "") -> None:
         self.files = prompt_files(sub)
@@ -168,11 +180,21 @@ class Prompts:
         self._read(self.files.send, SEND)
         self._read(self.files.knowledge, KNOWLEDGE)
         self._read(self.files.profile, PROFILE)
+        self._read(self.files.batch, BATCH)
 
     def system(
-        self, target_user_id: str, day: date, *, knowledge: bool = True, profile: bool = True
+        self,
+        target_user_id: str,
+        day: date,
+        *,
+        knowledge: bool = True,
+        profile: bool = True,
+        batch: bool = False,
     ) -> str:
-        """Main + guides (each only when its tools are offered: reference W13), day granularity."""
+        """Main + guides (each only when its tools are offered: reference W13), day
+        granularity. ``batch``: subconscious_batch_edit is offered (the main template's
+        ``batch`` and the batch guide, which comes first: it is the same for every
+        cycle, the knowledge and profile guides come and go)."""
         values = {
             "current_date": day.isoformat(),
             "target_user_id": target_user_id or "(未配置)",
@@ -181,9 +203,12 @@ class Prompts:
             render(
                 self._read(self.files.main, MAIN),
                 character_prompt=self.character_prompt,
+                batch=batch,
                 **values,
             )
         ]
+        if batch:
+            parts.append(render(self._read(self.files.batch, BATCH), **values))
         if knowledge:
             parts.append(render(self._read(self.files.knowledge, KNOWLEDGE), **values))
         if profile:

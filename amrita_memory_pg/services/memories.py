@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NotRequired, TypedDict, Unpack
 
@@ -36,6 +38,12 @@ if TYPE_CHECKING:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+#: passages embedded ahead of a transaction (:meth:`MemoryService.embedded`), by text
+_AHEAD: contextvars.ContextVar[dict[str, Vector] | None] = contextvars.ContextVar(
+    "amrita_memory_passages_ahead", default=None
+)
 
 
 class MemoryFields(TypedDict):
@@ -136,6 +144,28 @@ class MemoryService:
             tokens=tuple(search_tokens(content)),
         )
 
+    @contextlib.asynccontextmanager
+    async def embedded(self, texts: Sequence[str]) -> AsyncIterator[None]:
+        """Embed ``texts`` now, in one request, and let this task's updates and merges
+        inside the block take their vectors from it: several changes that must commit in
+        one transaction (the loop's batch) then hold no lock during an HTTP call, and an
+        embedding failure raises here, before anything is written."""
+        wanted = list(dict.fromkeys(texts))
+        vectors = await self.embedder.embed_passages(wanted) if wanted else []
+        outer = _AHEAD.get()
+        token = _AHEAD.set({**(outer or {}), **dict(zip(wanted, vectors, strict=True))})
+        try:
+            yield
+        finally:
+            _AHEAD.reset(token)
+
+    async def _passage(self, text: str) -> Vector:
+        ahead = _AHEAD.get()
+        if ahead is not None and text in ahead:
+            return ahead[text]
+        (vector,) = await self.embedder.embed_passages([text])
+        return vector
+
     async def _reembedded(
         self, current: MemoryRecord, content: str | None
     ) -> tuple[Vector | None, list[str] | None]:
@@ -143,8 +173,7 @@ class MemoryService:
         (None, None) otherwise: an unchanged text is never sent to the embedding service."""
         if content is None or content == current.content:
             return None, None
-        (vector,) = await self.embedder.embed_passages([content])
-        return vector, search_tokens(content)
+        return await self._passage(content), search_tokens(content)
 
     async def update(
         self,

@@ -58,6 +58,26 @@ class SubconsciousSettings(Section):
         le=50,
         description="Maximum ReAct rounds per run.",
     )
+    cycle_token_budget: int = Field(
+        100_000,
+        ge=0,
+        description="Tokens (prompt + completion, as the model reports them) one cycle may "
+        "spend; 0 = no limit. Before each model call the cycle estimates that call's prompt "
+        "(the previous call's plus what was added since; a call reported without usage "
+        "counts as its estimate); when it would pass the budget the "
+        "cycle stops there: every edit made so far stays (each tool call is its own "
+        "transaction), the tokens spent are in token_usage, and the cycle is closed as "
+        "failed with 'token budget: …' and a summary of where it stopped, which the next "
+        "cycle of the target reads in subconscious_get_context (last_run_summary).",
+    )
+    batch_edits: bool = Field(
+        True,
+        description="Offer the loop subconscious_batch_edit (all of a cycle's merges, "
+        "updates, deletions, memo and profile edits in one call and one transaction) and "
+        "the batch guide instead of the single edit tools' schemas; the single tools "
+        "(merge/update/delete_memory) still run when called by name. false = offer the "
+        "single tools (for a model that handles lists of objects badly).",
+    )
     loop_detect_threshold: int = Field(
         3,
         ge=2,
@@ -156,6 +176,11 @@ class SubconsciousSettings(Section):
     prompt_profile_file: str = Field(
         "prompt/profile_guide.md.jinja2",
         description="Profile guide template.",
+    )
+    prompt_batch_file: str = Field(
+        "prompt/batch_guide.md.jinja2",
+        description="Batch edit guide template (appended when subconscious_batch_edit is "
+        "offered: batch_edits = true).",
     )
     character_prompt: str = Field(
         "",

@@ -26,14 +26,16 @@ from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoRepository
-from amrita_memory_pg.tools.consolidation import register_loop_tools
+from amrita_memory_pg.storage.pg.session import pinned
+from amrita_memory_pg.tools.consolidation import LoopTools, register_loop_tools
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import register_knowledge_tools
+from amrita_memory_pg.tools.loop_batch import LoopBatch
 from amrita_memory_pg.tools.loop_common import loop_paused
 from amrita_memory_pg.tools.memo import register_memo_tools
 from amrita_memory_pg.tools.memory import register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
-from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry
+from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry, declared, not_offered
 from amrita_memory_pg.tools.scopes import register_scope_tools
 from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 from amrita_memory_pg.usecases.memories import MemoryCases
@@ -100,6 +102,25 @@ def loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
         )
 
 
+def loop_batch_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_batch_edit: a cycle's edits in one call and one transaction, planned
+    by the single tools' own planners (offered when ``batch_edits``)."""
+    if deps.loop is None:
+        return
+    sub = deps.settings.subconscious
+    pool = deps.memories.repo.pool
+    batch = LoopBatch(
+        LoopTools(memory_cases(deps), memo_cases(deps), deps.loop),
+        ProfileCases(deps.profiles, pause_gate(deps)),
+        lambda: pinned(pool),
+        memo_ops=sub.enable_memory_compress,
+    )
+    tool = declared(batch.batch_edit)
+    if not sub.batch_edits:
+        tool = dataclasses.replace(tool, offer=not_offered)
+    registry.register(tool)
+
+
 def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """read_profile: the speaker's own profile (§4.11)."""
     register_profile_tools(registry, ProfileCases(deps.profiles, pause_gate(deps)))
@@ -107,7 +128,11 @@ def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """subconscious_get_profile / subconscious_update_profile (§8.8 items 20–21)."""
-    register_profile_loop_tools(registry, ProfileCases(deps.profiles, pause_gate(deps)))
+    register_profile_loop_tools(
+        registry,
+        ProfileCases(deps.profiles, pause_gate(deps)),
+        batched=deps.settings.subconscious.batch_edits and deps.loop is not None,
+    )
 
 
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -123,8 +148,14 @@ def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
     "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset, scope_toolset),
-    # The L3 loop's tools (§8.8): its own (loop), the knowledge base's (12–18), the profile's.
-    "consolidation": (loop_toolset, knowledge_loop_toolset, profile_loop_toolset),
+    # The L3 loop's tools (§8.8): the batch first (the one edit tool a cycle is offered),
+    # its own (loop), the knowledge base's (12–18), the profile's.
+    "consolidation": (
+        loop_batch_toolset,
+        loop_toolset,
+        knowledge_loop_toolset,
+        profile_loop_toolset,
+    ),
 }
 
 

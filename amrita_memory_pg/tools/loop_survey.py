@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.activity import FALLBACK_TZ, resolve_timezone
-from amrita_memory_pg.domain.consolidation import clusters, is_private_key
+from amrita_memory_pg.domain.consolidation import clusters, is_private_key, short_ids
 from amrita_memory_pg.domain.keys import is_personal_key
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.validation import MAX_TAGS_CHARS
@@ -51,11 +51,28 @@ DISTILL_MIN_PARTITIONS = 2
 BRIEF_FORMAT = "id|importance|content（source=user 的以 id|importance|user| 开头）"
 
 
-def _brief(record: MemoryRecord) -> str:
-    """A memory as get_context's pre-pass shows it: what a merge decision needs."""
+def _brief(record: MemoryRecord, short: str) -> str:
+    """A memory as get_context's pre-pass shows it: what a merge decision needs, named by
+    its short id (``short_ids``: the loop's tools take it back)."""
     user = "user|" if record.source == "user" else ""
     content = preview(record.content, CONTEXT_CHARS)
-    return f"{record.id}|{record.importance_label or 'medium'}|{user}{content}"
+    return f"{short}|{record.importance_label or 'medium'}|{user}{content}"
+
+
+def said(reply: dict[str, Any]) -> dict[str, Any]:
+    """get_context's reply without the keys that say nothing (null, empty, false, no
+    pending suggestion): the reply stays in the conversation for every call of the
+    cycle, and ~15 such keys are ~100 tokens of it. A missing key reads as its empty
+    value (the offers use ``.get``)."""
+    pending = reply.get("pending_knowledge_suggestions")
+    if isinstance(pending, dict) and not pending.get("count"):
+        reply = {k: v for k, v in reply.items() if k != "pending_knowledge_suggestions"}
+    return {k: v for k, v in reply.items() if k == "status" or not _silent(v)}
+
+
+def _silent(value: object) -> bool:
+    """None, False, or an empty text, list or object (a zero says something)."""
+    return value is None or value is False or (isinstance(value, str | list | dict) and not value)
 
 
 class DuplicateArgs(ToolArgs):
@@ -183,8 +200,9 @@ class LoopSurvey:
             reply["duplicate_groups"] = len(groups)
             # The pre-pass itself, so the model can merge in its first turn.
             by_id = {r.id: r for r in records}
+            short = short_ids(list(by_id))
             shown = groups[:CONTEXT_GROUPS]
-            reply["duplicate_candidates"] = [[_brief(by_id[m]) for m in g] for g in shown]
+            reply["duplicate_candidates"] = [[_brief(by_id[m], short[m]) for m in g] for g in shown]
             more = len(groups) - len(shown)
             reply["duplicate_hint"] = (
                 f"另有 {more} 组未列出：用 subconscious_duplicate_helper(candidates_only=true) 查看。"
@@ -195,7 +213,7 @@ class LoopSurvey:
             low = [r for r in records if r.importance_label == "low" and r.id not in grouped]
             low.sort(key=lambda r: (r.created_at, r.id))
             reply["cleanup_candidates"] = [
-                f"{_brief(r)}|{max(0, (now - r.created_at).days)}天前"
+                f"{_brief(r, short[r.id])}|{max(0, (now - r.created_at).days)}天前"
                 for r in low[:CONTEXT_CLEANUP]
             ]
             if groups or low:
@@ -249,7 +267,7 @@ class LoopSurvey:
         reply["idle_plan"] = dict(plan) if plan is not None else None
         reply["stale"] = stale
         cycle.context_fetched = True
-        return reply
+        return said(reply)
 
     async def _knowledge(self, target_key: str, reply: dict[str, Any], stale: list[str]) -> None:
         """The distillation pre-pass (knowledge_candidates_v1): the memories worth a global

@@ -49,6 +49,7 @@ __all__ = [
     "declared",
     "dumps",
     "error_reply",
+    "not_offered",
 ]
 
 
@@ -99,6 +100,11 @@ class Tool(Generic[ArgsT]):
         except ArgumentError as exc:
             raise ToolError(exc.message) from exc
         return await self.handler(args, ctx)
+
+
+def not_offered(context: Mapping[str, Any]) -> bool:
+    """A :attr:`Tool.offer` that offers the tool in no cycle (it still runs when called)."""
+    return False
 
 
 #: a tool handler method (``self``, the parsed arguments, the call's context)

@@ -234,8 +234,10 @@ async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools
 ) -> None:
     """The loop's token economy: the pre-pass is in the runner's get_context reply,
     so one model call merges a group (one call, one transaction), deletes a stale item
-    and stops; the schemas sent are only those the cycle needs."""
-    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+    and stops; the schemas sent are only those the cycle needs. The pre-pass names
+    memories by 8-character id prefixes, which the tools take back. (The single edit
+    tools, as ``batch_edits = false`` offers them; the batch: test_l3_batch.py.)"""
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__batch_edits=False) as mem:
         keep = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=5, tags=("宠物",))
         dup = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=3, tags=("猫",))
         other = await add(mem, "用户住在上海", importance=8)
@@ -243,8 +245,8 @@ async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools
         stale = await add(mem, "临时提醒：周五交报告", importance=2, now=old)
         llm.call(
             "subconscious_merge_memories",
-            {"keep_id": keep, "merge_ids": [dup], "content": "用户养了一只叫大橘的橘猫"},
-            ("subconscious_delete_memory", {"id": stale}),
+            {"keep_id": keep[:8], "merge_ids": [dup[:8]], "content": "用户养了一只叫大橘的橘猫"},
+            ("subconscious_delete_memory", {"id": stale[:8]}),
             ("subconscious_iter_stop", {"summary": "合并一组，删一条过期"}),
         )
         summary = await mem.run_cycle(TARGET)
@@ -253,11 +255,13 @@ async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools
         assert (summary.iterations, summary.tool_calls, summary.memories_changed) == (1, 4, 3)
         context = tool_replies(llm.requests[0])[0]
         groups = context["duplicate_candidates"]
-        assert [[item.split("|")[0] for item in g] for g in groups] == [[keep, dup]]
-        assert groups[0][0] == f"{keep}|medium|用户喜欢猫，家里养了一只橘猫"
-        assert [c.split("|")[0] for c in context["cleanup_candidates"]] == [stale]
+        assert [[item.split("|")[0] for item in g] for g in groups] == [[keep[:8], dup[:8]]]
+        assert groups[0][0] == f"{keep[:8]}|medium|用户喜欢猫，家里养了一只橘猫"
+        assert [c.split("|")[0] for c in context["cleanup_candidates"]] == [stale[:8]]
         offered = {t["function"]["name"] for t in llm.requests[0]["tools"]}
         assert {"subconscious_merge_memories", "subconscious_iter_stop"} <= offered
+        assert "subconscious_batch_edit" not in offered
+        assert "subconscious_batch_edit" not in llm.requests[0]["messages"][0]["content"]
         # nothing to do for these in this cycle (still callable by name)
         assert offered.isdisjoint(
             {
@@ -319,8 +323,8 @@ async def test_knowledge_and_profile_tools_are_offered_only_when_they_have_work(
 
         assert summary.ok, summary.error
         context = tool_replies(llm.requests[0])[0]
-        assert context["pending_knowledge_suggestions"]["count"] == 0
-        assert context["profile_hint"] == ""
+        assert "pending_knowledge_suggestions" not in context  # none pending: left out
+        assert "profile_hint" not in context
         offered = _offered(llm.requests[0])
         assert offered.isdisjoint(KNOWLEDGE_TOOLS | PROFILE_TOOLS)
         system = llm.requests[0]["messages"][0]["content"]
@@ -333,7 +337,7 @@ async def test_knowledge_and_profile_tools_are_offered_only_when_they_have_work(
         llm.call("subconscious_iter_stop", {"summary": "群"})
         assert (await mem.run_cycle(GROUP)).ok
         group_context = tool_replies(llm.requests[0])[0]
-        assert group_context["profile_hint"] == ""
+        assert "profile_hint" not in group_context
         assert _offered(llm.requests[0]).isdisjoint(PROFILE_TOOLS)
 
 
@@ -359,7 +363,9 @@ async def test_knowledge_and_profile_tools_are_offered_when_there_is_something_n
         assert context["pending_knowledge_suggestions"]["count"] == 1
         assert context["profile_hint"] == "画像上次更新后新增 1 条记忆"
         offered = _offered(llm.requests[0])
-        assert offered >= KNOWLEDGE_TOOLS | PROFILE_TOOLS
+        # the profile's edits go through the batch tool's profile op (batch_edits)
+        assert offered >= KNOWLEDGE_TOOLS | {"subconscious_get_profile", "subconscious_batch_edit"}
+        assert "subconscious_update_profile" not in offered
         system = llm.requests[0]["messages"][0]["content"]
         assert "## 用户画像" in system and "## 全局知识库" in system
         # fixed for the cycle: every call sends the same tools and system prompt

@@ -67,7 +67,7 @@ async def test_a_cycle_that_finds_a_knowledge_candidate_creates_a_knowledge_entr
 
         assert summary.ok, summary.error
         context = tool_replies(llm.requests[0])[0]
-        assert context["pending_knowledge_suggestions"]["count"] == 0
+        assert "pending_knowledge_suggestions" not in context  # none pending: left out
         # the context says why: how many, and which (the preference is not one)
         assert context["knowledge_hint"] == "1 条可入知识库（隐私不写）"
         assert context["knowledge_candidates"] == [FACT]

@@ -96,6 +96,13 @@ def loop_args(memory_id: str, other_id: str) -> dict[str, dict[str, Any]]:
         "subconscious_update_memory": {"id": memory_id, "content": "改写"},
         "subconscious_delete_memory": {"id": memory_id},
         "subconscious_merge_memories": {"keep_id": memory_id, "merge_ids": other_id},
+        "subconscious_batch_edit": {
+            "ops": [
+                {"op": "merge", "keep_id": memory_id, "merge_ids": [other_id]},
+                {"op": "memo", "content": "压缩后的备忘录"},
+                {"op": "profile", "summary": "新摘要", "new_lines": "新行"},
+            ]
+        },
         "subconscious_list_memory": {},
         "subconscious_duplicate_helper": {},
         "subconscious_iter_stop": {"summary": "结束"},

@@ -77,7 +77,24 @@ def test_page_numbers_are_ascii_digits_clamped_to_the_pages(args: str, page: int
 
 any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
 words = st.sampled_from(
-    ["user", "group", "USER", "list", "search", "delete", "add", "memo", "dmn", "触发", "²", "\x00"]
+    [
+        "user",
+        "group",
+        "global",
+        "USER",
+        "KNOWLEDGE",
+        "profile",
+        "pause",
+        "list",
+        "search",
+        "delete",
+        "add",
+        "memo",
+        "dmn",
+        "触发",
+        "²",
+        "\x00",
+    ]
 )
 command_texts = st.one_of(
     st.text(any_char, max_size=80),
@@ -92,10 +109,21 @@ CAPS = {"add": MAX_CONTENT_CHARS, "search": MAX_QUERY_CHARS, "delete": MAX_ID_CH
 @given(command_texts, st.booleans())
 def test_any_text_parses_to_a_known_kind_and_clean_arguments(text: str, in_group: bool) -> None:
     parsed = parse_command(text, in_group=in_group)
-    assert parsed.kind in ("memo", "dmn", "extract", "usage", "action")
+    assert parsed.kind in (
+        "memo",
+        "dmn",
+        "extract",
+        "usage",
+        "action",
+        "profile",
+        "knowledge",
+        "pause",
+    )
     if parsed.kind != "action":
         return
-    assert parsed.scope == "user" or in_group
+    # a group scope is only parsed inside a group; user and global are parsed anywhere
+    # (who may use global is decided later, by the permission check)
+    assert parsed.scope in ("user", "global") or in_group
     assert parsed.args == parsed.args.strip()
     reason = refusal(parsed.action, parsed.args)
     if parsed.action in CAPS and parsed.args and reason is None:

@@ -121,9 +121,13 @@ PREFIX = {
     "subconscious_delete_memory": "删除记忆失败",
     "subconscious_rewrite_memo": "改写备忘录失败",
     "subconscious_update_profile": "更新画像失败",
+    "subconscious_batch_edit": "批量修改失败",
 }
 #: the read a write's unknown-outcome reply tells the LLM to check with
-CHECK_WITH = {"subconscious_update_profile": "subconscious_get_profile"}
+CHECK_WITH = {
+    "subconscious_update_profile": "subconscious_get_profile",
+    "subconscious_batch_edit": "subconscious_read_memory",
+}
 
 
 @pytest.mark.parametrize("tool", WRITE_TOOLS)
