@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,10 +22,18 @@ from amrita_memory_pg.memory import Memory
 from tests.support.memory import memory_on
 from tests.support.pg import PgServer
 from tests.support.pgbouncer import run_pgbouncer
-from tests.support.replica import Node, base_backup, run_replica
+from tests.support.replica import Node, primary_and_standby, run_replica
 
 SYNC = ("synchronous_standby_names='*'", "synchronous_commit=remote_apply")
 KEY = "QQPlatform_Private_50001"
+
+
+def _pair(
+    pg_server: PgServer, factory: pytest.TempPathFactory, *settings: str
+) -> AbstractContextManager[tuple[Node, Node]]:
+    return primary_and_standby(
+        pg_server.admin_dsn, factory.mktemp("primary"), factory.mktemp("standby"), *settings
+    )
 
 
 def _entry(node: Node, database: str) -> str:
@@ -51,41 +60,32 @@ async def test_failover_behind_pgbouncer_is_a_repoint_and_a_reload(
     pg_server: PgServer, db_dsn: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     database = urlsplit(db_dsn).path.lstrip("/")
-    primary = base_backup(pg_server.admin_dsn, tmp_path_factory.mktemp("primary"), standby=False)
-    primary.start(*SYNC)
-    standby: Node | None = None
-    try:
-        standby = base_backup(
-            primary.dsn("postgres"), tmp_path_factory.mktemp("standby"), standby=True
-        )
-        standby.start()
-        with run_pgbouncer(
+    with (
+        _pair(pg_server, tmp_path_factory, *SYNC) as (primary, standby),
+        run_pgbouncer(
             pg_server.admin_dsn,
             tmp_path_factory.mktemp("bouncer"),
             login_retry=1,
             databases={database: _entry(primary, database)},
-        ) as bouncer:
-            async with memory_on(
-                bouncer.dsn(database),
-                tmp_path / "data",
-                database__pooler="transaction",
-                database__connect_timeout=3.0,
-            ) as mem:
-                before = await _add(mem, "故障切换之前写入")
-                primary.stop("immediate")
-                standby.promote()
-                # PgBouncer still points at the dead primary: nothing gets through
-                with pytest.raises((AmritaMemoryError, OSError)):
-                    await _add(mem, "切换到一半")
-                bouncer.repoint(database, _entry(standby, database))
-                after = await _add_until_it_works(mem, "故障切换之后写入", 30)
-                ids = {r.id for r in (await mem.memories.list_page(KEY, limit=10))[0]}
-        # the acknowledged write survived (synchronous), the new one is on the promoted node
-        assert {before, after} <= ids
-    finally:
-        primary.stop("immediate")
-        if standby is not None:
-            standby.stop()
+        ) as bouncer,
+    ):
+        async with memory_on(
+            bouncer.dsn(database),
+            tmp_path / "data",
+            database__pooler="transaction",
+            database__connect_timeout=3.0,
+        ) as mem:
+            before = await _add(mem, "故障切换之前写入")
+            primary.stop("immediate")
+            standby.promote()
+            # PgBouncer still points at the dead primary: nothing gets through
+            with pytest.raises((AmritaMemoryError, OSError)):
+                await _add(mem, "切换到一半")
+            bouncer.repoint(database, _entry(standby, database))
+            after = await _add_until_it_works(mem, "故障切换之后写入", 30)
+            ids = {r.id for r in (await mem.memories.list_page(KEY, limit=10))[0]}
+    # the acknowledged write survived (synchronous), the new one is on the promoted node
+    assert {before, after} <= ids
 
 
 async def test_a_read_replica_behind_its_own_pgbouncer_entry_serves_the_reads(
@@ -162,17 +162,10 @@ async def test_a_synchronous_primary_blocks_every_commit_while_its_only_standby_
     pg_server: PgServer, db_dsn: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     database = urlsplit(db_dsn).path.lstrip("/")
-    primary = base_backup(pg_server.admin_dsn, tmp_path_factory.mktemp("primary"), standby=False)
-    primary.start()
-    standby: Node | None = None
-    try:
+    with _pair(pg_server, tmp_path_factory) as (primary, standby):
         # as an operator configures it (postgresql.conf / ALTER SYSTEM, not the command
         # line, which no ALTER SYSTEM could override later)
         await _configure(primary, *SYNC)
-        standby = base_backup(
-            primary.dsn("postgres"), tmp_path_factory.mktemp("standby"), standby=True
-        )
-        standby.start()
         async with memory_on(
             primary.dsn(database),
             tmp_path / "data",
@@ -202,10 +195,6 @@ async def test_a_synchronous_primary_blocks_every_commit_while_its_only_standby_
             started = time.monotonic()
             await _add_until_it_works(mem, "改为异步之后写入", 10)
             assert time.monotonic() - started < 5
-    finally:
-        primary.stop("immediate")
-        if standby is not None:
-            standby.stop()
 
 
 async def _configure(node: Node, *settings: str) -> None:

@@ -13,7 +13,7 @@ for one row, and gets its own audit row; all rows of one action are ONE transact
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from fastapi import APIRouter, Request, Response
@@ -198,26 +198,27 @@ class TagsRefused(AmritaMemoryError):
         super().__init__(f"{record.partition_key} / {record.id[:8]}：标签{reason}")
 
 
-async def _tag(
-    request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], tags: Sequence[str]
+#: one row's change as the single edit makes it: (the change, the audit's before, after)
+Edit = tuple[MemoryChange, dict[str, object], dict[str, object]]
+
+
+async def _change_each(
+    request: Request,
+    user: kit.AdminUser,
+    rows: Sequence[MemoryRecord],
+    edit: Callable[[MemoryRecord], Edit | None],
 ) -> int:
-    """Add ``tags`` to each row as the single edit does (``update`` by a person)."""
+    """Change each row as the single edit does (``update`` by a person, its history row,
+    its own audit row); ``edit`` returns None for a row it leaves alone."""
     mem = kit.memory(request)
     changed = 0
     for record in rows:
-        merged = tuple(dict.fromkeys((*record.tags, *tags)))
-        if merged == tuple(record.tags):
+        planned = edit(record)
+        if planned is None:
             continue
-        try:  # the edit form's rule for the tags a memory ends up with
-            check_text(", ".join(merged), max_chars=MAX_TAGS_CHARS)
-        except InvalidInput as exc:
-            raise TagsRefused(record, exc.reason) from exc
+        change, before, after = planned
         updated = await mem.cases.memories.change(
-            record.partition_key,
-            record.id,
-            MemoryChange(tags=merged),
-            by_person=True,
-            now=kit.now(request),
+            record.partition_key, record.id, change, by_person=True, now=kit.now(request)
         )
         if updated is None:
             continue
@@ -228,42 +229,41 @@ async def _tag(
             "memory.edit",
             partition_key=record.partition_key,
             target_id=record.id,
-            detail={"before": {"tags": list(record.tags)}, "after": {"tags": list(merged)},
-                    "bulk": len(rows)},
-        )  # fmt: skip
+            detail={"before": before, "after": after, "bulk": len(rows)},
+        )
     return changed
+
+
+async def _tag(
+    request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], tags: Sequence[str]
+) -> int:
+    """Add ``tags`` to each row."""
+
+    def edit(record: MemoryRecord) -> Edit | None:
+        merged = tuple(dict.fromkeys((*record.tags, *tags)))
+        if merged == tuple(record.tags):
+            return None
+        try:  # the edit form's rule for the tags a memory ends up with
+            check_text(", ".join(merged), max_chars=MAX_TAGS_CHARS)
+        except InvalidInput as exc:
+            raise TagsRefused(record, exc.reason) from exc
+        return MemoryChange(tags=merged), {"tags": list(record.tags)}, {"tags": list(merged)}
+
+    return await _change_each(request, user, rows, edit)
 
 
 async def _importance(
     request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], importance: int
 ) -> int:
-    """Set each row's importance as the single edit does (``update`` by a person; a row
-    already at it is left alone)."""
-    mem = kit.memory(request)
-    changed = 0
-    for record in rows:
+    """Set each row's importance (a row already at it is left alone)."""
+
+    def edit(record: MemoryRecord) -> Edit | None:
         if record.importance == importance:
-            continue
-        updated = await mem.cases.memories.change(
-            record.partition_key,
-            record.id,
-            MemoryChange(importance=importance),
-            by_person=True,
-            now=kit.now(request),
-        )
-        if updated is None:
-            continue
-        changed += 1
-        await kit.audit(
-            request,
-            user,
-            "memory.edit",
-            partition_key=record.partition_key,
-            target_id=record.id,
-            detail={"before": {"importance": record.importance},
-                    "after": {"importance": importance}, "bulk": len(rows)},
-        )  # fmt: skip
-    return changed
+            return None
+        change = MemoryChange(importance=importance)
+        return change, {"importance": record.importance}, {"importance": importance}
+
+    return await _change_each(request, user, rows, edit)
 
 
 async def _pause(
