@@ -58,8 +58,11 @@ def test_no_page_scrolls_sideways(
     page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
     log_in(page, server.url, password=SUPER_PASSWORD, name="root")
     wide: dict[str, int] = {}
+    # English words run longer than Chinese: both languages on the phone; the desktop's
+    # width has room to spare, Chinese (the default) is checked there
+    langs = ("zh", "en") if viewport == "phone" else ("zh",)
     for url in [*page_urls(server, jobs), "/login"]:
-        for lang in ("zh", "en"):
+        for lang in langs:
             sep = "&" if "?" in url else "?"
             response = page.goto(f"{server.url}{url}{sep}lang={lang}")
             assert response is not None and response.status < 400, url
