@@ -298,6 +298,27 @@ class Memory:
         tools.host[name] = (dict(schema), call)
         return True
 
+    def check_allowed_tools(self) -> list[str]:
+        """Warn once about each ``[subconscious] allowed_tools`` name the loop cannot call
+        (the reference: «Tool 'X' not found») — neither one of our read-only chat tools
+        nor a host's tool lent to the loop — and return them. Run by the integrations at
+        start-up, after the host's tools are lent."""
+        if self.consolidator is None:
+            return []
+        known = set(self.consolidator.tools.names())
+        unknown = [
+            name
+            for name in dict.fromkeys(self.settings.subconscious.allowed_tools)
+            if name not in known and self.tools.get(name) is None
+        ]
+        for name in unknown:
+            log.warning(
+                "[subconscious] allowed_tools: Tool %r not found (neither a read-only tool of "
+                "this plugin nor a tool of the host); it is not offered to the loop",
+                name,
+            )
+        return unknown
+
     def configured_loop_model(self) -> tuple[ChatModel, str] | None:
         """The loop's configured endpoint (model, name), if any: a host model's fallback."""
         llm = self.consolidator.llm if self.consolidator is not None else None

@@ -80,6 +80,14 @@ class Settings(BaseSettings):
         "admins_or_author",
         description="Who may update/delete group memories through the tools.",
     )
+    tool_names: Literal["reference", "monstrum", "both"] = Field(
+        "reference",
+        description="Which names of the L2 write tools the chat model is offered (and, under "
+        "AmritaBot, are registered in its tool registry): reference = write_memory / "
+        "update_memory / delete_memory (amrita_plugin_memory's); monstrum = memory_write "
+        "(writes, or updates the memory its id names) / memory_delete; both = all five. "
+        "Names not offered are still accepted when called.",
+    )
     memo_inject_personal_in_group: bool = Field(
         False, description="In group chats also inject the speaker's personal memo."
     )

@@ -6,6 +6,7 @@ running cycle. Hooks are fired through amrita-sense as amrita-core's pre-runner 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -248,7 +249,11 @@ async def test_the_loops_own_endpoint_overrides_the_hosts_preset(
 
 
 async def test_allowed_tools_lend_another_plugins_tool_from_amrita_cores_registry(
-    db_dsn: str, tmp_path: Path, llm: ScriptedLLM, installed_with: list[Installation]
+    db_dsn: str,
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    installed_with: list[Installation],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     calls: list[dict[str, Any]] = []
 
@@ -280,7 +285,11 @@ async def test_allowed_tools_lend_another_plugins_tool_from_amrita_cores_registr
         async with loop_memory(
             db_dsn, tmp_path, llm, subconscious__allowed_tools=["dropin_weather", "nope"]
         ) as mem:
-            installed_with.append(install(mem))
+            with caplog.at_level(logging.WARNING, logger="amrita_memory_pg"):
+                installed_with.append(install(mem))
+            # the start-up check comes after the host's tools are lent: only "nope" is unknown
+            not_found = [r.getMessage() for r in caplog.records if "not found" in r.getMessage()]
+            assert len(not_found) == 1 and "'nope'" in not_found[0], not_found
             llm.call("dropin_weather", {"city": "上海"})
             llm.call("subconscious_iter_stop", {"summary": "查了天气"})
             assert (await mem.run_cycle(TARGET)).ok

@@ -385,6 +385,7 @@ def install(
         if host_model:
             use_host_model(provider)
         lend_host_tools(provider, target)
+        provider.check_allowed_tools()
     if l3_trigger:
         matchers += register_trigger_hook(provider, identify=identify, schedule=schedule)
     return Installation(manager=target, tools=names, matchers=matchers, persona=persona)

@@ -134,6 +134,8 @@ async def _startup() -> None:
         await start_l3(memory)
         if amrita_present():
             amrita_installation = install_into_amrita(runtime)
+        # after AmritaBot's tools are lent: a name still unknown is a mistake
+        memory.check_allowed_tools()
 
 
 async def retry_proactive(memory: Memory) -> None:
