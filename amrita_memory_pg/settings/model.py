@@ -171,6 +171,21 @@ def loop_llm(settings: Settings) -> LlmSettings:
     )
 
 
+#: how to give the L3 loop a model of its own (said wherever it has none)
+LOOP_MODEL_HOWTO = "设置 [subconscious] llm_base_url 与 llm_model（或 LLM_BASE_URL 与 LLM_MODEL）"
+
+
+def loop_endpoint_label(settings: Settings) -> str | None:
+    """The loop's configured endpoint in one phrase — «model（配置的端点 [subconscious]
+    llm_*）» or «…（配置的端点 LLM_*）» — or None when none is configured."""
+    llm = loop_llm(settings)
+    if not (llm.base_url and llm.model):
+        return None
+    sub = settings.subconscious
+    where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
+    return f"{llm.model}（配置的端点 {where}）"
+
+
 def env_path(name: str) -> tuple[str, ...] | None:
     """Map an ``AMRITA_MEMORY_*`` variable name to a settings path, or None if unknown."""
     return path_in(Settings, name)

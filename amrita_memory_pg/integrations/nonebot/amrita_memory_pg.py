@@ -136,6 +136,8 @@ async def _startup() -> None:
             amrita_installation = install_into_amrita(runtime)
         # after AmritaBot's tools are lent: a name still unknown is a mistake
         memory.check_allowed_tools()
+        if memory.consolidator is not None:
+            log.info("L3 loop model: %s", await memory.loop_model_label())
 
 
 async def retry_proactive(memory: Memory) -> None:
