@@ -221,7 +221,9 @@ async def test_on_amrita_core_alone_the_loop_calls_its_default_preset(
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
         assert await mem.loop_model_label() == "stub-model（配置的端点 LLM_*）"
         installed_with.append(install(mem))
-        assert await mem.loop_model_label() == "host-model（amrita-core 的默认模型预设 dropin-host）"
+        assert (
+            await mem.loop_model_label() == "host-model（amrita-core 的默认模型预设 dropin-host）"
+        )
         host_llm.call("subconscious_iter_stop", {"summary": "宿主模型整理"})
         command = MemoryCommand.over(mem, cycle_run=mem.run_cycle, loop_model=mem.loop_model_label)
         admin = ToolContext(platform="qq", user_id="1", roles=frozenset({"superuser"}))
