@@ -112,7 +112,7 @@ def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
-    register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge))
+    register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge, pause_gate(deps)))
 
 
 def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:

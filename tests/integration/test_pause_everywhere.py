@@ -60,6 +60,7 @@ CHAT_PARTITION_TOOLS = {
     "memory_unload_context",
     "memory_write",
     "memory_delete",
+    "knowledge_suggest",
 }
 
 
