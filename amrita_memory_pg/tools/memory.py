@@ -207,6 +207,10 @@ REFERENCE_NAMES = WriteNames("write_memory", "update_memory", "delete_memory")
 MONSTRUM_NAMES = WriteNames("memory_write", "memory_write", "memory_delete")
 
 
+#: delete_memory's and memory_delete's description and failure prefix (one tool, two names)
+DELETE_DECLARATION = ("删除一条记忆。用户手动添加的记忆（source=user）不能删除。", "删除记忆失败")
+
+
 def iso(value: datetime) -> str:
     """Aware UTC ISO-8601 with ``+00:00`` — the one format we store and return (B10)."""
     return value.isoformat()
@@ -518,12 +522,7 @@ class MemoryTools:
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
-    @declare(
-        "delete_memory",
-        "删除一条记忆。用户手动添加的记忆（source=user）不能删除。",
-        "删除记忆失败",
-        on_paused=paused_write("删除"),
-    )
+    @declare("delete_memory", *DELETE_DECLARATION, on_paused=paused_write("删除"))
     async def delete_memory(self, args: DeleteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
         return await self._delete(ctx, memory_id=args.id, scope=args.scope)
 
@@ -572,12 +571,7 @@ class MemoryTools:
             category=args.category,
         )
 
-    @declare(
-        "memory_delete",
-        "删除一条记忆。用户手动添加的记忆（source=user）不能删除。",
-        "删除记忆失败",
-        on_paused=paused_write("删除"),
-    )
+    @declare("memory_delete", *DELETE_DECLARATION, on_paused=paused_write("删除"))
     async def memory_delete(self, args: MemoryDeleteArgs, ctx: ToolContext) -> dict[str, Any]:
         return await self._delete(ctx, memory_id=args.id, scope=args.scope)
 

@@ -161,29 +161,34 @@ def test_an_unknown_amrita_memory_key_fails_with_the_settings_message() -> None:
         settings_from_driver_config({"amrita_memory_memo_max": 3}, environ={})
 
 
-def test_loading_the_plugin_with_an_unknown_key_does_not_load_it(tmp_path: object) -> None:
+def load_in_a_child(module: str, then: str, **config: str) -> subprocess.CompletedProcess[str]:
+    """Load ``module`` as a plugin in a fresh NoneBot process (with ``config``), then run
+    ``then`` (``p`` is the plugin or None): this session's NoneBot stays as it is."""
     code = (
         "import nonebot;"
-        "nonebot.init(driver='~none', amrita_memory_bogus_key='1');"
-        "p = nonebot.load_plugin('amrita_memory_pg.integrations.nonebot.amrita_memory_pg');"
-        "print('LOADED' if p else 'REFUSED')"
+        f"nonebot.init(driver='~none', **{config!r});"
+        f"p = nonebot.load_plugin({module!r});"
+        f"{then}"
     )
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_loading_the_plugin_with_an_unknown_key_does_not_load_it(tmp_path: object) -> None:
+    out = load_in_a_child(
+        "amrita_memory_pg.integrations.nonebot.amrita_memory_pg",
+        "print('LOADED' if p else 'REFUSED')",
+        amrita_memory_bogus_key="1",
     )
     assert "REFUSED" in out.stdout
     assert "unknown environment variable AMRITA_MEMORY_BOGUS_KEY" in out.stderr + out.stdout
 
 
 def test_the_former_plugin_path_still_loads_the_plugin_and_says_which_path_to_use() -> None:
-    code = (
-        "import nonebot;"
-        "nonebot.init(driver='~none');"
-        "p = nonebot.load_plugin('amrita_memory_pg.integrations.nonebot');"
-        "print('IDS', sorted(q.id_ for q in nonebot.get_loaded_plugins()))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    out = load_in_a_child(
+        "amrita_memory_pg.integrations.nonebot",
+        "print('IDS', sorted(q.id_ for q in nonebot.get_loaded_plugins()))",
     )
     assert "'nonebot:amrita_memory_pg'" in out.stdout, out.stdout + out.stderr
     assert (
