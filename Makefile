@@ -53,7 +53,7 @@ chromium:
 	  || { echo "could not install chromium: run 'apt-get install -y --no-install-recommends chromium' as root" >&2; exit 1; }; \
 	  test -x $(CHROMIUM) || { echo "$(CHROMIUM) still missing after the install" >&2; exit 1; }; }
 
-# The PgBouncer tests (tests/integration/test_pgbouncer.py, issue 23) start Debian's
+# The PgBouncer tests (tests/integration/test_pgbouncer.py) start Debian's
 # pgbouncer in transaction pooling mode in front of the test server. Installed when missing.
 PGBOUNCER ?= /usr/sbin/pgbouncer
 pgbouncer:

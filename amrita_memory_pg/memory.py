@@ -121,14 +121,14 @@ class Memory:
         self.database = store.database
         self.embedder = store.embedder
         self.backend = store.backend
-        #: issue 23: where reads that may lag go; one per process, so that every write of
+        #: where reads that may lag go (a replica); one per process, so that every write of
         #: this process (memories, memos) sends the partition's next reads to the primary
         self.route = ReadRoute(
             store.pool,
             store.read_pool,
             fresh_seconds=settings.database.read_own_writes_seconds,
         )
-        #: issue 17: access log, change history and paused partitions
+        #: the trail: access log, change history and paused partitions
         self.trail = TrailService(TrailRepository(store.pool, store.read_pool), settings.trail)
         #: L2 memories: the service embeds, the repository writes and searches
         self.memories = MemoryService(
@@ -151,7 +151,7 @@ class Memory:
             acquire_timeout=settings.database.connect_timeout,
             route=self.route,
         )
-        #: issue 23: who in the fleet runs an L3 cycle, the sweep, the session job
+        #: who in the fleet runs an L3 cycle, the sweep, the session job
         self.leases = Leases(
             LeaseRepository(store.pool), ttl_seconds=settings.database.lease_seconds
         )
@@ -211,7 +211,7 @@ class Memory:
             store.embedder,
             settings,
         )
-        #: the use cases a person's surface calls (the admin page, the CLI; issue 22)
+        #: the use cases a person's surface calls (the admin page, the CLI)
         self.cases = UseCases.over(
             memories=self.memories,
             memos=self.memos,
@@ -219,14 +219,14 @@ class Memory:
             knowledge=self.knowledge,
             trail=self.trail,
         )
-        #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
+        #: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(
             BotMemoryRepository(store.pool, self.route),
             store.embedder,
             settings,
             trail=self.trail,
         )
-        #: issue 14: automatic extraction; its model only when extraction is enabled
+        #: automatic extraction; its model only when extraction is enabled
         self.extraction_model: ChatModel | None = None
         if settings.extraction.enabled and is_configured(endpoint(settings)):
             self.extraction_model = ChatClient(endpoint(settings))
@@ -269,7 +269,7 @@ class Memory:
                 leases=self.leases,
             )
             # The scheduler's windows start the loop's cycles; the loop shows the plan. A
-            # paused partition is left alone however a cycle is started (issue 27): the
+            # paused partition is left alone however a cycle is started: the
             # runner checks first; its next window is planned as after a quiet cycle.
             self.scheduling.runner = self.consolidator
             self.l3_hooks.paused = self.trail.is_paused
@@ -386,7 +386,7 @@ class Memory:
 
         Private chat: the personal memo. Group chat: the group memo, plus the speaker's
         personal memo in its own block when ``memo_inject_personal_in_group`` is on.
-        Then "## Bot Memories" (issue 14): global + current-scope memories when
+        Then "## Bot Memories": global + current-scope memories when
         ``[injection] enabled``, and the scopes this chat loaded, within the token
         budget; ``message`` (the current one) adds the relevant top-k when configured.
         With ``[profile] inject_summary`` the speaker's profile summary follows the memos.
@@ -404,7 +404,7 @@ class Memory:
         self, chat_key: str, *, user_id: str | None = None, message: str | None = None
     ) -> Inspection:
         """ "What the bot sees": the exact block the next turn of ``chat_key`` injects and
-        its memories with token counts (issue 17); logs nothing."""
+        its memories with token counts; logs nothing."""
         return await inspect_chat(self.bot_memories, chat_key, user_id=user_id, message=message)
 
     async def run_cycle(
@@ -440,7 +440,7 @@ class Memory:
         return await self.scheduling.run_cycle(target_key, runner=manual)
 
     async def scheduled_sweep(self) -> SweepReport | None:
-        """The sweep job's run: only the fleet's lease holder sweeps (issue 23); None when
+        """The sweep job's run: only the fleet's lease holder sweeps; None when
         another process holds the lease (it is sweeping; this one waits for its next
         interval)."""
         try:
@@ -462,7 +462,7 @@ class Memory:
         if sender is None or not (sub.enabled and sub.allow_send_to_user):
             return None
         if await self.trail.is_paused(target_key):
-            return None  # kept until the partition is resumed (issue 27: paused on every path)
+            return None  # kept until the partition is resumed: paused on every path
         return await deliver(self.consolidation, target_key, sender, utcnow())
 
     async def _send_now(self, target_key: str) -> tuple[int, list[str]] | None:
@@ -488,7 +488,7 @@ class Memory:
         if ctx.in_group or not (sub.enabled and sub.allow_send_to_user):
             return []
         if await self.trail.is_paused(ctx.personal_key):
-            return []  # kept until the partition is resumed (issue 27: paused on every path)
+            return []  # kept until the partition is resumed: paused on every path
         return await self.take_pending_messages(ctx.personal_key)
 
     async def close(self) -> None:

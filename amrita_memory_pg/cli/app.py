@@ -82,8 +82,8 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
         async def as_operator() -> T:
-            # The change history names the operator of every write a command makes
-            # (issue 17); scoped to this command's loop, never the calling process.
+            # The change history names the operator of every write a command makes;
+            # scoped to this command's loop, never the calling process.
             with acting(Actor("person", f"cli:{getpass.getuser()}")):
                 return await fn(*args, **kwargs)
 
@@ -101,6 +101,12 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     help="TOML config file (default: AMRITA_MEMORY_CONFIG or config/amrita_memory_pg/config.toml).",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.version_option(
+    package_name="amrita-memory-pg",
+    prog_name="amrita-memory",
+    message="%(prog)s %(version)s",
+    help="Show the installed version (CHANGELOG.md says what each one brought) and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context, config: Path | None, debug: bool) -> None:
     """Long-term memory for chat bots, in PostgreSQL + pgvector."""
@@ -115,7 +121,7 @@ class PartitionKeyType(click.ParamType):  # type: ignore[type-arg]
     """A partition key argument through the one key rule (domain/keys.py), so that the
     CLI writes no key the admin page or ``/memory`` would then refuse. An old-style key
     (``user_10004``) is first resolved to the current one, and stderr says so: it used
-    to find nothing silently (issue 26 item 11)."""
+    to find nothing silently."""
 
     name = "key"
 

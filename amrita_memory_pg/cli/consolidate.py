@@ -7,7 +7,7 @@ answers as if done, but writes nothing (no memory, memo or pending message); onl
 cycle's own row and its token usage are recorded, marked ``dry_run``.
 
 Exit status: 0 the cycle succeeded, 1 it failed, 3 another process of the fleet is
-running this target's cycle right now (its lease, issue 23): nothing ran here, the
+running this target's cycle right now (it holds the lease): nothing ran here, the
 message names the holder (``host:pid:start``).
 """
 

@@ -41,7 +41,7 @@ def _refuse_another_bots_env(state: CliState, data_dir: Path) -> None:
     """Refuse when the old bot's folder has a ``.env`` this command did not read.
 
     The bot reads its ``.env``; an import run elsewhere embeds with another model and
-    the bot then refuses to start (issue 26 item 0).
+    the bot then refuses to start.
     """
     bot_dir = data_dir.parent.parent
     env_file = bot_dir / ".env"

@@ -245,7 +245,7 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
         if dry_run:
             report = await mem.memories.sweep(dry_run=True, max_batches=batches, force=force)
         else:
-            # one sweep across the fleet (issue 23): held elsewhere = LeaseHeld, exit 2
+            # one sweep across the fleet: held elsewhere = LeaseHeld, exit 2
             async with mem.leases.hold("sweep"):
                 report = await mem.memories.sweep(max_batches=batches, force=force)
     clock = "restarts" if decay.restart_clock_on_demote else "keeps counting from creation"

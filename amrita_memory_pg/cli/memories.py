@@ -1,4 +1,4 @@
-"""``amrita-memory memory …``, ``clear`` and ``extract`` (issue 14): L2 memories by hand,
+"""``amrita-memory memory …``, ``clear`` and ``extract``: L2 memories by hand,
 through the use cases every surface calls (:class:`MemoryCases`); their errors become one
 line at the CLI's edge (``cli.main.main``).
 

@@ -65,12 +65,12 @@ class ProgressBar:
 
 
 def fleet_leases(store: Any) -> Leases:
-    """This process's claims on the fleet's leases (issue 23)."""
+    """This process's claims on the fleet's leases."""
     return Leases(LeaseRepository(store.pool), ttl_seconds=store.settings.database.lease_seconds)
 
 
 def fleet_lease(store: Any, kind: LeaseKind) -> contextlib.AbstractAsyncContextManager[Any]:
-    """The fleet's lease of ``kind`` (issue 23): a re-embed or backup runs in one process
+    """The fleet's lease of ``kind``: a re-embed or backup runs in one process
     at a time; held elsewhere = :class:`LeaseHeld`, one line naming the holder, exit 2."""
     return fleet_leases(store).hold(kind)
 

@@ -1,5 +1,5 @@
-"""``amrita-memory pause|resume|paused``, ``inspect`` and ``memory history|accesses``
-(issue 17, item 4): the memory's trail by hand.
+"""``amrita-memory pause|resume|paused``, ``inspect`` and ``memory history|accesses``:
+the memory's trail by hand.
 
 A paused partition keeps its memories but is not injected, not recalled (read_memory and
 ``/memory search`` answer that it is paused) and not written by the chat LLM, extraction

@@ -1,4 +1,4 @@
-"""``amrita-memory web`` (serve the admin page) and ``web hash-password`` (issue 17)."""
+"""``amrita-memory web`` (serve the admin page) and ``web hash-password``."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class CycleSummary:
     #: the model's own summary (``subconscious_iter_stop``), if it gave one
     summary: str | None = None
     dry_run: bool = False
-    #: another process of the fleet holds the target's lease (issue 23): its owner
+    #: another process of the fleet holds the target's lease: its owner
     #: (``host:pid:start``); nothing ran here
     held_by: str | None = None
     #: the cycle gave way to a message of its target (reference §8.3 step 3): not a

@@ -18,7 +18,7 @@ Scope = Literal["user", "group", "global"]
 Category = Literal["preference", "rule", "event", "knowledge"]
 Source = Literal["user", "auto", "system"]
 Role = Literal["user", "bot"]
-#: How a search ranks (issue 16): vector similarity, keyword (BM25 over the search
+#: How a search ranks: vector similarity, keyword (BM25 over the search
 #: tokens), or both fused; the time decay applies to each.
 SearchMode = Literal["vector", "keyword", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("vector", "keyword", "hybrid")
@@ -147,9 +147,10 @@ class NewMemory:
 
 @dataclass(frozen=True, slots=True)
 class MemoryQuery:
-    """One search of one partition, whole: what the repository and the vector backend
-    take (issue 22), and what the pgvector backend binds, by argument name, to
-    ``search_memories_v8`` (``storage/pgvector.py``, :func:`search_args`)."""
+    """One search of one partition, whole: what the repository and the vector backend take (one
+    parameter object, not a dozen positional arguments), and what the pgvector backend
+    binds, by argument name, to ``search_memories_v8`` (``storage/pgvector.py``,
+    :func:`search_args`)."""
 
     partition_key: str
     #: the query's embedding (None in keyword mode, which embeds nothing)

@@ -1,4 +1,4 @@
-"""The memory's trail (issue 17, item 4): who recalled a memory, who changed it.
+"""The memory's trail: who recalled a memory, who changed it.
 
 Pure: the actor of the current task (a context variable, so that every write path —
 tools, /memory, CLI, web, extraction, L3, import — names its writer once at its entry

@@ -34,7 +34,7 @@ ECHO_CHARS = 40
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: A signed decimal integer in ASCII digits only: ``str.isdigit`` and ``int`` also take
-#: ``²``, ``①`` or ``٣``, which is how ``/memory user list ²`` crashed (issue 11, F9).
+#: ``²``, ``①`` or ``٣``, which is how ``/memory user list ²`` crashed.
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 #: More significant digits than int64 can have (19). Checked before ``int()``, which
 #: refuses strings over 4300 digits with a ValueError of its own.

@@ -117,7 +117,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "permission_grant": GRANT_COLUMNS,
 }
 #: kind of row → columns a JSONL backup leaves out because a restore recomputes them from
-#: the rest: the search tokens (issue 16), made by this version's tokenizer from the text
+#: the rest: the search tokens, made by this version's tokenizer from the text
 #: (maintenance/tokens.py runs after every restore), never trusted from a file
 DERIVED_COLUMNS: dict[str, frozenset[str]] = {
     "memory": frozenset({"search_tokens"}),
@@ -142,7 +142,7 @@ GENERIC_TABLES: tuple[str, ...] = (
     "loaded_scope",
     "memory_access",
     "memory_change",  # the change history: restored as it was, no "system" rows
-    "sweep_change",  # the sweep's change history (one row per batch, issue 24)
+    "sweep_change",  # the sweep's change history (one row per batch)
     "admin_audit",
 )
 #: tables of the schema a backup does NOT carry, and why: each describes this server or a
@@ -556,7 +556,7 @@ async def partition_counts(conn: Any, partition_key: str) -> dict[str, int]:
 
 
 async def export_partition(conn: Any, partition_key: str, *, now: datetime) -> AsyncIterator[str]:
-    """One partition as JSONL lines (issue 26 item 7): a header (``format`` =
+    """One partition as JSONL lines: a header (``format`` =
     :data:`PARTITION_FORMAT`, the model, ``counts``), then its memories, memo, profile
     and profile history, each line exactly as a backup writes that row (the same
     serialisation, so one reader reads both). Run it in a REPEATABLE READ transaction:

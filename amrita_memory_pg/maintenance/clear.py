@@ -1,4 +1,4 @@
-"""Clearing a scope (issue 14): every L2 memory of one partition, after a backup.
+"""Clearing a scope: every L2 memory of one partition, after a backup.
 
 A person asks (``/memory user clear``, ``/memory group clear`` for admins,
 ``amrita-memory clear KEY``); the first step only says what would go and hands out a

@@ -36,7 +36,7 @@ FIX_COMMAND = "amrita-memory reindex --yes"
 
 def fix_command() -> str:
     """The command that fixes a mismatch, run where the bot runs: there the CLI reads the
-    bot's ``.env`` and so re-embeds with the bot's model (issue 26 item 0)."""
+    bot's ``.env`` and so re-embeds with the bot's model."""
     return f"cd {shlex.quote(str(Path.cwd()))} && {FIX_COMMAND}"
 
 

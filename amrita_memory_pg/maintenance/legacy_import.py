@@ -211,7 +211,7 @@ class ImportReport:
         head = "[dry-run] 将要" if self.dry_run else ""
         lines = [f"{head}导入结果（冲突策略: {self.on_conflict}）:"]
         # One vocabulary whatever --on-conflict says: identical, or differs and kept
-        # ours, or differs and replaced (issue 26 item 10).
+        # ours, or differs and replaced: the report reads the same whatever was asked.
         names = {
             "inserted": "新增",
             "unchanged": "已存在且相同",
@@ -461,7 +461,7 @@ def translate_config(path: Path) -> tuple[str, list[str]]:
         )
     if settings.subconscious.enabled:
         # Our default is off: without the translated file the imported L3 state would
-        # sit unused and nothing would say why (issue 26 item 12).
+        # sit unused and nothing would say why.
         messages.append(
             "旧安装开启了潜意识（L3，subconscious.enabled = true），本插件默认关闭："
             "写入下面的配置（--write-config config/amrita_memory_pg/config.toml）即可沿用"
@@ -612,7 +612,7 @@ async def _import_memories(
                 progress(done, total)
             continue
         async with store.pool.acquire() as conn, conn.transaction():
-            # The change history records these rows as the import's (issue 17).
+            # The change history records these rows as the import's.
             await act(conn, actor=Actor("import", "legacy"))
             # One statement for the batch (import_memory_v1 per row, in order).
             rows = await conn.fetch(
@@ -634,8 +634,8 @@ async def _import_memories(
                 provider.base_url,
             )
             assert len(rows) == len(calls)
-            # Search tokens (issue 16) of every row written, in the same transaction:
-            # import_memory_v1 predates them (a new row would wait for the backfill, a
+            # Search tokens (keyword and hybrid search) of every row written, in the same
+            # transaction: import_memory_v1 predates them (a new row would wait for the backfill, a
             # replaced one would keep the tokens of its old text).
             tokenized: list[tuple[str, str, str, list[str]]] = []
             await hold_index_gate(conn, store.backend)
@@ -1084,7 +1084,7 @@ async def import_legacy(
 async def _record_key_format(store: Store) -> None:
     """Record the key format when every key of the store is current: the import wrote
     only current keys, and a fresh store had no version yet, so ``status`` asked for a
-    ``migrate-keys`` that then found nothing (issue 26 item 9). Legacy keys from before
+    ``migrate-keys`` that then found nothing. Legacy keys from before
     are left for ``migrate-keys``, as they were."""
     from amrita_memory_pg.maintenance.keys import migrate_keys
 

@@ -147,7 +147,7 @@ async def restore_backup(store: Store, path: Path, *, force: bool = False) -> Re
     )
 
 
-#: the fleet's leases a restore holds (issue 23): its own (one restore at a time), and
+#: the fleet's leases a restore holds: its own (one restore at a time), and
 #: those of the work that rewrites or exports the rows it replaces (a backup's rotation
 #: could also delete the very file being restored)
 RESTORE_LEASES: tuple[LeaseKind, ...] = ("restore", "backup", "reembed", "sweep")

@@ -230,7 +230,7 @@ def render_status(report: StatusReport) -> str:
             lines.append(f"L3 model:    {report.loop_model}")
         if report.partitions:
             total = report.counts.get("partitions", len(report.partitions))
-            # say when the list is cut: it showed 10 of 12 as if that were all (issue 26)
+            # say when the list is cut: it showed 10 of 12 as if that were all
             cut = (
                 f"（最大的 {len(report.partitions)} 个，共 {total} 个分区；"
                 "全部分区见管理页 amrita-memory web）"

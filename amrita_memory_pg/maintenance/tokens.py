@@ -1,5 +1,5 @@
-"""The token backfill: search tokens for memories and knowledge entries that have none
-(issue 16).
+"""The token backfill: search tokens (keyword and hybrid search) for memories and knowledge
+entries that have none.
 
 Tokens are made in Python (:func:`amrita_memory_pg.domain.tokens.search_tokens`), so
 neither the migrations that added the columns (0015_hybrid, 0017_kb_hybrid) nor a restore of a JSONL

@@ -108,7 +108,7 @@ class L3Hooks:
     #: send a personal target's queued proactive messages now: (how many were sent,
     #: why the others failed), None when the host cannot send (then they wait)
     send_now: Callable[[str], Awaitable[tuple[int, list[str]] | None]] | None = None
-    #: whether a partition is paused (issue 27): a paused target gets no cycle, however
+    #: whether a partition is paused: a paused target gets no cycle, however
     #: started (scheduler, CLI, /memory dmn); None until wired
     paused: Callable[[str], Awaitable[bool]] | None = None
 
@@ -235,7 +235,8 @@ class Consolidator:
         self.settings = settings
         self.hooks = hooks or L3Hooks()
         self.clock = clock
-        #: the fleet's leases (issue 23); the in-process lock below is only a fast path
+        #: the fleet's leases (one cycle per target across processes); the in-process lock
+        #: below is only a fast path
         self.leases = leases
         self._running: dict[str, asyncio.Lock] = {}
 
@@ -472,7 +473,7 @@ def _tool_calls(
     """The reply's tool calls as (the calls to echo back, (id, name, arguments) to run).
 
     A model or a proxy may send anything: a malformed ``tool_calls`` ends the cycle with
-    a sentence in the run record (issue 27 item 8), not with Python's own words for a
+    a sentence in the run record, not with Python's own words for a
     str that has no ``.get``.
     """
     raw = reply.get("tool_calls") if isinstance(reply, dict) else None

@@ -1,4 +1,4 @@
-"""Automatic extraction (issue 14): a finished session's chat lines and the scope's
+"""Automatic extraction: a finished session's chat lines and the scope's
 memories go to a model with a jinja2 template; its answer, validated whole by a
 pydantic model, atomically replaces the memories the previous extraction made there.
 
@@ -157,7 +157,7 @@ def load_template(settings: ExtractionSettings) -> jinja2.Template:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one extraction did (``status`` ok / rejected / failed / empty / disabled /
-    held: another process of the fleet is extracting this session, issue 23)."""
+    held: another process of the fleet is extracting this session)."""
 
     session_key: str
     partition_key: str
@@ -171,7 +171,7 @@ class Outcome:
 #: the lease key of the session-expiry pass (a session key is never this)
 EXPIRY_LEASE = "expiry"
 
-#: the reason recorded for a run on a paused scope (issue 17)
+#: the reason recorded for a run on a paused scope
 PAUSED_REASON = "the memory of this scope is paused: nothing extracted (the lines are marked read)"
 
 
@@ -187,7 +187,7 @@ class Extractor:
         leases: Leases | None = None,
     ) -> None:
         self.memories = memories
-        #: the fleet's leases (issue 23): one extraction per session across processes,
+        #: the fleet's leases: one extraction per session across processes,
         #: one session-expiry pass at a time
         self.leases = leases
         self.repo = repo
@@ -281,7 +281,7 @@ class Extractor:
         )
         trail = self.memories.trail
         if trail is not None and await trail.is_paused(partition):
-            # issue 17: a paused scope is not written by automatic processes; the lines
+            # a paused scope is not written by automatic processes; the lines
             # are marked read (a rejected run), so they are not retried after resuming.
             return await self._finish(run, "rejected", PAUSED_REASON, run.usage)
         with acting(Actor("extraction", session_key)):  # read on the primary (storage/reads.py)

@@ -1,4 +1,4 @@
-""" "What the bot sees" (issue 17, item 4): for one chat, the exact memory block of its
+""" "What the bot sees": for one chat, the exact memory block of its
 next turn and the memories in it with their token counts.
 
 It calls the injection's own :meth:`BotMemories.compose` — the code the per-turn hook

@@ -1,4 +1,5 @@
-"""Who in the fleet does a piece of long work: leases in the database (issue 23).
+"""Who in the fleet does a piece of long work: leases in the database, the one place every
+process sees.
 
 Several bot processes share one database and each schedules the same L3 targets, sweeps
 and session jobs; each such piece of work runs inside :meth:`Leases.hold`, which claims

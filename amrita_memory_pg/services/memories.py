@@ -84,7 +84,7 @@ class MemoryService:
         trail: TrailService | None = None,
     ) -> None:
         self.repo = repo
-        #: the access log and the pause (issue 17); None: searches log nothing
+        #: the access log and the pause; None: searches log nothing
         self.trail = trail
         self.embedder = embedder
         self.settings = settings
@@ -334,7 +334,7 @@ class MemoryService:
         statement itself, before it searches — and a failing check raises (it is never
         read as "not paused"). When no request is needed (keyword mode, a cached query)
         and the backend's search statement checks the pause itself (pgvector), the read
-        stays one round trip (issue 24)."""
+        stays one round trip (a read's latency is mostly its round trips)."""
         trail = self.trail if recall is not None else None
         ranking = self.ranking(mode, query)
         vector = None if ranking.mode == "keyword" else self.embedder.cached_query(query)
@@ -385,7 +385,7 @@ class MemoryService:
 
     def _as_hits(self, ranked: Sequence[SearchHit], mode: str) -> list[SearchHit]:
         """The relevant rows (hybrid cut-off), each with the reference's ``decay_score``
-        and the ranking key as ``score`` (issue 26)."""
+        and the ranking key as ``score``: the shown score means one thing in every mode."""
         return [reference_scored(h, self.policy, mode) for h in relevant_hits(ranked, mode)]
 
     async def sweep(
@@ -408,7 +408,7 @@ class MemoryService:
             long_term_days=float(decay.long_term_days),
             batch_limit=decay.sweep_batch_limit,
             restart_clock_on_demote=decay.restart_clock_on_demote,
-            # the sweep is an automatic process: it spares manual entries (issue 14)
+            # the sweep is an automatic process: it spares manual entries
             protect_user=self.protects(False),
         )
         return await self.repo.sweep(

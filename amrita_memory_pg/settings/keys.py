@@ -47,7 +47,7 @@ SECTIONS: dict[str, type[Section]] = {
     "injection": InjectionSettings,
     "trail": TrailSettings,
     "web": WebSettings,
-    "backup": BackupSettings,  # issue 27 (feat/backup)
+    "backup": BackupSettings,
 }
 
 

@@ -60,7 +60,6 @@ class Settings(BaseSettings):
         100, description="L2 memories per partition; a write beyond it is refused (≤0 refuses all)."
     )
     memo_max_chars: int = Field(1000, ge=100, le=10000, description="Hard cap of one L1 memo.")
-    # issue 11 F7 (feat/load)
     write_dedup_seconds: float = Field(
         120.0,
         ge=0,

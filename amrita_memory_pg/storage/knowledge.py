@@ -6,10 +6,11 @@ writes are the functions of ``sql/functions/knowledge_v1.sql`` and ``knowledge_v
 which check the configured limits themselves and answer with a status that is mapped
 here to the domain errors — never by parsing text. Time is an argument.
 
-Every write stores the entry's search tokens (:func:`~amrita_memory_pg.domain.tokens.search_tokens`
-of title + summary + body, issue 16): a create passes them with the row; an update gets
-the text back from ``knowledge_update_v2`` (a line-range edit makes the new body in SQL)
-and stores the tokens of that text in the same transaction.
+Every write stores the entry's search tokens
+(:func:`~amrita_memory_pg.domain.tokens.search_tokens` of title + summary + body, for
+keyword and hybrid search): a create passes them with the row; an update gets the text back
+from ``knowledge_update_v2`` (a line-range edit makes the new body in SQL) and stores the
+tokens of that text in the same transaction.
 """
 
 from __future__ import annotations

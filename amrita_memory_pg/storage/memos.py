@@ -39,13 +39,13 @@ class MemoRepository:
         self.max_chars = max_chars
         #: longest wait for a pooled connection before a write is refused (None = no limit)
         self.acquire_timeout = acquire_timeout
-        #: where the per-turn block reads (issue 23): a memo written here is read from the
+        #: where the per-turn block reads: a memo written here is read from the
         #: primary for a while, so the next turn shows it however far a replica lags
         self.route = route
 
     async def _write(self, sql: str, partition_key: str, *args: Any) -> Any:
         """One write statement; a driver failure comes out as ``DatabaseRefused`` (no effect)
-        or ``OutcomeUnknown`` (issue 11 F7: an append retried blindly would repeat itself).
+        or ``OutcomeUnknown`` (an append retried blindly would repeat itself).
 
         An automatic writer (the chat LLM, extraction, the loop) is told to the database in
         the same transaction, which refuses it on a paused partition (pause_v1.sql,

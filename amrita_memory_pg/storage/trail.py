@@ -1,4 +1,4 @@
-"""The memory's trail in PostgreSQL (issue 17, item 4): the access log, the change
+"""The memory's trail in PostgreSQL: the access log, the change
 history and paused partitions. The statements are the named queries of
 ``sql/queries/trail.sql``; the history itself is written by the triggers of
 ``sql/functions/trail_v1.sql`` from what :func:`act` puts in the writing transaction.
@@ -107,7 +107,7 @@ def _fields(value: Any) -> dict[str, Any] | None:
 
 class TrailRepository:
     """Reads and writes the trail tables on one pool; the lists people read (a memory's
-    access log and history) on ``read_pool`` (a replica, issue 23). The paused list stays
+    access log and history) on ``read_pool`` (a replica when configured). The paused list stays
     on the primary: a person who just paused a partition sees it listed."""
 
     def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:

@@ -54,7 +54,7 @@ class ToolDeps:
     settings: Settings
     profiles: ProfileService
     knowledge: KnowledgeService
-    #: issue 14: the memory block and the scopes a chat loads
+    #: the memory block and the scopes a chat loads
     bot_memories: BotMemories
     #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
     loop: LoopDeps | None = None
@@ -83,7 +83,7 @@ def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 
 def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
-    """memory_load_context / memory_unload_context (issue 14)."""
+    """memory_load_context / memory_unload_context."""
     register_scope_tools(registry, deps.bot_memories, memory_cases(deps))
 
 

@@ -16,7 +16,7 @@ differ only in the rules the loop works under and in their replies —
 - ``subconscious_read_memo`` / ``subconscious_rewrite_memo`` let the loop compress the
   target's L1 memo near its cap, as the reference's README promised (D4);
 - every tool but ``subconscious_iter_stop`` checks first that the target is not paused
-  (the registry's gate): a paused target is neither read nor written (issue 27).
+  (the registry's gate): a paused target is neither read nor written.
 
 In a dry run every writing tool checks its input and answers as if done, writing nothing.
 Embedding and model-mismatch failures are mapped once, at the registry's edge.

@@ -1,6 +1,6 @@
 """The error text the LLM gets when a tool call fails for a reason outside its arguments.
 
-Issue 11, F7: during a database stall every failed write used to read «写入记忆失败: »
+During a database stall every failed write used to read «写入记忆失败: »
 (the ``str()`` of a bare ``TimeoutError``) while some of them committed later, so an LLM
 that retried made duplicates. Now every such reply is non-empty and says three things:
 what happened, whether anything changed, and what to do next —

@@ -7,7 +7,7 @@ as clean envelopes (B5); ``read_memory`` has ``status`` and a clamped ``top_k`` 
 order is deterministic (W6); group memories are edited only by group admins, the
 owner, superusers or their author (W2, configurable).
 
-Issue 14: ``category`` filters on read/list; scope ``global`` (bot-wide, readable by
+The second seed's model: ``category`` filters on read/list; scope ``global`` (bot-wide, readable by
 everyone, written only by superusers — or the system and the CLI); memories a person
 added (``source=user``) are refused to update/delete while ``protect_manual_memories``
 is on (checked here for a clear reply, and again by the database).
@@ -59,7 +59,7 @@ CategoryChoice = Annotated[Category, BeforeValidator(numbers_as_text)]
 ModeChoice = Annotated[SearchMode, BeforeValidator(numbers_as_text)]
 
 #: read_memory's top_k range (reference §4.2 recommendation B11); outside it the reply
-#: says what was clamped (issue 16) instead of silently returning fewer.
+#: says what was clamped instead of silently returning fewer.
 TOP_K_MIN, TOP_K_MAX = 1, 50
 
 ScopeArg = Annotated[
@@ -393,7 +393,7 @@ class MemoryTools:
         if record.category:
             reply["category"] = record.category
         if written.duplicate:
-            # issue 11 F7: a retried write (its first reply was lost) returns the first one.
+            # a retried write (its first reply was lost) returns the first one, not a duplicate
             reply["duplicate_of"] = record.id
             reply["message"] = "相同内容刚刚已写入过，返回已有的这条记忆，没有重复写入"
         reply["status"] = "success"
@@ -446,7 +446,7 @@ class MemoryTools:
             if hit.keyword_score:
                 meta["keyword_score"] = round(hit.keyword_score, 4)
             if hit.score is not None:
-                # the ranking key (issue 26); decay_score stays the reference's formula
+                # the ranking key; decay_score stays the reference's formula in every mode
                 meta["score"] = round(hit.score, 4)
             metadatas.append(meta)
         # The reference's nested-list shape (one query → one inner list per field),
@@ -604,7 +604,7 @@ class MemoryTools:
                 "tags": r.tags_text,
                 "importance": r.importance_label,
                 "content_preview": preview(r.content),
-                # issue 14: what the reference did not show (additive keys)
+                # what the reference did not show (additive keys: old prompts keep working)
                 "importance_level": r.importance,
                 "category": r.category,
                 "source": r.source,

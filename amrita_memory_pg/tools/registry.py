@@ -304,7 +304,8 @@ class ToolRegistry:
             return self._paused(tool, exc)
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
             prefix = tool.failure_prefix or f"{name} 失败"
-            # issue 11 F7: never an empty message; say whether anything changed, what to do.
+            # never an empty message (an empty one made the LLM retry into duplicates): say
+            # whether anything changed and what to do.
             message = failure_message(name, prefix, exc)
             if (
                 isinstance(exc, DatabaseError | EmbeddingError | FingerprintMismatch)

@@ -1,4 +1,4 @@
-"""L2 memories for every surface: the pause first, then the service (issue 22)."""
+"""L2 memories for every surface: the pause first, then the service."""
 
 from __future__ import annotations
 

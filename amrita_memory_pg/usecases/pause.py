@@ -1,4 +1,4 @@
-"""The pause, checked FIRST on every automatic path (issue 27, item 5).
+"""The pause, checked FIRST on every automatic path, so that a pause means paused.
 
 An automatic caller (the chat tools, extraction, the L3 loop: the task's actor kind
 ``llm``, ``extraction`` or ``l3``) neither reads nor writes a paused partition. The

@@ -113,7 +113,7 @@ def create_admin_app(
 
             async with open_memory(settings, startup=False) as opened:
                 holder["memory"] = opened
-                runner_for(_app)  # at once: a lost re-embed resumes on this start (issue 23)
+                runner_for(_app)  # at once: a lost re-embed resumes on this start
                 try:
                     yield
                 finally:

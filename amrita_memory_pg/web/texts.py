@@ -1,4 +1,4 @@
-"""Values stored in English words, shown in the reader's language (issue 26 item 4).
+"""Values stored in English words, shown in the reader's language.
 
 Some rows keep a short English description written by the core (a profile change's
 ``operation``, its actor); the page reads them back into an i18n key and its values.

@@ -1,5 +1,5 @@
 """Search across partitions, bulk delete / tag / pause, and every time in the configured
-zone (issue 26 item 7 and the times of item "small things"), in headless Chromium.
+zone, in headless Chromium.
 
 Each test checks the database too: the rows a bulk action changed (and only those), their
 change history (``memory_change``) and their audit rows.

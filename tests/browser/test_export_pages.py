@@ -1,5 +1,5 @@
 """Export of a partition, the backups list (download, restore) and editing a profile in
-place, in headless Chromium (issue 26 item 7).
+place, in headless Chromium.
 
 Each test checks the files and the database too: the export holds exactly its
 partition's rows, a downloaded backup is byte for byte the file, a restore asks before

@@ -1,4 +1,4 @@
-"""The operations pages in headless Chromium (issue 17): knowledge (a suggestion accepted,
+"""The operations pages in headless Chromium: knowledge (a suggestion accepted,
 one rejected, create with an inline error, edit, delete with confirm), profiles with
 history and revert, L3 runs with the next window and the 7 × 12 heatmap, status with a
 background job started by the superuser and followed to the end.
@@ -274,7 +274,7 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     screenshot(page, "ops-status")
     page.click("#job-sweep")
     page.wait_for_load_state()
-    # issue 26 item 5: asked first, with what it costs; nothing has started yet
+    # asked first, with what it costs; nothing has started yet
     assert f"全部 {OLD_ROWS} 条记忆" in page.locator("#job-cost").inner_text()
     assert server.sql("SELECT count(*) AS n FROM amrita_memory.job")[0]["n"] == 0
     page.click("#confirm")
@@ -296,7 +296,7 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     page.goto(f"{server.url}/status")
     assert "已完成完整轮次：1" in page.locator("#status-sweep").inner_text()
     assert page.locator("#jobs tbody tr").count() == 1
-    # issue 23: the job is a row any process's page reads, naming the process that ran it
+    # the job is a row any process's page reads, naming the process that ran it
     (row,) = server.sql("SELECT id, state, owner, started_by FROM amrita_memory.job")
     assert (row["id"], row["state"], row["started_by"]) == (audit["target_id"], "done", "root")
     assert page.locator("#jobs tbody td.mono.small").first.inner_text() == row["owner"]
@@ -325,7 +325,7 @@ def test_a_reembed_job_shows_its_progress_while_it_runs(
     try:
         page.click("#job-reembed")
         page.wait_for_load_state()
-        assert "42 行" in page.locator("#job-cost").inner_text()  # asked first (issue 26)
+        assert "42 行" in page.locator("#job-cost").inner_text()  # asked first
         assert "nomic-embed-text" in page.locator("#job-model").inner_text()
         assert "本机" in page.locator("#job-remote").inner_text()  # the stub is on loopback
         page.click("#confirm")

@@ -1,4 +1,4 @@
-"""The memory's trail on the admin page in headless Chromium (issue 17, item 4): a
+"""The memory's trail on the admin page in headless Chromium: a
 memory's change history and access log, pausing a partition (superuser, CSRF, audited),
 and the "what the bot sees" inspector. Each test checks the database too."""
 
@@ -157,7 +157,7 @@ def test_the_inspector_shows_the_block_of_the_next_turn_with_token_counts(
 
 
 def test_an_imported_memory_over_the_cap_stays_editable(page: Any, server: AdminServer) -> None:
-    """Issue 26 item 0: an old install's 4,500-character memory came in as it was; the
+    """An old install's 4,500-character memory came in as it was; the
     edit page saves its importance (text sent back unchanged), and a changed text is
     still held to the cap."""
     long_text = "很长的旧记忆。" * 643  # 4,501 characters

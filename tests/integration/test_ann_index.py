@@ -88,7 +88,7 @@ async def test_big_partitions_get_an_index_that_search_uses(memory: Memory) -> N
         await asyncio.sleep(0.1)
     assert await _idx_scans(memory, name) > before, "the HNSW index was not used"
     # Candidates come from the index and are re-ranked by the same ranking score (the
-    # default mode's `score`; `decay_score` is the reference's formula, issue 26).
+    # default mode's `score`; `decay_score` is the reference's formula).
     overlap = {h.record.id for h in exact} & {h.record.id for h in approx}
     assert len(overlap) >= 8
     assert [h.score for h in approx] == sorted((h.score or 0.0 for h in approx), reverse=True)

@@ -1,4 +1,4 @@
-"""Backups you can count on (issue 27 item 3): retention per reason keeps the backup taken
+"""Backups you can count on: retention per reason keeps the backup taken
 before a destructive step; ``backup verify`` restores into a throwaway database and finds
 a truncated or edited backup; a scheduled slot is taken by one process of the fleet."""
 

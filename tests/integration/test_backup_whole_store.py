@@ -1,4 +1,4 @@
-"""A backup is the whole store (issue 27 item 2): every table of the schema is carried by
+"""A backup is the whole store: every table of the schema is carried by
 the JSONL and the dump, or listed with its reason in NOT_BACKED_UP; a restore brings every
 row back as it was — the change history too, without "system" rows of its own — on
 pgvector and on chroma. The tables are read from the catalogue, so a table added later

@@ -283,7 +283,7 @@ async def test_backup_cli_create_list_restore(db_dsn: str, tmp_path: Path) -> No
     missing = run_cli("backup", "restore", str(tmp_path / "nope.jsonl"), "--yes", env=env)
     assert missing.returncode == 1 and "备份文件不存在" in missing.stderr
     # a bare name (as older /memory clear replies printed it) is found in the backups
-    # folder from wherever the operator stands (issue 26)
+    # folder from wherever the operator stands
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     by_name = run_cli("backup", "restore", jsonl.name, "--yes", env=env, cwd=elsewhere)
@@ -333,7 +333,7 @@ async def test_each_partition_export_query_returns_the_columns_of_its_kind(
 async def test_a_reference_backup_is_merged_into_a_live_store_and_twice_changes_nothing(
     db_dsn: str, tmp_path: Path
 ) -> None:
-    """Issue 11: restoring the old plugin's JSON used to replace the whole store."""
+    """Restoring the old plugin's JSON used to replace the whole store."""
     legacy = {
         "ids": ["a" * 32, "b" * 32],
         "documents": ["旧插件的记忆一", "旧插件的记忆二"],

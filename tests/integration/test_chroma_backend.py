@@ -303,7 +303,7 @@ def assert_same_ranking(
     differences in float32, we (over Chroma's vectors) in float64, so a mathematically
     exact tie may come out of pgvector split by ~1e-7 and ordered differently."""
     assert len(got) == len(want)
-    # the ranking key is ``score`` (issue 26: decay_score is the reference's formula)
+    # the ranking key is ``score`` (decay_score is the reference's formula)
     for a, b in zip(got, want, strict=True):
         assert a.score is not None and b.score is not None
         assert a.score == pytest.approx(b.score, rel=rel, abs=tol)

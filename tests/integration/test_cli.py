@@ -99,7 +99,7 @@ async def test_wheel_ships_sql_and_migrations_and_works_from_anywhere(
     assert "amrita_memory_pg/sql/views/partition_usage_v1.sql" in names
     assert "amrita_memory_pg/migrations/env.py" in names
     assert "amrita_memory_pg/migrations/versions/0001_foundation.py" in names
-    # the admin page's strings are data files of the package (issue 22)
+    # the admin page's strings are data files of the package (a wheel must ship them)
     assert {"amrita_memory_pg/web/locales/zh.toml", "amrita_memory_pg/web/locales/en.toml"} <= names
 
     target = tmp_path / "site"
@@ -195,7 +195,7 @@ async def test_sweep_command_reports_and_dry_run_keeps_rows(db_dsn: str) -> None
 
 
 async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path: Path) -> None:
-    """Issue 26: 12 partitions, the 10 largest listed, and the line says so."""
+    """12 partitions, the 10 largest listed, and the line says so."""
     from tests.support.memory import memory_on
 
     async with memory_on(db_dsn, tmp_path) as mem:
@@ -217,7 +217,7 @@ async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path:
 
 
 async def test_an_old_style_key_is_resolved_and_said(db_dsn: str, tmp_path: Path) -> None:
-    """Issue 26 item 11: `memory list/search user_10004` used to find nothing silently."""
+    """`memory list/search user_10004` used to find nothing silently."""
     from tests.support.memory import memory_on
 
     async with memory_on(db_dsn, tmp_path, embedding__protocol="hash") as mem:

@@ -1,4 +1,4 @@
-"""Every ``amrita-memory`` command with hostile arguments (issue 27 item 8): no traceback,
+"""Every ``amrita-memory`` command with hostile arguments: no traceback,
 ever; a refusal is a non-zero exit with a sentence. The commands are enumerated from the
 click group, so a command added later is fuzzed too."""
 

@@ -1,4 +1,4 @@
-"""``amrita-memory memory add|list|search``, ``clear`` and ``extract`` (issue 14), run as
+"""``amrita-memory memory add|list|search``, ``clear`` and ``extract``, run as
 an operator runs them: a subprocess on a real database."""
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ async def test_memory_add_list_search_and_clear_from_the_cli(db_dsn: str, tmp_pa
     assert "周五不发版" not in listed.stdout and "1 of 1 shown" in listed.stdout
     found = run_cli("memory", "search", "global", "周五不发版", "-c", "rule", env=env)
     assert "周五不发版" in found.stdout and "1 hits" in found.stdout
-    # issue 26: the printed number is decay_score, said by the one-line legend
+    # the printed number is decay_score, said by the one-line legend
     assert found.stdout.splitlines()[-1] == SCORE_LEGEND
-    # issue 16: the mode option; keyword mode finds the row by its tokens alone
+    # the mode option; keyword mode finds the row by its tokens alone
     keyword = run_cli("memory", "search", "global", "PostgreSQL", "--mode", "keyword", env=env)
     assert keyword.returncode == 0, keyword.stderr
     assert "项目使用 PostgreSQL" in keyword.stdout and "1 hits" in keyword.stdout

@@ -1,4 +1,4 @@
-"""Issue 25 under AmritaBot, with amrita-core really installed: the memo hook passes the
+"""The drop-in under AmritaBot, with amrita-core really installed: the memo hook passes the
 turn's message (the relevant-memories part of the block), the L3 trigger counts the
 target's completions (reference §8.2, priority 10) and a completion aborts the target's
 running cycle. Hooks are fired through amrita-sense as amrita-core's pre-runner does."""

@@ -1,4 +1,4 @@
-"""Extraction replaces only what extraction made (issue 27 item 1).
+"""Extraction replaces only what extraction made.
 
 The scenario a bot operator lives through: an old amrita_plugin_memory install is
 imported, the chat model writes memories with ``write_memory``, a person edits one of the

@@ -1,4 +1,4 @@
-"""Failover to a promoted standby (issue 23): a primary with synchronous replication
+"""Failover to a promoted standby: a primary with synchronous replication
 (``synchronous_standby_names = '*'``, ``synchronous_commit = remote_apply``) and its
 streaming standby, both built from the embedded binaries. Writers run through
 ``open_memory`` with a multi-host ``DATABASE_URL`` (``target_session_attrs=read-write``);

@@ -1,4 +1,4 @@
-"""Several processes on one database (issue 23): leases in PostgreSQL decide who runs an L3
+"""Several processes on one database: leases in PostgreSQL decide who runs an L3
 cycle, a sweep, an extraction. Real processes (the CLI) and separate pools on one
 database, a slow scripted model over real HTTP."""
 
@@ -315,7 +315,7 @@ async def test_cli_backup_and_sweep_refuse_while_another_process_holds_their_lea
 async def test_a_second_reindex_says_who_holds_the_re_embed_and_embeds_nothing(
     db_dsn: str, tmp_path: Path
 ) -> None:
-    """Issue 27 item 8: two `reindex` runs at once no longer fight; the second names the
+    """Two `reindex` runs at once no longer fight; the second names the
     holder, exits 2 and neither stages nor embeds a row."""
     env = {
         "DATABASE_URL": db_dsn,

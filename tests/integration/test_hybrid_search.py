@@ -1,4 +1,4 @@
-"""search_memories_v4 (issue 16): keyword and hybrid ranking in SQL, vector mode = v3 bit
+"""search_memories_v4 (0.3.0): keyword and hybrid ranking in SQL, vector mode = v3 bit
 for bit, the SQL fusion = its Python twin (domain/fusion.py), the mode checks, the
 category filter, the HNSW path's keyword candidates, and the token backfill."""
 

@@ -116,7 +116,7 @@ async def test_ask_without_a_terminal_refuses_to_start_and_names_the_fix(
             pass
     message = str(err.value)
     assert "嵌入模型已变更" in message and "amrita-memory reindex --yes" in message
-    # run where the bot runs, where the CLI reads the bot's .env (issue 26 item 0)
+    # run where the bot runs, where the CLI reads the bot's .env
     assert f"`cd {Path.cwd()} && amrita-memory reindex --yes`" in message
     assert "EMBED_MISMATCH_POLICY=auto" in message and "EMBED_CHECK_ON_STARTUP=false" in message
     # Nothing was changed, and the CLI still works (it never runs the check).

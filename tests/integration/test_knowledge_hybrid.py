@@ -1,4 +1,4 @@
-"""Hybrid knowledge search (issue 16, migration 0017_kb_hybrid): keyword mode finds an exact
+"""Hybrid knowledge search (migration 0017_kb_hybrid): keyword mode finds an exact
 name or number in an entry's body that the summary's vector cannot, hybrid ranks it first,
 vector mode keeps release 1's order, every write path stores the tokens, modes are
 checked on every surface, and the token backfill fills in entries without tokens."""

@@ -232,7 +232,7 @@ async def test_suggestions_a_cycle_reads_are_handled_only_if_it_succeeds(
 async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools_offered(
     db_dsn: str, tmp_path: Path, llm: ScriptedLLM
 ) -> None:
-    """The economy of issue 13 item 7: the pre-pass is in the runner's get_context reply,
+    """The loop's token economy: the pre-pass is in the runner's get_context reply,
     so one model call merges a group (one call, one transaction), deletes a stale item
     and stops; the schemas sent are only those the cycle needs."""
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
@@ -370,7 +370,7 @@ async def test_knowledge_and_profile_tools_are_offered_when_there_is_something_n
 async def test_malformed_tool_calls_end_the_cycle_with_a_sentence(
     db_dsn: str, tmp_path: Path, llm: ScriptedLLM
 ) -> None:
-    """Issue 27 item 8: the run record said Python's words ('str' object has no attribute
+    """The run record said Python's words ('str' object has no attribute
     'get') when the model sent tool_calls in a shape the API does not have."""
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
         for malformed in ("abc", ["x"], [{"id": "c1", "function": "subconscious_iter_stop"}]):

@@ -1,4 +1,4 @@
-"""Knowledge distillation in the L3 loop (issue 25 item 5, the reference's 知识沉淀): the
+"""Knowledge distillation in the L3 loop (the reference's 知识沉淀): the
 SQL pre-pass finds memories worth a global knowledge entry, the cycle is offered the
 knowledge tools because of them (and says why), and a scripted model over real HTTP
 creates the entry. Without candidates or suggestions the tools stay away."""

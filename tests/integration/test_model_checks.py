@@ -1,7 +1,7 @@
 """Every write of a vector checks the embedding model in the database: the fingerprint
 (SQLSTATE AMF01) and the dimension (AMF03), for inserts (the insert_memory query) and
 updates (update_memory_guarded, update_memory_v3); the store's dimension is recorded by the
-first write (issue 11, F1/F2)."""
+first write."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A pause means paused on every automatic path (issue 27, item 5), on a real PostgreSQL.
+"""A pause means paused on every automatic path, on a real PostgreSQL.
 
 Every tool of every audience (the chat's, the L3 loop's, the chat tools the loop borrows)
 and every automatic entry point (a cycle started by the service, the scheduler or the

@@ -1,4 +1,4 @@
-"""Reads that may lag go to a streaming replica (issue 23): ``[database] read_url`` at a
+"""Reads that may lag go to a streaming replica: ``[database] read_url`` at a
 standby built from the embedded binaries. With its replay paused, the per-turn block,
 the admin page's memory list, searches (chat tool, /memory, page, CLI) and the CLI's
 lists show the replica's (older) state while the writes, the L3 loop and a read after

@@ -1,4 +1,4 @@
-"""A restore holds the fleet's restore, backup, re-embed and sweep leases (issue 23), on
+"""A restore holds the fleet's restore, backup, re-embed and sweep leases, on
 one path for the CLI's ``backup restore`` and the admin page's restore job: each refuses
 while the other runs, a restore waits for a sweep elsewhere, and no backup (made by
 hand, by the page or by the schedule) runs beside a restore. The CLI runs as its own

@@ -65,7 +65,7 @@ async def test_v3_equals_v2_on_small_and_ann_partitions(memory: Memory) -> None:
                     assert await _search(memory, "search_memories_ann_v3", *args) == v1
                 compared += bool(v2)
     assert compared >= 15
-    # The named query the store calls (search_memories_v4 since issue 16) in vector mode
+    # The named query the store calls (search_memories_v4 since 0.3.0) in vector mode
     # gives v2's rows.
     named = await memory.pool.fetch(
         query("search_memories"),

@@ -1,4 +1,4 @@
-"""The search (search_memories_v6 since issue 24, v5 before): the same results as v4.
+"""The search (search_memories_v6 since 0.6.0, v5 before): the same results as v4.
 
 Same rows, same order, the same scores as search_memories_v4 (bit-identical in vector
 mode; BM25 sums a row's tokens in the order the plan meets them, so keyword and hybrid

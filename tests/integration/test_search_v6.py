@@ -1,4 +1,4 @@
-"""search_memories_v6 (issue 24, the read rows): its plans are made once per connection.
+"""search_memories_v6 (0.6.0): its plans are made once per connection.
 The named queries call release 7 since 0037_hybrid_fast (test_search_v7.py); v6 stays
 installed for the processes of the release before and for v7's HNSW path.
 

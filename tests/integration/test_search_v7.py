@@ -1,4 +1,4 @@
-"""search_memories_v7 / recall_memories_v3 (issue 24, keyword and hybrid over target; retired
+"""search_memories_v7 / recall_memories_v3 (0.7.0: keyword and hybrid over target; retired
 by 0051_retire_release9, installed again here by the ``retired_sql`` fixture).
 
 Parity with release 4 is test_search_v5.py's (the named query it compares is v8's now).

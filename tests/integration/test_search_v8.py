@@ -1,4 +1,4 @@
-"""search_memories_v8 / recall_memories_v4 (issue 24, 0048_keyword_intersect): a row's
+"""search_memories_v8 / recall_memories_v4 (0.10.0, 0048_keyword_intersect): a row's
 matching lexemes by intersection (two ts_delete) instead of an unnest of its tsvector.
 
 The identity it rests on holds for any tokens (quotes, backslashes, colons, duplicates, an

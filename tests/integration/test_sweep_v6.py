@@ -1,4 +1,4 @@
-"""sweep_batch_v6 / memory_history_v1 / trim_history_v2 (sweep_v6.sql, issue 24): the sweep
+"""sweep_batch_v6 / memory_history_v1 / trim_history_v2 (sweep_v6.sql, 0.11.0): the sweep
 records one sweep_change row per batch instead of a memory_change row per memory.
 
 v6 changes exactly what v5 changes (the same rows demoted, purged and kept, the same

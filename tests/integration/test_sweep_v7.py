@@ -1,4 +1,4 @@
-"""sweep_batch_v7 / sweep_cutoff_v1 (sweep_v7.sql, issue 24): the sweep decides by three
+"""sweep_batch_v7 / sweep_cutoff_v1 (sweep_v7.sql, 0.12.0): the sweep decides by three
 cutoffs computed once per batch and reaches its due rows by tid.
 
 v7 changes exactly what v6 changes (v6 retired by 0055 and installed again for the

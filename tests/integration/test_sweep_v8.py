@@ -1,4 +1,4 @@
-"""sweep_batch_v8 (sweep_v8.sql, 0056_walk_by_primary_key, issue 24): the sweep walks the
+"""sweep_batch_v8 (sweep_v8.sql, 0056_walk_by_primary_key, 0.13.0): the sweep walks the
 primary key's (partition_key, id) order with a 'partition_key/id' cursor, so the table
 needs no index on id alone.
 

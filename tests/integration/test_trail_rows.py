@@ -1,4 +1,4 @@
-"""The trail's row-level triggers (trail_v4.sql, issue 24): a statement under the writer's
+"""The trail's row-level triggers (trail_v4.sql, 0.8.0): a statement under the writer's
 flag (amrita_memory.history_by_writer) queues no trigger work, an update of no shown field
 calls nothing, and every plain-SQL path (multi-row INSERT / UPDATE / DELETE, merge hint,
 pause, bounds, retention, access-log follow-up) writes the same rows as trail_v3's

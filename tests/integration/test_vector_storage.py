@@ -1,4 +1,4 @@
-"""Vectors stay in the row (migration 0046_vectors_inline, issue 24): a realistic memory —
+"""Vectors stay in the row (migration 0046_vectors_inline): a realistic memory —
 33 Chinese characters with their search tokens and a 384-d vector, a 2.3 KB row — used
 to have its vector moved to the TOAST table (pgvector's EXTERNAL storage, toasting from
 2 KB on), so every search fetched each vector back through the TOAST index. Now a row is

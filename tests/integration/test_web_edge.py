@@ -1,4 +1,4 @@
-"""The admin page's edge on a real store (issue 27 items 4 and 6): bytes PostgreSQL refuses
+"""The admin page's edge on a real store: bytes PostgreSQL refuses
 are answered with 400 and a sentence on every route, unknown URLs get the app's page,
 a write and its audit row commit together, and sessions are rows that can be revoked."""
 
@@ -99,7 +99,7 @@ async def test_nul_in_any_parameter_or_field_of_any_route_is_a_400_with_a_senten
                 assert response.status_code == 400, (method, template, response.text[:300])
                 assert "NUL" in response.text and "请求被拒绝" in response.text, template
                 assert response.headers["content-type"].startswith("text/html")
-        # the two reported in issue 27, and the connection stays usable afterwards
+        # the two that used to fail with a 500, and the connection stays usable afterwards
         for url in ("/partitions?q=%00", "/l3?target=%00", "/p/global/memories?tags=%00"):
             response = await s.client.get(url)
             assert response.status_code == 400, url

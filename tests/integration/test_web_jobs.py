@@ -89,7 +89,7 @@ async def test_backup_job_reports_export_progress(db_dsn: str, tmp_path: Path) -
         assert job.state == "done", job.error
         assert job.result is not None and job.result.startswith("amrita_memory_")
         assert "memory 1200" in job.result
-        # a backup is the whole store (issue 27): the 1200 memories and their 1200 history rows
+        # a backup is the whole store: the 1200 memories and their 1200 history rows
         history = await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory_change")
         total = 1200 + history
         assert history == 1200

@@ -1,4 +1,4 @@
-"""insert_memory_v6 / write_memory_v5 (memory_v9.sql, issue 24) write the create history
+"""insert_memory_v6 / write_memory_v5 (memory_v9.sql, 0.9.0) write the create history
 row as a plain INSERT from their arguments: the memory row, the history row and the
 returned columns must be exactly those of insert_memory_v5 / write_memory_v4 (write_memory_v4
 retired by 0047_retire_release8, installed again here by the ``retired_sql`` fixture) for the

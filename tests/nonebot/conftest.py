@@ -73,7 +73,7 @@ async def after_nonebot_init(
     config.embedding_proctol = "hash"
     config.amrita_memory_data_dir = str(nb_data_dir)
     config.amrita_memory_decay = {"sweep_interval_hours": 12}
-    # issue 17: the admin page mounted on the driver (tests/nonebot/test_admin_mount.py)
+    # the admin page mounted on the driver (tests/nonebot/test_admin_mount.py)
     config.amrita_memory_web = {"enabled": True, "password_hash": ADMIN_PASSWORD_HASH}
     config.llm_base_url = llm_stub.base_url
     config.llm_model = "stub-model"

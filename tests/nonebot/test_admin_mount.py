@@ -1,4 +1,4 @@
-"""The admin page on the bot's own FastAPI driver (issue 17): mounted under [web] path
+"""The admin page on the bot's own FastAPI driver: mounted under [web] path
 when enabled, reading the plugin's open memory; login and a page over HTTP."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ async def test_the_admin_page_is_mounted_on_the_driver() -> None:
 
 async def test_the_bot_watches_for_a_lost_reembed_from_its_start() -> None:
     """The page's job runner is made at the bot's start and looks for a lost re-embed
-    to resume (issue 23), before anyone opens the page."""
+    to resume, before anyone opens the page."""
     from starlette.routing import Mount
 
     from amrita_memory_pg.web.jobs import JobRunner

@@ -1,4 +1,4 @@
-"""Issue 25 under NoneBot (nonebug, a real OneBot v11 bot): the L3 loop's proactive
+"""The drop-in under NoneBot (nonebug, a real OneBot v11 bot): the L3 loop's proactive
 message goes out at once as a QQ private message through the plugin's sender; a failed
 send is kept and goes out on the target's next private message, once."""
 

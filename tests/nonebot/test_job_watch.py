@@ -1,4 +1,4 @@
-"""Every bot process watches for a lost re-embed (issue 23's leftover): with the admin page
+"""Every bot process watches for a lost re-embed: with the admin page
 mounted its job runner does; without it the plugin's runtime starts one of its own."""
 
 from __future__ import annotations

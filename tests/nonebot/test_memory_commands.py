@@ -58,7 +58,7 @@ USAGE_GROUP = "\n".join(
 )
 # the issue-14 lines are there
 assert "/memory user clear" in USAGE_PRIVATE and "-c 类别" in USAGE_PRIVATE
-assert "mode=hybrid|vector|keyword" in USAGE_PRIVATE  # issue 16
+assert "mode=hybrid|vector|keyword" in USAGE_PRIVATE
 
 
 async def _memo(key: str, text: str) -> None:

@@ -241,7 +241,7 @@ asyncio.run(main())
 def test_the_cli_reads_a_bots_env_files_as_nonebot_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 26 item 0: NoneBot's own Env/Config over .env + .env.<ENVIRONMENT> and the
+    """NoneBot's own Env/Config over .env + .env.<ENVIRONMENT> and the
     process environment give the plugin the same settings the CLI builds in that folder."""
     from nonebot.config import Config as NoneBotConfig
     from nonebot.config import Env
@@ -280,7 +280,7 @@ def test_the_cli_reads_a_bots_env_files_as_nonebot_does(
 
 
 async def test_the_scheduled_backup_tick_is_registered_only_with_a_schedule(app: App) -> None:
-    """Issue 27: `[backup] schedule` adds an interval tick every `check_minutes`; a failing
+    """`[backup] schedule` adds an interval tick every `check_minutes`; a failing
     tick is logged, never raised (the job's outer edge)."""
     from nonebot_plugin_apscheduler import scheduler
 

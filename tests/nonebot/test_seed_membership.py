@@ -1,5 +1,5 @@
-"""Issue 14 in the NoneBot plugin: the session job is scheduled, and memory_load_context
-asks QQ (get_group_member_info) whether the speaker is in the group."""
+"""The second seed's model in the NoneBot plugin: the session job is scheduled, and
+memory_load_context asks QQ (get_group_member_info) whether the speaker is in the group."""
 
 from __future__ import annotations
 

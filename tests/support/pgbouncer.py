@@ -1,5 +1,5 @@
 """A real PgBouncer (Debian's ``pgbouncer``) in transaction pooling mode in front of the
-test server, on a free localhost port (issue 23).
+test server, on a free localhost port.
 
 The embedded server listens only on its unix socket, in a directory only its own user
 may enter; PgBouncer runs as that user (``embedded_postgres`` when the tests run as

@@ -1,4 +1,4 @@
-"""A streaming replica of the test server, built with the embedded binaries (issue 23):
+"""A streaming replica of the test server, built with the embedded binaries:
 ``pg_basebackup -R`` into a second data directory, started by ``pg_ctl`` on its own unix
 socket. It replicates the whole cluster, so every test database has its standby copy."""
 

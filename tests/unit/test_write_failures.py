@@ -1,5 +1,6 @@
-"""Issue 11, F7: driver failures are classified by class and SQLSTATE into «nothing changed»
-and «outcome unknown», and every write tool's error reply says what to do.
+"""A write reported as failed must not commit later: driver failures are classified by
+class and SQLSTATE into «nothing changed» and «outcome unknown», and every write tool's
+error reply says what to do.
 
 The integration tests (tests/integration/test_write_outcome.py) check the same against a
 real server that stalls, times out and drops connections; these pin the table itself,

@@ -23,7 +23,7 @@ PROFILE_SUBS = frozenset({"profile", "画像"})
 DMN_SUBS = frozenset({"dmn", "run", "触发"})
 KNOWLEDGE_SUBS = frozenset({"knowledge", "知识库"})
 EXTRACT_SUBS = frozenset({"extract", "提取"})
-#: issue 17: pause / resume a scope's memory (superusers)
+#: pause / resume a scope's memory (superusers)
 PAUSE_SUBS = frozenset({"pause", "resume", "暂停", "恢复"})
 LEGACY_ACTIONS = frozenset({"list", "search", "delete"})
 

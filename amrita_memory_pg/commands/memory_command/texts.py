@@ -24,7 +24,7 @@ USAGE_CATEGORIES = "类别: preference(偏好) / rule(规则) / event(事件) / 
 USAGE_MODES = (
     "检索方式: … search mode=hybrid|vector|keyword <关键词>（默认见 [retrieval] default_mode）"
 )
-#: superuser options: in the usage a superuser sees (issue 26: the help omitted them)
+#: superuser options: in the usage a superuser sees (the help used to omit them)
 USAGE_PAUSE = "/memory pause|resume [user|group|global|分区键] — 暂停/恢复某作用域的记忆（仅超级用户；默认本会话）"
 USAGE_MEMO = "/memory memo                — 查看当前作用域的备忘录（只读）"
 USAGE_PROFILE = "/memory profile [history]   — 查看自己的用户画像 / 修改历史"

@@ -125,7 +125,7 @@ async def _startup() -> None:
                 await run_backup_tick(lambda: run_scheduled_backup(current.store))
 
         register_backup_job(scheduler, settings, _backup_job)
-        # memory_load_context asks QQ whether the speaker is in the group (issue 14)
+        # memory_load_context asks QQ whether the speaker is in the group
         membership = memory.bot_memories.membership
         membership.check = onebot_membership(membership.check)
         membership.source = "onebot"

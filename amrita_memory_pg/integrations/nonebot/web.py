@@ -1,4 +1,4 @@
-"""Mount the admin web page (issue 17) on NoneBot's FastAPI driver under ``[web] path``.
+"""Mount the admin web page on NoneBot's FastAPI driver under ``[web] path``.
 
 Only when ``[web] enabled``; the page reads the plugin's one open memory
 (``runtime.require``), so until the store is open (or when it failed to open) its pages
@@ -51,7 +51,7 @@ def mount_admin(settings: Settings, runtime: Runtime) -> bool:
 
     @driver.on_startup
     async def _watch_jobs() -> None:
-        # from the bot's start, a re-embed whose process died is resumed here (issue 23);
+        # from the bot's start, a re-embed whose process died is resumed here;
         # until the store opens the checks wait (the runner retries)
         runner_for(admin)
 

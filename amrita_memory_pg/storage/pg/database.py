@@ -49,7 +49,7 @@ async def connect_once(dsn: str, connect_timeout: float) -> asyncpg.Connection:
     """One connection, with connection failures mapped to :class:`DatabaseUnavailable`.
 
     No named prepared statements (``statement_cache_size=0``): a one-off connection
-    gains nothing from them, and behind a transaction-mode pooler (issue 23) a named
+    gains nothing from them, and behind a transaction-mode pooler a named
     statement lands on a server connection another client may be using already."""
     try:
         return await asyncpg.connect(dsn, timeout=connect_timeout, statement_cache_size=0)
@@ -173,7 +173,7 @@ def refused_startup_parameter(exc: BaseException) -> bool:
 async def create_pool(dsn: str, db: DatabaseSettings) -> asyncpg.Pool:
     """An asyncpg pool whose connections decode ``vector`` columns to numpy arrays.
 
-    ``db.pooler`` (issue 23): behind a transaction-mode pooler the pool prepares no
+    ``db.pooler``: behind a transaction-mode pooler the pool prepares no
     named statements and sends no startup parameters; the timeouts go with every
     ``BEGIN`` as ``SET LOCAL``. ``auto`` switches to that when the server refuses the
     timeouts as startup parameters, which is how PgBouncer answers them.
@@ -224,7 +224,8 @@ async def _open_pool(
             command_timeout=db.command_timeout,
             # a named statement would outlive the transaction on a pooler's server connection
             statement_cache_size=0 if behind_pooler else db.statement_cache_size,
-            # issue 11 F7: the server times out first (statement/lock_timeout < command_timeout)
+            # the server times out first (statement/lock_timeout < command_timeout), so a write
+            # the client gave up on is certainly rolled back, never committed later
             server_settings=None if behind_pooler else server_timeouts(db),
             init=init,
             connection_class=PooledConnection,  # no reset round trip per release

@@ -648,7 +648,7 @@ loaded_scope = Table(
     comment="Scopes loaded read-only into a chat (memory_load_context) until unloaded or the session expires",
 )
 
-# ---------------------------------------------------------------- issue 17: the trail
+# ------------------------------------------------------------------------ the trail
 # Who recalled a memory, who changed it, which partitions are paused (0019_trail;
 # the triggers and functions are sql/functions/trail_v1.sql).
 
@@ -791,7 +791,7 @@ admin_audit = Table(
 Index("ix_admin_audit_at", admin_audit.c.at)
 Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)
 
-# issue 23: several bot processes on one database (sql/functions/lease_v1.sql)
+# several bot processes on one database: who runs what (sql/functions/lease_v1.sql)
 lease = Table(
     "lease",
     metadata,
@@ -897,7 +897,7 @@ web_login_failure = Table(
     comment="Failed admin page logins, counted by every process for the rate limit",
 )
 Index("ix_web_login_failure_client_at", web_login_failure.c.client, web_login_failure.c.at)
-# issue 27 (feat/backup), migration 0023_backup_all
+# scheduled backups, one process of the fleet at a time (migration 0023_backup_all)
 backup_schedule = Table(
     "backup_schedule",
     metadata,

@@ -9,7 +9,7 @@ rolls back a transaction left open. The one session-level change,
 ``lift_statement_timeout(local=False)``, marks the connection; only a marked connection
 is reset on release.
 
-Behind a transaction-mode pooler (``[database] pooler = "transaction"``, issue 23) the
+Behind a transaction-mode pooler (``[database] pooler = "transaction"``) the
 server connection changes between transactions, so nothing may live in the session: the
 timeouts cannot be startup parameters and are set with ``SET LOCAL`` in the same
 round trip as every ``BEGIN`` (:meth:`PooledConnection.set_begin_settings`).
@@ -123,8 +123,8 @@ async def pinned(pool: asyncpg.Pool) -> AsyncIterator[Any]:
     """Every statement this task sends through ``pool`` inside the block runs in ONE
     transaction: committed when the block ends, rolled back when it raises.
 
-    Why: a page's write and its audit row must commit together or not at all (issue 27
-    item 4) although they go through different repositories. A repository's own
+    Why: a page's write and its audit row must commit together or not at all
+    (no unaudited change) although they go through different repositories. A repository's own
     ``conn.transaction()`` becomes a savepoint inside it. Only for one task doing one
     thing at a time (a request handler): statements must not run concurrently on the
     pinned connection. A pool that is not a :class:`PinnablePool` cannot pin: refused.

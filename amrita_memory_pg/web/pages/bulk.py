@@ -1,4 +1,4 @@
-"""Bulk actions on selected memories (issue 26 item 7), from the memory list and the
+"""Bulk actions on selected memories, from the memory list and the
 cross-partition search: delete (after a confirm page that says how many rows), add a tag,
 pause the partitions of the selected rows (superuser, as a single pause).
 

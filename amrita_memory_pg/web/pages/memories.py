@@ -136,7 +136,7 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
         key = partition(request, key)
     except BadKey:
         now = legacy_key_now(key[:MAX_KEY_CHARS])
-        if now is not None:  # an old-style key in the URL: the partition it is now (issue 26)
+        if now is not None:  # an old-style key in the URL: the partition it is now
             return kit.redirect(request, f"/p/{kit.quoted(now)}/memories", **request.query_params)
         return bad_key(request, key)
     t = kit.translator_for(request)
@@ -226,7 +226,7 @@ async def read_memory_form(
 
     ``stored``: the edited memory's text. Sent back unchanged it is kept as it is, even
     over the cap: an imported 4,500-character memory stays editable (importance, tags,
-    category) instead of refusing every save (issue 26 item 0).
+    category) instead of refusing every save.
     """
     form = await request.form()
     typed = MemoryForm(

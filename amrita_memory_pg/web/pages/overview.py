@@ -1,4 +1,4 @@
-"""The overview (issue 26 item 7): memories counted by scope, category and source across
+"""The overview: memories counted by scope, category and source across
 every partition, and three per-day charts (memories written, recalls, L3 tokens) drawn
 here as inline SVG: no script, no CDN, readable without JavaScript."""
 

@@ -1,4 +1,4 @@
-"""Search across partitions (issue 26 item 7): the per-partition search of the memory
+"""Search across partitions: the per-partition search of the memory
 list (``MemoryService.search``, the same SQL, scores and hybrid cut-off as
 ``read_memory``) run on each partition, the hits merged, each row naming and linking its
 partition.

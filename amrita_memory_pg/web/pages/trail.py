@@ -1,4 +1,4 @@
-"""The memory's trail on the admin page (issue 17, item 4): a memory's access log and
+"""The memory's trail on the admin page: a memory's access log and
 change history, pausing a partition, and "what the bot sees" for a chat.
 
 The data comes from the services every other surface uses (``Memory.trail``,
