@@ -148,6 +148,8 @@ def write_project(root: Path, *, database_url: str, stub_url: str) -> None:
         ),
         encoding="utf-8",
     )
+    # the placeholder a fresh install writes: no base_url, no api_key
+    (chat / "models" / "default.json").write_text(json.dumps({"name": "default"}), encoding="utf-8")
     (chat / "private_prompts" / "default.txt").write_text(PERSONA, encoding="utf-8")
     (chat / "group_prompts" / "default.txt").write_text("你是群聊里的 Amrita。", encoding="utf-8")
     # the chat plugin's config (a fresh install writes enable = false; the content check

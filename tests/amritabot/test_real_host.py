@@ -194,3 +194,43 @@ async def test_another_plugins_tool_in_allowed_tools_is_lent_to_the_loop(host: H
         "tool_call_id": second["messages"][-2]["tool_calls"][0]["id"],
         "content": "上海：晴，25°C",
     }
+
+
+async def test_a_model_switch_applies_to_the_next_call_and_a_placeholder_is_named(
+    host: Host,
+) -> None:
+    """/model switch (AmritaBot's command) to the placeholder preset a fresh install has:
+    the loop says plainly that no model is configured and how to set one."""
+    memory = host.runtime.require()
+    await host.send(private_event("/model switch default", user_id=SUPERUSER))
+    assert host.qq.texts()[-1].startswith("✅ 已切换到：default"), host.qq.texts()
+    try:
+        await host_chats_with("default")
+        label = await memory.loop_model_label()
+        assert label.startswith(
+            "未配置：AmritaBot 的模型预设 default 没有填写 base_url 与 api_key。"
+        )
+        assert "[subconscious] llm_base_url 与 llm_model" in label
+        host.qq.calls.clear()
+        lines = await dmn(host)
+        assert lines[0].startswith(
+            "❌ 潜意识整理失败：没有可用的模型：AmritaBot 的模型预设 default"
+        )
+        assert lines[1] == f"模型：{label}"
+        assert host.llm.loop_requests == []
+    finally:
+        await host.send(private_event(f"/model switch {PRESET_NAME}", user_id=SUPERUSER))
+        await host_chats_with(PRESET_NAME)
+    assert await memory.loop_model_label() == f"{HOST_MODEL}（AmritaBot 的模型预设 {PRESET_NAME}）"
+
+
+async def host_chats_with(name: str) -> None:
+    """Wait until AmritaBot's chat turns use preset ``name`` (its config file is re-read
+    by a watcher after /model switch saves it)."""
+    from amrita.plugins.chat.utils.preset import resolve_preset
+
+    for _ in range(300):
+        if (await resolve_preset()).name == name:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"AmritaBot never switched to {name}")
