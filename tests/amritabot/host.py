@@ -61,14 +61,15 @@ class HostLLM(ScriptedLLM):
         self.call(name, arguments)
         self.chat_script.append(self.script.pop())
 
-    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    def _next(self, body: dict[str, Any], headers: dict[str, str], raw: bytes) -> Any:
         messages = body.get("messages") or [{}]
         if HOST_PROMPT_MARK not in str(messages[0].get("content") or ""):
             self.loop_requests.append(body)
             self.loop_headers.append(headers)
-            return super()._next(body, headers)
+            return super()._next(body, headers, raw)
         with self._lock:
             self.requests.append(body)
+            self.raw_requests.append(raw)
             self.request_headers.append(headers)
             self.chat_requests.append(body)
             if self.chat_script:
