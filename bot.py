@@ -1,7 +1,7 @@
 """A runnable console bot with this plugin: ``python bot.py`` (what ``make run`` runs).
 
-It lives outside the package because importing anything under
-``amrita_memory_pg.integrations.nonebot`` loads the plugin, which needs NoneBot initialised.
+It lives outside the package because the plugin module
+(``amrita_memory_pg.integrations.nonebot.amrita_memory_pg``) needs NoneBot initialised.
 
 NoneBot2 + nonebot-adapter-console (a terminal chat UI) + this plugin on the embedded
 defaults: PostgreSQL in ``data/amrita_memory_pg``, the default embedder, no LLM. The
@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
-PLUGIN = "amrita_memory_pg.integrations.nonebot"
+PLUGIN = "amrita_memory_pg.integrations.nonebot.amrita_memory_pg"
 CONSOLE_USER = "user"
 
 
@@ -43,7 +43,7 @@ def main() -> int:
     if nonebot.load_plugin(PLUGIN) is None:
         print(f"could not load {PLUGIN}; see the error above", file=sys.stderr)
         return 2
-    from amrita_memory_pg.integrations.nonebot import chat_responder
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import chat_responder
 
     if chat_responder is None:
         _hint_without_llm(tuple(s for s in driver.config.command_start if s))

@@ -158,6 +158,8 @@ async def db_current(state: CliState) -> None:
     shown = current or tr("cli.db.empty")
     if current == head:
         say("cli.db.current_head", revision=shown)
+    elif problem := migrate.unsupported_revision(current):
+        say("cli.db.current_unsupported", revision=shown, problem=problem)
     else:
         say("cli.db.current_behind", revision=shown, head=head)
 

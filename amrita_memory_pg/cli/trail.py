@@ -139,6 +139,8 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
         fields = ",".join(e.changed_fields())
         after = (e.after or e.before or {}).get("content", "")
         who = e.actor.kind + (f":{e.actor.id}" if e.actor.id else "")
+        # a merge's note starts with the kept memory's id; what follows is shown
+        said = (e.note or "").partition(" ")[2] if e.op == "merge" else e.note or ""
         say(
             "cli.history.row",
             at=e.at.isoformat(),
@@ -146,6 +148,7 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
             who=who,
             fields=fields,
             content=" ".join(str(after).split()),
+            note=tr("cli.reason", reason=said) if said else "",
         )
     say("cli.history.total", n=len(entries))
 

@@ -12,7 +12,7 @@ from tests.nonebot.conftest import ADMIN_PASSWORD
 
 
 async def test_the_admin_page_is_mounted_on_the_driver() -> None:
-    from amrita_memory_pg.integrations.nonebot import admin_mounted, runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import admin_mounted, runtime
 
     assert admin_mounted
     memory = runtime.require()
@@ -59,7 +59,10 @@ async def test_the_bot_watches_for_a_lost_reembed_from_its_start() -> None:
 async def test_metrics_and_health_are_served_on_the_driver_without_a_login() -> None:
     """A fleet's Prometheus scrapes each bot process at /metrics; an orchestrator's HTTP
     probe calls /health ([observability], on whether or not the admin page is)."""
-    from amrita_memory_pg.integrations.nonebot import observability_mounted, runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import (
+        observability_mounted,
+        runtime,
+    )
     from amrita_memory_pg.tools.context import ToolContext
 
     assert observability_mounted
