@@ -8,12 +8,12 @@ from typing import Any
 
 from amrita_memory_pg.domain.errors import BackendError
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
-from amrita_memory_pg.i18n import Translator
+from amrita_memory_pg.i18n import Catalog, Translator
 from amrita_memory_pg.maintenance.backup import BackupInfo, list_backups
 from amrita_memory_pg.maintenance.fingerprint import FingerprintStatus, inspect_fingerprint
 from amrita_memory_pg.maintenance.reembed import ReindexState, reindex_state
 from amrita_memory_pg.services.store import Store
-from amrita_memory_pg.settings import LOOP_MODEL_HOWTO, Settings, loop_endpoint_label
+from amrita_memory_pg.settings import Settings, loop_llm
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import (
@@ -24,6 +24,8 @@ from amrita_memory_pg.storage.pg.database import (
 )
 from amrita_memory_pg.storage.queries import query
 
+#: the status's default language (the CLI passes its own)
+CHINESE: Translator = Catalog("amrita_memory_pg").translator("zh")
 TOP_PARTITIONS = 10
 
 
@@ -59,8 +61,9 @@ class StatusReport:
     sweep: SweepCursor | None = None
     #: ``[backup] schedule`` and how its last claimed slot ended ("" = no schedule)
     scheduled_backup: str = ""
-    #: the model an L3 cycle uses, as far as the settings tell (:func:`loop_model_status`)
-    loop_model: str = ""
+    #: the settings status was taken with: the L3 loop's model phrase (:func:`loop_model_status`)
+    #: is said from them in the reader's language
+    settings: Settings | None = None
 
 
 async def collect_server_status(settings: Settings, target: ServerTarget) -> StatusReport:
@@ -78,22 +81,29 @@ async def collect_server_status(settings: Settings, target: ServerTarget) -> Sta
         socket_dir=str(target.embedded.socket_dir) if target.embedded is not None else None,
         backups=list_backups(settings.resolved_data_dir() / "backups"),
         backend=settings.vector_backend,
-        loop_model=loop_model_status(settings),
+        settings=settings,
     )
     return report
 
 
-def loop_model_status(settings: Settings) -> str:
-    """The L3 loop's model in one phrase, from the settings alone: the host's preset is
-    looked up in the bot process (``/memory dmn`` names it), not here."""
+def loop_model_status(settings: Settings, t: Translator | None = None) -> str:
+    """The L3 loop's model in one phrase in ``t``'s language (Chinese by default), from
+    the settings alone: the host's preset is looked up in the bot process
+    (``/memory dmn`` names it), not here."""
+    t = t or CHINESE
     if not settings.subconscious.enabled:
-        return "未启用（[subconscious] enabled = false）"
+        return t("status.l3.off")
     sub = settings.subconscious
-    configured = loop_endpoint_label(settings)
+    llm = loop_llm(settings)
+    configured = None
+    if llm.base_url and llm.model:
+        where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
+        configured = t("status.l3.endpoint", model=llm.model, where=where)
     if sub.llm_base_url or sub.llm_model:
-        return configured or f"未配置：{LOOP_MODEL_HOWTO}"
-    otherwise = f" {configured}" if configured else f"未配置：{LOOP_MODEL_HOWTO}"
-    return f"在 AmritaBot 中为它的模型预设（机器人进程中查找，/memory dmn 显示），否则{otherwise}"
+        return configured or t("status.l3.none")
+    if configured:
+        return t("status.l3.host_endpoint", endpoint=configured)
+    return t("status.l3.host_none", none=t("status.l3.none"))
 
 
 async def collect_store_status(store: Store, report: StatusReport) -> None:
@@ -249,8 +259,8 @@ def render_status(report: StatusReport, t: Translator) -> str:
                 )
         if report.scheduled_backup:
             lines.append(t("status.scheduled_backup", line=report.scheduled_backup))
-        if report.loop_model:
-            lines.append(t("status.loop_model", model=report.loop_model))
+        if report.settings is not None:
+            lines.append(t("status.loop_model", model=loop_model_status(report.settings, t)))
         if report.partitions:
             total = report.counts.get("partitions", len(report.partitions))
             # say when the list is cut: it showed 10 of 12 as if that were all
