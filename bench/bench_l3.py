@@ -427,7 +427,11 @@ class ReferenceRunner(Consolidator):
     user_prompt = reference.USER
 
     def system_prompt(
-        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+        self,
+        target_key: str,
+        now: datetime,
+        offered: Sequence[str] | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> str:
         # the reference always sends both guides (it offers every tool)
         return reference.system_prompt(key_subject(target_key), now.date().isoformat())

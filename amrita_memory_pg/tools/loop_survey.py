@@ -28,6 +28,7 @@ from amrita_memory_pg.tools.args import Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import Importance, NoArgs, loop_cycle, preview
 from amrita_memory_pg.tools.memory import iso
+from amrita_memory_pg.tools.profile import NO_PROFILE_YET, PROFILE_NEWS
 from amrita_memory_pg.tools.registry import declare
 from amrita_memory_pg.usecases.memos import MemoCases
 
@@ -230,7 +231,8 @@ class LoopSurvey:
                 since = await self.loop.hooks.profile_changed_at(cycle.target_key)
                 new = sum(1 for r in records if since is None or r.created_at > since)
                 if new:
-                    reply["profile_hint"] = f"画像上次更新后新增 {new} 条记忆"
+                    hint = NO_PROFILE_YET if since is None else PROFILE_NEWS
+                    reply["profile_hint"] = hint.format(n=new)
             except Exception:
                 stale.append("profile")
         try:
