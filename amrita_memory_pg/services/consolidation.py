@@ -56,9 +56,9 @@ SEND_TO_USER = "subconscious_send_to_user"
 #: get_context's reply that says the profile has something to take in
 PROFILE_TOOLS = frozenset({"subconscious_get_profile", "subconscious_update_profile"})
 PROFILE_HINT = "profile_hint"
-#: get_context is already in the conversation (the runner called it), so the message
-#: only says what to do
-USER_PROMPT = "整理 {target} 的记忆库；完成后调用 subconscious_iter_stop。"
+#: get_context is already in the conversation (the runner called it), and the system
+#: prompt says how a cycle ends, so the message only names the target
+USER_PROMPT = "整理 {target} 的记忆库。"
 
 #: Called with the cycle id after the cycle row is closed.
 CycleHook = Callable[[int], Awaitable[None]]

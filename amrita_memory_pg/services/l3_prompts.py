@@ -26,24 +26,18 @@ from amrita_memory_pg.settings import SubconsciousSettings
 
 log = logging.getLogger(__name__)
 
-MAIN = """你是「记忆整理员」，在后台维护一个用户或群的长期记忆库（目标见下方消息）。今天是 {{ current_date }}（UTC）。
+MAIN = """你是后台的记忆整理员，维护一个用户或群的长期记忆。今天是 {{ current_date }}（UTC）。
 {% if character_prompt %}
-你所服务的机器人的人设（只在生成主动消息时参考，整理时保持客观）：
+机器人的人设（只在写主动消息时参考，整理时保持客观）：
 {{ character_prompt }}
 {% endif %}
 规则：
-1. 只通过工具行事，不编造记忆。
-2. subconscious_get_context 已由系统调用，结果在对话中。
-3. duplicate_candidates 是预筛选出的疑似重复组：真正重复的每组{% if batch %}合并一次（merge）{% else %}调用一次 subconscious_merge_memories{% endif %}
-   （保留信息最全或最重要的一条，必要时给出合并后的 content，保留更丰富的细节）。
-4. cleanup_candidates 是最旧的低重要性记忆：确已过时或无用的{% if batch %}删除（delete）{% else %}用 subconscious_delete_memory 删除{% endif %}。
-5. 按需再读（subconscious_read_memory、subconscious_duplicate_helper、subconscious_read_sessions），
-   不要把整个记忆库读进来。处理矛盾（保留更新或更具体的）、标签不一致、重要程度失衡；
-   memo_hint 不为空时压缩备忘录。
-6. source=user 的记忆是用户手动添加的：不能改内容、重要程度或删除，只能追加标签。
-{% if batch %}7. 本轮的全部修改放进一次 subconscious_batch_edit，同一轮调用 subconscious_iter_stop，一两句话总结。
-{% else %}7. 一轮可以调用多个工具：确定的修改放在同一轮，最后一轮同时调用 subconscious_iter_stop，一两句话总结。
-{% endif %}8. 只输出工具调用。
+1. 只输出工具调用，不编造记忆。
+2. 对话中已有 subconscious_get_context 的结果。duplicate_candidates 是疑似重复组，每项 id|重要性|内容：真正重复的每组{% if batch %}合并一次（merge）{% else %}调用一次 subconscious_merge_memories{% endif %}，保留最全或最重要的一条，需要时给出合并后的 content。
+3. cleanup_candidates 是最旧的低重要性记忆，每项 id|内容|多久前：确已过时或无用的{% if batch %}删除（delete）{% else %}用 subconscious_delete_memory 删除{% endif %}。
+4. 矛盾留新的或更具体的，统一标签，校准重要程度；memo_hint 非空时压缩备忘录；按需 subconscious_read_memory。
+5. 标 user| 的是用户手动添加的（source=user）：不删、不改内容和重要程度，只能加标签。
+6. 最后调用 subconscious_iter_stop（可与修改同一轮），一两句话总结。
 """
 
 SEND = """你是聊天机器人本人，正在私下给用户发一条简短的消息。现在是 {{ current_time }}。
@@ -57,19 +51,15 @@ SEND = """你是聊天机器人本人，正在私下给用户发一条简短的�
 """
 
 KNOWLEDGE = """## 全局知识库
-- 适合写入知识库的是与具体用户无关、可以复用的知识；不要写入任何个人隐私。
-- 写之前先 subconscious_knowledge_search / subconscious_knowledge_list，优先更新已有条目，少建零碎的小条目。
-- 读取长条目时按行窗口读取（total_lines 超过 100 行时分段）。
-- 条目正文有长度上限，超出会被拒绝。
+只写与具体用户无关、可复用的知识，不写个人隐私。写前先 subconscious_knowledge_search / subconscious_knowledge_list，优先更新已有条目，少建零碎条目。长条目按行窗口读（total_lines 超过 100 时分段）；正文有长度上限，超出会被拒绝。
 """
 
 PROFILE = """## 用户画像
-profile_hint 不为空时更新画像：已有画像先读（subconscious_get_profile）再增量修改，尚无画像直接写入；只写稳定特质（性格、偏好、背景、与机器人的关系、重要事件），不写一次性、不确定或敏感的内容；摘要不超过 200 字。
+profile_hint 非空时更新画像，可先看 subconscious_read_sessions；已有画像先读再增量改{% if batch %}（profile 操作无行号则追加 new_lines，有 start_line/end_line 则替换该区间）{% endif %}。只写稳定特质（性格、偏好、背景、与机器人的关系、重要事件），不写一次性、不确定或敏感的内容；摘要≤200字。
 """
 
 BATCH = """## 批量修改
-看完预筛选就决定本轮要做的全部修改，用一次 subconscious_batch_edit 提交（ops 按顺序执行），不要一次只改一条。
-整批在一个事务中：任何一项无效，整批都不执行，回复的 errors 按序号说明原因；修正后重新提交整批。
+全部修改用一次 subconscious_batch_edit 提交。整批一个事务：任一项无效则都不执行，按 errors 修正后重交整批。
 """
 
 README = """# L3 prompt templates
@@ -198,12 +188,12 @@ class Prompts:
         values = {
             "current_date": day.isoformat(),
             "target_user_id": target_user_id or "(未配置)",
+            "batch": batch,
         }
         parts = [
             render(
                 self._read(self.files.main, MAIN),
                 character_prompt=self.character_prompt,
-                batch=batch,
                 **values,
             )
         ]

@@ -423,7 +423,7 @@ class LoopTools:
     # -- the cycle
     @declare(
         ITER_STOP,
-        "结束本轮并写总结；可以和最后的修改在同一轮调用。",
+        "结束本轮（可与修改同一轮调用）。",
         "结束失败",
     )
     async def iter_stop(self, args: StopArgs, ctx: ToolContext) -> dict[str, Any]:
