@@ -327,6 +327,7 @@ async def test_knowledge_and_profile_tools_are_offered_only_when_they_have_work(
         assert "profile_hint" not in context
         offered = _offered(llm.requests[0])
         assert offered.isdisjoint(KNOWLEDGE_TOOLS | PROFILE_TOOLS)
+        assert "subconscious_read_sessions" not in offered  # what a profile is made from
         system = llm.requests[0]["messages"][0]["content"]
         assert "## 用户画像" not in system and "## 全局知识库" not in system
         # not offered, still run when called by name
@@ -390,6 +391,7 @@ async def test_a_target_without_a_profile_is_offered_no_read_of_it_and_builds_on
         assert context["profile_hint"] == "尚无画像；可从 1 条记忆提炼"
         offered = _offered(llm.requests[0])
         assert "subconscious_batch_edit" in offered and offered.isdisjoint(PROFILE_TOOLS)
+        assert "subconscious_read_sessions" in offered
         system = llm.requests[0]["messages"][0]["content"]
         assert "## 用户画像" in system
         profile = await mem.profiles.get(TARGET)
