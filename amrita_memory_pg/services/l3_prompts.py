@@ -2,7 +2,8 @@
 
 Five templates — main, send, knowledge guide, profile guide, batch guide — live under
 ``[subconscious] prompt_dir`` (``prompt_*_file``; an absolute path is used as is).
-Missing files are created from the defaults below on first use, and files are re-read
+Missing files are created from the defaults below on first use, a file still holding
+an earlier version's untouched default is replaced by today's, and files are re-read
 every cycle, so an edit needs no restart.
 
 The invariance rule: the system prompt gets nothing that changes within a UTC day (the
@@ -14,6 +15,7 @@ counts, the idle plan — comes through ``subconscious_get_context``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,16 +73,47 @@ restart). Missing files are re-created from the built-in defaults.
 |---|---|
 | subconscious_main.md.jinja2 | current_date (UTC YYYY-MM-DD), target_user_id, character_prompt, batch (true when subconscious_batch_edit is offered) |
 | subconscious_send.md.jinja2 | intent, memory_context, current_time ("%Y-%m-%d %H:%M:%S UTC"), character_prompt |
-| knowledge_guide.md.jinja2 | current_date, target_user_id |
-| profile_guide.md.jinja2 | current_date, target_user_id |
-| batch_guide.md.jinja2 | current_date, target_user_id |
+| knowledge_guide.md.jinja2 | current_date, target_user_id, batch |
+| profile_guide.md.jinja2 | current_date, target_user_id, batch |
+| batch_guide.md.jinja2 | current_date, target_user_id, batch |
 
 Keep anything that changes during a day (times, counts) out of the main and guide
 templates: the system prompt must stay byte-identical within a UTC day so that the
 provider's prefix cache hits. The default main template does not name the target
 either, so cycles of different targets on one day share the prefix. Undefined
-variables render as empty strings.
+variables render as empty strings. The main template says how the pre-pass lists of
+subconscious_get_context read (`id|importance|content`, cleanup items
+`id|content|age`, `user|` after the id of a memory a user added): keep that in an
+edited one.
 """
+
+
+#: sha256 of the defaults earlier versions wrote (0.3.0–0.14.1, and the 0.15.0
+#: development builds before the shorter prompt): a file still holding one was never
+#: edited, so it is replaced by today's default when read — an operator gets the new
+#: rules (the batch, the pre-pass formats get_context no longer repeats) and the
+#: shorter prompt without deleting anything. Any other text is the operator's and kept.
+PREVIOUS_DEFAULTS: dict[str, frozenset[str]] = {
+    "main": frozenset(
+        {
+            "3ea50b99bb5c1f37f21899ec2b1f85f5d9d4690bc2dbc9c3b5a13e50e5c089a3",
+            "cae518e980b13db880632a1594a2b223187c23cfc67b7d86d662193396a6622e",
+        }
+    ),
+    "knowledge": frozenset({"c7b5acf728a6434af7512fe64827d98c73604a79e82b12d7a9b35b9c3af20d6c"}),
+    "profile": frozenset({"c96bb1c2f45a034395140892e927bc4db8a34bc8dc45532345b248e8ea06f386"}),
+    "batch": frozenset({"dfe1099040bfd36c3ef7afceed02eeabce496e7776c51ca41f351cd1bddeb1ec"}),
+    "readme": frozenset(
+        {
+            "1d10fce22384785c199aae47b8e6c985a2be805f5727b72ed3070a4d8c355868",
+            "72778ea35b29b6210afbc9ded95bb28cd9ea999e017c0a0bb4d8c68b75d20286",
+        }
+    ),
+}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,28 +182,39 @@ class Prompts:
                 log.warning("reading the host's persona failed", exc_info=True)
         return ""
 
-    def _read(self, path: Path, default: str) -> str:
+    def _read(self, path: Path, default: str, kind: str = "") -> str:
+        """The template at ``path``; created from ``default`` when missing, and replaced
+        by it when it holds an earlier version's untouched default
+        (:data:`PREVIOUS_DEFAULTS` of ``kind``)."""
         try:
-            return path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            pass
+            text = None
+        if text is not None and _digest(text) not in PREVIOUS_DEFAULTS.get(kind, ()):
+            return text
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(default, encoding="utf-8")
+            if text is not None:
+                log.info("the untouched default template %s replaced by this version's", path)
             readme = path.parent / "README.md"
-            if not readme.exists():
+            if (
+                not readme.exists()
+                or _digest(readme.read_text(encoding="utf-8")) in PREVIOUS_DEFAULTS["readme"]
+            ):
                 readme.write_text(README, encoding="utf-8")
         except OSError as exc:  # a read-only config dir: the default still works
-            log.warning("cannot create the prompt template %s: %s", path, exc)
+            log.warning("cannot write the prompt template %s: %s", path, exc)
         return default
 
     def ensure(self) -> None:
-        """Create every missing template (and the README) now."""
-        self._read(self.files.main, MAIN)
+        """Create every missing template (and the README) now, and replace untouched
+        earlier defaults."""
+        self._read(self.files.main, MAIN, "main")
         self._read(self.files.send, SEND)
-        self._read(self.files.knowledge, KNOWLEDGE)
-        self._read(self.files.profile, PROFILE)
-        self._read(self.files.batch, BATCH)
+        self._read(self.files.knowledge, KNOWLEDGE, "knowledge")
+        self._read(self.files.profile, PROFILE, "profile")
+        self._read(self.files.batch, BATCH, "batch")
 
     def system(
         self,
@@ -192,17 +236,17 @@ class Prompts:
         }
         parts = [
             render(
-                self._read(self.files.main, MAIN),
+                self._read(self.files.main, MAIN, "main"),
                 character_prompt=self.character_prompt,
                 **values,
             )
         ]
         if batch:
-            parts.append(render(self._read(self.files.batch, BATCH), **values))
+            parts.append(render(self._read(self.files.batch, BATCH, "batch"), **values))
         if knowledge:
-            parts.append(render(self._read(self.files.knowledge, KNOWLEDGE), **values))
+            parts.append(render(self._read(self.files.knowledge, KNOWLEDGE, "knowledge"), **values))
         if profile:
-            parts.append(render(self._read(self.files.profile, PROFILE), **values))
+            parts.append(render(self._read(self.files.profile, PROFILE, "profile"), **values))
         return "\n\n".join(part.strip() for part in parts)
 
     def send(self, intent: str, memory_context: str, now: datetime) -> str:
