@@ -45,6 +45,16 @@ async def _rows(mem: Memory) -> list[tuple[Any, ...]]:
     return [tuple(r.values()) for r in rows]
 
 
+def _embedding(server: StubEmbeddingServer) -> dict[str, Any]:
+    """The settings that embed through ``server`` (its requests are counted), no retry."""
+    return {
+        "embedding__protocol": "ollama-embed",
+        "embedding__model_url": server.url,
+        "embedding__model_name": "bge-m3",
+        "embedding__max_retries": 0,
+    }
+
+
 async def _call(mem: Memory, ops: list[dict[str, Any]], ctx: ToolContext) -> dict[str, Any]:
     reply = json.loads(await mem.registries["consolidation"].call(BATCH, {"ops": ops}, ctx))
     assert isinstance(reply, dict)
@@ -243,15 +253,7 @@ async def test_the_new_texts_are_embedded_in_one_request_before_anything_is_writ
     db_dsn: str, tmp_path: Path, llm: ScriptedLLM
 ) -> None:
     with StubEmbeddingServer(dim=64) as server:
-        async with loop_memory(
-            db_dsn,
-            tmp_path,
-            llm,
-            embedding__protocol="ollama-embed",
-            embedding__model_url=server.url,
-            embedding__model_name="bge-m3",
-            embedding__max_retries=0,
-        ) as mem:
+        async with loop_memory(db_dsn, tmp_path, llm, **_embedding(server)) as mem:
             keep = await add(mem, "用户喜欢猫", importance=5)
             dup = await add(mem, "用户喜欢猫。", importance=3)
             other = await add(mem, "用户住在上海", importance=5)
@@ -288,14 +290,7 @@ async def test_a_write_op_adds_a_memory_in_the_transaction_under_the_partition_c
     every operation of the batch is rolled back."""
     with StubEmbeddingServer(dim=64) as server:
         async with loop_memory(
-            db_dsn,
-            tmp_path,
-            llm,
-            per_session_memory_limit=3,
-            embedding__protocol="ollama-embed",
-            embedding__model_url=server.url,
-            embedding__model_name="bge-m3",
-            embedding__max_retries=0,
+            db_dsn, tmp_path, llm, per_session_memory_limit=3, **_embedding(server)
         ) as mem:
             keep = await add(mem, "用户喜欢猫", importance=5)
             dup = await add(mem, "用户喜欢猫。", importance=3)
