@@ -1,7 +1,7 @@
 """A runnable console bot with this plugin: ``python bot.py`` (what ``make run`` runs).
 
-It lives outside the package because importing anything under
-``amrita_memory_pg.integrations.nonebot`` loads the plugin, which needs NoneBot initialised.
+It lives outside the package because the plugin module
+(``amrita_memory_pg.integrations.nonebot.amrita_memory_pg``) needs NoneBot initialised.
 
 NoneBot2 + nonebot-adapter-console (a terminal chat UI) + this plugin on the embedded
 defaults: PostgreSQL in ``data/amrita_memory_pg``, the default embedder, no LLM. The
@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-PLUGIN = "amrita_memory_pg.integrations.nonebot"
+PLUGIN = "amrita_memory_pg.integrations.nonebot.amrita_memory_pg"
 CONSOLE_USER = "user"
 
 

@@ -154,7 +154,12 @@ async def db_current(state: CliState) -> None:
     finally:
         target.release()
     head = migrate.head_revision()
-    mark = "(head)" if current == head else f"(head is {head}: run `amrita-memory db upgrade`)"
+    if current == head:
+        mark = "(head)"
+    elif problem := migrate.unsupported_revision(current):
+        mark = f"({problem})"
+    else:
+        mark = f"(head is {head}: run `amrita-memory db upgrade`)"
     click.echo(f"{current or '(empty)'} {mark}")
 
 

@@ -125,8 +125,11 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
         fields = ",".join(e.changed_fields())
         after = (e.after or e.before or {}).get("content", "")
         who = e.actor.kind + (f":{e.actor.id}" if e.actor.id else "")
+        # a merge's note starts with the kept memory's id; what follows is shown
+        said = (e.note or "").partition(" ")[2] if e.op == "merge" else e.note or ""
+        note = f"  （{said}）" if said else ""
         click.echo(
-            f"{e.at.isoformat()}  {e.op:<6} {who}  [{fields}]  {' '.join(str(after).split())}"
+            f"{e.at.isoformat()}  {e.op:<6} {who}  [{fields}]  {' '.join(str(after).split())}{note}"
         )
     click.echo(f"{len(entries)} changes")
 

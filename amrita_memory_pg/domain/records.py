@@ -35,7 +35,7 @@ CATEGORY_NAMES: dict[str, str] = {
 #: how a person sees who wrote a memory
 SOURCE_NAMES: dict[str, str] = {"user": "手动", "auto": "自动", "system": "系统"}
 
-#: Who made a memory (``memory.origin``, sql/functions/origin_v1.sql): the actor kind of
+#: Who made a memory (``memory.origin``, sql/functions/origin.sql): the actor kind of
 #: the inserting transaction, or ``unknown`` for rows written before origins were
 #: recorded. Extraction replaces only ``origin = extraction`` rows still ``source = auto``.
 Origin = Literal["person", "llm", "extraction", "l3", "import", "system", "unknown"]
@@ -44,7 +44,7 @@ ORIGINS: tuple[Origin, ...] = ("person", "llm", "extraction", "l3", "import", "s
 
 def origin_before_recorded(source: str | None) -> Origin:
     """The origin of a row from before origins were recorded (an older backup), by the
-    rule of migration 0021_origin: a person's row is ``person``, a system row ``system``,
+    rule upgraded rows got: a person's row is ``person``, a system row ``system``,
     any automatic one ``unknown`` — never ``extraction``, so no extraction deletes it."""
     if source == "user":
         return "person"

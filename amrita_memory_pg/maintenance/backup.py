@@ -127,7 +127,7 @@ DERIVED_COLUMNS: dict[str, frozenset[str]] = {
 
 
 #: tables a version-2 backup carries as whole rows (every column the table holds, minus
-#: DERIVED_COLUMNS), exported and restored by the SQL functions of backup_v1.sql, in
+#: DERIVED_COLUMNS), exported and restored by the SQL functions of backup.sql, in
 #: restore order: a table before any table that refers to it (token_usage → cycle)
 GENERIC_TABLES: tuple[str, ...] = (
     "l3_state",  # L3 penalties, plans, next windows

@@ -114,7 +114,7 @@ def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
         elif column in ARRAY_COLUMNS:
             values.append(list(item.get(column) or []))
         elif column == "origin" and item.get("origin") is None:
-            # a backup from before origins were recorded: migration 0021_origin's rule
+            # a backup from before origins were recorded: the rule upgraded rows got
             values.append(origin_before_recorded(item.get("source")))
         else:
             values.append(item.get(column))
@@ -249,7 +249,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
     # The backup's history and access log replace the store's (both tables are emptied
     # and reloaded below): what the trail triggers would write for the memories cleared
     # and copied here is thrown away, so the restore says it keeps the history itself and
-    # the row triggers queue nothing for its 2 x N rows (trail_v4.sql; a plpgsql call
+    # the row triggers queue nothing for its 2 x N rows (trail.sql; a plpgsql call
     # per row otherwise). A backup without them (version 1) is recorded as before.
     own_history = {"memory_change", "memory_access"} <= set(kinds)
     if own_history:
@@ -344,6 +344,9 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
     with tempfile.TemporaryDirectory() as tmp:
         script = await dump_script(path, Path(tmp))
         text = script.read_text(encoding="utf-8")
+        # a dump this version cannot bring to head is refused before anything is replaced
+        if problem := migrate.unsupported_revision(_dump_revision(text)):
+            raise BackupError(f"cannot restore {path.name}: {problem}")
         incoming = _copy_rows(text, "amrita_memory.memory")
         await _guard_empty(store, incoming, force)
         report = RestoreReport(source=path, kind="dump")
@@ -383,6 +386,17 @@ async def replay_dump(script: Path, dsn: str) -> None:
 
 #: the header line of a table's data block in a pg_restore script
 _COPY_BLOCK = re.compile(r"^COPY (?P<table>\S+) \(.*\) FROM stdin;$")
+
+
+def _dump_revision(script: str) -> str | None:
+    """The schema revision a pg_restore script stamps (its alembic_version row), if any."""
+    lines = script.splitlines()
+    for start, line in enumerate(lines):
+        block = _COPY_BLOCK.match(line)
+        if block is not None and block.group("table") == "amrita_memory.alembic_version":
+            row = lines[start + 1] if start + 1 < len(lines) else "\\."
+            return None if row == "\\." else row.split("\t", 1)[0]
+    return None
 
 
 def _copy_rows(script: str, table: str) -> int:

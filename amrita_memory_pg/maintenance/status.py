@@ -12,7 +12,7 @@ from amrita_memory_pg.maintenance.backup import BackupInfo, list_backups
 from amrita_memory_pg.maintenance.fingerprint import FingerprintStatus, inspect_fingerprint
 from amrita_memory_pg.maintenance.reembed import ReindexState, reindex_state
 from amrita_memory_pg.services.store import Store
-from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.settings import LOOP_MODEL_HOWTO, Settings, loop_endpoint_label
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import (
@@ -58,6 +58,8 @@ class StatusReport:
     sweep: SweepCursor | None = None
     #: ``[backup] schedule`` and how its last claimed slot ended ("" = no schedule)
     scheduled_backup: str = ""
+    #: the model an L3 cycle uses, as far as the settings tell (:func:`loop_model_status`)
+    loop_model: str = ""
 
 
 async def collect_server_status(settings: Settings, target: ServerTarget) -> StatusReport:
@@ -75,8 +77,22 @@ async def collect_server_status(settings: Settings, target: ServerTarget) -> Sta
         socket_dir=str(target.embedded.socket_dir) if target.embedded is not None else None,
         backups=list_backups(settings.resolved_data_dir() / "backups"),
         backend=settings.vector_backend,
+        loop_model=loop_model_status(settings),
     )
     return report
+
+
+def loop_model_status(settings: Settings) -> str:
+    """The L3 loop's model in one phrase, from the settings alone: the host's preset is
+    looked up in the bot process (``/memory dmn`` names it), not here."""
+    if not settings.subconscious.enabled:
+        return "未启用（[subconscious] enabled = false）"
+    sub = settings.subconscious
+    configured = loop_endpoint_label(settings)
+    if sub.llm_base_url or sub.llm_model:
+        return configured or f"未配置：{LOOP_MODEL_HOWTO}"
+    otherwise = f" {configured}" if configured else f"未配置：{LOOP_MODEL_HOWTO}"
+    return f"在 AmritaBot 中为它的模型预设（机器人进程中查找，/memory dmn 显示），否则{otherwise}"
 
 
 async def collect_store_status(store: Store, report: StatusReport) -> None:
@@ -210,6 +226,8 @@ def render_status(report: StatusReport) -> str:
             lines.append(f"sweep:       {describe_sweep(report.sweep)}")
         if report.scheduled_backup:
             lines.append(f"定时备份:    {report.scheduled_backup}")
+        if report.loop_model:
+            lines.append(f"L3 model:    {report.loop_model}")
         if report.partitions:
             total = report.counts.get("partitions", len(report.partitions))
             # say when the list is cut: it showed 10 of 12 as if that were all

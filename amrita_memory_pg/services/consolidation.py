@@ -133,23 +133,16 @@ class CycleLlm:
         *,
         model_name: str,
         clock: Clock,
-        label: Callable[[], str] | None = None,
+        describe: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.model = model
         self.repo = repo
+        #: the model's name, recorded with a call's tokens unless the call names its own
         self.model_name = model_name
         self.clock = clock
-        #: the model's current name when it can change between calls (a host's preset)
-        self.label = label
-
-    def name(self) -> str:
-        """The model a call goes to now (recorded with its tokens, shown by /memory dmn)."""
-        if self.label is not None:
-            try:
-                return self.label()
-            except Exception:  # a host's look-up: the fixed name rather than no record
-                log.debug("the loop model's label failed", exc_info=True)
-        return self.model_name
+        #: the model a call goes to now, in words, when that can change between calls
+        #: (a host's preset); None: ``model_name``
+        self.describe = describe
 
     async def complete(
         self,
@@ -175,7 +168,7 @@ class CycleLlm:
             cycle.target_key,
             cycle.cycle_id,
             purpose=purpose,
-            model=self.name(),
+            model=result.model or self.model_name,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             now=self.clock(),

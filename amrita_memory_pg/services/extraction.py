@@ -16,7 +16,7 @@ inserted in ONE transaction (``MemoryRepository.replace_auto``), together with t
 record: a failed embedding or insert leaves the old set. Only rows extraction made
 (``origin = 'extraction'``, still ``source = 'auto'``) are replaced: the chat model's
 writes, imported memories, the L3 loop's rows and anything a person added or edited
-are never touched (sql/functions/origin_v1.sql).
+are never touched (sql/functions/origin.sql).
 
 Every run is recorded in ``extraction_run`` with its token usage and the newest chat
 line it read, so the next run starts after it; a failed run (HTTP, database) is

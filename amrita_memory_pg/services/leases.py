@@ -3,7 +3,7 @@ process sees.
 
 Several bot processes share one database and each schedules the same L3 targets, sweeps
 and session jobs; each such piece of work runs inside :meth:`Leases.hold`, which claims
-a lease row (``sql/functions/lease_v1.sql`` says why a row with an expiry, not a lock),
+a lease row (``sql/functions/lease.sql`` says why a row with an expiry, not a lock),
 renews it with a heartbeat while the work runs, and drops it at the end. A claim that
 finds a live lease of another claim raises :class:`LeaseHeld` naming the holder.
 

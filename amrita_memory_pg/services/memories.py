@@ -232,6 +232,7 @@ class MemoryService:
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
             protect_user=False,
+            take_over=False,  # a flag adds to the memory, it does not make it the flagger's
         )
 
     def protects(self, by_person: bool) -> bool:

@@ -79,6 +79,14 @@ class Settings(BaseSettings):
         "admins_or_author",
         description="Who may update/delete group memories through the tools.",
     )
+    tool_names: Literal["reference", "monstrum", "both"] = Field(
+        "reference",
+        description="Which names of the L2 write tools the chat model is offered (and, under "
+        "AmritaBot, are registered in its tool registry): reference = write_memory / "
+        "update_memory / delete_memory (amrita_plugin_memory's); monstrum = memory_write "
+        "(writes, or updates the memory its id names) / memory_delete; both = all five. "
+        "Names not offered are still accepted when called.",
+    )
     memo_inject_personal_in_group: bool = Field(
         False, description="In group chats also inject the speaker's personal memo."
     )
@@ -160,6 +168,21 @@ def loop_llm(settings: Settings) -> LlmSettings:
         api_key=key,
         timeout_seconds=base.timeout_seconds,
     )
+
+
+#: how to give the L3 loop a model of its own (said wherever it has none)
+LOOP_MODEL_HOWTO = "设置 [subconscious] llm_base_url 与 llm_model（或 LLM_BASE_URL 与 LLM_MODEL）"
+
+
+def loop_endpoint_label(settings: Settings) -> str | None:
+    """The loop's configured endpoint in one phrase — «model（配置的端点 [subconscious]
+    llm_*）» or «…（配置的端点 LLM_*）» — or None when none is configured."""
+    llm = loop_llm(settings)
+    if not (llm.base_url and llm.model):
+        return None
+    sub = settings.subconscious
+    where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
+    return f"{llm.model}（配置的端点 {where}）"
 
 
 def env_path(name: str) -> tuple[str, ...] | None:

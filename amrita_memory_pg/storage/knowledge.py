@@ -2,8 +2,8 @@
 
 It takes vectors, never texts to embed (the service embeds first, outside any
 transaction). Every statement is a named query of ``sql/queries/knowledge.sql``; the
-writes are the functions of ``sql/functions/knowledge_v1.sql`` and ``knowledge_v2.sql``,
-which check the configured limits themselves and answer with a status that is mapped
+writes are the functions of ``sql/functions/knowledge.sql``, which check the
+configured limits themselves and answer with a status that is mapped
 here to the domain errors — never by parsing text. Time is an argument.
 
 Every write stores the entry's search tokens

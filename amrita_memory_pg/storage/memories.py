@@ -40,6 +40,7 @@ from amrita_memory_pg.domain.records import (
     SearchHit,
     SweepReport,
 )
+from amrita_memory_pg.domain.trail import OWNING_KINDS, current_actor, ownership_note
 from amrita_memory_pg.storage.memory_bulk import BulkWrites, SweepParams
 from amrita_memory_pg.storage.memory_reads import MemoryReads
 from amrita_memory_pg.storage.memory_rows import (
@@ -202,11 +203,14 @@ class MemoryRepository(MemoryReads, BulkWrites):
         now: datetime,
         tokens: Sequence[str] | None = None,
         protect_user: bool = True,
+        take_over: bool = True,
     ) -> MemoryRecord | None:
         """Change some fields; ``vector`` is given exactly when the content changed.
 
         With ``protect_user`` (every automatic caller) a ``source=user`` memory is refused
-        by the database: :class:`ProtectedMemory`, nothing changed.
+        by the database: :class:`ProtectedMemory`, nothing changed. With ``take_over``
+        (every change but a flag) the chat model's or the loop's change makes the memory
+        theirs (``origin``), so extraction no longer replaces it.
 
         ``created_at`` is kept (the memory's age); a change of importance *tier* restarts
         the sweep's clock (``tier_since``). None when the id is not in the partition.
@@ -215,6 +219,8 @@ class MemoryRepository(MemoryReads, BulkWrites):
         """
         async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
+            if take_over:
+                await self._take_over(conn, partition_key, memory_id)
             return await self._update(
                 conn,
                 partition_key,
@@ -229,6 +235,31 @@ class MemoryRepository(MemoryReads, BulkWrites):
                 tokens=tokens,
                 protect_user=protect_user,
             )
+
+    async def _take_over(
+        self,
+        conn: PoolConnectionProxy,
+        partition_key: str,
+        memory_id: str,
+        *,
+        op: str | None = None,
+        note: str = "",
+    ) -> bool:
+        """An automatic writer's change makes the memory its own (``origin``; extraction
+        replaces only its own rows), named in the note of the change's history row after
+        the transaction's own (``op``/``note``: a merge's). Whether it changed hands;
+        nothing for other writers."""
+        who = current_actor()
+        if who is None or who.kind not in OWNING_KINDS:
+            return False
+        previous = await conn.fetchval(
+            query("take_over_memory"), partition_key, memory_id, who.kind
+        )
+        if previous is None:
+            return False
+        taken = ownership_note(previous, who.kind)
+        await act(conn, self.history, op=op, note=f"{note} {taken}" if note else taken)
+        return True
 
     async def _update(
         self,
@@ -300,6 +331,7 @@ class MemoryRepository(MemoryReads, BulkWrites):
         for the deleted ones) raises :class:`ProtectedMemory` and rolls the merge back."""
         async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history, op="merge", note=keep_id)
+            taken = await self._take_over(conn, partition_key, keep_id, op="merge", note=keep_id)
             record = await self._update(
                 conn,
                 partition_key,
@@ -316,6 +348,8 @@ class MemoryRepository(MemoryReads, BulkWrites):
             )
             if record is None:
                 return None
+            if taken:  # the merged rows' history names the kept one, nothing more
+                await act(conn, self.history, op="merge", note=keep_id)
             deleted = [
                 gone
                 for memory_id in merge_ids

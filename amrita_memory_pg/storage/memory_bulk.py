@@ -215,7 +215,7 @@ class BulkWrites(RepositoryCore):
             if dry_run:
                 cursor = row["next_cursor"]
         if not dry_run and (totals[1] or totals[2]):
-            # The batches leave the history bounds to one set-wise trim per run (sweep_v5.sql).
+            # The batches leave the history bounds to one set-wise trim per run (trim_history_v2).
             await self.pool.fetchrow(
                 query("trim_history"), self.history.keep, self.history.keep_deleted_days
             )

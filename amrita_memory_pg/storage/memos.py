@@ -1,7 +1,7 @@
 """L1 memos: one declarative note per partition, read every turn, written whole or appended.
 
 The statements are the named queries of ``sql/queries/memos.sql`` (one typed wrapper
-each); writes go through the SQL functions of ``sql/functions/memo_v1.sql``: the cap
+each); writes go through the SQL functions of ``sql/functions/memo.sql``: the cap
 (``memo_max_chars``, in characters) is checked by the write statement itself, under the
 row lock, so concurrent appends never lose one and never overshoot the cap. There is no
 per-process cache (the reference's cache went stale across processes): a read is one
@@ -48,7 +48,7 @@ class MemoRepository:
         or ``OutcomeUnknown`` (an append retried blindly would repeat itself).
 
         An automatic writer (the chat LLM, extraction, the loop) is told to the database in
-        the same transaction, which refuses it on a paused partition (pause_v1.sql,
+        the same transaction, which refuses it on a paused partition (pause.sql,
         :class:`MemoryPaused`); a person's write stays one statement.
         """
         if self.route is not None:

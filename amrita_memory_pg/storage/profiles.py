@@ -1,7 +1,7 @@
 """User profiles on an asyncpg pool: read, compare-and-set save, history.
 
 The statements are the named queries of ``sql/queries/profiles.sql``; the one write is
-``profile_save_v1`` (``sql/functions/profile_v1.sql``): it stores new content only if
+``profile_save_v1`` (``sql/functions/profile.sql``): it stores new content only if
 the profile is still at the version it was computed from, records the history row and
 trims the history, in one statement. The edit itself is pure
 (:mod:`amrita_memory_pg.domain.profile`); the service re-reads and re-applies it when a
@@ -66,7 +66,7 @@ class ProfileRepository:
     async def locked(self, partition_key: str) -> AsyncIterator[LockedProfile]:
         """The profile read under its edit lock, in a transaction that commits when the
         block ends (and rolls back, writing nothing, when it raises). An automatic writer
-        is told to the database, which refuses it on a paused partition (pause_v1.sql,
+        is told to the database, which refuses it on a paused partition (pause.sql,
         :class:`MemoryPaused`)."""
         async with (
             write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn,

@@ -242,9 +242,9 @@ class ToolRegistry:
         self.compact = audience == "consolidation"
         #: other names a tool is called by: accepted by :meth:`call`, never in the schemas
         self._aliases: dict[str, str] = {}
-        #: names that pick their tool from the call's arguments (Monstrum's memory_write:
-        #: a write, or an update when it names an id); accepted, never in the schemas
-        self._routes: dict[str, Callable[[Mapping[str, Any]], str]] = {}
+        #: tools accepted by :meth:`call` but not offered (left out of :meth:`schemas`):
+        #: the naming of the write tools the settings do not offer (``tool_names``)
+        self._hidden: set[str] = set()
         #: run first for every call of a cycle with its target (the loop's pause check:
         #: raises :class:`MemoryPaused`); tools in :attr:`ungated` skip it
         self.gate: Callable[[str], Awaitable[None]] | None = None
@@ -252,10 +252,13 @@ class ToolRegistry:
         #: the paused reply of a tool that names none (None: the generic refusal)
         self.on_paused: Callable[[MemoryPaused], dict[str, Any]] | None = None
 
-    def register(self, tool: Tool[Any]) -> None:
+    def register(self, tool: Tool[Any], *, offered: bool = True) -> None:
+        """Add ``tool``; ``offered=False`` accepts its calls without showing its schema."""
         if tool.name in self._tools or tool.name in self._aliases:
             raise ValueError(f"tool {tool.name} registered twice for {self.audience}")
         self._tools[tool.name] = tool
+        if not offered:
+            self._hidden.add(tool.name)
 
     def alias(self, alias: str, name: str) -> None:
         """Accept ``alias`` as another name of tool ``name`` (e.g. the reference's wire
@@ -266,17 +269,16 @@ class ToolRegistry:
             raise ValueError(f"tool {alias} registered twice for {self.audience}")
         self._aliases[alias] = name
 
-    def route(self, name: str, choose: Callable[[Mapping[str, Any]], str]) -> None:
-        """Accept ``name`` as a call of the tool ``choose(arguments)`` names."""
-        if name in self._tools or name in self._aliases or name in self._routes:
-            raise ValueError(f"tool {name} registered twice for {self.audience}")
-        self._routes[name] = choose
-
     def aliases(self) -> dict[str, str]:
         return dict(self._aliases)
 
     def names(self) -> list[str]:
+        """Every tool :meth:`call` runs, offered or not."""
         return list(self._tools)
+
+    def offered_names(self) -> list[str]:
+        """The tools the model is shown (:meth:`schemas`), in registration order."""
+        return [name for name in self._tools if name not in self._hidden]
 
     def get(self, name: str) -> Tool[Any] | None:
         """The tool of ``name``, or of the name ``name`` is an alias of."""
@@ -286,8 +288,9 @@ class ToolRegistry:
         return len(self._tools)
 
     def schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
-        chosen = self._tools.values() if names is None else [self._tools[n] for n in names]
-        return [tool.schema() for tool in chosen]
+        """The schemas of ``names`` (default: the tools offered)."""
+        chosen = self.offered_names() if names is None else names
+        return [self._tools[name].schema() for name in chosen]
 
     def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The schemas a consolidation cycle is shown, given its get_context reply, as
@@ -295,8 +298,8 @@ class ToolRegistry:
         model call)."""
         return [
             offered_schema(tool.schema())
-            for tool in self._tools.values()
-            if tool.offer is None or tool.offer(context)
+            for name, tool in self._tools.items()
+            if name not in self._hidden and (tool.offer is None or tool.offer(context))
         ]
 
     def actor(self, ctx: ToolContext) -> Actor:
@@ -310,15 +313,9 @@ class ToolRegistry:
         self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
     ) -> str:
         """Run a tool and return its JSON reply; never raises."""
-        if isinstance(name, str) and name in self._routes:
-            try:
-                arguments = _arguments(name, arguments)
-            except ToolError as exc:
-                return error_reply(exc.message, compact=self.compact, **exc.extra)
-            name = self._routes[name](arguments)
         tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
-            available = ", ".join(self._tools) or "（无）"
+            available = ", ".join(self.offered_names()) or "（无）"
             return error_reply(
                 f"未知工具 {plain(str(name))}；可用工具: {available}", compact=self.compact
             )

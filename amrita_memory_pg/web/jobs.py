@@ -3,7 +3,7 @@
 Framework-free: a :class:`JobRunner` starts each job as an asyncio task in the serving
 process (the bot's, or ``amrita-memory web``'s). With a memory to work on (``fleet``, what
 the admin page passes), every job is also a row of ``amrita_memory.job``
-(``sql/functions/job_v1.sql``; the database is what every process of the fleet sees):
+(``sql/functions/job.sql``; the database is what every process of the fleet sees):
 started only when no job of its kind runs anywhere in the fleet, its progress and its
 process's heartbeat written every ``beat_seconds``, so the page of ANY process lists it,
 shows its progress, and can cancel it (a request the owner sees on its next heartbeat); a

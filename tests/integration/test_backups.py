@@ -29,11 +29,14 @@ from amrita_memory_pg.maintenance.backup import (
     rotate,
 )
 from amrita_memory_pg.maintenance.restore import restore_backup
+from amrita_memory_pg.storage.pg import migrate
 from tests.support.cli import run_cli
 from tests.support.memory import add_knowledge, checksum, memory_on
 from tests.support.pg import PgServer
 
 KEY = "QQPlatform_Private_10001"
+#: a revision of 0.13, before the baseline
+OLD = "0055_retire_release11"
 GROUP = "QQPlatform_Group_555"
 
 
@@ -194,6 +197,25 @@ async def test_a_damaged_backup_changes_nothing(db_dsn: str, tmp_path: Path) -> 
         with pytest.raises(BackupError, match="incomplete"):
             await restore_backup(mem.store, truncated)
         assert await mem.memories.count(KEY) == 1
+
+
+async def test_a_dump_older_than_the_baseline_is_refused_before_it_replaces_anything(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """A .dump of a schema this version cannot upgrade (older than its baseline) would leave
+    the store on that schema: it is refused with the release to upgrade it with first."""
+    async with memory_on(db_dsn, tmp_path) as mem:
+        await mem.memories.add(partition_key=KEY, scope="user", content="A")
+        await mem.pool.execute("UPDATE amrita_memory.alembic_version SET version_num = $1", OLD)
+        old = await create_backup(mem.store)
+        await mem.pool.execute(
+            "UPDATE amrita_memory.alembic_version SET version_num = $1", migrate.head_revision()
+        )
+        await mem.memories.add(partition_key=KEY, scope="user", content="B")
+        with pytest.raises(BackupError, match=f"{OLD}.*{migrate.BASELINE_RELEASE} first"):
+            await restore_backup(mem.store, old.dump_path, force=True)
+        assert await mem.memories.count(KEY) == 2
+        assert await migrate.current_revision(mem.pool) == migrate.head_revision()
 
 
 async def test_reference_plugin_backups_restore_with_current_keys_and_model(

@@ -95,10 +95,12 @@ async def test_wheel_ships_sql_and_migrations_and_works_from_anywhere(
     )
     wheel = next(dist.glob("amrita_memory_pg-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "amrita_memory_pg/sql/functions/decay_v1.sql" in names
-    assert "amrita_memory_pg/sql/views/partition_usage_v1.sql" in names
+    assert "amrita_memory_pg/sql/functions/decay.sql" in names
+    assert "amrita_memory_pg/sql/tables.sql" in names
     assert "amrita_memory_pg/migrations/env.py" in names
-    assert "amrita_memory_pg/migrations/versions/0001_foundation.py" in names
+    # the baseline migration and the frozen schema it runs
+    assert "amrita_memory_pg/migrations/versions/0057_baseline.py" in names
+    assert "amrita_memory_pg/migrations/versions/0057_baseline.sql" in names
     # the admin page's strings are data files of the package (a wheel must ship them)
     assert {"amrita_memory_pg/web/locales/zh.toml", "amrita_memory_pg/web/locales/en.toml"} <= names
 

@@ -6,7 +6,7 @@ CLI; extraction; the per-turn injection) is walked against a paused personal par
 and a paused group partition: nothing of theirs is read out (a sentinel written into
 their memories, memo, profile and chat log never appears) and nothing of theirs is
 written (every row keyed by them is unchanged). The database itself refuses automatic
-memo and profile writes (SQLSTATE AMZ01, pause_v1.sql), while a person still manages a
+memo and profile writes (SQLSTATE AMZ01, pause.sql), while a person still manages a
 paused partition.
 """
 
@@ -58,6 +58,9 @@ CHAT_PARTITION_TOOLS = {
     "read_profile",
     "memory_load_context",
     "memory_unload_context",
+    "memory_write",
+    "memory_delete",
+    "knowledge_suggest",
 }
 
 
@@ -85,6 +88,8 @@ def chat_args(scope: str, memory_id: str, other: str) -> dict[str, dict[str, Any
         "read_profile": {},
         "memory_load_context": {"scope": other},
         "memory_unload_context": {"scope": other},
+        "memory_write": {"id": memory_id, "content": "改写", "scope": scope},
+        "memory_delete": {"id": memory_id, "scope": scope},
     }
 
 

@@ -12,7 +12,7 @@ from tests.nonebot.conftest import ADMIN_PASSWORD
 
 
 async def test_the_admin_page_is_mounted_on_the_driver() -> None:
-    from amrita_memory_pg.integrations.nonebot import admin_mounted, runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import admin_mounted, runtime
 
     assert admin_mounted
     memory = runtime.require()

@@ -127,7 +127,7 @@ class Matches:
 
 
 def _memory() -> Any:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime.require()
 
@@ -141,7 +141,7 @@ def use_policy(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _runtime_command_settings() -> Any:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime.command().settings
 
@@ -308,7 +308,7 @@ def expect_memo(ctx: Any, event: Any, case: Case) -> None:
 
 
 async def test_the_matrix_covers_every_actor_chat_and_policy(app: App) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     assert len(CASES) == len(COMMAND_MATRIX) * 2 * len(ACTORS) * len(POLICIES)
     assert {c.outcome for c in CASES} == {"A", "R", "O", "V"}

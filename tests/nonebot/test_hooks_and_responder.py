@@ -13,7 +13,7 @@ from tests.nonebot.support import console_bot, console_private, qq_bot, qq_group
 
 
 def _runtime():  # type: ignore[no-untyped-def]
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime
 

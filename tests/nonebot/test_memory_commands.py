@@ -62,7 +62,7 @@ assert "mode=hybrid|vector|keyword" in USAGE_PRIVATE
 
 
 async def _memo(key: str, text: str) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     await runtime.require().memos.replace(key, text)
 
@@ -202,7 +202,7 @@ async def test_dmn_for_a_superuser_reports_that_l3_is_disabled(app: App) -> None
 
 async def test_dmn_when_enabled_but_no_loop_runs_says_not_started(app: App) -> None:
     from amrita_memory_pg.commands.memory_command import MemoryCommand
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
     from amrita_memory_pg.settings import load_settings
     from amrita_memory_pg.tools.context import ToolContext
 

@@ -18,6 +18,9 @@ SOURCES = (
     REPO / "docs",
     REPO / "amrita_memory_pg",
     REPO / "bench",
+    REPO / "sql",
+    REPO / "migrations",
+    REPO / "tests",
     REPO / "bot.py",
     REPO / "Makefile",
     REPO / "pyproject.toml",
@@ -39,7 +42,12 @@ def files() -> Iterator[Path]:
             yield source
             continue
         for path in sorted(source.rglob("*")):
-            if path.is_file() and path.suffix in TEXT and "__pycache__" not in path.parts:
+            if (
+                path.is_file()
+                and path.suffix in TEXT
+                and "__pycache__" not in path.parts
+                and path != Path(__file__)  # this check's own examples
+            ):
                 yield path
 
 

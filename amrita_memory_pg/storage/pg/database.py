@@ -291,6 +291,8 @@ class Database:
                 await conn.close()
             head = migrate.head_revision()
             if revision != head:
+                if problem := migrate.unsupported_revision(revision):
+                    raise SchemaNotReady(problem)
                 if not upgrade:
                     raise SchemaNotReady(
                         f"the database schema is at {revision or 'nothing'} but this version needs "

@@ -79,14 +79,6 @@ memory = Table(
     Column(
         "author", Text, nullable=True, comment="user id of whoever wrote it (group edit rights)"
     ),
-    Column(
-        "origin",
-        Text,
-        nullable=False,
-        server_default=text("amrita_memory.actor_origin_v1()"),
-        comment="who made it: person | llm | extraction | l3 | import | system | unknown "
-        "(before origins were recorded); extraction replaces only its own rows",
-    ),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column(
@@ -96,7 +88,7 @@ memory = Table(
         server_default=NOW,
         comment="when the memory entered its current importance tier; the sweep's clock",
     ),
-    # STORAGE MAIN and toast_tuple_target 8160 (migration 0046_vectors_inline): the vector
+    # STORAGE MAIN and toast_tuple_target 8160 (sql/tables.sql): the vector
     # stays in the row unless the row cannot fit a page; a search reads no TOAST.
     Column("embedding", VECTOR(), nullable=False, comment="dimension = store_meta.embed_dim"),
     Column("embed_fingerprint", Text, nullable=False),
@@ -105,6 +97,15 @@ memory = Table(
         TSVECTOR(),
         nullable=True,
         comment="keyword-search tokens made in Python (domain/tokens.py); NULL = not tokenized yet",
+    ),
+    # last: upgraded databases added it after the others, and a fresh install matches them
+    Column(
+        "origin",
+        Text,
+        nullable=False,
+        server_default=text("amrita_memory.actor_origin_v1()"),
+        comment="who made it: person | llm | extraction | l3 | import | system | unknown "
+        "(before origins were recorded); extraction replaces only its own rows",
     ),
     CheckConstraint("id ~ '^[0-9a-f]{32}$'", name="id_hex"),
     CheckConstraint("scope IN ('user', 'group', 'global')", name="scope"),
@@ -132,11 +133,10 @@ Index(
     memory.c.created_at,
     memory.c.id,
 )
-# No index on id alone (migration 0056_walk_by_primary_key): the walks over the whole
-# table (sweep, re-embed, Chroma rebuild, re-tokenizing) go in the primary key's order.
-# No GIN index over the whole table: a large partition's keyword candidates come from its
-# own (ix_memory_kw_*, built at run time with its HNSW index by maintenance/ann.py;
-# migration 0049_keyword_index_per_partition), and small partitions use no index.
+# No index on id alone: the walks over the whole table (sweep, re-embed, Chroma rebuild,
+# re-tokenizing) go in the primary key's order. No GIN index over the whole table: a large
+# partition's keyword candidates come from its own (ix_memory_kw_*, built at run time with
+# its HNSW index by maintenance/ann.py), and small partitions use no index.
 # The token backfill's work list (maintenance/tokens.py): empty once every row has tokens.
 Index(
     "ix_memory_id_untokenized",
@@ -198,14 +198,6 @@ sweep_state = Table(
         "while the previous release's restore resets it",
     ),
     Column(
-        "cursor_key",
-        Text,
-        nullable=False,
-        server_default=text("''::text"),
-        comment="partition_key/id of the last memory swept (sweep_batch_v8, primary key "
-        "order); '' = start",
-    ),
-    Column(
         "passes", Integer, nullable=False, server_default=text("0"), comment="completed full passes"
     ),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
@@ -221,6 +213,14 @@ sweep_state = Table(
         Integer,
         nullable=True,
         comment="the changes per memory it kept then (NULL: never ran)",
+    ),
+    Column(
+        "cursor_key",
+        Text,
+        nullable=False,
+        server_default=text("''::text"),
+        comment="partition_key/id of the last memory swept (sweep_batch_v8, primary key "
+        "order); '' = start",
     ),
     CheckConstraint("id = 1", name="single_row"),
     comment="The sweep's persisted keyset cursor, so every row is visited over successive runs",
@@ -250,7 +250,7 @@ knowledge = Table(
         server_default=text("''::text"),
         comment="the body as one text; its lines (split on \\n, '' = no lines) are derived",
     ),
-    # STORAGE MAIN, toast_tuple_target 8160 (0046_vectors_inline): a long body is moved
+    # STORAGE MAIN, toast_tuple_target 8160 (sql/tables.sql): a long body is moved
     # out of the row before the vector is.
     Column(
         "embedding",
@@ -282,7 +282,7 @@ knowledge = Table(
     ),
     CheckConstraint("char_length(summary) <= 1000", name="summary_length"),
     # knowledge_max_chars may be configured up to 100000; the configured cap is checked
-    # by the write functions (sql/functions/knowledge_v1.sql).
+    # by the write functions (sql/functions/knowledge.sql).
     CheckConstraint("char_length(body) <= 100000", name="body_ceiling"),
     comment="Global knowledge base (L3); its vectors are re-embedded and backed up with the memories",
 )
@@ -649,8 +649,8 @@ loaded_scope = Table(
 )
 
 # ------------------------------------------------------------------------ the trail
-# Who recalled a memory, who changed it, which partitions are paused (0019_trail;
-# the triggers and functions are sql/functions/trail_v1.sql).
+# Who recalled a memory, who changed it, which partitions are paused (the triggers and
+# functions are sql/functions/trail.sql).
 
 memory_access = Table(
     "memory_access",
@@ -714,7 +714,7 @@ Index(
     postgresql_where=text("after IS NULL"),
 )
 
-# The sweep's history: one row per batch that changed something (sweep_v6.sql), element i
+# The sweep's history: one row per batch that changed something (sweep.sql), element i
 # of the arrays one memory as it was; read per memory by memory_history_v1 over the GIN index.
 sweep_change = Table(
     "sweep_change",
@@ -791,7 +791,7 @@ admin_audit = Table(
 Index("ix_admin_audit_at", admin_audit.c.at)
 Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)
 
-# several bot processes on one database: who runs what (sql/functions/lease_v1.sql)
+# several bot processes on one database: who runs what (sql/functions/lease.sql)
 lease = Table(
     "lease",
     metadata,
@@ -897,7 +897,7 @@ web_login_failure = Table(
     comment="Failed admin page logins, counted by every process for the rate limit",
 )
 Index("ix_web_login_failure_client_at", web_login_failure.c.client, web_login_failure.c.at)
-# scheduled backups, one process of the fleet at a time (migration 0023_backup_all)
+# scheduled backups, one process of the fleet at a time (sql/functions/backup.sql)
 backup_schedule = Table(
     "backup_schedule",
     metadata,
