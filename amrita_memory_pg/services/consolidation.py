@@ -53,9 +53,13 @@ GET_CONTEXT = "subconscious_get_context"
 ITER_STOP = "subconscious_iter_stop"
 BATCH_EDIT = "subconscious_batch_edit"
 SEND_TO_USER = "subconscious_send_to_user"
-#: get_context is already in the conversation (the runner called it), so the message
-#: only says what to do
-USER_PROMPT = "整理 {target} 的记忆库；完成后调用 subconscious_iter_stop。"
+#: the profile's tools (with either offered, the profile guide comes too) and the key of
+#: get_context's reply that says the profile has something to take in
+PROFILE_TOOLS = frozenset({"subconscious_get_profile", "subconscious_update_profile"})
+PROFILE_HINT = "profile_hint"
+#: get_context is already in the conversation (the runner called it), and the system
+#: prompt says how a cycle ends, so the message only names the target
+USER_PROMPT = "整理 {target} 的记忆库。"
 
 #: Called with the cycle id after the cycle row is closed.
 CycleHook = Callable[[int], Awaitable[None]]
@@ -255,6 +259,8 @@ class _Progress:
     calls: dict[str, int] = field(default_factory=dict)
     #: the estimated prompts of steps whose endpoint reported no usage (the budget's)
     unreported: int = 0
+    #: the runner's get_context reply ({} when it failed)
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 class Consolidator:
@@ -292,17 +298,26 @@ class Consolidator:
         return await self.run(target_key, trigger="scheduled")
 
     def system_prompt(
-        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+        self,
+        target_key: str,
+        now: datetime,
+        offered: Sequence[str] | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> str:
         """Main template plus each guide only when its tools are offered (``offered``:
-        the cycle's tool names; None: every registered tool)."""
+        the cycle's tool names; None: every registered tool). The profile guide also
+        comes with the batch when get_context's ``profile_hint`` asks for a profile (a
+        target without one is offered no tool to read it: its lines go through the
+        batch's profile op)."""
         names = set(self.tools.names() if offered is None else offered)
+        batch = BATCH_EDIT in names
+        profile = bool(names & PROFILE_TOOLS) or (batch and bool((context or {}).get(PROFILE_HINT)))
         return self.prompts.system(
             key_subject(target_key),
             now.astimezone(UTC).date(),
             knowledge="subconscious_knowledge_list" in names,
-            profile="subconscious_get_profile" in names,
-            batch=BATCH_EDIT in names,
+            profile=profile,
+            batch=batch,
         )
 
     async def run(
@@ -399,7 +414,7 @@ class Consolidator:
         # The guides follow the offered tools; the model sees the prompt only now, and it
         # stays fixed for the cycle (the same offer on one day gives the same bytes).
         messages[0]["content"] = self.system_prompt(
-            cycle.target_key, started, [s["function"]["name"] for s in schemas]
+            cycle.target_key, started, [s["function"]["name"] for s in schemas], progress.context
         )
         limit = self.settings.max_iterations
         while progress.iterations < limit:
@@ -473,7 +488,8 @@ class Consolidator:
         }
         messages.append({"role": "assistant", "content": "", "tool_calls": [first]})
         await self._call(cycle, progress, messages, [("ctx_0", GET_CONTEXT, "{}")])
-        return self.tools.offered(_context_of(messages[-1].get("content")))
+        progress.context = _context_of(messages[-1].get("content"))
+        return self.tools.offered(progress.context)
 
     async def _call(
         self,

@@ -125,10 +125,10 @@ class MemoryService:
 
     async def _new(self, fields: MemoryFields) -> NewMemory:
         """The memory to write, the defaults applied: the content embedded (first, outside
-        any transaction: if it fails, nothing is written and no lock was ever taken) and
-        tokenized."""
+        any transaction: if it fails, nothing is written and no lock was ever taken; in an
+        :meth:`embedded` block, by its one request) and tokenized."""
         content = fields["content"]
-        (vector,) = await self.embedder.embed_passages([content])
+        vector = await self._passage(content)
         return NewMemory(
             partition_key=fields["partition_key"],
             scope=fields["scope"],
