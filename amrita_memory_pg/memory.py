@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import LeaseHeld
@@ -45,7 +46,7 @@ from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.services.trail import TrailService, history_bounds
-from amrita_memory_pg.settings import loop_llm
+from amrita_memory_pg.settings import LOOP_MODEL_HOWTO, loop_endpoint_label, loop_llm
 from amrita_memory_pg.storage.activity import ActivityRepository
 from amrita_memory_pg.storage.bot_memories import BotMemoryRepository
 from amrita_memory_pg.storage.consolidation import ConsolidationRepository, PendingMessage
@@ -189,7 +190,6 @@ class Memory:
         self.l3_hooks = L3Hooks()
         self._loop_model: ChatClient | None = None
         self._host_model: ChatModel | None = None
-        self._from_host: Callable[[], bool] = lambda: True
         llm_settings = loop_llm(settings)
         if settings.subconscious.enabled and is_configured(llm_settings):
             self._loop_model = ChatClient(llm_settings)
@@ -323,6 +323,27 @@ class Memory:
         tools.host[name] = (dict(schema), call)
         return True
 
+    def check_allowed_tools(self) -> list[str]:
+        """Warn once about each ``[subconscious] allowed_tools`` name the loop cannot call
+        (the reference: «Tool 'X' not found») — neither one of our read-only chat tools
+        nor a host's tool lent to the loop — and return them. Run by the integrations at
+        start-up, after the host's tools are lent."""
+        if self.consolidator is None:
+            return []
+        known = set(self.consolidator.tools.names())
+        unknown = [
+            name
+            for name in dict.fromkeys(self.settings.subconscious.allowed_tools)
+            if name not in known and self.tools.get(name) is None
+        ]
+        for name in unknown:
+            log.warning(
+                "[subconscious] allowed_tools: Tool %r not found (neither a read-only tool of "
+                "this plugin nor a tool of the host); it is not offered to the loop",
+                name,
+            )
+        return unknown
+
     def configured_loop_model(self) -> tuple[ChatModel, str] | None:
         """The loop's configured endpoint (model, name), if any: a host model's fallback."""
         llm = self.consolidator.llm if self.consolidator is not None else None
@@ -330,43 +351,31 @@ class Memory:
             return None
         return self._loop_model, llm.model_name
 
-    def use_host_model(
-        self,
-        model: ChatModel,
-        label: Callable[[], str],
-        from_host: Callable[[], bool] = lambda: True,
-    ) -> bool:
+    def use_host_model(self, model: ChatModel, describe: Callable[[], Awaitable[str]]) -> bool:
         """Run the L3 loop (cycles, proactive messages, session summaries) on the host's
         chat model — AmritaBot's preset, as the reference did — unless ``[subconscious]
         llm_base_url`` / ``llm_model`` name an endpoint of the loop's own (the override).
-        ``label`` names the model a call goes to now. Returns whether the host's is used."""
+        ``describe`` names the model a call goes to now. Returns whether the host's is used."""
         sub = self.settings.subconscious
         if self.consolidator is None or sub.llm_base_url or sub.llm_model:
             return False
         cycle_llm = CycleLlm(
-            model, self.consolidation, model_name="host", clock=utcnow, label=label
+            model, self.consolidation, model_name="host", clock=utcnow, describe=describe
         )
         self.consolidator.llm = cycle_llm
         self.loop.llm = cycle_llm
         self.loop_model_source = "host"
         self._host_model = model
-        self._from_host = from_host
         return True
 
-    def loop_model_label(self) -> str:
-        """Which model a cycle will use, for ``/memory dmn`` and the logs."""
+    async def loop_model_label(self) -> str:
+        """Which model a cycle will use, in one phrase, for ``/memory dmn`` and the logs
+        (or that none is configured, and how to configure one)."""
         llm = self.consolidator.llm if self.consolidator is not None else None
-        if llm is None:
-            return (
-                "未配置（[subconscious] llm_* 或 LLM_BASE_URL/LLM_MODEL，或 AmritaBot 的模型预设）"
-            )
-        sub = self.settings.subconscious
-        where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
-        if self.loop_model_source == "host":
-            if self._from_host():
-                return f"{llm.name()}（AmritaBot 当前模型预设）"
-            return f"{llm.name()}（AmritaBot 没有模型预设：配置的端点 {where}）"
-        return f"{llm.name()}（配置的端点 {where}）"
+        if llm is not None and llm.describe is not None:
+            return await llm.describe()
+        label = loop_endpoint_label(self.settings) if llm is not None else None
+        return label or f"未配置：{LOOP_MODEL_HOWTO}；在 AmritaBot 中则用它的模型预设"
 
     async def _profile_changed_at(self, target_key: str) -> datetime | None:
         """When the target's profile last changed (None: it has none yet)."""
@@ -435,7 +444,8 @@ class Memory:
             group_key=ctx.group_key,
             user_id=ctx.user_id,
         )
-        return await self.bot_memories.block(speaker, message=message)
+        with metrics.timed(metrics.MEMORY_BLOCK_SECONDS):
+            return await self.bot_memories.block(speaker, message=message)
 
     async def inspect(
         self, chat_key: str, *, user_id: str | None = None, message: str | None = None

@@ -32,9 +32,11 @@ iter_stop ends the cycle (the reference needs one more model turn to stop), and 
 knowledge/profile tools are never called. ``--per-turn`` lists how many edits (a
 merged group or a deletion) the model makes per model turn, the same for every side;
 every later call re-sends the conversation, so fewer per turn = more calls. The user
-has no profile by default, so ours is offered the profile tools and guide (the scripted
-model does not use them); ``--profile-current`` first gives the user a profile newer
-than every memory, so they are not offered. Suggestions are never pending here.
+has no profile by default, so ours is offered the profile's work — its guide,
+``subconscious_read_sessions``, the profile edit (a batch op, or update_profile with the
+single tools) but no read of a profile that does not exist — which the scripted model
+does not use; ``--profile-current`` first gives the user a profile newer than every
+memory, so none of it is offered. Suggestions are never pending here.
 ``--distill N`` stores N of the 80 distinct facts (not duplicated, not stale) with category
 ``knowledge``: ours finds them in the SQL pre-pass (knowledge_candidates_v1), is offered
 the knowledge tools and guide for it, and every side's model creates one knowledge entry
@@ -427,7 +429,11 @@ class ReferenceRunner(Consolidator):
     user_prompt = reference.USER
 
     def system_prompt(
-        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+        self,
+        target_key: str,
+        now: datetime,
+        offered: Sequence[str] | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> str:
         # the reference always sends both guides (it offers every tool)
         return reference.system_prompt(key_subject(target_key), now.date().isoformat())

@@ -9,12 +9,13 @@ only prints. The rules are in ``sql/functions/lineage.sql`` and docs/forgetting.
 from __future__ import annotations
 
 import getpass
+from collections.abc import Mapping
 
 import click
 
-from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async
+from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async, say, tr
 from amrita_memory_pg.cli.memories import memory_group
-from amrita_memory_pg.domain.lineage import Cascade, CascadeRow, memory_ref
+from amrita_memory_pg.domain.lineage import Cascade, memory_ref
 from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_QUERY_CHARS
 from amrita_memory_pg.storage.lineage import LineageRow
 
@@ -31,31 +32,42 @@ def _operator() -> str:
     return f"cli:{getpass.getuser()}"
 
 
-def _row(row: CascadeRow) -> str:
-    where = f"{row.key}/{row.id}" if row.key else (row.id or "")
-    return f"  {row.action:<9} {row.kind:<16} {where}  {_cut(row.body)}"
+def _receipt(counts: Mapping[str, int]) -> None:
+    """Rows per table, one a line, in the run's language (no content)."""
+    for table, n in sorted(counts.items()):
+        say("cli.forget.receipt_row", table=tr("table." + table), n=n)
 
 
 def _print_cascade(cascade: Cascade) -> None:
     for row in cascade.rows:
-        if row.action != "rows":
-            click.echo(_row(row))
-    if cascade.counts:
-        click.echo(
-            "  rows: " + ", ".join(f"{table} {n}" for table, n in sorted(cascade.counts.items()))
+        if row.action == "rows":
+            continue
+        where = f"{row.key}/{row.id}" if row.key else (row.id or "")
+        say(
+            "cli.forget.row",
+            action=tr("cli.forget.action." + row.action),
+            kind=tr("cli.lineage.kind." + row.kind),
+            where=where,
+            text=_cut(row.body),
         )
+    if cascade.counts:
+        _receipt(cascade.counts)
 
 
 def print_lineage(title: str, rows: list[LineageRow]) -> None:
-    click.echo(f"{title}:")
+    """One direction of a memory's lineage (``title``: its catalog key)."""
+    say(title)
     if not rows:
-        click.echo("  (none)")
+        say("cli.lineage.none")
     for r in rows:
-        state = _cut(r.body) if r.present else "(no longer exists)"
-        cycle = f" cycle {r.cycle_id}" if r.cycle_id else ""
-        click.echo(
-            f"  {'  ' * (r.depth - 1)}{r.ref.kind:<16} {r.ref.key}/{r.ref.id}  "
-            f"[{r.made_by}{cycle}, {r.made_at:%Y-%m-%d %H:%M}]  {state}"
+        say(
+            "cli.lineage.row",
+            indent="  " * (r.depth - 1),
+            kind=tr("cli.lineage.kind." + r.ref.kind),
+            where=f"{r.ref.key}/{r.ref.id}",
+            by=r.made_by + (f" #{r.cycle_id}" if r.cycle_id else ""),
+            at=f"{r.made_at:%Y-%m-%d %H:%M}",
+            text=_cut(r.body) if r.present else tr("cli.lineage.gone"),
         )
 
 
@@ -70,8 +82,8 @@ async def memory_lineage(state: CliState, key: str, memory_id: str) -> None:
 
     async with open_memory(state.settings, startup=False) as mem:
         seen = await mem.cases.forgetting.lineage_of(memory_ref(key, memory_id))
-    print_lineage("made from", seen.made_from)
-    print_lineage("used by", seen.used_by)
+    print_lineage("cli.lineage.made_from", seen.made_from)
+    print_lineage("cli.lineage.used_by", seen.used_by)
 
 
 @memory_group.command("delete")
@@ -88,17 +100,14 @@ async def memory_delete(state: CliState, key: str, memory_id: str, yes: bool) ->
     async with open_memory(state.settings, startup=False) as mem:
         cases = mem.cases.forgetting
         if await mem.cases.memories.get(key, memory_id) is None:
-            raise click.ClickException(f"no memory {memory_id} in {key}")
+            raise click.ClickException(tr("cli.forget.no_memory", id=memory_id, key=key))
         _print_cascade(await cases.delete_plan(key, memory_id))
         if not yes:
-            click.confirm(f"Delete memory {memory_id} of {key}?", abort=True)
+            click.confirm(tr("cli.forget.ask_delete", id=memory_id, key=key), abort=True)
         done = await cases.remove(key, memory_id, by_person=True)
     if done is None:
-        raise click.ClickException(f"no memory {memory_id} in {key}")
-    click.echo(
-        f"deleted {memory_id}; derived rows deleted {len(done.deleted)}, "
-        f"withheld for the L3 loop {len(done.withheld)}"
-    )
+        raise click.ClickException(tr("cli.forget.no_memory", id=memory_id, key=key))
+    say("cli.forget.deleted", id=memory_id, deleted=len(done.deleted), withheld=len(done.withheld))
 
 
 @cli.command("forget")
@@ -118,29 +127,30 @@ async def forget(state: CliState, key: str, what: str, yes: bool, dry_run: bool)
         cases = mem.cases.forgetting
         found = await cases.find(key, what)
         if not found:
-            raise click.ClickException(f"no memory of {key} matches {what!r}")
+            raise click.ClickException(tr("cli.forget.none", key=key, what=what))
         if len(found) > 1 and not any(r.id == what for r in found):
             for record in found:
-                click.echo(f"  {record.id}  {_cut(record.content)}")
-            raise click.ClickException(
-                f"{len(found)} memories match: run again with the id of the one to forget"
-            )
+                say("cli.forget.candidate", id=record.id, text=_cut(record.content))
+            raise click.ClickException(tr("cli.forget.several", n=len(found)))
         record = next((r for r in found if r.id == what), found[0])
         plan = await cases.forget(
             key, [record.id], requested_by=_operator(), by_person=True, dry_run=True
         )
-        click.echo(f"forget {record.id}: {_cut(record.content)}")
+        say("cli.forget.what", id=record.id, text=_cut(record.content))
         _print_cascade(plan)
         if dry_run:
             return
         if not yes:
-            click.confirm("Forget it, for good (no backup brings it back)?", abort=True)
+            click.confirm(tr("cli.forget.ask"), abort=True)
         done = await cases.forget(key, [record.id], requested_by=_operator(), by_person=True)
-    click.echo(
-        f"forgot {record.id}: derived rows deleted {len(done.deleted)}, withheld for the L3 "
-        f"loop {len(done.withheld)}, chat lines removed {len(done.chat_lines)}"
+    say(
+        "cli.forget.done",
+        id=record.id,
+        deleted=len(done.deleted),
+        withheld=len(done.withheld),
+        lines=len(done.chat_lines),
     )
-    click.echo("  rows: " + ", ".join(f"{table} {n}" for table, n in sorted(done.counts.items())))
+    _receipt(done.counts)
 
 
 @cli.command("erase")
@@ -158,21 +168,19 @@ async def erase(state: CliState, key: str, yes: bool, dry_run: bool) -> None:
         cases = mem.cases.forgetting
         plan = await cases.erase(key, requested_by=_operator(), dry_run=True)
         if not plan.counts:
-            click.echo(f"{key} holds nothing to erase")
+            say("cli.erase.nothing", key=key)
             return
-        for table, n in sorted(plan.counts.items()):
-            click.echo(f"  {table:<22} {n}")
+        _receipt(plan.counts)
         if dry_run:
             return
         if not yes:
-            click.confirm(f"Erase {key} in every table (no backup brings it back)?", abort=True)
+            click.confirm(tr("cli.erase.ask", key=key), abort=True)
         done = await cases.erase(key, requested_by=_operator())
         ledger = await cases.ledger(1)
-    click.echo(f"erased {key}; receipt (rows removed per table, no content):")
-    for table, n in sorted(done.counts.items()):
-        click.echo(f"  {table:<22} {n}")
+    say("cli.erase.done", key=key)
+    _receipt(done.counts)
     if ledger:
-        click.echo(f"erasure ledger entry {ledger[0].id}, subject sha256 {ledger[0].subject}")
+        say("cli.erase.ledger", id=ledger[0].id, subject=ledger[0].subject)
 
 
 @cli.command("ledger")
@@ -187,12 +195,18 @@ async def ledger(state: CliState, limit: int) -> None:
     async with open_memory(state.settings, startup=False) as mem:
         entries = await mem.cases.forgetting.ledger(limit)
     for e in entries:
-        rows = sum(e.counts.values())
-        click.echo(
-            f"{e.id:>5}  {e.at:%Y-%m-%d %H:%M:%S}  {e.kind:<6} {e.subject[:16]}…  "
-            f"memories {e.memories}, chat lines {e.chat_lines}, rows {rows}  by {e.requested_by}"
+        say(
+            "cli.ledger.row",
+            id=e.id,
+            at=f"{e.at:%Y-%m-%d %H:%M:%S}",
+            kind=e.kind,
+            subject=e.subject[:16],
+            memories=e.memories,
+            lines=e.chat_lines,
+            rows=sum(e.counts.values()),
+            by=e.requested_by,
         )
-    click.echo(f"{len(entries)} entries")
+    say("cli.ledger.total", n=len(entries))
 
 
 @cli.command("rederive")
@@ -207,10 +221,16 @@ async def rederive(state: CliState, key: str | None) -> None:
     async with open_memory(state.settings, startup=False) as mem:
         tasks = await mem.cases.forgetting.pending(key)
     for task in tasks:
-        claimed = f" (cycle {task.claimed_by_cycle})" if task.claimed_by_cycle else ""
-        click.echo(
-            f"{task.partition_key}  #{task.id}  {task.kind:<16} {task.reason:<7}"
-            f"{claimed}  {_cut(task.held_text) or '(content not kept)'}"
-            f"  sources left {len(task.sources)}"
+        say(
+            "cli.rederive.row",
+            key=task.partition_key,
+            id=task.id,
+            kind=tr("cli.lineage.kind." + task.kind),
+            reason=task.reason,
+            cycle=tr("cli.rederive.claimed", cycle=task.claimed_by_cycle)
+            if task.claimed_by_cycle
+            else "",
+            text=_cut(task.held_text) or tr("cli.rederive.no_content"),
+            sources=len(task.sources),
         )
-    click.echo(f"{len(tasks)} waiting")
+    say("cli.rederive.total", n=len(tasks))

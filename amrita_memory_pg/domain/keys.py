@@ -106,13 +106,16 @@ def is_personal_key(key: str) -> bool:
 def user_key(text: str, platform: str = "qq") -> str | None:
     """The personal partition named by an operator or a superuser: a personal key as it
     is (legacy ``user_{id}`` converted), or a bare user id on ``platform``; None for a
-    group key, ``global`` or an empty text."""
+    group key, ``global``, an empty text, or on QQ a bare id that is not a QQ number
+    (``NOPE`` named nobody, yet became ``QQPlatform_Private_NOPE``)."""
     name = text.strip()
     if not name or any(ch.isspace() for ch in name):
         return None
     if is_personal_key(name):
         return to_current(name, "user") or name
     if _KEY.match(name) or name == GLOBAL_KEY or "_Group_" in name:
+        return None
+    if platform == "qq" and not (name.isascii() and name.isdigit()):
         return None
     return personal_key(platform, name)
 

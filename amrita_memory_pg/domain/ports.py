@@ -130,6 +130,8 @@ class ChatResult:
 
     message: Message
     usage: TokenUsage
+    #: the model the request named ("" = not known): what a host's preset was at the call
+    model: str = ""
 
 
 class ChatModel(Protocol):

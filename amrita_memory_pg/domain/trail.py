@@ -23,6 +23,15 @@ ActorKind = Literal["person", "llm", "extraction", "l3", "import", "system"]
 ACTOR_KINDS: tuple[ActorKind, ...] = ("person", "llm", "extraction", "l3", "import", "system")
 #: the kinds refused on a paused partition (SQLSTATE AMZ01)
 AUTOMATIC_KINDS = frozenset({"llm", "extraction", "l3"})
+#: the automatic writers whose change of what a memory says makes it theirs (its origin):
+#: extraction then no longer replaces it. A person's change makes it source = user.
+OWNING_KINDS = frozenset({"llm", "l3"})
+
+
+def ownership_note(previous: str, kind: str) -> str:
+    """The note on the change that moved a memory to ``kind`` (shown in its history)."""
+    return f"归属：{previous} → {kind}"
+
 
 Surface = Literal["tool", "command", "cli", "web", "l3", "inject", "relevant"]
 SURFACES: tuple[Surface, ...] = ("tool", "command", "cli", "web", "l3", "inject", "relevant")

@@ -93,6 +93,18 @@ def scrub(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
+def not_utf8(name: str, exc: UnicodeDecodeError) -> str:
+    """Why a file ``name`` could not be read as text, with the fix: a sentence, never the
+    decoder's traceback. A UTF-16 file (a byte-order mark, what Windows tools write) is
+    named as such."""
+    data = bytes(exc.object)
+    byte = data[exc.start : exc.start + 1]
+    shown = f"0x{byte[0]:02x}" if byte else "an incomplete character"
+    utf16 = exc.start == 0 and data[:2] in (b"\xff\xfe", b"\xfe\xff")
+    kind = "UTF-16 text" if utf16 else f"not UTF-8 text ({shown} at byte {exc.start})"
+    return f"{name} is {kind}: save it as UTF-8 and try again"
+
+
 def too_long(length: int, max_chars: int) -> str:
     """The length refusal, with both numbers so the caller knows how much to cut."""
     return f"过长（{length} 字符，上限 {max_chars}），请精简后重试"

@@ -47,6 +47,7 @@ import numpy as np
 
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import AmritaMemoryError, BackupError
+from amrita_memory_pg.domain.validation import not_utf8
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
@@ -443,8 +444,11 @@ def find_backup(directory: Path, name: str) -> BackupInfo:
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as handle:
-        first = handle.readline()
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = handle.readline()
+    except UnicodeDecodeError as exc:
+        raise BackupError(f"{not_utf8(path.name, exc)} (not a backup of ours)") from exc
     try:
         header = json.loads(first)
     except json.JSONDecodeError as exc:

@@ -30,6 +30,7 @@ from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.domain.legacy import LegacyMemory, convert_memory
 from amrita_memory_pg.domain.records import origin_before_recorded
+from amrita_memory_pg.domain.validation import not_utf8
 from amrita_memory_pg.maintenance.backup import (
     ARRAY_COLUMNS,
     EXPORT_COLUMNS,
@@ -44,7 +45,6 @@ from amrita_memory_pg.maintenance.backup import (
     read_header,
     rotate,
     run_tool,
-    store_counts,
     table_digests,
 )
 from amrita_memory_pg.maintenance.keys import migrate_keys
@@ -87,6 +87,13 @@ def _iter_jsonl(path: Path, only: str | None = None) -> Iterator[dict[str, Any]]
     once per kind, and validate_jsonl has parsed every line before."""
     other = '{"type": "'
     mine = f'{other}{only}"'
+    try:
+        yield from _jsonl_rows(path, only, other, mine)
+    except UnicodeDecodeError as exc:
+        raise BackupError(not_utf8(path.name, exc)) from exc
+
+
+def _jsonl_rows(path: Path, only: str | None, other: str, mine: str) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         handle.readline()  # header
         for number, line in enumerate(handle, start=2):
@@ -243,7 +250,9 @@ async def _after_restore(
         # an external index (chroma) holds the replaced rows' vectors: refill it
         await rebuild(store.pool)
     async with store.pool.acquire() as conn:
-        report.counts = await store_counts(conn)
+        # every table the backup carried, not only the six kinds of the first format:
+        # an operator checks what came back (the audit log, the change history, L3 runs…)
+        report.counts = {table: rows for table, (rows, _d) in (await table_digests(conn)).items()}
     return report
 
 
@@ -465,6 +474,8 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise BackupError(f"{path.name} is not JSON: {exc.msg}") from exc
+    except UnicodeDecodeError as exc:
+        raise BackupError(not_utf8(path.name, exc)) from exc
     if not isinstance(data, dict) or not {"ids", "documents", "metadatas"} <= set(data):
         raise BackupError(f"{path.name} is neither our backup nor the reference plugin's")
     ids, documents, metadatas = data["ids"] or [], data["documents"] or [], data["metadatas"] or []

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import AmritaMemoryError, LeaseHeld
 from amrita_memory_pg.domain.ports import ChatModel, ChatResult, Message
@@ -52,9 +53,13 @@ GET_CONTEXT = "subconscious_get_context"
 ITER_STOP = "subconscious_iter_stop"
 BATCH_EDIT = "subconscious_batch_edit"
 SEND_TO_USER = "subconscious_send_to_user"
-#: get_context is already in the conversation (the runner called it), so the message
-#: only says what to do
-USER_PROMPT = "整理 {target} 的记忆库；完成后调用 subconscious_iter_stop。"
+#: the profile's tools (with either offered, the profile guide comes too) and the key of
+#: get_context's reply that says the profile has something to take in
+PROFILE_TOOLS = frozenset({"subconscious_get_profile", "subconscious_update_profile"})
+PROFILE_HINT = "profile_hint"
+#: get_context is already in the conversation (the runner called it), and the system
+#: prompt says how a cycle ends, so the message only names the target
+USER_PROMPT = "整理 {target} 的记忆库。"
 
 #: Called with the cycle id after the cycle row is closed.
 CycleHook = Callable[[int], Awaitable[None]]
@@ -122,6 +127,19 @@ class L3Hooks:
 PAUSED_SUMMARY = "skipped: the partition is paused"
 
 
+def cycle_outcome(summary: CycleSummary) -> str:
+    """The ``/metrics`` outcome of a cycle (a bounded label, never the target)."""
+    if summary.held_by is not None:
+        return "held"
+    if summary.cycle_id == 0:  # nothing started here
+        return "paused" if summary.ok else "busy"
+    if summary.aborted:
+        return "aborted"
+    if summary.dry_run:
+        return "dry_run"
+    return "ok" if summary.ok else "failed"
+
+
 class CycleLlm:
     """The loop's chat model, with every call's tokens written to ``token_usage`` at once."""
 
@@ -132,23 +150,16 @@ class CycleLlm:
         *,
         model_name: str,
         clock: Clock,
-        label: Callable[[], str] | None = None,
+        describe: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.model = model
         self.repo = repo
+        #: the model's name, recorded with a call's tokens unless the call names its own
         self.model_name = model_name
         self.clock = clock
-        #: the model's current name when it can change between calls (a host's preset)
-        self.label = label
-
-    def name(self) -> str:
-        """The model a call goes to now (recorded with its tokens, shown by /memory dmn)."""
-        if self.label is not None:
-            try:
-                return self.label()
-            except Exception:  # a host's look-up: the fixed name rather than no record
-                log.debug("the loop model's label failed", exc_info=True)
-        return self.model_name
+        #: the model a call goes to now, in words, when that can change between calls
+        #: (a host's preset); None: ``model_name``
+        self.describe = describe
 
     async def complete(
         self,
@@ -170,11 +181,12 @@ class CycleLlm:
         result = await self.model.complete(messages, tools)
         usage = result.usage
         cycle.tokens += usage.prompt_tokens + usage.completion_tokens
+        metrics.record_tokens("l3", usage.prompt_tokens, usage.completion_tokens)
         await self.repo.record_usage(
             cycle.target_key,
             cycle.cycle_id,
             purpose=purpose,
-            model=self.name(),
+            model=result.model or self.model_name,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             now=self.clock(),
@@ -250,6 +262,8 @@ class _Progress:
     calls: dict[str, int] = field(default_factory=dict)
     #: the estimated prompts of steps whose endpoint reported no usage (the budget's)
     unreported: int = 0
+    #: the runner's get_context reply ({} when it failed)
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 class Consolidator:
@@ -287,17 +301,26 @@ class Consolidator:
         return await self.run(target_key, trigger="scheduled")
 
     def system_prompt(
-        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+        self,
+        target_key: str,
+        now: datetime,
+        offered: Sequence[str] | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> str:
         """Main template plus each guide only when its tools are offered (``offered``:
-        the cycle's tool names; None: every registered tool)."""
+        the cycle's tool names; None: every registered tool). The profile guide also
+        comes with the batch when get_context's ``profile_hint`` asks for a profile (a
+        target without one is offered no tool to read it: its lines go through the
+        batch's profile op)."""
         names = set(self.tools.names() if offered is None else offered)
+        batch = BATCH_EDIT in names
+        profile = bool(names & PROFILE_TOOLS) or (batch and bool((context or {}).get(PROFILE_HINT)))
         return self.prompts.system(
             key_subject(target_key),
             now.astimezone(UTC).date(),
             knowledge="subconscious_knowledge_list" in names,
-            profile="subconscious_get_profile" in names,
-            batch=BATCH_EDIT in names,
+            profile=profile,
+            batch=batch,
         )
 
     async def run(
@@ -307,7 +330,12 @@ class Consolidator:
 
         A paused target is checked first, in the database, and gets no cycle at all: no
         cycle row, no model call, nothing read out (a failing check raises, it is never
-        read as "not paused")."""
+        read as "not paused"). Counted in ``/metrics`` by outcome."""
+        summary = await self._run_once(target_key, dry_run=dry_run, trigger=trigger)
+        metrics.record_cycle(cycle_outcome(summary))
+        return summary
+
+    async def _run_once(self, target_key: str, *, dry_run: bool, trigger: str) -> CycleSummary:
         if self.hooks.paused is not None and await self.hooks.paused(target_key):
             return CycleSummary(
                 cycle_id=0, target_key=target_key, ok=True, summary=PAUSED_SUMMARY, dry_run=dry_run
@@ -389,7 +417,7 @@ class Consolidator:
         # The guides follow the offered tools; the model sees the prompt only now, and it
         # stays fixed for the cycle (the same offer on one day gives the same bytes).
         messages[0]["content"] = self.system_prompt(
-            cycle.target_key, started, [s["function"]["name"] for s in schemas]
+            cycle.target_key, started, [s["function"]["name"] for s in schemas], progress.context
         )
         limit = self.settings.max_iterations
         while progress.iterations < limit:
@@ -463,7 +491,8 @@ class Consolidator:
         }
         messages.append({"role": "assistant", "content": "", "tool_calls": [first]})
         await self._call(cycle, progress, messages, [("ctx_0", GET_CONTEXT, "{}")])
-        return self.tools.offered(_context_of(messages[-1].get("content")))
+        progress.context = _context_of(messages[-1].get("content"))
+        return self.tools.offered(progress.context)
 
     async def _call(
         self,

@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import (
     AmritaMemoryError,
     EmbeddingError,
@@ -239,8 +240,16 @@ class Extractor:
     ) -> Outcome:
         """Extract the session's unread lines into its partition; never raises for the
         model's, the embedder's or a full partition's failures (they are the outcome).
-        Another process extracting the same session: status ``held``, nothing done."""
-        now = now or datetime.now(UTC)
+        Another process extracting the same session: status ``held``, nothing done.
+        Counted in ``/metrics`` by status, its tokens by kind."""
+        outcome = await self._extract_once(session_key, trigger, now or datetime.now(UTC))
+        metrics.record_extraction(outcome.status)
+        metrics.record_tokens(
+            "extraction", outcome.usage.prompt_tokens, outcome.usage.completion_tokens
+        )
+        return outcome
+
+    async def _extract_once(self, session_key: str, trigger: Trigger, now: datetime) -> Outcome:
         partition = session_key
         if self.model is None:
             return Outcome(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NotRequired, TypedDict, Unpack
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.decay import DecayPolicy
 from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused, ProtectedMemory
 from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
@@ -105,7 +107,8 @@ class MemoryService:
         The embedding happens first, outside any transaction: if it fails, nothing is
         written and no lock was ever taken.
         """
-        return await self.repo.add(await self._new(fields), self.embedder.provider)
+        with metrics.timed(metrics.WRITE_SECONDS, "add"):
+            return await self.repo.add(await self._new(fields), self.embedder.provider)
 
     async def write(self, **fields: Unpack[MemoryFields]) -> AddResult:
         """:meth:`add` for the chat tool: idempotent within ``write_dedup_seconds``.
@@ -114,18 +117,19 @@ class MemoryService:
         partition, scope, content, author, source) made within the window returns that
         memory (``duplicate``) instead of a second row. Embedding first, as in :meth:`add`.
         """
-        return await self.repo.write(
-            await self._new(fields),
-            self.embedder.provider,
-            dedup_seconds=self.settings.write_dedup_seconds,
-        )
+        with metrics.timed(metrics.WRITE_SECONDS, "write"):
+            return await self.repo.write(
+                await self._new(fields),
+                self.embedder.provider,
+                dedup_seconds=self.settings.write_dedup_seconds,
+            )
 
     async def _new(self, fields: MemoryFields) -> NewMemory:
         """The memory to write, the defaults applied: the content embedded (first, outside
-        any transaction: if it fails, nothing is written and no lock was ever taken) and
-        tokenized."""
+        any transaction: if it fails, nothing is written and no lock was ever taken; in an
+        :meth:`embedded` block, by its one request) and tokenized."""
         content = fields["content"]
-        (vector,) = await self.embedder.embed_passages([content])
+        vector = await self._passage(content)
         return NewMemory(
             partition_key=fields["partition_key"],
             scope=fields["scope"],
@@ -237,6 +241,7 @@ class MemoryService:
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
             protect_user=False,
+            take_over=False,  # a flag adds to the memory, it does not make it the flagger's
         )
 
     def protects(self, by_person: bool) -> bool:
@@ -441,51 +446,58 @@ class MemoryService:
         stays one round trip (a read's latency is mostly its round trips)."""
         trail = self.trail if recall is not None else None
         ranking = self.ranking(mode, query)
-        vector = None if ranking.mode == "keyword" else self.embedder.cached_query(query)
-        requests = ranking.mode != "keyword" and vector is None
-        first = requests or not self.repo.recalls
-        if first and trail is not None and await trail.is_paused(partition_key):
-            raise MemoryPaused(partition_key)
-        if requests:
-            vector = await self.embedder.embed_query(query)
-        where = SearchFilter(
-            importance_min=importance[0] if importance else None,
-            importance_max=importance[1] if importance else None,
-            scope=scope,
-            tags=tuple(tags) if tags else None,
-            category=category,
-        )
-        at = now or _utcnow()
-        q = MemoryQuery(
-            partition_key, vector, at, top_k=top_k, ranking=ranking, where=where, decay=self.policy
-        )
-        try:
-            if recall is not None and self.trail is not None:
-                # the pause check, the search and the access log in one round trip
-                done = await self.repo.recall(q, self.trail.recall_log(recall, query))
-                if done is not None:
-                    if done.log_error is not None:
-                        self.trail.recall_failed(partition_key, done.log_error)
-                    if done.paused:
-                        raise MemoryPaused(partition_key)
-                    if not done.logged:  # searched on the replica: log on the primary
-                        self.trail.log_behind(partition_key, done.hits, recall, query, now=at)
-                    return self._as_hits(done.hits, ranking.mode)
-            hits = self._as_hits(await self.repo.search(q), ranking.mode)
-        except FingerprintMismatch as exc:
-            dim = "?" if vector is None else str(len(vector))
-            raise FingerprintMismatch(
-                f"the stored vectors and the configured model ({self.embedder.describe()}, "
-                f"dimension {dim}) differ: the embedding model changed — run "
-                "`amrita-memory reindex`, or configure the model the store was built with"
-            ) from exc
-        if (
-            trail is not None
-            and recall is not None
-            and await trail.after_search(partition_key, hits, recall, query, now=at)
-        ):
-            raise MemoryPaused(partition_key)
-        return hits
+        with metrics.timed(metrics.SEARCH_SECONDS, ranking.mode):
+            vector = None if ranking.mode == "keyword" else self.embedder.cached_query(query)
+            requests = ranking.mode != "keyword" and vector is None
+            first = requests or not self.repo.recalls
+            if first and trail is not None and await trail.is_paused(partition_key):
+                raise MemoryPaused(partition_key)
+            if requests:
+                vector = await self.embedder.embed_query(query)
+            where = SearchFilter(
+                importance_min=importance[0] if importance else None,
+                importance_max=importance[1] if importance else None,
+                scope=scope,
+                tags=tuple(tags) if tags else None,
+                category=category,
+            )
+            at = now or _utcnow()
+            q = MemoryQuery(
+                partition_key,
+                vector,
+                at,
+                top_k=top_k,
+                ranking=ranking,
+                where=where,
+                decay=self.policy,
+            )
+            try:
+                if recall is not None and self.trail is not None:
+                    # the pause check, the search and the access log in one round trip
+                    done = await self.repo.recall(q, self.trail.recall_log(recall, query))
+                    if done is not None:
+                        if done.log_error is not None:
+                            self.trail.recall_failed(partition_key, done.log_error)
+                        if done.paused:
+                            raise MemoryPaused(partition_key)
+                        if not done.logged:  # searched on the replica: log on the primary
+                            self.trail.log_behind(partition_key, done.hits, recall, query, now=at)
+                        return self._as_hits(done.hits, ranking.mode)
+                hits = self._as_hits(await self.repo.search(q), ranking.mode)
+            except FingerprintMismatch as exc:
+                dim = "?" if vector is None else str(len(vector))
+                raise FingerprintMismatch(
+                    f"the stored vectors and the configured model ({self.embedder.describe()}, "
+                    f"dimension {dim}) differ: the embedding model changed — run "
+                    "`amrita-memory reindex`, or configure the model the store was built with"
+                ) from exc
+            if (
+                trail is not None
+                and recall is not None
+                and await trail.after_search(partition_key, hits, recall, query, now=at)
+            ):
+                raise MemoryPaused(partition_key)
+            return hits
 
     def _as_hits(self, ranked: Sequence[SearchHit], mode: str) -> list[SearchHit]:
         """The relevant rows (hybrid cut-off), each with the reference's ``decay_score``
@@ -506,6 +518,7 @@ class MemoryService:
         ``protect_manual_memories`` is on."""
         decay = self.settings.decay
         if not force and not (decay.enabled and decay.sweep_enabled):
+            metrics.record_sweep_run("disabled")
             return SweepReport(scanned=0, demoted=0, purged=0, kept=0)
         params = SweepParams(
             short_term_days=float(decay.short_term_days),
@@ -515,10 +528,17 @@ class MemoryService:
             # the sweep is an automatic process: it spares manual entries
             protect_user=self.protects(False),
         )
-        return await self.repo.sweep(
+        report = await self.repo.sweep(
             params,
             now=now or _utcnow(),
             dry_run=dry_run,
             max_batches=max_batches,
             progress=progress,
         )
+        if dry_run:
+            metrics.record_sweep_run("dry_run")
+        elif report.wrapped:
+            metrics.record_sweep_run("complete", at=time.time())
+        else:
+            metrics.record_sweep_run("partial")
+        return report

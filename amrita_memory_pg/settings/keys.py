@@ -22,6 +22,7 @@ from amrita_memory_pg.settings.sections import (
     ExtractionSettings,
     InjectionSettings,
     LlmSettings,
+    ObservabilitySettings,
     ProfileSettings,
     RetrievalSettings,
     TrailSettings,
@@ -48,6 +49,7 @@ SECTIONS: dict[str, type[Section]] = {
     "trail": TrailSettings,
     "web": WebSettings,
     "backup": BackupSettings,
+    "observability": ObservabilitySettings,
 }
 
 

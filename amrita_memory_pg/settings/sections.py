@@ -412,6 +412,37 @@ class TrailSettings(Section):
     )
 
 
+class ObservabilitySettings(Section):
+    """What an operator's monitoring reads: per-process Prometheus metrics and a health
+    check over HTTP on the NoneBot plugin's FastAPI driver and on ``amrita-memory web``
+    (``amrita-memory health`` checks the same from a shell), and the log format."""
+
+    metrics_enabled: bool = Field(
+        True,
+        description="Serve `metrics_path` and `health_path` (no login: the metrics carry no "
+        "partition key, user id or text; keep the port inside your network).",
+    )
+    metrics_path: str = Field("/metrics", description="URL path of the Prometheus metrics.")
+    health_path: str = Field(
+        "/health",
+        description="URL path of the health check: 200 when the database answers, the "
+        "schema is at head and the stored model is the configured one; 503 otherwise.",
+    )
+    json_logs: bool = Field(
+        False,
+        description="Write this package's log lines as one JSON object per line on stderr "
+        "(time, level, logger, message, exception) instead of text.",
+    )
+
+    @field_validator("metrics_path", "health_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        value = value.strip()
+        if not value.startswith("/") or value == "/" or value.endswith("/") or " " in value:
+            raise ValueError("must start with / and not end with / (e.g. /metrics)")
+        return value
+
+
 class WebSettings(Section):
     """The admin web page: off unless configured. ``amrita-memory web`` serves it
     standalone; the NoneBot plugin mounts it on its FastAPI driver when ``enabled``. A login

@@ -48,9 +48,12 @@ class SubconsciousSettings(Section):
     )
     allowed_tools: list[str] = Field(
         default_factory=list,
-        description="Names of read-only chat tools (read_memory, list_memory, read_memo) the "
-        "loop may call besides its own, acting as the cycle's target; an unknown or writing "
-        "tool is warned about once at start and left out. JSON list in the environment.",
+        description="Tools the loop may call besides its own: this plugin's read-only chat "
+        "tools (read_memory, list_memory, read_memo), run as the cycle's target, and under "
+        "AmritaBot other plugins' tools in its registry "
+        "(you vouch that they only read; custom_run ones need a chat turn and are left "
+        "out). A writing tool of this plugin, or a name found nowhere, is warned about once "
+        "at start-up and left out. JSON list in the environment.",
     )
     max_iterations: int = Field(
         10,

@@ -41,6 +41,7 @@ from amrita_memory_pg.domain.records import (
     SearchHit,
     SweepReport,
 )
+from amrita_memory_pg.domain.trail import OWNING_KINDS, current_actor, ownership_note
 from amrita_memory_pg.storage.lineage import deriving_now, record_derived, record_edges
 from amrita_memory_pg.storage.memory_bulk import BulkWrites, SweepParams
 from amrita_memory_pg.storage.memory_forget import ForgetWrites, about_json
@@ -210,12 +211,15 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
         now: datetime,
         tokens: Sequence[str] | None = None,
         protect_user: bool = True,
+        take_over: bool = True,
         cascade_from: str | None = None,
     ) -> MemoryRecord | None:
         """Change some fields; ``vector`` is given exactly when the content changed.
 
         With ``protect_user`` (every automatic caller) a ``source=user`` memory is refused
-        by the database: :class:`ProtectedMemory`, nothing changed. ``cascade_from``: the
+        by the database: :class:`ProtectedMemory`, nothing changed. With ``take_over``
+        (every change but a flag) the chat model's or the loop's change makes the memory
+        theirs (``origin``), so extraction no longer replaces it. ``cascade_from``: the
         text before a person's or the chat model's change; what was derived from the
         memory is then withheld for the loop to derive again from the new text (the
         change cascade of ``lineage.sql``), in the same transaction. A change inside
@@ -229,6 +233,8 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
         """
         async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
+            if take_over:
+                await self._take_over(conn, partition_key, memory_id)
             record = await self._update(
                 conn,
                 partition_key,
@@ -255,6 +261,31 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
                         now=now,
                     )
             return record
+
+    async def _take_over(
+        self,
+        conn: PoolConnectionProxy,
+        partition_key: str,
+        memory_id: str,
+        *,
+        op: str | None = None,
+        note: str = "",
+    ) -> bool:
+        """An automatic writer's change makes the memory its own (``origin``; extraction
+        replaces only its own rows), named in the note of the change's history row after
+        the transaction's own (``op``/``note``: a merge's). Whether it changed hands;
+        nothing for other writers."""
+        who = current_actor()
+        if who is None or who.kind not in OWNING_KINDS:
+            return False
+        previous = await conn.fetchval(
+            query("take_over_memory"), partition_key, memory_id, who.kind
+        )
+        if previous is None:
+            return False
+        taken = ownership_note(previous, who.kind)
+        await act(conn, self.history, op=op, note=f"{note} {taken}" if note else taken)
+        return True
 
     async def _update(
         self,
@@ -326,6 +357,7 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
         for the deleted ones) raises :class:`ProtectedMemory` and rolls the merge back."""
         async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history, op="merge", note=keep_id)
+            taken = await self._take_over(conn, partition_key, keep_id, op="merge", note=keep_id)
             record = await self._update(
                 conn,
                 partition_key,
@@ -342,6 +374,8 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
             )
             if record is None:
                 return None
+            if taken:  # the merged rows' history names the kept one, nothing more
+                await act(conn, self.history, op="merge", note=keep_id)
             deleted = [
                 gone
                 for memory_id in merge_ids

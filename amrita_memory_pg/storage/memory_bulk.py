@@ -11,6 +11,7 @@ from typing import Any
 
 import asyncpg
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import PartitionFull
 from amrita_memory_pg.domain.lineage import Ref, memory_ref
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector
@@ -220,6 +221,10 @@ class BulkWrites(RepositoryCore):
             assert row is not None
             batches += 1
             self._accumulate(totals, row)
+            if not dry_run:
+                metrics.record_sweep_batch(
+                    row["scanned"], row["demoted"], row["purged"], row["kept"]
+                )
             if progress is not None:
                 progress(totals[0])
             if row["purged_ids"] and not dry_run:

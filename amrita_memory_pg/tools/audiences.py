@@ -160,7 +160,7 @@ def rederive_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
-    register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge))
+    register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge, pause_gate(deps)))
 
 
 def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -247,14 +247,15 @@ def target_context(ctx: ToolContext) -> ToolContext:
 def borrow_chat_tools(loop: ToolRegistry, chat: ToolRegistry, names: Iterable[str]) -> list[str]:
     """Add the chat tools named in ``[subconscious] allowed_tools`` to the loop's
     registry, run in the target's context (:func:`target_context`). Only read-only ones:
-    the loop writes through its own tools, which protect ``source=user`` memories. An
-    unknown or refused name is warned about once, here (the reference: «Tool 'X' not
-    found»). Returns the names borrowed."""
+    the loop writes through its own tools, which protect ``source=user`` memories; a
+    writing one is warned about once, here. A name that is not one of our chat tools may
+    be a host's tool, lent later (``Memory.lend_loop_tool``): the integrations warn about
+    the names still unknown once the host's are lent (``Memory.check_allowed_tools``).
+    Returns the names borrowed."""
     borrowed: list[str] = []
     for name in dict.fromkeys(names):
         tool = chat.get(name)
         if tool is None:
-            log.warning("[subconscious] allowed_tools: Tool %r not found", name)
             continue
         if not tool.read_only:
             log.warning(

@@ -208,30 +208,36 @@ class LoopTools:
     )
     async def write_memory(self, args: WriteArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
+        return await self.run(cycle, await self.plan_write(cycle, args))
+
+    async def plan_write(self, cycle: CycleContext, args: WriteArgs) -> Planned:
+        """A new memory of the target (``source=system``), under the partition cap."""
         content = required_text(args.content, "content 不能为空")
-        if cycle.dry_run:
-            cycle.changed += 1
-            return {"status": "success", "id": None, "dry_run": True}
         scope: Scope = "user" if is_private_key(cycle.target_key) else "group"
-        new = NewMemory(
-            partition_key=cycle.target_key,
-            scope=scope,
-            content=content,
-            tags=parse_tags(args.tags),
-            importance=label_to_level(args.importance),
-            source="system",
-            author="subconscious",
-            now=self.loop.clock(),
-        )
-        try:
-            written = await self.memories.write(new, idempotent=False)
-        except PartitionFull as exc:
-            raise ToolError(
-                f"记忆数量已达上限（{exc.limit} 条），未写入。请先合并或删除过时的记忆",
-                limit=exc.limit,
-            ) from exc
-        cycle.changed += 1
-        return {"status": "success", "id": written.record.id}
+        tags = parse_tags(args.tags)
+        importance = label_to_level(args.importance)
+
+        async def apply() -> Applied:
+            new = NewMemory(
+                partition_key=cycle.target_key,
+                scope=scope,
+                content=content,
+                tags=tags,
+                importance=importance,
+                source="system",
+                author="subconscious",
+                now=self.loop.clock(),
+            )
+            try:
+                written = await self.memories.write(new, idempotent=False)
+            except PartitionFull as exc:
+                raise ToolError(
+                    f"记忆数量已达上限（{exc.limit} 条），未写入。请先合并或删除过时的记忆",
+                    limit=exc.limit,
+                ) from exc
+            return {"status": "success", "id": written.record.id}, 1
+
+        return Planned({"status": "success", "id": None}, 1, apply, texts=(content,))
 
     # -- edits: each one planned (checked, nothing written), then applied (loop_edits)
     def lookup(self, cycle: CycleContext) -> StoreLookup:
@@ -417,7 +423,7 @@ class LoopTools:
     # -- the cycle
     @declare(
         ITER_STOP,
-        "结束本轮并写总结；可以和最后的修改在同一轮调用。",
+        "结束本轮（可与修改同一轮调用）。",
         "结束失败",
     )
     async def iter_stop(self, args: StopArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -514,7 +520,13 @@ def register_loop_tools(
     # With the batch tool offered (tools/loop_batch.py) the single edit tools are not:
     # each schema is paid on every call; they still run when called by name.
     batched = settings.subconscious.batch_edits
-    singles = {tools.merge_memories, tools.update_memory, tools.delete_memory, tools.rewrite_memo}
+    singles = {
+        tools.merge_memories,
+        tools.update_memory,
+        tools.delete_memory,
+        tools.write_memory,
+        tools.rewrite_memo,
+    }
     for handler in handlers:
         tool = declared(handler)
         if batched and handler in singles:

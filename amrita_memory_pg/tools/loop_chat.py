@@ -25,6 +25,7 @@ from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import loop_cycle
 from amrita_memory_pg.tools.memory import iso
+from amrita_memory_pg.tools.profile import profile_news
 from amrita_memory_pg.tools.registry import declare
 
 SESSION_GAP = timedelta(minutes=30)
@@ -159,6 +160,9 @@ class LoopChat:
         "subconscious_read_sessions",
         "最近 n 段会话的摘要。",
         "读取会话失败",
+        # what a profile is distilled from (the profile guide names it); the merges and
+        # deletions of a cycle are decided on the pre-pass (still runs when called)
+        offer=profile_news,
     )
     async def read_sessions(self, args: SessionsArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)

@@ -34,6 +34,7 @@ from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import Importance, NoArgs, loop_cycle, preview
 from amrita_memory_pg.tools.loop_rederive import TASK_FORMAT
 from amrita_memory_pg.tools.memory import iso
+from amrita_memory_pg.tools.profile import NO_PROFILE_YET, PROFILE_NEWS
 from amrita_memory_pg.tools.registry import declare
 from amrita_memory_pg.usecases.memos import MemoCases
 
@@ -53,16 +54,17 @@ CONTEXT_KNOWLEDGE = 5
 CONTEXT_KNOWLEDGE_CHARS = 200
 DISTILL_MIN_PARTITIONS = 2
 
-#: how get_context's pre-pass items read (one string each: keys would be paid per item)
-BRIEF_FORMAT = "id|importance|content（source=user 的以 id|importance|user| 开头）"
 
-
-def _brief(record: MemoryRecord, short: str) -> str:
-    """A memory as get_context's pre-pass shows it: what a merge decision needs, named by
-    its short id (``short_ids``: the loop's tools take it back)."""
+def _brief(record: MemoryRecord, short: str, *, importance: bool = True) -> str:
+    """A memory as get_context's pre-pass shows it: what a merge or cleanup decision
+    needs, named by its short id (``short_ids``: the loop's tools take it back) —
+    ``id|importance|content``, ``id|user|…`` for a memory a user added by hand.
+    ``importance=False`` for the cleanup list, whose items are all low (the main
+    template says how the lists read: said once there, not once per cycle here)."""
     user = "user|" if record.source == "user" else ""
     content = preview(record.content, CONTEXT_CHARS)
-    return f"{short}|{record.importance_label or 'medium'}|{user}{content}"
+    level = f"{record.importance_label or 'medium'}|" if importance else ""
+    return f"{short}|{level}{user}{content}"
 
 
 def said(reply: dict[str, Any]) -> dict[str, Any]:
@@ -161,7 +163,6 @@ class LoopSurvey:
             "timezone": "UTC+08:00" if fallback else self.sub.idle_timezone,
             "timezone_fallback": fallback,
             "weekday": local.strftime("%A"),
-            "target": cycle.target_key,
         }
         last = await self.loop.repo.last_run(cycle.target_key)
         reply["last_run_at"] = last.ended_at.astimezone(tz).isoformat() if last else None
@@ -202,7 +203,8 @@ class LoopSurvey:
                 if over
                 else ""
             )
-            reply["memory_warn_threshold"] = threshold
+            # the threshold only where it says something (the hint names the overrun)
+            reply["memory_warn_threshold"] = threshold if over else None
             reply["duplicate_groups"] = len(groups)
             # The pre-pass itself, so the model can merge in its first turn.
             by_id = {r.id: r for r in records}
@@ -219,11 +221,9 @@ class LoopSurvey:
             low = [r for r in records if r.importance_label == "low" and r.id not in grouped]
             low.sort(key=lambda r: (r.created_at, r.id))
             reply["cleanup_candidates"] = [
-                f"{_brief(r, short[r.id])}|{max(0, (now - r.created_at).days)}天前"
+                f"{_brief(r, short[r.id], importance=False)}|{max(0, (now - r.created_at).days)}天前"
                 for r in low[:CONTEXT_CLEANUP]
             ]
-            if groups or low:
-                reply["candidate_format"] = BRIEF_FORMAT
         except Exception:
             reply.update(memory_total=None, memory_warn_threshold=None, duplicate_groups=None)
             stale.append("memory_stats")
@@ -237,17 +237,20 @@ class LoopSurvey:
                 since = await self.loop.hooks.profile_changed_at(cycle.target_key)
                 new = sum(1 for r in records if since is None or r.created_at > since)
                 if new:
-                    reply["profile_hint"] = f"画像上次更新后新增 {new} 条记忆"
+                    hint = NO_PROFILE_YET if since is None else PROFILE_NEWS
+                    reply["profile_hint"] = hint.format(n=new)
             except Exception:
                 stale.append("profile")
         try:
             memo = await self.memos.read(cycle.target_key)
             cap = self.memos.max_chars
+            compress = self.sub.enable_memory_compress and memo.chars >= cap * 0.8
             reply["memo_chars"] = memo.chars
-            reply["memo_max_chars"] = cap
+            # the cap only when the memo is to be compressed to fit it
+            reply["memo_max_chars"] = cap if compress else None
             reply["memo_hint"] = (
                 "备忘录已接近上限，用 subconscious_read_memo / subconscious_rewrite_memo 压缩。"
-                if self.sub.enable_memory_compress and memo.chars >= cap * 0.8
+                if compress
                 else ""
             )
         except Exception:

@@ -16,6 +16,7 @@ is on (checked here for a clear reply, and again by the database).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -140,6 +141,49 @@ class DeleteMemoryArgs(ToolArgs):
     scope: ScopeArg
 
 
+class MemoryWriteArgs(ToolArgs):
+    """Monstrum's ``memory_write``: a new memory, or (with ``id``) a change of one."""
+
+    id: Annotated[
+        Text | None,
+        Field(
+            description="要更新的记忆 ID（memory_write / list_memory 返回的 memory_id）；"
+            "省略则写入一条新记忆",
+            max_length=MAX_ID_CHARS,
+        ),
+    ] = None
+    content: Annotated[
+        Text | None,
+        Field(
+            description="要记住的内容，一条记忆一个事实（写入新记忆时必填；更新时不变则省略）",
+            max_length=MAX_CONTENT_CHARS,
+        ),
+    ] = None
+    tags: Annotated[
+        Text | None,
+        Field(description="分类标签，多个用逗号分隔（可选）", max_length=MAX_TAGS_CHARS),
+    ] = None
+    importance: Annotated[
+        Importance | None,
+        Field(description="重要程度，决定遗忘速度（写入新记忆时省略即 medium）"),
+    ] = None
+    scope: ScopeArg
+    category: Annotated[
+        CategoryChoice | None, Field(description="可选的类别：偏好/规则/事件/知识")
+    ] = None
+
+
+class MemoryDeleteArgs(ToolArgs):
+    id: Annotated[
+        Text,
+        Field(
+            description="记忆 ID（memory_write / list_memory 返回的 memory_id）",
+            max_length=MAX_ID_CHARS,
+        ),
+    ]
+    scope: ScopeArg
+
+
 class ForgetMemoryArgs(ToolArgs):
     scope: ScopeArg
     query: Annotated[
@@ -158,6 +202,25 @@ class ListMemoryArgs(ToolArgs):
     category: Annotated[CategoryChoice | None, Field(description="只列出该类别的记忆（可选）")] = (
         None
     )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteNames:
+    """The tool names a family's messages point the model to (each family names its own)."""
+
+    write: str
+    update: str
+    delete: str
+
+
+#: amrita_plugin_memory's names
+REFERENCE_NAMES = WriteNames("write_memory", "update_memory", "delete_memory")
+#: Monstrum's: one tool writes or (with an id) updates
+MONSTRUM_NAMES = WriteNames("memory_write", "memory_write", "memory_delete")
+
+
+#: delete_memory's and memory_delete's description and failure prefix (one tool, two names)
+DELETE_DECLARATION = ("删除一条记忆。用户手动添加的记忆（source=user）不能删除。", "删除记忆失败")
 
 
 def iso(value: datetime) -> str:
@@ -291,16 +354,38 @@ class MemoryTools:
         on_paused=paused_write("写入"),
     )
     async def write_memory(self, args: WriteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        scope, partition = resolve_scope(args.scope, ctx)
-        require_global_writer(scope, ctx, "写入")
-        content = required_text(args.content, "content 不能为空：请给出要记住的具体内容")
+        return await self._write(
+            REFERENCE_NAMES,
+            ctx,
+            scope=args.scope,
+            content=args.content,
+            tags=args.tags,
+            importance=args.importance,
+            category=args.category,
+        )
+
+    async def _write(
+        self,
+        names: WriteNames,
+        ctx: ToolContext,
+        *,
+        scope: str,
+        content: str,
+        tags: str,
+        importance: ImportanceLabel,
+        category: Category | None,
+    ) -> dict[str, Any]:
+        """A new memory for the speaker (write_memory, memory_write without an id)."""
+        scope_, partition = resolve_scope(scope, ctx)
+        require_global_writer(scope_, ctx, "写入")
+        text = required_text(content, "content 不能为空：请给出要记住的具体内容")
         new = NewMemory(
             partition_key=partition,
-            scope=scope,
-            content=content,
-            tags=parse_tags(args.tags),
-            importance=label_to_level(args.importance),
-            category=args.category,
+            scope=scope_,
+            content=text,
+            tags=parse_tags(tags),
+            importance=label_to_level(importance),
+            category=category,
             source="auto",
             author=ctx.user_id,
         )
@@ -309,14 +394,15 @@ class MemoryTools:
         except PartitionFull as exc:
             raise ToolError(
                 f"当前会话的记忆数量已达上限（{exc.limit} 条），未写入。"
-                "请先用 list_memory 查看，再用 update_memory 合并相近的记忆或用 delete_memory 删除过时的记忆后重试",
+                f"请先用 list_memory 查看，再用 {names.update} 合并相近的记忆或用 "
+                f"{names.delete} 删除过时的记忆后重试",
                 limit=exc.limit,
             ) from exc
         record = written.record
         reply: dict[str, Any] = {
             "memory_id": record.id,
             "tags": record.tags_text,
-            "importance": record.importance_label if written.duplicate else args.importance,
+            "importance": record.importance_label if written.duplicate else importance,
             "scope": record.scope,
             "created_at": iso(record.created_at),
         }
@@ -407,43 +493,60 @@ class MemoryTools:
         on_paused=paused_write("修改"),
     )
     async def update_memory(self, args: UpdateMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        scope, partition = resolve_scope(args.scope, ctx)
-        require_global_writer(scope, ctx, "修改")
-        changes = (args.content, args.tags, args.importance, args.category)
-        if all(value is None for value in changes):
+        return await self._update(
+            REFERENCE_NAMES,
+            ctx,
+            memory_id=args.id,
+            scope=args.scope,
+            change=(args.content, args.tags, args.importance, args.category),
+        )
+
+    async def _update(
+        self,
+        names: WriteNames,
+        ctx: ToolContext,
+        *,
+        memory_id: str,
+        scope: str,
+        change: tuple[str | None, str | None, ImportanceLabel | None, Category | None],
+    ) -> dict[str, Any]:
+        """A change of one memory (update_memory, memory_write with an id); ``change`` is
+        (content, tags, importance, category), None keeping a field."""
+        scope_, partition = resolve_scope(scope, ctx)
+        require_global_writer(scope_, ctx, "修改")
+        content, tags, importance, category = change
+        if all(value is None for value in change):
             raise ToolError(
-                "update_memory 至少需要 content、tags、importance、category 之一；未修改任何内容"
+                f"{names.update} 至少需要 content、tags、importance、category 之一；未修改任何内容"
             )
-        record = await self._editable(partition, args.id, ctx, "修改")
-        change = MemoryChange(
+        record = await self._editable(partition, memory_id, ctx, "修改")
+        memory_change = MemoryChange(
             content=(
-                required_text(args.content, "content 不能为空：请给出要记住的具体内容")
-                if args.content is not None
+                required_text(content, "content 不能为空：请给出要记住的具体内容")
+                if content is not None
                 else None
             ),
-            tags=parse_tags(args.tags) if args.tags is not None else None,
-            importance=label_to_level(args.importance) if args.importance else None,
-            category=args.category,
+            tags=parse_tags(tags) if tags is not None else None,
+            importance=label_to_level(importance) if importance else None,
+            category=category,
         )
         try:
             # a fact the user changed: what was derived from it waits for the loop
-            updated = await self.cases.change(partition, record.id, change, cascade=True)
+            updated = await self.cases.change(partition, record.id, memory_change, cascade=True)
         except ProtectedMemory as exc:  # became protected between the read and the write
             raise protected_refusal("修改") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
-    @declare(
-        "delete_memory",
-        "删除一条记忆。用户手动添加的记忆（source=user）不能删除。",
-        "删除记忆失败",
-        on_paused=paused_write("删除"),
-    )
+    @declare("delete_memory", *DELETE_DECLARATION, on_paused=paused_write("删除"))
     async def delete_memory(self, args: DeleteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        scope, partition = resolve_scope(args.scope, ctx)
-        require_global_writer(scope, ctx, "删除")
-        record = await self._editable(partition, args.id, ctx, "删除")
+        return await self._delete(ctx, memory_id=args.id, scope=args.scope)
+
+    async def _delete(self, ctx: ToolContext, *, memory_id: str, scope: str) -> dict[str, Any]:
+        scope_, partition = resolve_scope(scope, ctx)
+        require_global_writer(scope_, ctx, "删除")
+        record = await self._editable(partition, memory_id, ctx, "删除")
         reply: dict[str, Any] = {"status": "success", "message": "记忆删除成功", "id": record.id}
         try:
             if self.forgetting is None:
@@ -508,6 +611,43 @@ class MemoryTools:
         }
 
     @declare(
+        "memory_write",
+        "写入一条长期记忆，或带上 id 修改一条已有记忆（未变化的字段请省略）。"
+        "身份与稳定偏好等每轮都需要的信息请写进备忘录（update_memo）。"
+        "用户手动添加的记忆（source=user）不能修改；每个会话的记忆条数有上限。",
+        "写入记忆失败",
+        on_paused=paused_write("写入"),
+    )
+    async def memory_write(self, args: MemoryWriteArgs, ctx: ToolContext) -> dict[str, Any]:
+        """Monstrum's write: an update when ``id`` names a memory, else a new memory
+        (tags optional, importance medium unless given)."""
+        if args.id is not None:
+            return await self._update(
+                MONSTRUM_NAMES,
+                ctx,
+                memory_id=args.id,
+                scope=args.scope,
+                change=(args.content, args.tags, args.importance, args.category),
+            )
+        if args.content is None:
+            raise ToolError(
+                "调用 memory_write 写入新记忆时必须带有 content 参数；要修改已有记忆请带上它的 id"
+            )
+        return await self._write(
+            MONSTRUM_NAMES,
+            ctx,
+            scope=args.scope,
+            content=args.content,
+            tags=args.tags or "",
+            importance=args.importance or "medium",
+            category=args.category,
+        )
+
+    @declare("memory_delete", *DELETE_DECLARATION, on_paused=paused_write("删除"))
+    async def memory_delete(self, args: MemoryDeleteArgs, ctx: ToolContext) -> dict[str, Any]:
+        return await self._delete(ctx, memory_id=args.id, scope=args.scope)
+
+    @declare(
         "list_memory",
         "分页列出记忆（标签 + ID + 内容预览），每页最多 50 条。",
         "列出记忆失败",
@@ -562,25 +702,25 @@ def register_memory_tools(
     settings: Settings,
     forgetting: ForgetCases | None = None,
 ) -> MemoryTools:
-    """Declare the five L2 tools of the reference on ``registry`` (``delete_memory`` with
-    the cascade when ``forgetting`` is given; ``forget_memory`` is
-    :func:`register_forget_tool`'s, after the reference's tools)."""
+    """Declare the L2 tools on ``registry``: the reference's five and Monstrum's
+    ``memory_write`` / ``memory_delete`` (the deletes with the cascade when ``forgetting``
+    is given; ``forget_memory`` is :func:`register_forget_tool`'s, after them).
+    ``tool_names`` picks which write tools are offered; the others are accepted when
+    called, so a prompt written for either keeps working."""
     tools = MemoryTools(cases, settings, forgetting)
     assert LABELS == ("low", "medium", "high")  # the enum order the LLM is shown
-    for handler in (
-        tools.write_memory,
-        tools.read_memory,
-        tools.update_memory,
-        tools.delete_memory,
-        tools.list_memory,
+    reference = settings.tool_names in ("reference", "both")
+    monstrum = settings.tool_names in ("monstrum", "both")
+    for handler, offered in (
+        (tools.write_memory, reference),
+        (tools.read_memory, True),
+        (tools.update_memory, reference),
+        (tools.delete_memory, reference),
+        (tools.list_memory, True),
+        (tools.memory_write, monstrum),
+        (tools.memory_delete, monstrum),
     ):
-        registry.register(declared(handler))
-    # Monstrum's names, so a Monstrum-style prompt works unchanged: memory_write writes,
-    # or updates the memory its `id` names; memory_delete deletes.
-    registry.route(
-        "memory_write", lambda args: "update_memory" if args.get("id") else "write_memory"
-    )
-    registry.route("memory_delete", lambda _args: "delete_memory")
+        registry.register(declared(handler), offered=offered)
     return tools
 
 

@@ -96,11 +96,25 @@ def register_profile_tools(registry: ToolRegistry, profiles: ProfileCases) -> No
     )
 
 
+#: get_context's ``profile_hint`` for a target with memories newer than its profile, and
+#: for one with no profile yet (then there is nothing to read: only the edit is offered)
+PROFILE_NEWS = "画像上次更新后新增 {n} 条记忆"
+NO_PROFILE_YET = "尚无画像；可从 {n} 条记忆提炼"
+
+
 def profile_news(context: Mapping[str, Any]) -> bool:
-    """Offer the profile tools to a cycle only when get_context's ``profile_hint`` says
-    the target (a personal partition) has memories newer than its profile: otherwise
-    there is nothing to distil, and both schemas would be paid on every call."""
+    """Offer the profile's edit to a cycle only when get_context's ``profile_hint`` says
+    the target (a personal partition) has memories newer than its profile (or none
+    yet): otherwise there is nothing to distil, and the schema would be paid on every
+    call."""
     return bool(context.get("profile_hint"))
+
+
+def profile_to_read(context: Mapping[str, Any]) -> bool:
+    """Offer ``subconscious_get_profile`` when there is news for a profile that exists: a
+    target without one has nothing to read (its first lines are appended)."""
+    hint = context.get("profile_hint")
+    return bool(hint) and not str(hint).startswith(NO_PROFILE_YET.split("；")[0])
 
 
 async def edit_profile(
@@ -155,7 +169,7 @@ def register_profile_loop_tools(
             args=GetProfileArgs,
             handler=get_profile,
             failure_prefix="读取画像失败",
-            offer=profile_news,
+            offer=profile_to_read,
         )
     )
     registry.register(

@@ -54,6 +54,7 @@ from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.leases import LeaseKind
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.jobs import JobRepository
+from amrita_memory_pg.web.texts import table_counts
 
 log = logging.getLogger(__name__)
 
@@ -492,7 +493,7 @@ class JobRunner:
 # ---------------------------------------------------------------------------- operations
 
 
-def result_line(key: str, **values: int | str) -> str:
+def result_line(key: str, **values: int | str | dict[str, int]) -> str:
     """A job's result as data (an i18n key and its values, JSON): the row is read by
     every process's page, each showing it in its reader's language."""
     return json.dumps({"key": key, "values": values}, ensure_ascii=False)
@@ -509,7 +510,10 @@ def result_text(result: str | None, t: Callable[..., str]) -> str:
         return result
     if not isinstance(data, dict) or not isinstance(data.get("key"), str):
         return result
-    return t(data["key"], **dict(data.get("values") or {}))
+    values = dict(data.get("values") or {})
+    if isinstance(values.get("counts"), dict):
+        values["counts"] = table_counts(values["counts"], t)
+    return str(t(data["key"], **values))
 
 
 def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operation]:
@@ -530,8 +534,8 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
             reason="web",
             progress=lambda phase, done, total: job.update(phase, done, total),
         )
-        counts = ", ".join(f"{k} {v}" for k, v in info.counts.items())
-        return f"{info.stem} ({counts})"
+        # the counts as data, named per table in the reader's language (texts.table_counts)
+        return result_line("job.result.backup", stem=info.stem, counts=dict(info.counts))
 
     async def sweep(job: Job) -> str:
         mem = current()

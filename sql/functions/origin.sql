@@ -9,7 +9,10 @@
 --   person · llm (the chat tools) · extraction · l3 · import · system
 -- and 'unknown' for rows written before origins were recorded whose maker no record
 -- shows. Extraction replaces only source = 'auto' AND origin = 'extraction'
--- (sql/queries/seed.sql).
+-- (sql/queries/seed.sql). A row changes owner with a change of what it says: when the
+-- chat model or the loop rewrites an extracted memory, origin becomes llm or l3
+-- (take_over_memory in sql/queries/seed.sql), so the next extraction leaves the
+-- correction alone; a person's edit makes it source = 'user'.
 --
 -- The column's DEFAULT is actor_origin_v1(), so every insert path (insert/write/import
 -- functions, named queries, restore) records its origin without a new version of each

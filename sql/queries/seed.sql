@@ -14,6 +14,21 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
        created_at, updated_at
   FROM amrita_memory.update_memory_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
+-- name: take_over_memory
+-- An automatic writer ($3: llm, the chat model's tools, or l3, the loop) is about to change
+-- what memory $2 of partition $1 says: the row becomes its own (origin = $3), so extraction
+-- — which replaces only origin = 'extraction' rows (delete_auto_memories) — no longer
+-- replaces what the chat model or the loop corrected. (A person's change makes the row
+-- source = 'user' instead: origin_v1.sql.) Runs just before update_memory_guarded in the
+-- same transaction and locks the row for it. Returns the origin the row had; no row when
+-- it already was $3's or the id is not in the partition.
+UPDATE amrita_memory.memory AS m
+   SET origin = $3
+  FROM (SELECT id, origin FROM amrita_memory.memory
+         WHERE partition_key = $1 AND id = $2 FOR UPDATE) AS old
+ WHERE m.partition_key = $1 AND m.id = old.id AND old.origin IS DISTINCT FROM $3
+RETURNING old.origin AS previous;
+
 -- name: delete_memory_guarded
 -- Delete memory $2 of partition $1; $3 refuses a source=user memory (SQLSTATE AMP01).
 -- NULL when the id is not in the partition.

@@ -78,7 +78,9 @@ def test_a_memorys_trail_shows_who_changed_and_who_recalled_it(
     page.click(f"tr[data-id='{memory_id(server)}'] a.trail")
     history = page.locator("#history tbody tr")
     assert [history.nth(i).get_attribute("data-actor") for i in range(2)] == ["llm", "person"]
-    assert "cli:ops" in history.nth(1).inner_text()
+    # the person in words (it showed the raw «cli:ops»)
+    assert "命令行的 ops" in history.nth(1).inner_text()
+    assert "cli:ops" not in history.nth(1).inner_text()
     (access,) = page.locator("#accesses tbody tr").all()
     assert access.get_attribute("data-surface") == "tool" and "乌龙茶" in access.inner_text()
     screenshot(page, "memory-trail")

@@ -293,24 +293,26 @@ async def test_backup_cli_create_list_restore(db_dsn: str, tmp_path: Path) -> No
     }
     created = run_cli("backup", "create", env=env)
     assert created.returncode == 0, created.stderr
-    assert "已备份到" in created.stdout and "memory 26, memo 2, knowledge 1" in created.stdout
+    assert "backed up to" in created.stdout
+    assert "memories 26, memos 2, knowledge entries 1" in created.stdout
     listed = run_cli("backup", "list", env=env)
-    assert "备份（1 份）" in listed.stdout and " 26 条 " in listed.stdout
+    assert "backups (1)" in listed.stdout and " 26 memories " in listed.stdout
     jsonl = next((tmp_path / "backups").glob("*.jsonl"))
     declined = run_cli("backup", "restore", str(jsonl), env=env, input="n\n")
     assert declined.returncode == 1
     restored = run_cli("backup", "restore", str(jsonl), "--yes", env=env)
     assert restored.returncode == 0, restored.stderr
-    assert "恢复前已备份到" in restored.stdout and "memory 26" in restored.stdout
+    assert "backed up before the restore" in restored.stdout
+    assert "memories 26" in restored.stdout
     missing = run_cli("backup", "restore", str(tmp_path / "nope.jsonl"), "--yes", env=env)
-    assert missing.returncode == 1 and "备份文件不存在" in missing.stderr
+    assert missing.returncode == 1 and "no such backup file" in missing.stderr
     # a bare name (as older /memory clear replies printed it) is found in the backups
     # folder from wherever the operator stands
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     by_name = run_cli("backup", "restore", jsonl.name, "--yes", env=env, cwd=elsewhere)
     assert by_name.returncode == 0, by_name.stderr
-    assert f"完成，已从 {jsonl.name} 恢复" in by_name.stdout
+    assert f"done: restored from {jsonl.name}" in by_name.stdout
 
 
 async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_back(

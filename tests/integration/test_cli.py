@@ -213,7 +213,7 @@ async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path:
     }
     result = run_cli("status", env=env)
     assert result.returncode == 0, result.stderr
-    assert "分布:（最大的 10 个，共 12 个分区" in result.stdout
+    assert "largest partitions (10 of 12;" in result.stdout
     assert "QQPlatform_Private_111: 12" in result.stdout
     assert "QQPlatform_Private_100:" not in result.stdout
 
@@ -234,7 +234,7 @@ async def test_an_old_style_key_is_resolved_and_said(db_dsn: str, tmp_path: Path
     listed = run_cli("memory", "list", "user_10004", env=env)
     assert listed.returncode == 0, listed.stderr
     assert "喜欢下围棋" in listed.stdout
-    assert "user_10004 是旧格式的分区键，现为 QQPlatform_Private_10004" in listed.stderr
+    assert "user_10004 is an old-style partition key, now QQPlatform_Private_10004" in listed.stderr
     found = run_cli("memory", "search", "user_10004", "围棋", "--mode", "keyword", env=env)
     assert found.returncode == 0, found.stderr
     assert "喜欢下围棋" in found.stdout

@@ -194,7 +194,8 @@ async def test_the_cli_forgets_erases_and_shows_lineage_and_the_ledger(
 
     dry = run_cli("forget", P, fact, "--dry-run", env=env)
     assert dry.returncode == 0, dry.stderr
-    assert "delete    profile_line" in dry.stdout and "withhold  profile_line" in dry.stdout
+    assert "delete profile line" in dry.stdout
+    assert "withhold until derived again profile line" in dry.stdout
     done = run_cli("forget", P, fact, "--yes", env=env)
     assert done.returncode == 0, done.stderr
     assert "derived rows deleted 1, withheld for the L3 loop 1" in done.stdout
@@ -203,7 +204,7 @@ async def test_the_cli_forgets_erases_and_shows_lineage_and_the_ledger(
     assert "forget" in ledger.stdout and "by cli:" in ledger.stdout
     assert "花生" not in ledger.stdout and P not in ledger.stdout  # no content, no key
     waiting = run_cli("rederive", P, env=env)
-    assert "profile_line" in waiting.stdout and "1 waiting" in waiting.stdout
+    assert "profile line" in waiting.stdout and "1 waiting" in waiting.stdout
 
     deleted = run_cli("memory", "delete", P, hike, "--yes", env=env)
     assert deleted.returncode == 0, deleted.stderr

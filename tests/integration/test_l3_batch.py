@@ -45,6 +45,16 @@ async def _rows(mem: Memory) -> list[tuple[Any, ...]]:
     return [tuple(r.values()) for r in rows]
 
 
+def _embedding(server: StubEmbeddingServer) -> dict[str, Any]:
+    """The settings that embed through ``server`` (its requests are counted), no retry."""
+    return {
+        "embedding__protocol": "ollama-embed",
+        "embedding__model_url": server.url,
+        "embedding__model_name": "bge-m3",
+        "embedding__max_retries": 0,
+    }
+
+
 async def _call(mem: Memory, ops: list[dict[str, Any]], ctx: ToolContext) -> dict[str, Any]:
     reply = json.loads(await mem.registries["consolidation"].call(BATCH, {"ops": ops}, ctx))
     assert isinstance(reply, dict)
@@ -243,15 +253,7 @@ async def test_the_new_texts_are_embedded_in_one_request_before_anything_is_writ
     db_dsn: str, tmp_path: Path, llm: ScriptedLLM
 ) -> None:
     with StubEmbeddingServer(dim=64) as server:
-        async with loop_memory(
-            db_dsn,
-            tmp_path,
-            llm,
-            embedding__protocol="ollama-embed",
-            embedding__model_url=server.url,
-            embedding__model_name="bge-m3",
-            embedding__max_retries=0,
-        ) as mem:
+        async with loop_memory(db_dsn, tmp_path, llm, **_embedding(server)) as mem:
             keep = await add(mem, "用户喜欢猫", importance=5)
             dup = await add(mem, "用户喜欢猫。", importance=3)
             other = await add(mem, "用户住在上海", importance=5)
@@ -277,6 +279,49 @@ async def test_the_new_texts_are_embedded_in_one_request_before_anything_is_writ
             )
             assert failed["status"] == "error" and "没有写入或修改任何内容" in failed["message"]
             assert await _rows(mem) == before
+
+
+async def test_a_write_op_adds_a_memory_in_the_transaction_under_the_partition_cap(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """``write`` (what write_memory does, offered in the batch instead of its own schema):
+    embedded with the batch's other texts in one request, written as the loop's
+    (``source=system``) in the batch's transaction; a partition at its cap refuses it and
+    every operation of the batch is rolled back."""
+    with StubEmbeddingServer(dim=64) as server:
+        async with loop_memory(
+            db_dsn, tmp_path, llm, per_session_memory_limit=3, **_embedding(server)
+        ) as mem:
+            keep = await add(mem, "用户喜欢猫", importance=5)
+            dup = await add(mem, "用户喜欢猫。", importance=3)
+            server.reset()
+            write = {
+                "op": "write",
+                "content": "用户养了两只猫",
+                "tags": "宠物",
+                "importance": "high",
+            }
+            ops = [
+                {"op": "merge", "keep_id": keep, "merge_ids": [dup], "content": "用户养猫"},
+                write,
+            ]
+
+            reply = await _call(mem, ops, _ctx())
+
+            assert reply["status"] == "success" and reply["applied"] == 2, reply
+            assert [r.texts for r in server.embedding_requests] == [["用户养猫", "用户养了两只猫"]]
+            new_id = reply["results"][1]["id"]
+            rows = {r[0]: r[1:] for r in await _rows(mem)}
+            assert set(rows) == {keep, new_id}
+            assert rows[new_id] == ("用户养了两只猫", ["宠物"], 8, "system")
+
+            await add(mem, "用户住在上海", importance=5)  # 3 of 3
+            before = await _rows(mem)
+            raise_it = {"op": "update", "id": keep[:8], "importance": "high"}
+            full = await _call(mem, [raise_it, write], _ctx())
+            assert full["status"] == "error" and full["failed_op"] == 2, full
+            assert "上限（3 条）" in full["message"] and "整批已回滚" in full["message"]
+            assert await _rows(mem) == before  # the update before it is undone too
 
 
 async def test_the_single_edit_tools_still_run_when_called_by_name(

@@ -327,6 +327,7 @@ async def test_knowledge_and_profile_tools_are_offered_only_when_they_have_work(
         assert "profile_hint" not in context
         offered = _offered(llm.requests[0])
         assert offered.isdisjoint(KNOWLEDGE_TOOLS | PROFILE_TOOLS)
+        assert "subconscious_read_sessions" not in offered  # what a profile is made from
         system = llm.requests[0]["messages"][0]["content"]
         assert "## 用户画像" not in system and "## 全局知识库" not in system
         # not offered, still run when called by name
@@ -371,6 +372,38 @@ async def test_knowledge_and_profile_tools_are_offered_when_there_is_something_n
         # fixed for the cycle: every call sends the same tools and system prompt
         assert all(_offered(r) == offered for r in llm.requests)
         assert len({r["messages"][0]["content"] for r in llm.requests}) == 1
+
+
+async def test_a_target_without_a_profile_is_offered_no_read_of_it_and_builds_one_in_the_batch(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """No profile yet: nothing to read, so get_profile's schema is not sent; the profile
+    guide still comes (with the batch, whose profile op appends the first lines)."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        await add(mem, "用户最近开始学吉他", importance=6)
+        op = {"op": "profile", "summary": "在学吉他", "new_lines": "最近开始学吉他"}
+        llm.call("subconscious_batch_edit", {"ops": [op]})
+        llm.call("subconscious_iter_stop", {"summary": "建了画像"})
+        summary = await mem.run_cycle(TARGET)
+
+        assert summary.ok, summary.error
+        context = tool_replies(llm.requests[0])[0]
+        assert context["profile_hint"] == "尚无画像；可从 1 条记忆提炼"
+        offered = _offered(llm.requests[0])
+        assert "subconscious_batch_edit" in offered and offered.isdisjoint(PROFILE_TOOLS)
+        assert "subconscious_read_sessions" in offered
+        system = llm.requests[0]["messages"][0]["content"]
+        assert "## 用户画像" in system
+        profile = await mem.profiles.get(TARGET)
+        assert (profile.summary, profile.lines) == ("在学吉他", ("最近开始学吉他",))
+
+        llm.reset()  # now it has one, and a newer memory: the read is offered
+        await add(mem, "用户周末去爬山", importance=6)
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        assert (await mem.run_cycle(TARGET)).ok
+        again = tool_replies(llm.requests[0])[0]
+        assert again["profile_hint"] == "画像上次更新后新增 1 条记忆"
+        assert "subconscious_get_profile" in _offered(llm.requests[0])
 
 
 async def test_malformed_tool_calls_end_the_cycle_with_a_sentence(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -403,6 +404,7 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
                 "AMRITA_MEMORY_EMBEDDING__MODEL_NAME": MODEL,
                 "AMRITA_MEMORY_EMBEDDING__REEMBED_BATCH_SIZE": "10",
                 "AMRITA_MEMORY_PER_SESSION_MEMORY_LIMIT": str(CAP),
+                "AMRITA_MEMORY_LANGUAGE": "zh",  # the report's words, as a user reads them
             }
         )
         command = [
@@ -439,7 +441,12 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
         resumed = subprocess.run(
             command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
         )
-        assert resumed.returncode == 0, resumed.stderr
+        # two partitions are over the cap: not everything came over, and the exit status
+        # says so to a script (it used to be 0)
+        assert resumed.returncode == 1, resumed.stderr
+        over = sum(max(count - CAP, 0) for _k, _s, count in PARTITIONS)
+        left = re.search(r"有 (\d+) 项未导入", resumed.stderr)
+        assert left is not None and int(left.group(1)) >= over + len(old.broken_ids)
         assert f"已存在且相同 {killed_at}" in resumed.stdout
         # the resumed run embeds only what the killed one had not committed
         resumed_texts = len(_memory_texts(server))
@@ -479,10 +486,14 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
             "AMRITA_MEMORY_DATABASE__URL": db_dsn,
             "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "new"),
             "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash",
+            "AMRITA_MEMORY_LANGUAGE": "zh",
         },
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    # the old install holds unimportable memories (a channel key, no scope, no text):
+    # listed as skipped, and the exit status says not everything would come over
+    assert result.returncode == 1, result.stderr
+    assert "项未导入（见上）；其余都已导入。退出码 1。" in result.stderr
     assert "[dry-run] 将要导入结果" in result.stdout
     assert "记忆: 新增 3" in result.stdout
     assert "知识库: 新增 3" in result.stdout and "用户画像: 新增 1" in result.stdout
@@ -656,14 +667,19 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
         _bot_env_files(bot, server, db_dsn)
         # elsewhere, the bot's .env unread: refused, nothing embedded or written
         away = run_cli(
-            "import-legacy", str(bot), cwd=tmp_path, env={"AMRITA_MEMORY_DATABASE__URL": db_dsn}
+            "import-legacy",
+            str(bot),
+            cwd=tmp_path,
+            env={"AMRITA_MEMORY_DATABASE__URL": db_dsn, "AMRITA_MEMORY_LANGUAGE": "zh"},
         )
         assert away.returncode != 0
         assert f"{bot / '.env'} 存在" in away.stderr and f"cd {bot}" in away.stderr
         assert not server.embedding_requests
 
-        result = run_cli("import-legacy", ".", cwd=bot)
-        assert result.returncode == 0, result.stderr
+        result = run_cli("import-legacy", ".", cwd=bot, env={"AMRITA_MEMORY_LANGUAGE": "zh"})
+        # 1: the fixture's unimportable memories were skipped (the rest came over)
+        assert result.returncode == 1, result.stderr
+        assert "项未导入" in result.stderr
         target = f"ollama-embed / {MODEL} @ {server.url}"
         assert f"嵌入模型: {target}" in result.stderr
         assert str(bot / ".env.dev") in result.stderr
@@ -676,7 +692,7 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
         # the import wrote current keys only: status asks for no migrate-keys (item 9)
         status = run_cli("status", cwd=bot)
         assert status.returncode == 0, status.stderr
-        assert "分区键版本:  2（最新）" in status.stdout
+        assert "key format:  2 (current)" in status.stdout
 
         # The bot's model (what tests/nonebot/test_plugin_setup.py shows NoneBot resolves
         # from these files) is the one the store now records: the bot starts.

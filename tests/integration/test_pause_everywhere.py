@@ -59,6 +59,9 @@ CHAT_PARTITION_TOOLS = {
     "read_profile",
     "memory_load_context",
     "memory_unload_context",
+    "memory_write",
+    "memory_delete",
+    "knowledge_suggest",
 }
 
 
@@ -87,6 +90,8 @@ def chat_args(scope: str, memory_id: str, other: str) -> dict[str, dict[str, Any
         "read_profile": {},
         "memory_load_context": {"scope": other},
         "memory_unload_context": {"scope": other},
+        "memory_write": {"id": memory_id, "content": "改写", "scope": scope},
+        "memory_delete": {"id": memory_id, "scope": scope},
     }
 
 

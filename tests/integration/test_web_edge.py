@@ -287,3 +287,19 @@ async def test_the_login_limit_is_shared_by_every_process(db_dsn: str, tmp_path:
         assert refused.status_code == 429 and "秒后再试" in refused.text
         rows = await one.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.web_login_failure")
         assert rows == 2
+
+
+async def test_the_page_speaks_the_configured_language_not_the_browsers(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """The docs say Chinese by default: an English browser gets Chinese unless the
+    ``language`` setting (or the person's own language link) says otherwise."""
+    english = {"accept-language": "en-US,en;q=0.9"}
+    async with site(db_dsn, tmp_path) as default:
+        page = await default.client.get("/login", headers=english)
+        assert 'lang="zh-CN"' in page.text and "登录" in page.text
+        switched = await default.client.get("/login?lang=en", headers=english)
+        assert 'lang="en"' in switched.text
+    async with site(db_dsn, tmp_path / "en", language="en") as configured:
+        page = await configured.client.get("/login", headers={"accept-language": "zh-CN"})
+        assert 'lang="en"' in page.text and "Log in" in page.text

@@ -78,12 +78,12 @@ async def after_nonebot_init(
     config.llm_base_url = llm_stub.base_url
     config.llm_model = "stub-model"
     config.llm_api_key = "sk-test"
-    nonebot.load_plugin("amrita_memory_pg.integrations.nonebot")
+    nonebot.load_plugin("amrita_memory_pg.integrations.nonebot.amrita_memory_pg")
 
 
 @pytest.fixture(autouse=True)
 async def clean_state(nonebug_init: None, llm_stub: ScriptedLLM) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     memory = runtime.require()
     await memory.database.pool.execute(

@@ -35,14 +35,14 @@ class Matches:
 
 
 def _memory():  # type: ignore[no-untyped-def]
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime.require()
 
 
 async def _run(ctx_event: object, text: str) -> str:
     """Run /memory through the command core with the event's context (for ids we need)."""
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     reply = await runtime.command().run(ctx_event, text)  # type: ignore[arg-type]
     return reply.text  # type: ignore[union-attr]

@@ -4,6 +4,7 @@ the loop is shown and the batch's look-up of them."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -12,7 +13,16 @@ import pytest
 from amrita_memory_pg.domain.consolidation import clusters, is_private_key, key_subject, short_ids
 from amrita_memory_pg.domain.errors import ToolError
 from amrita_memory_pg.domain.records import MemoryRecord
-from amrita_memory_pg.services.l3_prompts import Prompts, render
+from amrita_memory_pg.services.l3_prompts import (
+    BATCH,
+    KNOWLEDGE,
+    MAIN,
+    PREVIOUS_DEFAULTS,
+    PROFILE,
+    README,
+    Prompts,
+    render,
+)
 from amrita_memory_pg.settings import SubconsciousSettings
 from amrita_memory_pg.tools.loop_edits import Snapshot
 
@@ -60,6 +70,35 @@ def test_the_batch_guide_comes_only_with_the_batch_tool_and_names_no_target(
     assert "10001" not in batched  # cycles of other targets share the prefix
     assert batched == prompts.system("10002", date(2026, 12, 3), batch=True)
     assert (tmp_path / "prompt" / "batch_guide.md.jinja2").is_file()
+
+
+#: the profile guide as 0.3.0–0.14.1 wrote it into prompt_dir on first use
+PROFILE_0_14 = """## 用户画像
+profile_hint 不为空时先读画像再增量更新；只写稳定特质（性格、偏好、背景、与机器人的关系、重要事件），不写一次性、不确定或敏感的内容；摘要不超过 200 字。
+"""
+
+
+def test_an_earlier_versions_untouched_default_is_replaced_and_an_edited_template_kept(
+    tmp_path: Path,
+) -> None:
+    prompts = Prompts(SubconsciousSettings(prompt_dir=tmp_path))
+    guide = tmp_path / "prompt" / "profile_guide.md.jinja2"
+    guide.parent.mkdir(parents=True)
+    guide.write_text(PROFILE_0_14, encoding="utf-8")
+
+    system = prompts.system("10001", date(2026, 12, 3), profile=True)
+
+    assert "subconscious_read_sessions" in system and "先读画像再增量更新" not in system
+    assert guide.read_text(encoding="utf-8") == PROFILE
+    edited = PROFILE_0_14.replace("200 字", "300 字")
+    guide.write_text(edited, encoding="utf-8")
+    assert "摘要不超过 300 字" in prompts.system("10001", date(2026, 12, 3), profile=True)
+    assert guide.read_text(encoding="utf-8") == edited
+    # today's defaults are not among the earlier ones (else every read would rewrite them)
+    today = {"main": MAIN, "knowledge": KNOWLEDGE, "profile": PROFILE, "batch": BATCH}
+    today["readme"] = README
+    for kind, text in today.items():
+        assert hashlib.sha256(text.encode()).hexdigest() not in PREVIOUS_DEFAULTS[kind]
 
 
 def test_short_ids_are_the_shortest_unique_prefixes_of_at_least_eight() -> None:

@@ -79,6 +79,8 @@ from amrita_memory_pg.commands.memory_command.texts import (
     USAGE_PAUSE,
     USAGE_PROFILE,
     USAGE_PROFILE_ADMIN,
+    USAGE_SHORT,
+    USAGE_SHORT_ADMIN,
     USAGE_USER,
     usage,
 )
@@ -107,6 +109,8 @@ __all__ = [
     "USAGE_PAUSE",
     "USAGE_PROFILE",
     "USAGE_PROFILE_ADMIN",
+    "USAGE_SHORT",
+    "USAGE_SHORT_ADMIN",
     "USAGE_USER",
     "CycleRun",
     "DmnTrigger",

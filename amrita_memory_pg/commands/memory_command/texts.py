@@ -35,6 +35,14 @@ USAGE_PROFILE_ADMIN = (
     "/memory profile show|history <用户> / revert [用户] <版本> — 他人画像、恢复版本（仅超级用户）"
 )
 USAGE_DMN = "/memory dmn [dry]           — 立即跑一轮潜意识整理（L3；仅超级用户 / lp.admin）"
+#: the old short forms the parser still accepts (parsing.py), so that a user who learnt
+#: them (the reference's help listed them) finds them here
+USAGE_SHORT = (
+    "简写: /memory list|search|delete … = /memory user list|search|delete …；"
+    "/记忆 = /memory；memo=备忘录，profile=画像，knowledge=知识库，extract=提取，"
+    "pause=暂停，resume=恢复；选项 -c/--category/类别=，-i/--importance/重要度="
+)
+USAGE_SHORT_ADMIN = "简写（仅超级用户）: /memory run 或 /memory 触发 = /memory dmn"
 #: roles that see the superuser lines (the dispatcher lets them run ``dmn``)
 ADMIN_ROLES = frozenset({"superuser", "lp.admin"})
 PROFILE_USAGE = (
@@ -63,6 +71,7 @@ def usage(ctx: ToolContext) -> str:
     lines.extend((USAGE_GLOBAL, USAGE_EXTRACT, USAGE_MEMO, USAGE_CATEGORIES, USAGE_MODES))
     lines.append(USAGE_PROFILE)
     lines.extend(USAGE_KNOWLEDGE)
+    lines.append(USAGE_SHORT)
     if ctx.roles & ADMIN_ROLES:
-        lines.extend((USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_ERASE, USAGE_DMN))
+        lines.extend((USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_ERASE, USAGE_DMN, USAGE_SHORT_ADMIN))
     return "\n".join(lines)

@@ -8,10 +8,11 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import asyncpg
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
@@ -31,14 +32,40 @@ def redact(dsn: str) -> str:
 
 
 def describe_target(dsn: str) -> str:
-    """host:port/database of a DSN (or the socket directory), for one-line errors."""
+    """host:port/database of a DSN, for one-line errors and ``status``: every host of a
+    multi-host URL (``h1:5432,h2:5432/db``, or ``?host=a,b&port=1,2``: libpq's failover
+    list), a socket directory as its path; ``localhost`` only when the URL names none."""
     parts = urlsplit(dsn)
-    host = parts.hostname or ""
-    if not host:
-        match = re.search(r"[?&]host=([^&]+)", parts.query)
-        host = match.group(1) if match else "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{host}{port}{parts.path or '/'}"
+    query = parse_qs(parts.query)
+    netloc = parts.netloc.rpartition("@")[2]
+    hosts: list[str] = []
+    ports: list[str] = []
+    for entry in filter(None, netloc.split(",")):
+        host, port = _host_port(entry)
+        hosts.append(host)
+        ports.append(port)
+    if query.get("host"):
+        hosts = query["host"][0].split(",")
+    if query.get("port"):
+        ports = query["port"][0].split(",")
+    if not hosts:
+        hosts = ["localhost"]
+    if len(ports) == 1 and len(hosts) > 1:  # libpq: one port for every host
+        ports = ports * len(hosts)
+    shown = [
+        f"{host or 'localhost'}{f':{port}' if port else ''}"
+        for host, port in zip(hosts, ports + [""] * (len(hosts) - len(ports)), strict=False)
+    ]
+    return f"{','.join(shown)}{unquote(parts.path) or '/'}"
+
+
+def _host_port(entry: str) -> tuple[str, str]:
+    """``host[:port]`` of one netloc entry; an IPv6 address keeps its brackets."""
+    if entry.startswith("["):
+        host, _, rest = entry.partition("]")
+        return host + "]", rest.removeprefix(":")
+    host, _, port = entry.partition(":")
+    return unquote(host), port
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -272,6 +299,9 @@ class Database:
         #: where reads that may lag go (``[database] read_url``, a replica); the primary's
         #: pool when none is configured
         self.read_pool = read_pool if read_pool is not None else pool
+        metrics.watch_pool(pool, "primary")
+        if read_pool is not None:
+            metrics.watch_pool(read_pool, "replica")
 
     @classmethod
     async def open(cls, settings: Settings, *, upgrade: bool = True) -> Database:

@@ -103,7 +103,22 @@ class PinnablePool(asyncpg.Pool):
 
     ``pool.fetch`` and friends go through ``acquire``, and so does every repository's
     write, so pinning reaches all of them without any repository knowing about it.
+
+    :attr:`waiting` counts the tasks inside ``acquire`` that have no connection yet,
+    for ``/metrics`` (``amrita_memory_pool_waiting``): a plain integer, so the hot path
+    pays two additions and no metrics call.
     """
+
+    waiting = 0
+
+    async def _acquire(self, timeout: float | None) -> Any:  # noqa: ASYNC109 (asyncpg's signature)
+        # asyncpg's one path to a connection (``acquire()`` and ``async with``, also under
+        # ``pool.fetch``); tests/integration/test_metrics.py fails when it is renamed
+        self.waiting += 1
+        try:
+            return await super()._acquire(timeout)  # type: ignore[misc]
+        finally:
+            self.waiting -= 1
 
     def acquire(self, *, timeout: float | None = None) -> Any:
         current = _PINNED.get()

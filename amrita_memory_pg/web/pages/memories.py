@@ -60,6 +60,7 @@ DONE = (
     "cleared",
     "bulk_deleted",
     "bulk_tagged",
+    "bulk_importance",
     "bulk_paused",
 )
 

@@ -143,7 +143,7 @@ async def search(request: Request, user: kit.Admin) -> Response:
 
 
 #: the results of a bulk action started from this page (bulk.py sends the browser back)
-DONE = ("bulk_deleted", "bulk_tagged", "bulk_paused")
+DONE = ("bulk_deleted", "bulk_tagged", "bulk_importance", "bulk_paused")
 
 
 def _done(request: Request) -> str | None:
