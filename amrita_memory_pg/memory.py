@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import LeaseHeld
+from amrita_memory_pg.domain.lineage import Derivation, deriving
 from amrita_memory_pg.domain.ports import ChatModel
 from amrita_memory_pg.domain.records import SweepReport
 from amrita_memory_pg.domain.redact import redact
@@ -52,6 +53,7 @@ from amrita_memory_pg.storage.consolidation import ConsolidationRepository, Pend
 from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
 from amrita_memory_pg.storage.leases import LeaseRepository
+from amrita_memory_pg.storage.lineage import LineageRepository
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoRepository
 from amrita_memory_pg.storage.profiles import ProfileRepository
@@ -59,10 +61,15 @@ from amrita_memory_pg.storage.reads import ReadRoute
 from amrita_memory_pg.storage.trail import TrailRepository
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.loop_rederive import brief as rederive_brief
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 from amrita_memory_pg.usecases.bundle import UseCases
 
 log = logging.getLogger(__name__)
+#: withheld rows one cycle is given to derive again (the rest wait for the next)
+REDERIVE_PER_CYCLE = 10
+#: a claim older than this, by a cycle that died, is taken over
+REDERIVE_STALE_CLAIM = timedelta(hours=1)
 #: A host's tool lent to the loop (``allowed_tools``): its arguments → its text reply.
 HostTool = Callable[[dict[str, Any]], Awaitable[str]]
 
@@ -93,7 +100,12 @@ class RegistryLoopTools:
         if lent is not None:
             return await _call_host_tool(name, lent[1], arguments)
         ctx = ToolContext(platform="l3", user_id=key_subject(cycle.target_key), cycle=cycle)
-        return await self.registry.call(name, arguments, ctx)
+        # Whatever a loop tool writes is derived: its lineage is recorded with it, from the
+        # target's memories and the chat lines the cycle was shown (domain/lineage.py).
+        with deriving(
+            Derivation("l3", cycle.cycle_id, partition_key=cycle.target_key, shown=cycle.shown)
+        ):
+            return await self.registry.call(name, arguments, ctx)
 
 
 async def _call_host_tool(
@@ -212,6 +224,10 @@ class Memory:
             store.embedder,
             settings,
         )
+        #: what each derived row was made from, the withheld rows' tasks, the ledger
+        self.lineage = LineageRepository(
+            store.pool, acquire_timeout=settings.database.connect_timeout
+        )
         #: the use cases a person's surface calls (the admin page, the CLI)
         self.cases = UseCases.over(
             memories=self.memories,
@@ -219,6 +235,9 @@ class Memory:
             profiles=self.profiles,
             knowledge=self.knowledge,
             trail=self.trail,
+            lineage=self.lineage,
+            activity=self.activity,
+            leases=self.leases,
         )
         #: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(
@@ -248,6 +267,7 @@ class Memory:
                 loop=loop,
                 knowledge=self.knowledge,
                 bot_memories=self.bot_memories,
+                forgetting=self.cases.forgetting,
             ),
             audiences_for(settings),
         )
@@ -284,6 +304,11 @@ class Memory:
             self.l3_hooks.interrupted = self.scheduling.interrupted
             # Proactive messages go out when the loop decides (through private_send).
             self.l3_hooks.send_now = self._send_now
+            # Rows withheld by a delete, forget or change: claimed by a cycle, given back
+            # when it ends unfinished (it succeeded or not).
+            self.l3_hooks.rederive = self._rederive_tasks
+            self.l3_hooks.on_success.append(self.lineage.release_tasks)
+            self.l3_hooks.on_failure.append(self.lineage.release_tasks)
 
     def lend_loop_tool(self, schema: Mapping[str, Any], call: HostTool) -> bool:
         """Offer a host's tool (AmritaBot: another plugin's, named in ``[subconscious]
@@ -362,6 +387,26 @@ class Memory:
 
     async def _release_suggestions(self, cycle_id: int) -> None:
         await self.knowledge.release_suggestions(cycle_id)
+
+    async def _rederive_tasks(self, cycle: CycleContext) -> list[str]:
+        """The withheld rows of the cycle's target, claimed for it (a dry run only looks),
+        each with the texts of the sources left, as get_context lists them."""
+        now = utcnow()
+        if cycle.dry_run:
+            tasks = await self.lineage.pending(cycle.target_key, REDERIVE_PER_CYCLE)
+        else:
+            tasks = await self.lineage.claim_tasks(
+                cycle.target_key,
+                cycle.cycle_id,
+                now,
+                stale=now - REDERIVE_STALE_CLAIM,
+                limit=REDERIVE_PER_CYCLE,
+            )
+        out: list[str] = []
+        for task in tasks:
+            texts = [body for _ref, body in await self.lineage.source_texts(task.sources)]
+            out.append(rederive_brief(task, texts))
+        return out
 
     async def _idle_plan(self, target_key: str) -> Mapping[str, Any] | None:
         """The scheduler's planned window for a target (§9.8 ``idle_plan``)."""

@@ -472,6 +472,7 @@ def config_show(state: CliState) -> None:
 def _register_commands() -> None:
     """Commands living in sibling modules attach themselves to ``cli`` on import."""
     import amrita_memory_pg.cli.consolidate
+    import amrita_memory_pg.cli.forget
     import amrita_memory_pg.cli.knowledge
     import amrita_memory_pg.cli.legacy
     import amrita_memory_pg.cli.memories

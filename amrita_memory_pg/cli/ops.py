@@ -235,6 +235,15 @@ async def backup_verify(state: CliState, name: str) -> None:
         report = await verify_backup(store, name)
     for kind, found in report.found.items():
         say("cli.verify.kind", kind=kind, n=len(found))
+    if report.ledger:
+        say(
+            "cli.verify.ledger",
+            n=len(report.ledger),
+            kinds=tr("list.sep").join(sorted({kind for kind, _n in report.ledger.values()})),
+            rows=sum(n for _kind, n in report.ledger.values()),
+        )
+    else:
+        say("cli.verify.ledger_clean", n=report.ledger_entries)
     if report.ok:
         rows = sum(n for n, _ in report.expected.values())
         say("cli.verify.ok", stem=report.backup.stem, tables=len(report.expected), rows=rows)

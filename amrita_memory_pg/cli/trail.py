@@ -15,6 +15,7 @@ import json
 import click
 
 from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async, say, tr
+from amrita_memory_pg.cli.forget import print_lineage
 from amrita_memory_pg.cli.memories import memory_group
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS
 from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, echo
@@ -128,11 +129,13 @@ def _unknown(key: str, memory_id: str, state: CliState) -> str:
 @click.pass_obj
 @run_async
 async def memory_history(state: CliState, key: str, memory_id: str, limit: int) -> None:
-    """Who changed memory MEMORY_ID of KEY, newest first (content redacted)."""
+    """Who changed memory MEMORY_ID of KEY, newest first (content redacted), then what it
+    was made from and what was made from it (its lineage)."""
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
         entries = await mem.trail.history(key, memory_id, limit)
+        seen = await mem.cases.forgetting.lineage_of_memory(key, memory_id)
     if not entries:  # every memory has its creation row while it or its history is kept
         raise click.ClickException(_unknown(key, memory_id, state))
     for e in entries:
@@ -151,6 +154,8 @@ async def memory_history(state: CliState, key: str, memory_id: str, limit: int) 
             note=tr("cli.reason", reason=said) if said else "",
         )
     say("cli.history.total", n=len(entries))
+    print_lineage("cli.lineage.made_from", seen.made_from)
+    print_lineage("cli.lineage.used_by", seen.used_by)
 
 
 @memory_group.command("accesses")

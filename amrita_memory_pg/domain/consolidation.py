@@ -8,7 +8,9 @@ the next run; ``/memory dmn`` and ``amrita-memory consolidate`` print the rest.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from amrita_memory_pg.domain.lineage import Candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,9 @@ class CycleContext:
     #: tokens (prompt + completion) the cycle's model calls have cost so far, as the
     #: model reported them (the budget's count; token_usage has every call)
     tokens: int = 0
+    #: chat lines the cycle was shown (read_chat_context, read_sessions): what a text
+    #: it writes may have been made from (domain/lineage.py)
+    shown: list[Candidate] = field(default_factory=list)
 
 
 def clusters(ids: Sequence[str], pairs: Sequence[tuple[str, str, float]]) -> list[list[str]]:

@@ -145,6 +145,11 @@ GENERIC_TABLES: tuple[str, ...] = (
     "memory_change",  # the change history: restored as it was, no "system" rows
     "sweep_change",  # the sweep's change history (one row per batch)
     "admin_audit",
+    # forgetting (0059_lineage): what derived rows were made from, rows withheld for the
+    # loop, and the erasure ledger (a restore keeps the store's and applies it)
+    "lineage",
+    "rederive_task",
+    "erasure_ledger",
 )
 #: tables of the schema a backup does NOT carry, and why: each describes this server or a
 #: job in progress, not the store, or is rebuilt. Extend it for every new table that is
@@ -451,6 +456,27 @@ def read_header(path: Path) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise BackupError(f"{path.name} is not an amrita_memory_pg backup")
     return header
+
+
+#: how a JSONL line of the erasure ledger starts (generic rows: type, then row)
+_LEDGER_LINE = '{"type": "erasure_ledger"'
+
+
+def newest_backup_ledger(directory: Path) -> list[dict[str, Any]]:
+    """The erasure ledger rows of the newest backup in ``directory`` (none: []): what a
+    restore applies even when the store's own database, and its ledger, were lost."""
+    infos = [i for i in list_backups(directory) if i.jsonl_path.is_file()]
+    if not infos:
+        return []
+    newest = max(infos, key=lambda i: i.stem)
+    rows: list[dict[str, Any]] = []
+    with newest.jsonl_path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith(_LEDGER_LINE):
+                item = json.loads(line)
+                if isinstance(item.get("row"), dict):
+                    rows.append(item["row"])
+    return rows
 
 
 def list_backups(directory: Path) -> list[BackupInfo]:

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.domain.legacy import LegacyMemory, convert_memory
@@ -38,6 +40,7 @@ from amrita_memory_pg.maintenance.backup import (
     BackupInfo,
     create_backup,
     decode_vector,
+    newest_backup_ledger,
     pg_tool,
     read_header,
     rotate,
@@ -51,6 +54,7 @@ from amrita_memory_pg.maintenance.tokens import backfill_tokens
 from amrita_memory_pg.services.leases import LeaseKind, Leases
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.lineage import apply_ledger, ledger_rows, merge_ledger
 from amrita_memory_pg.storage.memories import count_all
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
@@ -73,6 +77,8 @@ class RestoreReport:
     overflow: dict[str, int] = field(default_factory=dict)
     #: reference-plugin backups: entries without a recognisable key or text
     skipped: int = 0
+    #: the erasure ledger applied after the load: ledger id → (kind, rows removed again)
+    ledger: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 def _iter_jsonl(path: Path, only: str | None = None) -> Iterator[dict[str, Any]]:
@@ -198,7 +204,37 @@ async def _safety_backup(store: Store, protect: Path) -> BackupInfo | None:
     return info
 
 
-async def _after_restore(store: Store, report: RestoreReport) -> RestoreReport:
+async def _saved_ledger(store: Store) -> list[dict[str, Any]]:
+    """The erasure ledger before a load replaces it: the store's own rows and those of
+    the newest backup in the store's folder (a store rebuilt from an older backup after
+    its database was lost still knows every forget and erasure a newer backup recorded)."""
+    saved: list[dict[str, Any]] = []
+    try:
+        async with store.pool.acquire() as conn:
+            saved.extend(await ledger_rows(conn))
+    except asyncpg.UndefinedTableError:
+        pass  # a database from before the ledger existed
+    saved.extend(newest_backup_ledger(store.backups_dir))
+    return saved
+
+
+async def _reapply_ledger(conn: Any, saved: list[dict[str, Any]], report: RestoreReport) -> None:
+    """Put the ledger back over what the load brought and apply it (in the caller's
+    transaction): no backup older than a forget or an erasure brings its rows back."""
+    await merge_ledger(conn, saved)
+    for entry, (kind, removed) in (await apply_ledger(conn, datetime.now(UTC))).items():
+        before = report.ledger.get(entry, (kind, 0))[1]
+        report.ledger[entry] = (kind, before + removed)
+
+
+async def _after_restore(
+    store: Store, report: RestoreReport, saved: list[dict[str, Any]] | None = None
+) -> RestoreReport:
+    # Every restore ends with the ledger (again, for a JSONL: idempotent), before anything
+    # else reads the restored rows.
+    async with store.pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)
+        await _reapply_ledger(conn, saved or [], report)
     keys = await migrate_keys(store.pool)
     report.keys_migrated = keys.changed_rows
     # Search tokens are never read from a backup: recomputed from the restored texts.
@@ -328,10 +364,13 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
     await _guard_empty(store, seen.get("memory", 0), force)
     report = RestoreReport(source=path, kind="jsonl")
     report.safety_backup = await _safety_backup(store, path)
+    saved = await _saved_ledger(store)
 
     async with store.pool.acquire() as conn, conn.transaction():
         await lift_statement_timeout(conn)  # one transaction over the whole backup
         await load_jsonl(conn, path, header)
+        # in the load's transaction: nobody ever sees a forgotten row come back
+        await _reapply_ledger(conn, saved, report)
         await store_meta.write_model(
             conn,
             fingerprint=header.get("fingerprint"),
@@ -342,7 +381,7 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
             keep_dim=False,
             reset_key_format=True,
         )
-    return await _after_restore(store, report)
+    return await _after_restore(store, report, saved)
 
 
 async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreReport:
@@ -360,11 +399,12 @@ async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreRepo
         await _guard_empty(store, incoming, force)
         report = RestoreReport(source=path, kind="dump")
         report.safety_backup = await _safety_backup(store, path)
+        saved = await _saved_ledger(store)
         await replay_dump(script, dsn)
     # The pool's prepared statements and type caches refer to dropped objects.
     await store.pool.expire_connections()
     await migrate.upgrade(dsn)  # a dump from an older version comes up to head
-    return await _after_restore(store, report)
+    return await _after_restore(store, report, saved)
 
 
 async def dump_script(path: Path, tmp: Path) -> Path:
@@ -493,4 +533,4 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
     report.overflow = dict(merge.overflow)
     report.skipped = len(merge.skipped)
     report.reembedded += merge.vectors_embedded
-    return await _after_restore(store, report)
+    return await _after_restore(store, report, await _saved_ledger(store))

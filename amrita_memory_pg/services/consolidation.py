@@ -118,6 +118,9 @@ class L3Hooks:
     #: whether a partition is paused: a paused target gets no cycle, however
     #: started (scheduler, CLI, /memory dmn); None until wired
     paused: Callable[[str], Awaitable[bool]] | None = None
+    #: the withheld rows this cycle is to derive again (claimed for it; a dry run only
+    #: looks), each as get_context lists it; None until wired
+    rederive: Callable[[CycleContext], Awaitable[list[str]]] | None = None
 
 
 #: the summary of a cycle not run because its target is paused
@@ -642,5 +645,6 @@ class LoopDeps:
     #: None when no model is configured: send/summary degrade, cycles fail at once
     llm: CycleLlm | None
     clock: Clock = utcnow
-    #: in-process session summaries, keyed by (target, first line id, last line id)
-    summaries: dict[tuple[str, int, int], str] = field(default_factory=dict)
+    #: in-process session summaries, keyed by (target, every line id): a session that
+    #: lost a line to a forget is summarised again, never served from here
+    summaries: dict[tuple[str | int, ...], str] = field(default_factory=dict)

@@ -47,6 +47,7 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
 )
 from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.domain.lineage import Candidate, inferred_sources, line_ref
 from amrita_memory_pg.domain.ports import ChatModel, TokenUsage
 from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, Category, ChatLine
 from amrita_memory_pg.domain.tokens import search_tokens
@@ -317,7 +318,7 @@ class Extractor:
 
             with acting(Actor("extraction", session_key)):
                 replaced, inserted = await self._replace(
-                    partition, entries, vectors, now, record_ok
+                    partition, entries, vectors, now, record_ok, lines
                 )
         except MemoryPaused:
             return await self._finish(run, "rejected", PAUSED_REASON, usage)
@@ -345,8 +346,13 @@ class Extractor:
         vectors: Sequence[Any],
         now: datetime,
         record_ok: Any,
+        lines: Sequence[ChatLine],
     ) -> tuple[int, int]:
-        """The replacement of the partition's auto memories, in one transaction."""
+        """The replacement of the partition's auto memories, in one transaction, each
+        entry's lineage with it: the lines of the run it shares a distinctive word with
+        (domain/lineage.py; none shared, none recorded: a chat line is never a source by
+        default)."""
+        candidates = [Candidate(line_ref(line.session_key, line.id), line.text) for line in lines]
         return await self.memories.repo.replace_auto(
             partition,
             scope_of_key(partition),
@@ -357,6 +363,7 @@ class Extractor:
             now=now,
             before_commit=record_ok,
             tokens=[search_tokens(e.content) for e in entries],
+            sources=[inferred_sources(e.content, candidates, fallback=False) for e in entries],
         )
 
     async def _finish(

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict, Unpack
 
 from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
+from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused, ProtectedMemory
 from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
+from amrita_memory_pg.domain.lineage import Cascade, Ref, memory_ref
 from amrita_memory_pg.domain.ports import Embedder, Vector
 from amrita_memory_pg.domain.records import (
     Category,
@@ -186,12 +187,15 @@ class MemoryService:
         category: Category | None = None,
         now: datetime | None = None,
         by_person: bool = False,
+        cascade: bool = False,
     ) -> MemoryRecord | None:
         """Change some fields; the vector is recomputed only when the content changes.
 
         None when the id is not in the partition. Unless ``by_person`` (a person's command)
         and while ``protect_manual_memories`` is on, a ``source=user`` memory is refused
         with :class:`ProtectedMemory` — by the database, so no automatic caller bypasses it.
+        ``cascade`` (a person's or the chat model's change of a fact): what was derived
+        from the memory is withheld until the L3 loop derives it again from the new text.
         """
         current = await self.repo.get(partition_key, memory_id)
         if current is None:
@@ -209,6 +213,7 @@ class MemoryService:
             now=now or _utcnow(),
             tokens=tokens,
             protect_user=self.protects(by_person),
+            cascade_from=current.content if cascade else None,
         )
 
     async def add_tags(
@@ -251,6 +256,77 @@ class MemoryService:
         """
         return await self.repo.delete(
             partition_key, memory_id, protect_user=self.protects(by_person)
+        )
+
+    async def delete_cascading(
+        self,
+        partition_key: str,
+        memory_id: str,
+        *,
+        by_person: bool = False,
+        now: datetime | None = None,
+    ) -> Cascade | None:
+        """:meth:`delete` with the cascade of what was derived from the memory (made from
+        it alone: deleted; from several: withheld for the L3 loop to derive again without
+        it). None when the id is not in the partition."""
+        current = await self.repo.get(partition_key, memory_id)
+        if current is None:
+            return None
+        return await self.repo.delete_cascading(
+            partition_key,
+            memory_id,
+            protect_user=self.protects(by_person),
+            content=current.content,
+            now=now or _utcnow(),
+        )
+
+    async def plan_delete(self, partition_key: str, memory_id: str) -> Cascade:
+        """What :meth:`delete_cascading` would do (a dry run: nothing written)."""
+        return await self.repo.plan_cascade(
+            [memory_ref(partition_key, memory_id)], mode="delete", now=_utcnow()
+        )
+
+    async def forget(
+        self,
+        partition_key: str,
+        memory_ids: Sequence[str],
+        *,
+        requested_by: str,
+        lines: Sequence[Ref] = (),
+        by_person: bool = False,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> Cascade:
+        """Forget memories with their cascade and every trace, recorded in the erasure
+        ledger (see ``sql/functions/lineage.sql``). Unless ``by_person``, a
+        ``source=user`` memory is refused (:class:`ProtectedMemory`) while
+        ``protect_manual_memories`` is on, as for a delete."""
+        if self.protects(by_person):
+            for memory_id in memory_ids:
+                current = await self.repo.get(partition_key, memory_id)
+                if current is not None and current.source == "user":
+                    raise ProtectedMemory(memory_id)
+        return await self.repo.forget(
+            partition_key,
+            memory_ids,
+            lines=lines,
+            requested_by=requested_by,
+            now=now or _utcnow(),
+            dry_run=dry_run,
+        )
+
+    async def erase(
+        self,
+        partition_key: str,
+        *,
+        requested_by: str,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> Cascade:
+        """Erase a partition in every table, recorded in the erasure ledger; the cascade's
+        rows are the receipt."""
+        return await self.repo.erase(
+            partition_key, requested_by=requested_by, now=now or _utcnow(), dry_run=dry_run
         )
 
     async def list_filtered(

@@ -17,7 +17,9 @@ from typing import Any
 import asyncpg
 
 from amrita_memory_pg.domain.errors import MemoTooLong
+from amrita_memory_pg.domain.lineage import memo_sentences
 from amrita_memory_pg.domain.records import Memo, MemoWrite
+from amrita_memory_pg.storage.lineage import deriving_now, record_texts
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.reads import ReadRoute
@@ -55,11 +57,17 @@ class MemoRepository:
             self.route.wrote(partition_key)
         async with write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn:
             try:
-                if not refusable():
+                if not refusable() and not deriving_now():
                     return await conn.fetchrow(sql, partition_key, *args)
                 async with conn.transaction():
                     await act(conn)
-                    return await conn.fetchrow(sql, partition_key, *args)
+                    row = await conn.fetchrow(sql, partition_key, *args)
+                    if row is not None and row["applied"]:
+                        # the loop's rewrite: what its sentences were made from
+                        await record_texts(
+                            conn, "memo_sentence", partition_key, memo_sentences(args[0]), args[-1]
+                        )
+                    return row
             except asyncpg.PostgresError as exc:
                 raise_if_paused(exc, partition_key)
                 raise

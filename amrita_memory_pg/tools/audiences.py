@@ -32,11 +32,13 @@ from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import register_knowledge_tools
 from amrita_memory_pg.tools.loop_batch import LoopBatch
 from amrita_memory_pg.tools.loop_common import loop_paused
+from amrita_memory_pg.tools.loop_rederive import LoopRederive
 from amrita_memory_pg.tools.memo import register_memo_tools
-from amrita_memory_pg.tools.memory import register_memory_tools
+from amrita_memory_pg.tools.memory import register_forget_tool, register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
 from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry, declared, not_offered
 from amrita_memory_pg.tools.scopes import register_scope_tools
+from amrita_memory_pg.usecases.forgetting import ForgetCases
 from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.memos import MemoCases
@@ -60,6 +62,8 @@ class ToolDeps:
     bot_memories: BotMemories
     #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
     loop: LoopDeps | None = None
+    #: deletes with their cascade, forgets (None: plain deletes, no forget tool)
+    forgetting: ForgetCases | None = None
 
 
 #: Declares a family of tools on a registry.
@@ -81,7 +85,13 @@ def memo_cases(deps: ToolDeps) -> MemoCases:
 
 def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """write/read/update/delete/list_memory (L2)."""
-    register_memory_tools(registry, memory_cases(deps), deps.settings)
+    register_memory_tools(registry, memory_cases(deps), deps.settings, deps.forgetting)
+
+
+def forget_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """forget_memory: a fact and everything derived from it, when asked in the chat."""
+    if deps.forgetting is not None:
+        register_forget_tool(registry, memory_cases(deps), deps.settings, deps.forgetting)
 
 
 def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -135,6 +145,19 @@ def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     )
 
 
+def rederive_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_rederive: write again what a delete, forget or change withheld."""
+    if deps.loop is not None and deps.forgetting is not None:
+        rederive = LoopRederive(
+            deps.forgetting.lineage,
+            memory_cases(deps),
+            memo_cases(deps),
+            ProfileCases(deps.profiles, pause_gate(deps)),
+            KnowledgeCases(deps.knowledge),
+        )
+        registry.register(declared(rederive.rederive))
+
+
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
     register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge, pause_gate(deps)))
@@ -147,14 +170,22 @@ def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset, scope_toolset),
+    "chat": (
+        memory_toolset,
+        memo_toolset,
+        knowledge_chat_toolset,
+        profile_toolset,
+        scope_toolset,
+        forget_toolset,
+    ),
     # The L3 loop's tools (§8.8): the batch first (the one edit tool a cycle is offered),
-    # its own (loop), the knowledge base's (12–18), the profile's.
+    # its own (loop), the knowledge base's (12–18), the profile's, the re-derivation.
     "consolidation": (
         loop_batch_toolset,
         loop_toolset,
         knowledge_loop_toolset,
         profile_loop_toolset,
+        rederive_toolset,
     ),
 }
 

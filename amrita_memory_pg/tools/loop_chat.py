@@ -17,6 +17,7 @@ from pydantic import Field
 
 from amrita_memory_pg.domain.consolidation import CycleContext, is_private_key
 from amrita_memory_pg.domain.errors import ToolError
+from amrita_memory_pg.domain.lineage import Candidate, line_ref
 from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.services.consolidation import LoopDeps
 from amrita_memory_pg.settings import Settings
@@ -98,7 +99,15 @@ class LoopChat:
         return reply
 
     async def _lines(self, cycle: CycleContext, limit: int) -> list[ChatLine]:
-        return await self.loop.activity.recent(cycle.target_key, limit)
+        """The target's recent lines; the cycle remembers them as shown (what it writes
+        next may have been made from them, domain/lineage.py)."""
+        lines = await self.loop.activity.recent(cycle.target_key, limit)
+        known = {c.ref for c in cycle.shown}
+        for line in lines:
+            ref = line_ref(line.session_key, line.id)
+            if ref not in known:
+                cycle.shown.append(Candidate(ref, line.text))
+        return lines
 
     @declare(
         "subconscious_read_chat_context",
@@ -126,7 +135,8 @@ class LoopChat:
 
     async def _summary(self, cycle: CycleContext, session: list[ChatLine]) -> str:
         stamp = session[0].created_at.strftime("%Y-%m-%d %H:%M")
-        key = (cycle.target_key, session[0].id, session[-1].id)
+        # every line's id: a session that lost a line (a forget) is summarised again
+        key: tuple[str | int, ...] = (cycle.target_key, *(line.id for line in session))
         cached = self.loop.summaries.get(key)
         if cached is not None:
             return cached

@@ -18,7 +18,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.activity import FALLBACK_TZ, resolve_timezone
-from amrita_memory_pg.domain.consolidation import clusters, is_private_key, short_ids
+from amrita_memory_pg.domain.consolidation import (
+    CycleContext,
+    clusters,
+    is_private_key,
+    short_ids,
+)
 from amrita_memory_pg.domain.keys import is_personal_key
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.validation import MAX_TAGS_CHARS
@@ -27,6 +32,7 @@ from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import Importance, NoArgs, loop_cycle, preview
+from amrita_memory_pg.tools.loop_rederive import TASK_FORMAT
 from amrita_memory_pg.tools.memory import iso
 from amrita_memory_pg.tools.profile import NO_PROFILE_YET, PROFILE_NEWS
 from amrita_memory_pg.tools.registry import declare
@@ -222,6 +228,7 @@ class LoopSurvey:
             reply.update(memory_total=None, memory_warn_threshold=None, duplicate_groups=None)
             stale.append("memory_stats")
         await self._knowledge(cycle.target_key, reply, stale)
+        await self._rederive(cycle, reply, stale)
         reply["profile_hint"] = ""
         if self.loop.hooks.profile_changed_at is not None and is_personal_key(cycle.target_key):
             # New memories are what a profile is distilled from: none since its last
@@ -293,6 +300,25 @@ class LoopSurvey:
             + (f"|另见{c.partitions}个分区" if c.partitions else "")
             for c in found[:CONTEXT_KNOWLEDGE]
         ]
+
+    async def _rederive(self, cycle: CycleContext, reply: dict[str, Any], stale: list[str]) -> None:
+        """Rows withheld because a source was deleted, forgotten or changed: the cycle
+        writes them again (``subconscious_rederive``, offered only then); none → no key."""
+        if self.loop.hooks.rederive is None:
+            return
+        try:
+            tasks = await self.loop.hooks.rederive(cycle)
+        except Exception:
+            stale.append("rederive")
+            return
+        if not tasks:
+            return
+        reply["rederive_hint"] = (
+            f"{len(tasks)} 条内容的来源被删除或改动，已暂停使用：用 subconscious_rederive "
+            "按剩余来源重写（去掉或改掉所说的内容），保留不了就传空 content 丢弃。"
+        )
+        reply["rederive_format"] = TASK_FORMAT
+        reply["rederive"] = tasks
 
     @declare(
         "subconscious_get_memory_stats",

@@ -43,6 +43,7 @@ from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Clamp, Integer, Range, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import ToolRegistry, declare, declared
+from amrita_memory_pg.usecases.forgetting import ForgetCases
 from amrita_memory_pg.usecases.memories import MemoryCases, required_text
 from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory
 
@@ -183,6 +184,17 @@ class MemoryDeleteArgs(ToolArgs):
     scope: ScopeArg
 
 
+class ForgetMemoryArgs(ToolArgs):
+    scope: ScopeArg
+    query: Annotated[
+        Text | None,
+        Field(description="用户要忘记的内容，用来找候选（不删除）", max_length=MAX_QUERY_CHARS),
+    ] = None
+    id: Annotated[
+        Text | None, Field(description="确认后要忘记的记忆 ID", max_length=MAX_ID_CHARS)
+    ] = None
+
+
 class ListMemoryArgs(ToolArgs):
     limit: Annotated[Integer, Clamp(1, 50), Field(description="每页条数（1–50）")] = 10
     offset: Annotated[Integer, Clamp(0, None), Field(description="跳过的条数")] = 0
@@ -307,9 +319,13 @@ class MemoryTools:
     Embedding and model-mismatch failures and a paused scope are mapped once, at the
     registry's edge (``failure_prefix``, ``on_paused``)."""
 
-    def __init__(self, cases: MemoryCases, settings: Settings) -> None:
+    def __init__(
+        self, cases: MemoryCases, settings: Settings, forgetting: ForgetCases | None = None
+    ) -> None:
         self.cases = cases
         self.settings = settings
+        #: deletes with their cascade and forgets (None: a plain delete, no forget tool)
+        self.forgetting = forgetting
 
     def _refuse_protected(self, record: MemoryRecord, action: str) -> None:
         if record.source == "user" and self.settings.protect_manual_memories:
@@ -515,7 +531,8 @@ class MemoryTools:
             category=category,
         )
         try:
-            updated = await self.cases.change(partition, record.id, memory_change)
+            # a fact the user changed: what was derived from it waits for the loop
+            updated = await self.cases.change(partition, record.id, memory_change, cascade=True)
         except ProtectedMemory as exc:  # became protected between the read and the write
             raise protected_refusal("修改") from exc
         if updated is None:  # deleted between the read and the write
@@ -530,13 +547,68 @@ class MemoryTools:
         scope_, partition = resolve_scope(scope, ctx)
         require_global_writer(scope_, ctx, "删除")
         record = await self._editable(partition, memory_id, ctx, "删除")
+        reply: dict[str, Any] = {"status": "success", "message": "记忆删除成功", "id": record.id}
         try:
-            deleted = await self.cases.delete(partition, record.id)
+            if self.forgetting is None:
+                if not await self.cases.delete(partition, record.id):
+                    raise ToolError("未找到指定ID的记忆")
+                return reply
+            cascade = await self.forgetting.remove(partition, record.id)
         except ProtectedMemory as exc:
             raise protected_refusal("删除") from exc
-        if not deleted:
+        if cascade is None:
             raise ToolError("未找到指定ID的记忆")
-        return {"status": "success", "message": "记忆删除成功", "id": record.id}
+        # additive to the reference's reply: what was derived from it, and what became of it
+        if cascade.deleted or cascade.withheld:
+            reply["derived"] = {"deleted": len(cascade.deleted), "withheld": len(cascade.withheld)}
+        return reply
+
+    @declare(
+        "forget_memory",
+        "用户要你忘掉某件事时调用：先只给 query（用户的原话）找出候选记忆，确认是哪一条后再只给 id "
+        "调用；忘记会删除这条记忆、由它整理出的画像/知识/备忘录内容、说过它的聊天记录和修改历史，"
+        "不可恢复。用户手动添加的记忆（source=user）请让用户用 /memory 命令忘记。",
+        "忘记记忆失败",
+        on_paused=paused_write("忘记"),
+    )
+    async def forget_memory(self, args: ForgetMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
+        if self.forgetting is None:
+            raise ToolError("忘记功能不可用")
+        scope, partition = resolve_scope(args.scope, ctx)
+        require_global_writer(scope, ctx, "忘记")
+        memory_id = (args.id or "").strip()
+        if not memory_id:
+            query = required_text(
+                args.query or "", "请给出 query（用户要忘记的内容）或 id（要忘记的记忆）"
+            )
+            found = await self.forgetting.find(partition, query)
+            if not found:
+                raise ToolError(f"没有找到与「{query}」相关的记忆；没有忘记任何内容")
+            return {
+                "status": "confirm",
+                "message": "找到以下记忆，尚未忘记任何内容；确认是哪一条后，用它的 id 再调用 forget_memory",
+                "candidates": [
+                    {"id": r.id, "content": preview(r.content), "source": r.source} for r in found
+                ],
+            }
+        record = await self._editable(partition, memory_id, ctx, "忘记")
+        try:
+            cascade = await self.forgetting.forget(
+                partition, [record.id], requested_by="chat", request_chat=ctx.session_key
+            )
+        except ProtectedMemory as exc:
+            raise protected_refusal("忘记") from exc
+        return {
+            "status": "success",
+            "message": "已忘记这条记忆及由它得出的内容",
+            "id": record.id,
+            "forgotten": {
+                "derived_deleted": len(cascade.deleted),
+                "derived_withheld": len(cascade.withheld),
+                "chat_lines": len(cascade.chat_lines),
+            },
+            "note": "回复用户时不要复述被忘记的内容",
+        }
 
     @declare(
         "memory_write",
@@ -625,13 +697,17 @@ class MemoryTools:
 
 
 def register_memory_tools(
-    registry: ToolRegistry, cases: MemoryCases, settings: Settings
+    registry: ToolRegistry,
+    cases: MemoryCases,
+    settings: Settings,
+    forgetting: ForgetCases | None = None,
 ) -> MemoryTools:
     """Declare the L2 tools on ``registry``: the reference's five and Monstrum's
-    ``memory_write`` / ``memory_delete``. ``tool_names`` picks which write tools are
-    offered; the others are accepted when called, so a prompt written for either keeps
-    working."""
-    tools = MemoryTools(cases, settings)
+    ``memory_write`` / ``memory_delete`` (the deletes with the cascade when ``forgetting``
+    is given; ``forget_memory`` is :func:`register_forget_tool`'s, after them).
+    ``tool_names`` picks which write tools are offered; the others are accepted when
+    called, so a prompt written for either keeps working."""
+    tools = MemoryTools(cases, settings, forgetting)
     assert LABELS == ("low", "medium", "high")  # the enum order the LLM is shown
     reference = settings.tool_names in ("reference", "both")
     monstrum = settings.tool_names in ("monstrum", "both")
@@ -646,3 +722,10 @@ def register_memory_tools(
     ):
         registry.register(declared(handler), offered=offered)
     return tools
+
+
+def register_forget_tool(
+    registry: ToolRegistry, cases: MemoryCases, settings: Settings, forgetting: ForgetCases
+) -> None:
+    """``forget_memory``: ours, so it follows the reference's tools in the schemas."""
+    registry.register(declared(MemoryTools(cases, settings, forgetting).forget_memory))

@@ -150,10 +150,11 @@ SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::
 -- them): origin = 'extraction' and still source = 'auto'. Everything else stays: the chat
 -- model's writes, imports, the L3 loop's rows, rows of unknown origin, and any row a
 -- person has edited (that made it source = 'user', sql/functions/origin.sql).
--- Returns the ids deleted.
+-- Returns the ids deleted with their texts (a new row with the same text carries the old
+-- one's lineage, sql/queries/lineage.sql lineage_carry).
 DELETE FROM amrita_memory.memory
  WHERE partition_key = $1 AND source = 'auto' AND origin = 'extraction'
-RETURNING id;
+RETURNING id, content;
 
 -- name: insert_auto_memory
 -- One extracted memory into partition $1 inside the replacing transaction: $2 scope,

@@ -177,6 +177,7 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "read_profile",
         "memory_load_context",
         "memory_unload_context",
+        "forget_memory",
     ]
     async with memory_on(db_dsn, tmp_path) as plain:
         assert list(plain.registries) == ["chat"]

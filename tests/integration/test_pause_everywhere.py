@@ -51,6 +51,7 @@ CHAT_PARTITION_TOOLS = {
     "read_memory",
     "update_memory",
     "delete_memory",
+    "forget_memory",
     "list_memory",
     "read_memo",
     "append_memo",
@@ -71,6 +72,7 @@ def chat_args(scope: str, memory_id: str, other: str) -> dict[str, dict[str, Any
         "read_memory": {"query": SECRET, "scope": scope},
         "update_memory": {"id": memory_id, "content": "改写", "scope": scope},
         "delete_memory": {"id": memory_id, "scope": scope},
+        "forget_memory": {"id": memory_id, "scope": scope},
         "list_memory": {"scope": scope},
         "read_memo": {},
         "append_memo": {"content": "追加一句"},
@@ -127,6 +129,7 @@ def loop_args(memory_id: str, other_id: str) -> dict[str, dict[str, Any]]:
         "subconscious_read_suggestions": {},
         "subconscious_get_profile": {},
         "subconscious_update_profile": {"summary": "新摘要", "new_lines": "新行"},
+        "subconscious_rederive": {"task_id": 1, "content": "重写"},
         # borrowed chat tools ([subconscious] allowed_tools), run in the target's context
         "read_memory": {"query": SECRET, "scope": "user"},
         "list_memory": {"scope": "user"},

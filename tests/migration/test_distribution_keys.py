@@ -27,6 +27,8 @@ DISTRIBUTED = {
     "memory_access": "partition_key",
     "memory_change": "partition_key",
     "paused_partition": "partition_key",
+    # the rows a forget withheld, per partition whose loop derives them again
+    "rederive_task": "partition_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {
@@ -47,7 +49,17 @@ REFERENCE = {
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
 #: rows per operator action; its partition_key is a filter, not a distribution key; and
 #: the sweep's batch rows, each spanning the partitions its batch changed)
-LOCAL = {"alembic_version", "admin_audit", "web_session", "web_login_failure", "sweep_change"}
+LOCAL = {
+    "alembic_version",
+    "admin_audit",
+    "web_session",
+    "web_login_failure",
+    "sweep_change",
+    # an edge joins two partitions (a knowledge entry from several users, a group memory
+    # from a person's line); the ledger is a few rows, applied by a restore
+    "lineage",
+    "erasure_ledger",
+}
 
 PRIMARY_KEYS = """
 SELECT c.relname AS table_name,

@@ -44,6 +44,7 @@ from nonebug import App
 from amrita_memory_pg.commands.memory_command.memo import EMPTY_MEMO
 from amrita_memory_pg.commands.memory_command.texts import (
     USAGE_DMN,
+    USAGE_ERASE,
     USAGE_PAUSE,
     USAGE_PROFILE_ADMIN,
     USAGE_SHORT_ADMIN,
@@ -222,7 +223,9 @@ def expected_reply(case: Case, world: World) -> Any:
     """The exact text the actor gets (a pattern for replies with a fresh id)."""
     usage = USAGE_GROUP if case.chat == "group" else USAGE_PRIVATE
     if case.actor == "superuser":  # a superuser's usage also names what only they may run
-        usage = "\n".join((usage, USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_DMN, USAGE_SHORT_ADMIN))
+        usage = "\n".join(
+            (usage, USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_ERASE, USAGE_DMN, USAGE_SHORT_ADMIN)
+        )
     if case.command in ("user add", "group add"):
         return usage if case.outcome == "R" else Matches(ADDED)
     if case.command in ("user delete", "delete"):

@@ -586,7 +586,7 @@ profile_history = Table(
     Column("new_summary", Text, nullable=False),
     Column("new_lines", ARRAY(Text), nullable=False),
     Column("changed_at", DateTime(timezone=True), nullable=False, server_default=NOW),
-    CheckConstraint("actor_kind IN ('cli', 'chat', 'loop')", name="actor_kind"),
+    CheckConstraint("actor_kind IN ('cli', 'chat', 'loop', 'system')", name="actor_kind"),
     CheckConstraint("actor_kind <> 'loop' OR cycle_id IS NOT NULL", name="loop_cycle"),
     PrimaryKeyConstraint("partition_key", "version"),
     comment="Profile changes, newest [profile] history_keep per profile, for revert",
@@ -917,4 +917,144 @@ backup_schedule = Table(
     CheckConstraint("id = 1", name="one_row"),
     PrimaryKeyConstraint("id"),
     comment="One row: the last scheduled backup slot claimed (claim_backup_slot_v1)",
+)
+
+# Lineage, forgetting, erasure (migration 0059_lineage; the functions are
+# sql/functions/lineage.sql, whose header says what each row means).
+DERIVED_KINDS = "('memory', 'knowledge', 'profile_line', 'profile_summary', 'memo_sentence')"
+lineage = Table(
+    "lineage",
+    metadata,
+    Column(
+        "derived_kind",
+        Text,
+        nullable=False,
+        comment="memory | knowledge | profile_line | profile_summary | memo_sentence",
+    ),
+    Column("derived_key", Text, nullable=False, comment="its partition ('' = knowledge)"),
+    Column(
+        "derived_id",
+        Text,
+        nullable=False,
+        comment="memory id | kid | text_id_v1 of the line, summary or sentence",
+    ),
+    Column("source_kind", Text, nullable=False, comment="memory | chat_line"),
+    Column("source_key", Text, nullable=False, comment="its partition / chat session key"),
+    Column("source_id", Text, nullable=False, comment="memory id | chat_log id"),
+    Column("made_by", Text, nullable=False, comment="the writer's actor kind"),
+    Column("cycle_id", BigInteger, nullable=True, comment="the L3 cycle that made it"),
+    Column("made_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint(f"derived_kind IN {DERIVED_KINDS}", name="derived_kind"),
+    CheckConstraint("source_kind IN ('memory', 'chat_line')", name="source_kind"),
+    CheckConstraint(
+        "made_by IN ('person', 'llm', 'extraction', 'l3', 'import', 'system')", name="made_by"
+    ),
+    # Walked down from a source by the index below, up from a derived row by this key.
+    PrimaryKeyConstraint(
+        "derived_key", "derived_kind", "derived_id", "source_kind", "source_key", "source_id"
+    ),
+    comment="What each derived row was made from (memories, chat lines); walked both ways "
+    "by lineage_made_from_v1 / lineage_used_by_v1",
+)
+Index(
+    "ix_lineage_source_key_source_kind_source_id",
+    lineage.c.source_key,
+    lineage.c.source_kind,
+    lineage.c.source_id,
+)
+
+rederive_task = Table(
+    "rederive_task",
+    metadata,
+    Column(
+        "partition_key",
+        Text,
+        nullable=False,
+        comment="the partition whose L3 cycle re-derives it",
+    ),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column(
+        "kind",
+        Text,
+        nullable=False,
+        comment="memory | knowledge | profile_line | profile_summary | memo_sentence",
+    ),
+    Column("row_key", Text, nullable=False, comment="the withheld row's partition"),
+    Column("row_id", Text, nullable=False, comment="its id as lineage names it"),
+    Column(
+        "held",
+        JSONB,
+        nullable=True,
+        comment="the row as it was (NULL after an erasure: no content is kept)",
+    ),
+    Column(
+        "sources",
+        JSONB,
+        nullable=False,
+        server_default=text("'[]'::jsonb"),
+        comment="the sources left: [{kind, key, id}]",
+    ),
+    Column(
+        "about",
+        JSONB,
+        nullable=False,
+        server_default=text("'[]'::jsonb"),
+        comment="what to leave out or take in: [{was, now}]",
+    ),
+    Column("reason", Text, nullable=False, comment="delete | forget | erase | change"),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("claimed_by_cycle", BigInteger, nullable=True),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint(f"kind IN {DERIVED_KINDS}", name="kind"),
+    CheckConstraint("reason IN ('delete', 'forget', 'erase', 'change')", name="reason"),
+    CheckConstraint("(claimed_by_cycle IS NULL) = (claimed_at IS NULL)", name="claim"),
+    PrimaryKeyConstraint("partition_key", "id"),
+    comment="Rows a forget or change withheld, waiting for the partition's next L3 cycle "
+    "to derive them again (subconscious_rederive)",
+)
+
+erasure_ledger = Table(
+    "erasure_ledger",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("kind", Text, nullable=False, comment="forget | erase"),
+    Column(
+        "subject",
+        Text,
+        nullable=False,
+        comment="sha256 of the partition key (erasure_subject_v1); the key is not kept",
+    ),
+    Column(
+        "memory_ids",
+        ARRAY(Text),
+        nullable=False,
+        server_default=text("'{}'::text[]"),
+        comment="forget: the memories removed (random ids, no content)",
+    ),
+    Column(
+        "chat_line_ids",
+        ARRAY(BigInteger),
+        nullable=False,
+        server_default=text("'{}'::bigint[]"),
+        comment="forget: the chat lines removed",
+    ),
+    Column(
+        "requested_by",
+        Text,
+        nullable=False,
+        comment="the surface and operator that asked (cli:<os user>, web:<login>, chat)",
+    ),
+    Column(
+        "counts",
+        JSONB,
+        nullable=False,
+        server_default=text("'{}'::jsonb"),
+        comment="the receipt: rows removed per table",
+    ),
+    CheckConstraint("kind IN ('forget', 'erase')", name="kind"),
+    CheckConstraint("subject ~ '^[0-9a-f]{64}$'", name="subject"),
+    PrimaryKeyConstraint("id"),
+    comment="What was forgotten or erased and when, without content; every restore "
+    "applies it (erasure_ledger_apply_v1)",
 )

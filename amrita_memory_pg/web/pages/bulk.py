@@ -177,7 +177,8 @@ async def _delete(
     mem = kit.memory(request)
     deleted = 0
     for record in rows:
-        ok = await mem.cases.memories.delete(record.partition_key, record.id, by_person=True)
+        done = await mem.cases.forgetting.remove(record.partition_key, record.id, by_person=True)
+        ok = done is not None
         deleted += ok
         await kit.audit(
             request,

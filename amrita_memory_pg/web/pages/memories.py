@@ -56,6 +56,7 @@ DONE = (
     "added",
     "edited",
     "deleted",
+    "forgotten",
     "cleared",
     "bulk_deleted",
     "bulk_tagged",
@@ -359,8 +360,9 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
     )
     try:
         async with kit.atomic(request):
+            # a person changed the fact: what was derived from it waits for the loop
             updated = await kit.cases(request).memories.change(
-                key, memory_id, change, by_person=True, now=kit.now(request)
+                key, memory_id, change, by_person=True, cascade=True, now=kit.now(request)
             )
             if updated is not None:
                 await kit.audit(
@@ -402,7 +404,8 @@ async def delete_confirm(request: Request, key: str, memory_id: str, _user: kit.
     record = await _record(request, key, memory_id)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
-    return kit.render(request, "confirm_delete.html", key=key, record=record)
+    plan = await kit.cases(request).forgetting.delete_plan(key, memory_id)
+    return kit.render(request, "confirm_delete.html", key=key, record=record, plan=plan)
 
 
 @router.post("/p/{key}/memories/{memory_id}/delete")
@@ -412,14 +415,20 @@ async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrit
         return _not_found(request, f"{key} / {memory_id}")
     try:
         async with kit.atomic(request):
-            deleted = await kit.cases(request).memories.delete(key, memory_id, by_person=True)
+            done = await kit.cases(request).forgetting.remove(key, memory_id, by_person=True)
+            deleted = done is not None
             await kit.audit(
                 request,
                 user,
                 "memory.delete",
                 partition_key=key,
                 target_id=memory_id,
-                detail={"content": record.content, "importance": record.importance},
+                detail={
+                    "content": record.content,
+                    "importance": record.importance,
+                    "derived_deleted": len(done.deleted) if done else 0,
+                    "derived_withheld": len(done.withheld) if done else 0,
+                },
                 ok=deleted,
             )
     except AmritaMemoryError as exc:
