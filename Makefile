@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit nonebot-test install clean bench bench-scale chromium pgbouncer
+.PHONY: run test lint typecheck unit nonebot-test amritabot-test install clean bench bench-scale chromium pgbouncer
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,9 +15,23 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The real AmritaBot (tests/amritabot): the host pinned in tests/amritabot/requirements.txt
+# (amrita from PyPI and its `ambot` command line) with this package, in a venv of its own:
+# installed, AmritaBot makes every NoneBot process see an AmritaBot host (the built-in
+# responder stands down), which the NoneBot session must not.
+AB_VENV  := .venv-amritabot
+AB_STAMP := $(AB_VENV)/.installed
+
+$(AB_STAMP): pyproject.toml tests/amritabot/requirements.txt
+	test -x $(AB_VENV)/bin/python || $(PYTHON) -m venv $(AB_VENV)
+	$(AB_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AB_VENV)/bin/python -m pip install --quiet -e '.[nonebot,amrita]' -r tests/amritabot/requirements.txt
+	touch $(AB_STAMP)
+
 # The main job: a console chat bot (NoneBot2 + nonebot-adapter-console + this plugin) on
 # the embedded defaults, data in data/amrita_memory_pg. Quit with ctrl+q, then ctrl+c.
 run: $(STAMP)
+	@echo "the CLI is $(BIN)/amrita-memory (or: source $(BIN)/activate, then amrita-memory)"
 	$(BIN)/python bot.py
 
 LINT_PATHS := amrita_memory_pg migrations tests bot.py bench
@@ -40,7 +54,7 @@ chromium:
 	  || { echo "could not install chromium: run 'apt-get install -y --no-install-recommends chromium' as root" >&2; exit 1; }; \
 	  test -x $(CHROMIUM) || { echo "$(CHROMIUM) still missing after the install" >&2; exit 1; }; }
 
-# The PgBouncer tests (tests/integration/test_pgbouncer.py, issue 23) start Debian's
+# The PgBouncer tests (tests/integration/test_pgbouncer.py) start Debian's
 # pgbouncer in transaction pooling mode in front of the test server. Installed when missing.
 PGBOUNCER ?= /usr/sbin/pgbouncer
 pgbouncer:
@@ -52,14 +66,19 @@ pgbouncer:
 
 # The NoneBot tests (tests/nonebot, nonebug) are a second pytest session: nonebug
 # initialises NoneBot for its whole session, which the rest of the suite must not see.
-test: $(STAMP) chromium pgbouncer
+# The real-AmritaBot tests (tests/amritabot) are a third, in their own venv (above).
+test: $(STAMP) $(AB_STAMP) chromium pgbouncer
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
+	$(AB_VENV)/bin/python -m pytest -q -c tests/amritabot/pytest.ini --rootdir=. tests/amritabot
 
 nonebot-test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -c tests/nonebot/pytest.ini --rootdir=. tests/nonebot
+
+amritabot-test: $(AB_STAMP)
+	$(AB_VENV)/bin/python -m pytest -q -c tests/amritabot/pytest.ini --rootdir=. tests/amritabot
 
 # The L2 benchmark (not a test): ours vs the reference's approach, side by side.
 # Defaults: 100k memories, 1000 partitions, 384-d; see bench/bench_l2.py --help.
@@ -77,4 +96,4 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(AB_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
 __all__ = ["Memory", "ToolContext", "open_memory"]
 
 if TYPE_CHECKING:
+    __version__: str
     from amrita_memory_pg.bootstrap import open_memory
     from amrita_memory_pg.memory import Memory
     from amrita_memory_pg.tools.context import ToolContext
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # the installed distribution's version (pyproject.toml), so it is written once
+        from importlib.metadata import version
+
+        return version("amrita-memory-pg")
     if name == "open_memory":
         from amrita_memory_pg.bootstrap import open_memory
 

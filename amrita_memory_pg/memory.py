@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.activity import resolve_timezone
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import LeaseHeld
+from amrita_memory_pg.domain.lineage import Derivation, deriving
 from amrita_memory_pg.domain.ports import ChatModel
 from amrita_memory_pg.domain.records import SweepReport
 from amrita_memory_pg.domain.redact import redact
@@ -44,13 +46,14 @@ from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.scheduling import ScheduledRun, SchedulingService
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.services.trail import TrailService, history_bounds
-from amrita_memory_pg.settings import loop_llm
+from amrita_memory_pg.settings import LOOP_MODEL_HOWTO, loop_endpoint_label, loop_llm
 from amrita_memory_pg.storage.activity import ActivityRepository
 from amrita_memory_pg.storage.bot_memories import BotMemoryRepository
 from amrita_memory_pg.storage.consolidation import ConsolidationRepository, PendingMessage
 from amrita_memory_pg.storage.knowledge import KnowledgeRepository
 from amrita_memory_pg.storage.l3_state import L3StateStore
 from amrita_memory_pg.storage.leases import LeaseRepository
+from amrita_memory_pg.storage.lineage import LineageRepository
 from amrita_memory_pg.storage.memories import MemoryRepository
 from amrita_memory_pg.storage.memos import MemoRepository
 from amrita_memory_pg.storage.profiles import ProfileRepository
@@ -58,10 +61,15 @@ from amrita_memory_pg.storage.reads import ReadRoute
 from amrita_memory_pg.storage.trail import TrailRepository
 from amrita_memory_pg.tools.audiences import ToolDeps, audiences_for, compose_registries
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.tools.loop_rederive import brief as rederive_brief
 from amrita_memory_pg.tools.registry import Audience, ToolRegistry
 from amrita_memory_pg.usecases.bundle import UseCases
 
 log = logging.getLogger(__name__)
+#: withheld rows one cycle is given to derive again (the rest wait for the next)
+REDERIVE_PER_CYCLE = 10
+#: a claim older than this, by a cycle that died, is taken over
+REDERIVE_STALE_CLAIM = timedelta(hours=1)
 #: A host's tool lent to the loop (``allowed_tools``): its arguments → its text reply.
 HostTool = Callable[[dict[str, Any]], Awaitable[str]]
 
@@ -92,7 +100,12 @@ class RegistryLoopTools:
         if lent is not None:
             return await _call_host_tool(name, lent[1], arguments)
         ctx = ToolContext(platform="l3", user_id=key_subject(cycle.target_key), cycle=cycle)
-        return await self.registry.call(name, arguments, ctx)
+        # Whatever a loop tool writes is derived: its lineage is recorded with it, from the
+        # target's memories and the chat lines the cycle was shown (domain/lineage.py).
+        with deriving(
+            Derivation("l3", cycle.cycle_id, partition_key=cycle.target_key, shown=cycle.shown)
+        ):
+            return await self.registry.call(name, arguments, ctx)
 
 
 async def _call_host_tool(
@@ -121,14 +134,14 @@ class Memory:
         self.database = store.database
         self.embedder = store.embedder
         self.backend = store.backend
-        #: issue 23: where reads that may lag go; one per process, so that every write of
+        #: where reads that may lag go (a replica); one per process, so that every write of
         #: this process (memories, memos) sends the partition's next reads to the primary
         self.route = ReadRoute(
             store.pool,
             store.read_pool,
             fresh_seconds=settings.database.read_own_writes_seconds,
         )
-        #: issue 17: access log, change history and paused partitions
+        #: the trail: access log, change history and paused partitions
         self.trail = TrailService(TrailRepository(store.pool, store.read_pool), settings.trail)
         #: L2 memories: the service embeds, the repository writes and searches
         self.memories = MemoryService(
@@ -151,7 +164,7 @@ class Memory:
             acquire_timeout=settings.database.connect_timeout,
             route=self.route,
         )
-        #: issue 23: who in the fleet runs an L3 cycle, the sweep, the session job
+        #: who in the fleet runs an L3 cycle, the sweep, the session job
         self.leases = Leases(
             LeaseRepository(store.pool), ttl_seconds=settings.database.lease_seconds
         )
@@ -177,7 +190,6 @@ class Memory:
         self.l3_hooks = L3Hooks()
         self._loop_model: ChatClient | None = None
         self._host_model: ChatModel | None = None
-        self._from_host: Callable[[], bool] = lambda: True
         llm_settings = loop_llm(settings)
         if settings.subconscious.enabled and is_configured(llm_settings):
             self._loop_model = ChatClient(llm_settings)
@@ -212,22 +224,29 @@ class Memory:
             store.embedder,
             settings,
         )
-        #: the use cases a person's surface calls (the admin page, the CLI; issue 22)
+        #: what each derived row was made from, the withheld rows' tasks, the ledger
+        self.lineage = LineageRepository(
+            store.pool, acquire_timeout=settings.database.connect_timeout
+        )
+        #: the use cases a person's surface calls (the admin page, the CLI)
         self.cases = UseCases.over(
             memories=self.memories,
             memos=self.memos,
             profiles=self.profiles,
             knowledge=self.knowledge,
             trail=self.trail,
+            lineage=self.lineage,
+            activity=self.activity,
+            leases=self.leases,
         )
-        #: issue 14: the per-turn block (memos + "## Bot Memories") and loaded scopes
+        #: the per-turn block (memos + "## Bot Memories") and loaded scopes
         self.bot_memories = BotMemories(
             BotMemoryRepository(store.pool, self.route),
             store.embedder,
             settings,
             trail=self.trail,
         )
-        #: issue 14: automatic extraction; its model only when extraction is enabled
+        #: automatic extraction; its model only when extraction is enabled
         self.extraction_model: ChatModel | None = None
         if settings.extraction.enabled and is_configured(endpoint(settings)):
             self.extraction_model = ChatClient(endpoint(settings))
@@ -248,6 +267,7 @@ class Memory:
                 loop=loop,
                 knowledge=self.knowledge,
                 bot_memories=self.bot_memories,
+                forgetting=self.cases.forgetting,
             ),
             audiences_for(settings),
         )
@@ -270,7 +290,7 @@ class Memory:
                 leases=self.leases,
             )
             # The scheduler's windows start the loop's cycles; the loop shows the plan. A
-            # paused partition is left alone however a cycle is started (issue 27): the
+            # paused partition is left alone however a cycle is started: the
             # runner checks first; its next window is planned as after a quiet cycle.
             self.scheduling.runner = self.consolidator
             self.l3_hooks.paused = self.trail.is_paused
@@ -284,6 +304,11 @@ class Memory:
             self.l3_hooks.interrupted = self.scheduling.interrupted
             # Proactive messages go out when the loop decides (through private_send).
             self.l3_hooks.send_now = self._send_now
+            # Rows withheld by a delete, forget or change: claimed by a cycle, given back
+            # when it ends unfinished (it succeeded or not).
+            self.l3_hooks.rederive = self._rederive_tasks
+            self.l3_hooks.on_success.append(self.lineage.release_tasks)
+            self.l3_hooks.on_failure.append(self.lineage.release_tasks)
 
     def lend_loop_tool(self, schema: Mapping[str, Any], call: HostTool) -> bool:
         """Offer a host's tool (AmritaBot: another plugin's, named in ``[subconscious]
@@ -298,6 +323,27 @@ class Memory:
         tools.host[name] = (dict(schema), call)
         return True
 
+    def check_allowed_tools(self) -> list[str]:
+        """Warn once about each ``[subconscious] allowed_tools`` name the loop cannot call
+        (the reference: «Tool 'X' not found») — neither one of our read-only chat tools
+        nor a host's tool lent to the loop — and return them. Run by the integrations at
+        start-up, after the host's tools are lent."""
+        if self.consolidator is None:
+            return []
+        known = set(self.consolidator.tools.names())
+        unknown = [
+            name
+            for name in dict.fromkeys(self.settings.subconscious.allowed_tools)
+            if name not in known and self.tools.get(name) is None
+        ]
+        for name in unknown:
+            log.warning(
+                "[subconscious] allowed_tools: Tool %r not found (neither a read-only tool of "
+                "this plugin nor a tool of the host); it is not offered to the loop",
+                name,
+            )
+        return unknown
+
     def configured_loop_model(self) -> tuple[ChatModel, str] | None:
         """The loop's configured endpoint (model, name), if any: a host model's fallback."""
         llm = self.consolidator.llm if self.consolidator is not None else None
@@ -305,43 +351,31 @@ class Memory:
             return None
         return self._loop_model, llm.model_name
 
-    def use_host_model(
-        self,
-        model: ChatModel,
-        label: Callable[[], str],
-        from_host: Callable[[], bool] = lambda: True,
-    ) -> bool:
+    def use_host_model(self, model: ChatModel, describe: Callable[[], Awaitable[str]]) -> bool:
         """Run the L3 loop (cycles, proactive messages, session summaries) on the host's
         chat model — AmritaBot's preset, as the reference did — unless ``[subconscious]
         llm_base_url`` / ``llm_model`` name an endpoint of the loop's own (the override).
-        ``label`` names the model a call goes to now. Returns whether the host's is used."""
+        ``describe`` names the model a call goes to now. Returns whether the host's is used."""
         sub = self.settings.subconscious
         if self.consolidator is None or sub.llm_base_url or sub.llm_model:
             return False
         cycle_llm = CycleLlm(
-            model, self.consolidation, model_name="host", clock=utcnow, label=label
+            model, self.consolidation, model_name="host", clock=utcnow, describe=describe
         )
         self.consolidator.llm = cycle_llm
         self.loop.llm = cycle_llm
         self.loop_model_source = "host"
         self._host_model = model
-        self._from_host = from_host
         return True
 
-    def loop_model_label(self) -> str:
-        """Which model a cycle will use, for ``/memory dmn`` and the logs."""
+    async def loop_model_label(self) -> str:
+        """Which model a cycle will use, in one phrase, for ``/memory dmn`` and the logs
+        (or that none is configured, and how to configure one)."""
         llm = self.consolidator.llm if self.consolidator is not None else None
-        if llm is None:
-            return (
-                "未配置（[subconscious] llm_* 或 LLM_BASE_URL/LLM_MODEL，或 AmritaBot 的模型预设）"
-            )
-        sub = self.settings.subconscious
-        where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
-        if self.loop_model_source == "host":
-            if self._from_host():
-                return f"{llm.name()}（AmritaBot 当前模型预设）"
-            return f"{llm.name()}（AmritaBot 没有模型预设：配置的端点 {where}）"
-        return f"{llm.name()}（配置的端点 {where}）"
+        if llm is not None and llm.describe is not None:
+            return await llm.describe()
+        label = loop_endpoint_label(self.settings) if llm is not None else None
+        return label or f"未配置：{LOOP_MODEL_HOWTO}；在 AmritaBot 中则用它的模型预设"
 
     async def _profile_changed_at(self, target_key: str) -> datetime | None:
         """When the target's profile last changed (None: it has none yet)."""
@@ -353,6 +387,26 @@ class Memory:
 
     async def _release_suggestions(self, cycle_id: int) -> None:
         await self.knowledge.release_suggestions(cycle_id)
+
+    async def _rederive_tasks(self, cycle: CycleContext) -> list[str]:
+        """The withheld rows of the cycle's target, claimed for it (a dry run only looks),
+        each with the texts of the sources left, as get_context lists them."""
+        now = utcnow()
+        if cycle.dry_run:
+            tasks = await self.lineage.pending(cycle.target_key, REDERIVE_PER_CYCLE)
+        else:
+            tasks = await self.lineage.claim_tasks(
+                cycle.target_key,
+                cycle.cycle_id,
+                now,
+                stale=now - REDERIVE_STALE_CLAIM,
+                limit=REDERIVE_PER_CYCLE,
+            )
+        out: list[str] = []
+        for task in tasks:
+            texts = [body for _ref, body in await self.lineage.source_texts(task.sources)]
+            out.append(rederive_brief(task, texts))
+        return out
 
     async def _idle_plan(self, target_key: str) -> Mapping[str, Any] | None:
         """The scheduler's planned window for a target (§9.8 ``idle_plan``)."""
@@ -378,7 +432,7 @@ class Memory:
 
         Private chat: the personal memo. Group chat: the group memo, plus the speaker's
         personal memo in its own block when ``memo_inject_personal_in_group`` is on.
-        Then "## Bot Memories" (issue 14): global + current-scope memories when
+        Then "## Bot Memories": global + current-scope memories when
         ``[injection] enabled``, and the scopes this chat loaded, within the token
         budget; ``message`` (the current one) adds the relevant top-k when configured.
         With ``[profile] inject_summary`` the speaker's profile summary follows the memos.
@@ -390,13 +444,14 @@ class Memory:
             group_key=ctx.group_key,
             user_id=ctx.user_id,
         )
-        return await self.bot_memories.block(speaker, message=message)
+        with metrics.timed(metrics.MEMORY_BLOCK_SECONDS):
+            return await self.bot_memories.block(speaker, message=message)
 
     async def inspect(
         self, chat_key: str, *, user_id: str | None = None, message: str | None = None
     ) -> Inspection:
         """ "What the bot sees": the exact block the next turn of ``chat_key`` injects and
-        its memories with token counts (issue 17); logs nothing."""
+        its memories with token counts; logs nothing."""
         return await inspect_chat(self.bot_memories, chat_key, user_id=user_id, message=message)
 
     async def run_cycle(
@@ -432,7 +487,7 @@ class Memory:
         return await self.scheduling.run_cycle(target_key, runner=manual)
 
     async def scheduled_sweep(self) -> SweepReport | None:
-        """The sweep job's run: only the fleet's lease holder sweeps (issue 23); None when
+        """The sweep job's run: only the fleet's lease holder sweeps; None when
         another process holds the lease (it is sweeping; this one waits for its next
         interval)."""
         try:
@@ -454,7 +509,7 @@ class Memory:
         if sender is None or not (sub.enabled and sub.allow_send_to_user):
             return None
         if await self.trail.is_paused(target_key):
-            return None  # kept until the partition is resumed (issue 27: paused on every path)
+            return None  # kept until the partition is resumed: paused on every path
         return await deliver(self.consolidation, target_key, sender, utcnow())
 
     async def _send_now(self, target_key: str) -> tuple[int, list[str]] | None:
@@ -480,7 +535,7 @@ class Memory:
         if ctx.in_group or not (sub.enabled and sub.allow_send_to_user):
             return []
         if await self.trail.is_paused(ctx.personal_key):
-            return []  # kept until the partition is resumed (issue 27: paused on every path)
+            return []  # kept until the partition is resumed: paused on every path
         return await self.take_pending_messages(ctx.personal_key)
 
     async def close(self) -> None:

@@ -27,8 +27,3 @@ def sql_dir() -> Path:
 def migrations_dir() -> Path:
     """Directory of the alembic environment."""
     return _locate("migrations")
-
-
-def read_sql(relative: str) -> str:
-    """Text of one file under ``sql/``, e.g. ``functions/decay_v1.sql``."""
-    return (sql_dir() / relative).read_text(encoding="utf-8")

@@ -45,6 +45,9 @@ class ScriptedLLM:
     def __init__(self) -> None:
         self.script: deque[dict[str, Any] | _HttpReply] = deque()
         self.requests: list[dict[str, Any]] = []
+        #: the body of each request as it came over the wire, in the order of ``requests``
+        #: (a test checks that a cycle's requests share their prefix byte for byte)
+        self.raw_requests: list[bytes] = []
         #: the headers of each request (names lower-case), in the order of ``requests``
         self.request_headers: list[dict[str, str]] = []
         self.usage: dict[str, Any] | None = None
@@ -106,6 +109,7 @@ class ScriptedLLM:
         with self._lock:
             self.script.clear()
             self.requests.clear()
+            self.raw_requests.clear()
             self.request_headers.clear()
 
     # -- the server
@@ -115,9 +119,12 @@ class ScriptedLLM:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
-    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any] | _HttpReply:
+    def _next(
+        self, body: dict[str, Any], headers: dict[str, str], raw: bytes
+    ) -> dict[str, Any] | _HttpReply:
         with self._lock:
             self.requests.append(body)
+            self.raw_requests.append(raw)
             self.request_headers.append(headers)
             if self.script:
                 return self.script.popleft()
@@ -143,10 +150,10 @@ class ScriptedLLM:
         return answer
 
     def _reply(
-        self, body: dict[str, Any], headers: dict[str, str]
+        self, body: dict[str, Any], headers: dict[str, str], raw: bytes
     ) -> tuple[int, bytes, str, Mapping[str, str]]:
         """(status, body, content type, extra headers) for one completions request."""
-        step = self._next(body, headers)
+        step = self._next(body, headers, raw)
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
         if isinstance(step, _HttpReply):
@@ -168,7 +175,7 @@ class ScriptedLLM:
                     self.send_error(404)
                     return
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                status, payload, content_type, extra = owner._reply(json.loads(raw), headers)
+                status, payload, content_type, extra = owner._reply(json.loads(raw), headers, raw)
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", content_type)

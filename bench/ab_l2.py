@@ -1,13 +1,15 @@
-"""The L2 bench against a pinned revision: both sides interleaved in one command, new/old.
+"""The L2 bench against a released version: both sides interleaved in one command, new/old.
 
-How every hot-path change is judged (issue 24): absolute figures move with whatever else
-the machine runs; a ratio of runs interleaved in the same minutes does not (much).
+How every hot-path change is judged: absolute figures move with whatever else the machine
+runs; a ratio of runs interleaved in the same minutes does not (much).
 
-    .venv/bin/python bench/ab_l2.py --baseline 9f422fc            # 100k / 1,000 partitions
-    .venv/bin/python bench/ab_l2.py --baseline 1c56a5a --quick    # 20k / 200, a first look
-    .venv/bin/python bench/ab_l2.py --baseline 9f422fc --new main --rounds 3
+    .venv/bin/python bench/ab_l2.py --baseline 0.2.0             # 100k / 1,000 partitions
+    .venv/bin/python bench/ab_l2.py --baseline 0.4.0 --quick     # 20k / 200, a first look
+    .venv/bin/python bench/ab_l2.py --baseline 0.2.0 --new 0.14.1 --rounds 3
 
-Each revision is checked out in a git worktree under /tmp (kept for the next run) and
+A version (``0.2.0`` or ``v0.2.0``) is resolved to its commit by ``bench/releases.toml``
+(a fresh clone may have no tags); any other name is taken as a git revision (a commit or
+a branch: for development, the docs name versions). Each revision is checked out in a git worktree under /tmp (kept for the next run) and
 runs in this venv with PYTHONPATH at that worktree, so it imports its own package, its
 own sql/ and migrations/ (amrita_memory_pg/resources.py finds them next to the package),
 and migrates its own fresh embedded PostgreSQL. The working tree of this checkout is the
@@ -29,6 +31,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from releases import resolve
 
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parent
@@ -61,8 +65,9 @@ def git(*args: str) -> str:
 
 
 def checkout(rev: str) -> Path:
-    """A detached worktree of ``rev`` under /tmp, made once and reused."""
-    sha = git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    """A detached worktree of ``rev`` (a version or a git revision) under /tmp, made once
+    and reused."""
+    sha = git("rev-parse", "--verify", f"{resolve(rev)[0]}^{{commit}}")
     path = WORKTREES / sha[:12]
     if not (path / "amrita_memory_pg").is_dir():
         WORKTREES.mkdir(parents=True, exist_ok=True)
@@ -140,15 +145,19 @@ def render(old: Side, new: Side) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--baseline", required=True, help="the old side: a commit, tag or branch")
-    parser.add_argument("--new", help="the new side's revision (default: this working tree)")
+    parser.add_argument(
+        "--baseline", required=True, help="the old side: a version (0.2.0), or a git revision"
+    )
+    parser.add_argument(
+        "--new", help="the new side: a version or a git revision (default: this working tree)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="runs of each side, interleaved")
     parser.add_argument("--quick", action="store_true", help="20k memories / 200 partitions")
     parser.add_argument("bench_args", nargs="*", help="more bench_l2.py arguments (after --)")
     args = parser.parse_args()
     bench_args = (QUICK if args.quick else FULL) + ALWAYS + args.bench_args
-    old = side(args.baseline, checkout(args.baseline))
-    new = side(args.new, checkout(args.new)) if args.new else side("new", CHECKOUT)
+    old = side(resolve(args.baseline)[1], checkout(args.baseline))
+    new = side(resolve(args.new)[1], checkout(args.new)) if args.new else side("new", CHECKOUT)
     print(f"# old {old.name}: {old.root} (script {old.script})")
     print(f"# new {new.name}: {new.root}; bench_l2.py {' '.join(bench_args)}", flush=True)
     for _ in range(args.rounds):

@@ -1,4 +1,4 @@
-"""The write and the sweep, same server: a pinned baseline, the released SQL and this.
+"""The write and the sweep, same server: a released version, the previous release's SQL and this.
 
 ``ab_l2.py`` runs each revision in its own process and server one after the other; on
 this machine a side's write p50 and sweep move ±20 % between runs, more than the changes
@@ -6,7 +6,7 @@ judged. Here the sides share ONE embedded server and take turns within each roun
 whatever else the machine does falls on all of them alike:
 
     .venv/bin/python bench/ab_server.py                                # 100k / 1,000 partitions
-    .venv/bin/python bench/ab_server.py --baseline 9f422fc --rounds 5
+    .venv/bin/python bench/ab_server.py --baseline 0.2.0 --rounds 5
 
 Each database is loaded once (bench_l2's data and loader); every round, every side gets
 a fresh copy (``CREATE DATABASE … TEMPLATE``) for each measurement:
@@ -21,8 +21,9 @@ a fresh copy (``CREATE DATABASE … TEMPLATE``) for each measurement:
   ``CHECKPOINT``, as ``bench_l2`` times it; at head also the previous release's pair
   (the versions before) while it stays installed for a rolling upgrade.
 
-Sides: ``baseline`` (with ``--baseline REV``: REV's schema, migrated by REV's own code in a
-worktree under /tmp/amrita_ab like ab_l2), then head. For the write, every
+Sides: ``baseline`` (with ``--baseline VERSION``: that release's schema, migrated by its own
+code in a worktree under /tmp/amrita_ab like ab_l2; the version resolved by
+``bench/releases.toml``, a raw git revision accepted too), then head. For the write, every
 ``insert_memory_vN`` installed at head is a side, newest last — the previous release's
 version stays installed for a rolling upgrade, so this release's change is timed against
 it on the same data. Functions are called by argument name with the same values.
@@ -51,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_l2 as L2
 from ab_l2 import checkout
+from releases import resolve
 
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import create_pool
@@ -167,7 +169,7 @@ async def sweep(conn: Any, dry_run: bool, back: int = 0) -> float:
 
 
 def migrate_baseline(rev: str, dsn: str) -> None:
-    """REV's own migrations, run by REV's code (a worktree, as ab_l2 makes it)."""
+    """A release's own migrations, run by its own code (a worktree, as ab_l2 makes it)."""
     root = checkout(rev)
     code = f"import asyncio; from amrita_memory_pg.storage.pg import migrate; asyncio.run(migrate.upgrade({dsn!r}))"
     subprocess.run(
@@ -226,7 +228,7 @@ async def load_sources(
 
 def print_writes(results: dict[str, list[tuple[float, float, float]]]) -> None:
     """The write table: medians of (in-server µs, client p50 ms, FPI) per side, ratios to
-    the first side. Shared with ab_variants.py."""
+    the first side."""
     first = next(iter(results))
     print(f"\n| write | in-server µs a call | client p50 (commit) | FPI a write | vs {first} |")
     print("|---|---:|---:|---:|---:|")
@@ -257,7 +259,7 @@ async def run(args: argparse.Namespace) -> None:
             await probe.close()
             if db == "baseline":
                 name, names = found[-1]
-                sides.append((f"{args.baseline} {name}", db, name, names))
+                sides.append((f"{resolve(args.baseline)[1]} {name}", db, name, names))
             else:
                 sides += [(f"head {name}", db, name, names) for name, names in found[-2:]]
         results: dict[str, list[tuple[float, float, float]]] = {s[0]: [] for s in sides}
@@ -291,7 +293,7 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(work, ignore_errors=True)  # two loaded databases: ~1 GB
     print_writes(results)
     if any(sweeps.values()):
-        shown = {"baseline": args.baseline or "baseline"}
+        shown = {"baseline": resolve(args.baseline)[1] if args.baseline else "baseline"}
         first_label = next(iter(sweeps))
         print(
             f"\n| sweep, whole run | each round | median | vs {shown.get(first_label, first_label)} |"
@@ -305,13 +307,15 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def common_arguments(parser: argparse.ArgumentParser) -> None:
-    """The data, the rounds and the server: shared with ab_variants.py."""
+    """The data, the rounds, the baseline and the server."""
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--baseline", help="a revision to time beside head (e.g. 9f422fc)")
+    parser.add_argument(
+        "--baseline", help="a release to time beside head: a version (0.2.0), or a git revision"
+    )
     parser.add_argument("--shared-buffers", default="512MB")
 
 

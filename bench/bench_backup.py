@@ -1,4 +1,4 @@
-"""Whole-store backups (issue 27): how long create, verify and restore take.
+"""Whole-store backups: how long create, verify and restore take.
 
 Not a test. Opens a throwaway store (embedded PostgreSQL in a temporary directory, the
 hashing embedder, 384 dimensions), fills N memories over 100 partitions in bulk SQL (the

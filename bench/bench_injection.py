@@ -1,4 +1,4 @@
-"""The "## Bot Memories" block (issue 14): p50 per turn with 200 candidate memories.
+"""The "## Bot Memories" block: p50 per turn with 200 candidate memories.
 
 Not a test. Opens a throwaway store (embedded PostgreSQL in a temporary directory, the
 hashing embedder), fills the global partition and one user's partition with 200
@@ -15,7 +15,7 @@ tokens) and times:
     .venv/bin/python bench/bench_injection.py                 # 200 candidates, 500 turns
     .venv/bin/python bench/bench_injection.py --candidates 1000 --budget 2000
 
-Target (issue 14): p50 ≤ 2 ms for 200 candidates.
+Target: p50 ≤ 2 ms for 200 candidates (a turn's own budget before the model call).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ from amrita_memory_pg.storage.pg.embedded import start_embedded
 from amrita_memory_pg.storage.pgvector import PgvectorBackend
 from amrita_memory_pg.storage.queries import query
 
-try:  # a revision with search parameter objects (issue 22); older ones: positional
+try:  # a revision with search parameter objects (0.5.0 on); older ones: positional
     from amrita_memory_pg.domain.records import MemoryQuery, Ranking
     from amrita_memory_pg.storage.pgvector import search_statement
 except ImportError:  # pragma: no cover - depends on the revision benched

@@ -1,4 +1,4 @@
-"""A search on a read replica (issue 23) against the same search on the primary. Not a test.
+"""A search on a read replica against the same search on the primary. Not a test.
 
 Starts a throwaway embedded server and a streaming standby of it (``pg_basebackup -R``,
 tests/support/replica.py), fills one partition with ``--memories`` memories, and times

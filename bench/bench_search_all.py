@@ -1,4 +1,4 @@
-"""The admin page's search across partitions (issue 26 item 7): what one search costs
+"""The admin page's search across partitions: what one search costs
 with many partitions. Not a test.
 
 Opens a throwaway store (embedded PostgreSQL in a temporary directory, the hashing

@@ -1,4 +1,4 @@
-"""read_memory through the chat tool (issue 24): p50 per call and round trips per call.
+"""read_memory through the chat tool: p50 per call and round trips per call.
 
 Not a test. Opens a throwaway store (embedded PostgreSQL in a temporary directory, the
 hashing embedder), fills one user's partition with ``--memories`` memories (random
@@ -16,7 +16,7 @@ its p50). The floor is ``SELECT 1`` on the same pool.
     .venv/bin/python bench/bench_tool_read.py                 # 100 memories, 500 calls
     .venv/bin/python bench/bench_tool_read.py --memories 100 --calls 1000
 
-Target (issue 24): DB share one round trip, the tool call ≤ 1.5 ms p50.
+Target (docs/performance.md): DB share one round trip, the tool call ≤ 1.5 ms p50.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The memory's trail (issue 17): what the access log, the pause check and the change
+"""The memory's trail: what the access log, the pause check and the change
 history cost the read and write paths. Not a test.
 
 Opens a throwaway store (embedded PostgreSQL in a temporary directory, the hashing

@@ -1,4 +1,4 @@
-"""Retrieval quality, every search mode side by side (issue 16). One command, one table.
+"""Retrieval quality, every search mode side by side. One command, one table.
 
     .venv/bin/python bench/eval_retrieval.py                       # LoCoMo dev + zh/en set, local + hash
     .venv/bin/python bench/eval_retrieval.py --models local --skip-locomo

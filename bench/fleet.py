@@ -1,4 +1,4 @@
-"""A fleet load run (issue 23, item 5): several bot-like processes share one database
+"""A fleet load run: several bot-like processes share one database
 through PgBouncer (transaction mode) and schedule the same L3 targets, with faults.
 
 Each worker is its own process (``open_memory`` with ``pooler = "transaction"``, its own

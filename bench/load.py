@@ -1,4 +1,4 @@
-"""Load with faults (issue 11, item 6): simulated chat users through ``Memory.call_tool``
+"""Load with faults: simulated chat users through ``Memory.call_tool``
 while the database and the embedding service fail underneath them.
 
 Not a benchmark of speed: a check that what the tools *tell* the LLM matches what the
@@ -76,7 +76,7 @@ TOOLS = (
 )
 #: how often a user picks each tool (an LLM reads and lists more than it edits)
 WEIGHTS = (25, 25, 15, 8, 7, 8, 6, 6)
-#: recovery budget after each fault (issue 11: «recovery within 10 s of each fault»)
+#: recovery budget after each fault: a fault may cost a user 10 s, not more
 RECOVERY_BUDGET = 10.0
 MODEL = "stub-embed"
 Kind = Literal["ok", "refused", "unknown", "cap", "business", "other"]
@@ -326,7 +326,7 @@ def server_processes(pgdata: Path) -> list[psutil.Process]:
 def has_supervisor() -> bool:
     """Whether this build supervises its embedded server (restarts it when it dies).
 
-    Issue 11 item 3 (F8): ``storage.pg.embedded`` runs a supervisor thread checking every
+    ``storage.pg.embedded`` runs a supervisor thread (since 0.3.0-rc.1) checking every
     ``CHECK_INTERVAL`` seconds. On a build without it the harness restarts the server
     itself, and says so in the report.
     """

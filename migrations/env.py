@@ -2,6 +2,11 @@
 
 The DSN comes from ``config.attributes["dsn"]`` (set by ``amrita-memory db …`` and the
 tests), else ``-x dsn=…`` on the alembic command line, else ``DATABASE_URL``.
+
+An empty database upgraded to ``head`` by ``storage/pg/migrate.py`` (``present_if_empty``)
+gets the present schema in one step and is stamped head (``storage/pg/install.py``); to a
+named revision, it runs the migrations from the baseline, as an installed database does. A database stamped with a revision this
+code does not have (older than the baseline, or newer) is refused with a sentence.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from amrita_memory_pg.domain.errors import SchemaNotReady
+from amrita_memory_pg.storage.pg.install import install_present
+from amrita_memory_pg.storage.pg.migrate import unsupported_revision
 from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
 
 config = context.config
@@ -59,7 +67,16 @@ def do_run_migrations(connection: Connection) -> None:
         transaction_per_migration=False,
     )
     with context.begin_transaction():
-        context.run_migrations()
+        migration = context.get_context()
+        heads = migration.get_current_heads()
+        for revision in heads:
+            if problem := unsupported_revision(revision):
+                raise SchemaNotReady(problem)
+        if not heads and config.attributes.get("present_if_empty"):
+            install_present(connection)
+            migration.stamp(context.script, "head")
+        else:
+            context.run_migrations()
 
 
 async def run_async_migrations() -> None:

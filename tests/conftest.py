@@ -65,20 +65,6 @@ async def empty_db_dsn(pg_server: PgServer) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def retired_sql(db_dsn: str) -> None:
-    """The function versions the retiring migrations (0022_retire_sql, 0036_retire_release4,
-    ...) dropped, installed again from their released files in this test's database: for
-    tests that still compare a version with the one it superseded (parity, plans, refusals)."""
-    from tests.support.sql_usage import reinstall_retired
-
-    connection = await asyncpg.connect(db_dsn)
-    try:
-        await reinstall_retired(connection)
-    finally:
-        await connection.close()
-
-
-@pytest.fixture
 async def conn(db_dsn: str) -> AsyncIterator[asyncpg.Connection]:
     from amrita_memory_pg.storage.pg.database import register_vector_codec
 

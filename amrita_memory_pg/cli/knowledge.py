@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 import click
 
 from amrita_memory_pg.bootstrap import open_store
-from amrita_memory_pg.cli.app import INT32_MAX, CliState, cli, run_async
+from amrita_memory_pg.cli.app import INT32_MAX, CliState, cli, run_async, say, tr
 from amrita_memory_pg.domain.knowledge import KNOWLEDGE_NODE, preview
 from amrita_memory_pg.domain.records import SEARCH_MODES, SearchMode
+from amrita_memory_pg.domain.validation import not_utf8
 from amrita_memory_pg.maintenance.knowledge import (
     export_markdown,
     import_markdown,
@@ -41,9 +42,14 @@ async def service(state: CliState, *, reads: bool = False) -> AsyncIterator[Know
 
 def _body(body: str | None, body_file: Path | None) -> str | None:
     if body is not None and body_file is not None:
-        raise click.UsageError("give --body or --body-file, not both")
+        raise click.UsageError(tr("cli.kb.both_body"))
     if body_file is not None:
-        return body_file.read_text(encoding="utf-8")
+        try:
+            return body_file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise click.BadParameter(
+                not_utf8(str(body_file), exc), param_hint="--body-file"
+            ) from exc
     return body
 
 
@@ -60,13 +66,19 @@ async def knowledge_list(state: CliState) -> None:
     async with service(state, reads=True) as kb:
         entries = await kb.entries()
     if not entries:
-        click.echo("知识库为空")
+        say("cli.kb.empty")
         return
+    say("cli.kb.head")
     for e in entries:
-        click.echo(
-            f"{e.kid}  {e.total_lines:>4} 行 {e.char_count:>6} 字  {e.title} — {preview(e.summary, 40)}"
+        say(
+            "cli.kb.row",
+            kid=e.kid,
+            lines=e.total_lines,
+            chars=e.char_count,
+            title=e.title,
+            summary=preview(e.summary, 40),
         )
-    click.echo(f"共 {len(entries)} 条")
+    say("cli.kb.total", n=len(entries))
 
 
 def line_option(flag: str, help: str) -> Callable[[F], F]:
@@ -92,7 +104,7 @@ async def knowledge_show(state: CliState, kid: str, start: int | None, end: int 
         window = await kb.read(kid, start, end)
     click.echo(f"# {window.title}  [{window.kid}]")
     click.echo(window.summary)
-    click.echo(f"--- 行 {window.range_start}..{window.range_end} / 共 {window.total_lines} 行")
+    say("cli.kb.window", start=window.range_start, end=window.range_end, total=window.total_lines)
     for number, line in enumerate(window.body_lines, start=window.range_start):
         click.echo(f"{number:>4}  {line}")
 
@@ -111,7 +123,7 @@ async def knowledge_add(
     text = _body(body, body_file) or ""
     async with service(state) as kb:
         written = await kb.create(title=title, summary=summary, body=text)
-    click.echo(f"已创建 {written.kid} （{written.total_lines} 行，{written.char_count} 字）")
+    say("cli.kb.created", kid=written.kid, lines=written.total_lines, chars=written.char_count)
 
 
 @knowledge.command("edit")
@@ -140,7 +152,7 @@ async def knowledge_edit(
         written = await kb.update(
             kid, title=title, summary=summary, body=text, start_line=start, end_line=end
         )
-    click.echo(f"已更新 {written.kid} （{written.total_lines} 行，{written.char_count} 字）")
+    say("cli.kb.updated", kid=written.kid, lines=written.total_lines, chars=written.char_count)
 
 
 @knowledge.command("rm")
@@ -151,10 +163,10 @@ async def knowledge_edit(
 async def knowledge_rm(state: CliState, kid: str, yes: bool) -> None:
     """Delete an entry."""
     if not yes:
-        click.confirm(f"删除知识条目 {kid}？", abort=True)
+        click.confirm(tr("cli.kb.confirm_rm", kid=kid), abort=True)
     async with service(state) as kb:
         await kb.delete(kid)
-    click.echo(f"已删除 {kid}")
+    say("cli.kb.deleted", kid=kid)
 
 
 @knowledge.command("search")
@@ -176,7 +188,9 @@ async def knowledge_search(
     async with service(state, reads=True) as kb:
         hits = await kb.search(query, top_k, mode=mode)
     if not hits:
-        click.echo("没有结果")
+        say("cli.kb.no_hits")
+    else:
+        say("cli.kb.search_head")
     for h in hits:
         distance = "-" if h.distance is None else f"{h.distance:.4f}"
         click.echo(f"{h.kid}  {h.score:.4f}  {distance}  {h.title} — {preview(h.summary, 40)}")
@@ -190,7 +204,7 @@ async def knowledge_export(state: CliState, directory: Path) -> None:
     """Write KNOWLEDGE_{kid}.md files and knowledge_index.json into DIRECTORY."""
     async with service(state, reads=True) as kb:
         written = await export_markdown(kb.service, directory.expanduser())
-    click.echo(f"已导出 {len(written)} 条到 {directory.expanduser().resolve()}")
+    say("cli.kb.exported", n=len(written), directory=directory.expanduser().resolve())
 
 
 @knowledge.command("import")
@@ -201,8 +215,11 @@ async def knowledge_import(state: CliState, directory: Path) -> None:
     """Create or overwrite entries from the KNOWLEDGE_{kid}.md files of DIRECTORY."""
     async with service(state) as kb:
         report = await import_markdown(kb.service, directory.expanduser())
-    click.echo(
-        f"已导入：新建 {len(report.created)}，覆盖 {len(report.updated)}，未变 {len(report.unchanged)}"
+    say(
+        "cli.kb.imported",
+        created=len(report.created),
+        updated=len(report.updated),
+        unchanged=len(report.unchanged),
     )
 
 
@@ -214,15 +231,24 @@ async def knowledge_suggestions(state: CliState) -> None:
     async with service(state) as kb:
         total, rows = await kb.pending_suggestions(limit=1000)
     if not total:
-        click.echo("没有待处理的知识建议")
+        say("cli.kb.no_suggestions")
         return
     for r in rows:
-        where = f"cycle {r['claimed_by_cycle']}" if r["status"] == "claimed" else "pending"
-        target = f" {r['kid']}" if r["kid"] else ""
-        click.echo(
-            f"#{r['id']}  {r['action']}{target}  {r['title']}  by {r['author_id']}  ({where})"
+        claimed = r["status"] == "claimed"
+        where = (
+            tr("cli.kb.claimed", cycle=r["claimed_by_cycle"]) if claimed else tr("cli.kb.pending")
         )
-    click.echo(f"共 {total} 条")
+        target = f" {r['kid']}" if r["kid"] else ""
+        say(
+            "cli.kb.suggestion",
+            id=r["id"],
+            action=r["action"],
+            target=target,
+            title=r["title"],
+            author=r["author_id"],
+            where=where,
+        )
+    say("cli.kb.total", n=total)
 
 
 @cli.command()
@@ -234,7 +260,7 @@ async def grant(state: CliState, user: str, node: str) -> None:
     """Grant NODE (default memory.knowledge) to chat user USER."""
     async with service(state) as kb:
         added = await kb.grant(user, node, by="cli")
-    click.echo(f"已授予 {user} {node}" if added else f"{user} 已有 {node}")
+    say("cli.kb.granted" if added else "cli.kb.had", user=user, node=node)
 
 
 @cli.command()
@@ -246,7 +272,7 @@ async def revoke(state: CliState, user: str, node: str) -> None:
     """Revoke NODE (default memory.knowledge) from chat user USER."""
     async with service(state) as kb:
         removed = await kb.revoke(user, node)
-    click.echo(f"已撤销 {user} {node}" if removed else f"{user} 没有 {node}")
+    say("cli.kb.revoked" if removed else "cli.kb.had_not", user=user, node=node)
 
 
 @cli.command()
@@ -257,6 +283,6 @@ async def grants(state: CliState) -> None:
     async with service(state) as kb:
         rows = await kb.grants()
     if not rows:
-        click.echo("没有授权")
+        say("cli.kb.no_grants")
     for user, node, by, at in rows:
-        click.echo(f"{user}  {node}  by {by}  {at:%Y-%m-%d %H:%M}")
+        say("cli.kb.grant", user=user, node=node, by=by, at=f"{at:%Y-%m-%d %H:%M}")

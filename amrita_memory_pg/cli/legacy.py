@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import CliState, cli, run_async, say, tr
 
 
 class _Bar:
@@ -41,15 +41,13 @@ def _refuse_another_bots_env(state: CliState, data_dir: Path) -> None:
     """Refuse when the old bot's folder has a ``.env`` this command did not read.
 
     The bot reads its ``.env``; an import run elsewhere embeds with another model and
-    the bot then refuses to start (issue 26 item 0).
+    the bot then refuses to start.
     """
     bot_dir = data_dir.parent.parent
     env_file = bot_dir / ".env"
     if env_file.is_file() and env_file.resolve() not in {p.resolve() for p in state.bot_env.files}:
         raise click.ClickException(
-            f"{env_file} 存在，但本命令在 {Path.cwd()} 运行、没有读取它：机器人用那里的嵌入模型，"
-            f"在这里导入会用另一个模型嵌入。请在机器人目录运行：cd {bot_dir} && "
-            f"amrita-memory import-legacy {data_dir}"
+            tr("cli.legacy.other_env", env=env_file, cwd=Path.cwd(), bot=bot_dir, data=data_dir)
         )
 
 
@@ -105,23 +103,26 @@ async def import_legacy_command(
     """Merge an amrita_plugin_memory installation (OLD_DATA_DIR = the bot folder or its
     data/amrita_plugin_memory). Run it in the bot folder: it reads the bot's .env.
 
-    Memories (Chroma, vectors reused when the model is the same), memos (SQL table),
-    and the old config.toml (printed for review). Knowledge, profile and L3 state are
-    parsed and reported. Existing rows are kept; the per-partition cap is respected;
-    a second run changes nothing; a killed run resumes when started again.
+    Imports the memories (Chroma; vectors reused when the model is the same), the memos
+    (SQL table), the knowledge base, the user profile and the L3 state (with its pending
+    messages and knowledge suggestions); translates the old config.toml and prints it
+    for review; names the old L3 prompt templates (not imported). Existing rows are kept;
+    the per-partition cap is respected; a second run changes nothing; a killed run resumes
+    when started again. Exit status 1 when anything was skipped, did not fit under the
+    cap or could not be read (each listed), 0 when everything came over.
     """
     from amrita_memory_pg.bootstrap import open_store
     from amrita_memory_pg.maintenance.legacy_import import import_legacy, resolve_data_dir
     from amrita_memory_pg.maintenance.legacy_prompts import legacy_prompts
 
     if write_config is not None and write_config.exists():
-        raise click.ClickException(f"{write_config} 已存在，不覆盖")
+        raise click.ClickException(tr("cli.legacy.exists", path=write_config))
     old_data_dir = resolve_data_dir(old_data_dir)
     _refuse_another_bots_env(state, old_data_dir)
-    bar = _Bar("导入记忆")
+    bar = _Bar(tr("cli.legacy.bar"))
     async with open_store(state.settings) as store:
         # Said before anything is embedded: the model decides what the bot accepts later.
-        click.echo(f"嵌入模型: {store.embedder.describe()}\n配置来源: {state.sources()}", err=True)
+        say("cli.legacy.model", model=store.embedder.describe(), sources=state.sources(), err=True)
         try:
             report = await import_legacy(
                 store,
@@ -135,23 +136,28 @@ async def import_legacy_command(
             )
         finally:
             bar.close()
-    for line in report.render():
+    for line in report.render(tr):
         click.echo(line)
     prompts = legacy_prompts(old_data_dir)
     if prompts:
-        click.echo("\n旧插件的 L3 提示词模板（均未导入）:")
+        say("cli.legacy.prompts")
         for prompt in prompts:
-            click.echo(f"  {prompt.path}: {prompt.reason}")
+            say("cli.legacy.prompt", path=prompt.path, reason=prompt.reason)
     if report.config_toml is not None:
-        click.echo("\n旧配置翻译为本插件的 config.toml（请检查）:")
+        say("cli.legacy.config")
         for note in report.config_notes:
-            click.echo(f"  # {note}")
+            say("cli.legacy.note", note=note)
         click.echo("-----")
         click.echo(report.config_toml, nl=False)
         click.echo("-----")
         if write_config is not None and not dry_run:
             write_config.parent.mkdir(parents=True, exist_ok=True)
             write_config.write_text(report.config_toml, encoding="utf-8")
-            click.echo(f"已写入 {write_config}")
+            say("cli.legacy.written", path=write_config)
         elif write_config is None:
-            click.echo("未写入；需要时加 --write-config config/amrita_memory_pg/config.toml")
+            say("cli.legacy.not_written")
+    left = len(report.skipped) + len(report.unreadable) + sum(report.overflow.values())
+    if left:
+        # a script cannot read the report: the exit status says that not everything came over
+        say("cli.legacy.left", n=left, err=True)
+        sys.exit(1)

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import subprocess
 import sys
 from typing import TYPE_CHECKING
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import (
+    CliState,
+    chosen_language,
+    cli,
+    run_async,
+    say,
+    set_language,
+    tr,
+)
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.settings import redacted_dump, render_reference
 
@@ -64,9 +73,9 @@ async def db_upgrade(state: CliState, revision: str) -> None:
     finally:
         target.release()
     if before == after:
-        click.echo(f"schema already at {after}")
+        say("cli.db.already", revision=after)
     else:
-        click.echo(f"schema upgraded: {before or '(empty)'} -> {after}")
+        say("cli.db.upgraded", before=before or tr("cli.db.empty"), after=after)
 
 
 @db.command("downgrade")
@@ -84,9 +93,7 @@ async def db_downgrade(state: CliState, revision: str, yes: bool) -> None:
     if problem is not None:
         raise click.BadParameter(problem, param_hint="REVISION")
     if not yes:
-        click.confirm(
-            f"Downgrade to {revision}? Tables dropped by the downgrade lose their data", abort=True
-        )
+        click.confirm(tr("cli.db.confirm_downgrade", revision=revision), abort=True)
     target = await resolve_target(settings)
     try:
         await migrate.downgrade(target.dsn, revision)
@@ -97,7 +104,7 @@ async def db_downgrade(state: CliState, revision: str, yes: bool) -> None:
             await conn.close()
     finally:
         target.release()
-    click.echo(f"schema now at {after or '(empty)'}")
+    say("cli.db.now", revision=after or tr("cli.db.empty"))
 
 
 @db.command("stop")
@@ -114,25 +121,19 @@ def db_stop(state: CliState) -> None:
 
     settings = state.settings
     if settings.database.url:
-        raise click.ClickException(
-            "DATABASE_URL points to an external server: stop it where it runs "
-            "(this command stops only the embedded one)"
-        )
+        raise click.ClickException(tr("cli.db.external"))
     pgdata = settings.resolved_data_dir() / "pg"
     result = stop_cluster(settings.resolved_data_dir())
     if result.users:
         pids = ", ".join(str(pid) for pid in result.users)
-        click.echo(
-            f"the embedded PostgreSQL in {pgdata} is in use by process {pids}: stop it first "
-            "(the last process to exit stops the server)"
-        )
+        say("cli.db.in_use", pgdata=pgdata, pids=pids)
         sys.exit(1)
     if result.pid is None:
-        click.echo(f"the embedded PostgreSQL in {pgdata} is not running")
+        say("cli.db.not_running", pgdata=pgdata)
     elif result.stopped:
-        click.echo(f"stopped the embedded PostgreSQL in {pgdata} (pid {result.pid})")
+        say("cli.db.stopped", pgdata=pgdata, pid=result.pid)
     else:
-        raise click.ClickException(f"the embedded PostgreSQL in {pgdata} did not stop")
+        raise click.ClickException(tr("cli.db.did_not_stop", pgdata=pgdata))
 
 
 @db.command("current")
@@ -154,8 +155,13 @@ async def db_current(state: CliState) -> None:
     finally:
         target.release()
     head = migrate.head_revision()
-    mark = "(head)" if current == head else f"(head is {head}: run `amrita-memory db upgrade`)"
-    click.echo(f"{current or '(empty)'} {mark}")
+    shown = current or tr("cli.db.empty")
+    if current == head:
+        say("cli.db.current_head", revision=shown)
+    elif problem := migrate.unsupported_revision(current):
+        say("cli.db.current_unsupported", revision=shown, problem=problem)
+    else:
+        say("cli.db.current_behind", revision=shown, head=head)
 
 
 # ---------------------------------------------------------------------------- status
@@ -183,7 +189,34 @@ async def status(state: CliState) -> None:
                 await collect_store_status(store, report)
     finally:
         target.release()
-    click.echo(render_status(report))
+    click.echo(render_status(report, tr))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.pass_obj
+def health(state: CliState, as_json: bool) -> None:
+    """Exit 0 when the database answers, its schema is at head and the stored vectors are
+    the configured model's; exit 1 otherwise, naming the check that failed (a container's
+    health check: Docker's HEALTHCHECK, a Kubernetes exec probe). Never starts the
+    embedded server; never loads the model."""
+    from amrita_memory_pg.maintenance.health import Check, Health, server_health
+
+    try:
+        report = asyncio.run(server_health(state.settings))
+    except AmritaMemoryError as exc:  # a broken configuration is unhealthy, not exit 2
+        report = Health((Check("config", False, "health.unreachable", {"reason": str(exc)}),))
+    if as_json:
+        click.echo(report.as_json(tr))
+    else:
+        for check in report.checks:
+            say(
+                "cli.health.line",
+                mark=tr("cli.health.ok" if check.ok else "cli.health.fail"),
+                check=tr(f"health.check.{check.name}"),
+                detail=check.detail(tr),
+            )
+    sys.exit(0 if report.ok else 1)
 
 
 # ---------------------------------------------------------------------------- tokens
@@ -209,7 +242,7 @@ async def tokens_backfill(state: CliState, everything: bool, batches: int | None
     from amrita_memory_pg.cli.ops import ProgressBar
     from amrita_memory_pg.maintenance.tokens import backfill_tokens
 
-    bar = ProgressBar("  进度")
+    bar = ProgressBar(tr("cli.progress.label"))
     async with open_memory(state.settings, startup=False) as mem:
         try:
             report = await backfill_tokens(
@@ -217,11 +250,8 @@ async def tokens_backfill(state: CliState, everything: bool, batches: int | None
             )
         finally:
             bar.close()
-    click.echo(f"tokenized {report.tokenized} memories; {report.remaining} still without tokens")
-    click.echo(
-        f"tokenized {report.knowledge_tokenized} knowledge entries; "
-        f"{report.knowledge_remaining} still without tokens"
-    )
+    say("cli.tokens.memories", done=report.tokenized, left=report.remaining)
+    say("cli.tokens.knowledge", done=report.knowledge_tokenized, left=report.knowledge_remaining)
 
 
 # ---------------------------------------------------------------------------- sweep
@@ -244,14 +274,12 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
     settings = state.settings
     decay = settings.decay
     if not force and not (decay.enabled and decay.sweep_enabled):
-        click.echo(
-            "sweep disabled via config ([decay] enabled / sweep_enabled); use --force to run anyway"
-        )
+        say("cli.sweep.disabled")
         return
     from amrita_memory_pg.cli.ops import ProgressBar
     from amrita_memory_pg.storage.memories import count_all
 
-    bar = ProgressBar("  进度")
+    bar = ProgressBar(tr("cli.progress.label"))
     async with open_memory(settings, startup=False) as mem:
         # the bar's total: the rows now (a full pass scans each once; a row written
         # meanwhile may add one)
@@ -266,29 +294,31 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
                     dry_run=True, max_batches=batches, force=force, progress=progress
                 )
             else:
-                # one sweep across the fleet (issue 23): held elsewhere = LeaseHeld, exit 2
+                # one sweep across the fleet: held elsewhere = LeaseHeld, exit 2
                 async with mem.leases.hold("sweep"):
                     report = await mem.memories.sweep(
                         max_batches=batches, force=force, progress=progress
                     )
         finally:
             bar.close()
-    clock = "restarts" if decay.restart_clock_on_demote else "keeps counting from creation"
-    verb = (
-        ("would demote", "would purge", "would keep") if dry_run else ("demoted", "purged", "kept")
+    clock = tr(
+        "cli.sweep.clock_restarts" if decay.restart_clock_on_demote else "cli.sweep.clock_keeps"
     )
-    click.echo(
-        f"{'dry run: ' if dry_run else ''}scanned {report.scanned}, {verb[0]} {report.demoted}, "
-        f"{verb[1]} {report.purged}, {verb[2]} {report.kept}"
-        f"{'' if report.wrapped or dry_run else ' (stopped before a full pass; the next run continues)'}"
-    )
+    counts = {
+        "scanned": report.scanned,
+        "demoted": report.demoted,
+        "purged": report.purged,
+        "kept": report.kept,
+    }
+    partial = "" if report.wrapped or dry_run else tr("cli.sweep.partial")
+    click.echo(tr("cli.sweep.dry" if dry_run else "cli.sweep.done", **counts) + partial)
     from amrita_memory_pg.domain.decay import tier_days
 
     low, medium, high = (
         tier_days(level, decay.short_term_days, decay.long_term_days) for level in (3, 5, 8)
     )
-    click.echo(
-        f"lifetimes: low {low:g} d, medium {medium:.1f} d, high {high:g} d; the clock {clock} on demotion"
+    say(
+        "cli.sweep.lifetimes", low=f"{low:g}", medium=f"{medium:.1f}", high=f"{high:g}", clock=clock
     )
 
 
@@ -313,14 +343,17 @@ async def ann_index(state: CliState) -> None:
         )
     finally:
         await database.close()
-    click.echo(f"built {len(report.built)}, dropped {len(report.dropped)}, kept {len(report.kept)}")
+    say(
+        "cli.ann.summary",
+        built=len(report.built),
+        dropped=len(report.dropped),
+        kept=len(report.kept),
+    )
     for name in report.built:
         click.echo(f"  + {name}")
     for name in report.dropped:
         click.echo(f"  - {name}")
-    click.echo(
-        f"keyword indexes: built {len(report.keyword_built)}, dropped {len(report.keyword_dropped)}"
-    )
+    say("cli.ann.keyword", built=len(report.keyword_built), dropped=len(report.keyword_dropped))
     for name in report.keyword_built:
         click.echo(f"  + {name}")
     for name in report.keyword_dropped:
@@ -338,10 +371,7 @@ def index() -> None:
 async def _open_chroma(settings: Settings) -> tuple[Database, ChromaBackend] | None:
     """(database, ChromaBackend) when the chroma backend is configured, else None."""
     if settings.vector_backend != "chroma":
-        click.echo(
-            f"vector_backend is {settings.vector_backend}: the memory table is the index, "
-            "nothing to check or rebuild"
-        )
+        say("cli.index.not_chroma", backend=settings.vector_backend)
         return None
     from amrita_memory_pg.bootstrap import create_backend
     from amrita_memory_pg.storage.chroma import ChromaBackend
@@ -371,9 +401,9 @@ async def index_check(state: CliState) -> None:
     finally:
         await chroma.aclose()
         await database.close()
-    click.echo(f"chroma at {chroma.location}: {in_chroma} vectors for {in_pg} memories")
+    say("cli.index.counts", location=chroma.location, vectors=in_chroma, memories=in_pg)
     if in_pg != in_chroma:
-        click.echo("out of step: run `amrita-memory index rebuild`")
+        say("cli.index.out_of_step")
         sys.exit(1)
 
 
@@ -394,8 +424,11 @@ async def index_rebuild(state: CliState, batch_size: int) -> None:
     finally:
         await chroma.aclose()
         await database.close()
-    click.echo(
-        f"rebuilt chroma collection {chroma.config.collection!r} at {chroma.location}: {count} vectors"
+    say(
+        "cli.index.rebuilt",
+        collection=repr(chroma.config.collection),
+        location=chroma.location,
+        vectors=count,
     )
 
 
@@ -464,6 +497,7 @@ def config_show(state: CliState) -> None:
 def _register_commands() -> None:
     """Commands living in sibling modules attach themselves to ``cli`` on import."""
     import amrita_memory_pg.cli.consolidate
+    import amrita_memory_pg.cli.forget
     import amrita_memory_pg.cli.knowledge
     import amrita_memory_pg.cli.legacy
     import amrita_memory_pg.cli.memories
@@ -473,9 +507,9 @@ def _register_commands() -> None:
     import amrita_memory_pg.cli.web  # noqa: F401
 
 
-#: the start of the last-resort line for an error no command handled (a bug to fix:
-#: the CLI fuzz test fails when it appears)
-INTERNAL_ERROR = "amrita-memory: internal error"
+#: the start of the last-resort line for an error no command handled, in each language
+#: (a bug to fix: the CLI fuzz test fails when it appears)
+INTERNAL_ERROR = ("amrita-memory: internal error", "amrita-memory: 内部错误")
 
 
 def _refuse_unstorable(args: list[str]) -> None:
@@ -487,7 +521,7 @@ def _refuse_unstorable(args: list[str]) -> None:
     for number, arg in enumerate(args, start=1):
         problem = text_problem(arg)
         if problem is not None:
-            click.echo(f"amrita-memory: argument {number} ({echo(arg)}) {problem}", err=True)
+            say("cli.bad_argument", number=number, value=echo(arg), problem=problem, err=True)
             sys.exit(2)
 
 
@@ -495,12 +529,14 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: our errors become one line on stderr and exit status 2."""
     _register_commands()
     args = list(argv if argv is not None else sys.argv[1:])
+    # before click parses anything: its help and its own messages are in it too
+    set_language(chosen_language(args, os.environ), cli)
     debug = "--debug" in args
     _refuse_unstorable(args)
     try:
         cli.main(args=argv, prog_name="amrita-memory", standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
+        say("cli.aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
         exc.show()
@@ -508,28 +544,31 @@ def main(argv: list[str] | None = None) -> None:
     except AmritaMemoryError as exc:
         if debug:
             raise
-        click.echo(f"amrita-memory: {exc}", err=True)
+        say("cli.error", message=exc, err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
+        say("cli.interrupted", err=True)
         sys.exit(130)
+    except UnicodeDecodeError as exc:  # a file an operator named is not text we can read
+        if debug:
+            raise
+        from amrita_memory_pg.domain.validation import not_utf8
+
+        say("cli.error", message=not_utf8(tr("cli.a_file"), exc), err=True)
+        sys.exit(2)
     except OSError as exc:  # a file or folder the operator named or configured
         if debug:
             raise
         from amrita_memory_pg.domain.validation import echo
 
         where = f" ({echo(str(exc.filename), 120)})" if exc.filename else ""
-        click.echo(f"amrita-memory: {exc.strerror or exc}{where}", err=True)
+        say("cli.error", message=f"{exc.strerror or exc}{where}", err=True)
         sys.exit(2)
     except Exception as exc:  # the outermost edge: a sentence, never a traceback
         if debug:
             raise
         logging.getLogger(__name__).debug("unhandled", exc_info=True)
-        click.echo(
-            f"{INTERNAL_ERROR} ({type(exc).__name__}: {str(exc)[:300]}); "
-            "run with --debug for the traceback and report it",
-            err=True,
-        )
+        say("cli.internal_error", error=f"{type(exc).__name__}: {str(exc)[:300]}", err=True)
         sys.exit(70)
 
 

@@ -1,4 +1,4 @@
-"""``amrita-memory memory …``, ``clear`` and ``extract`` (issue 14): L2 memories by hand,
+"""``amrita-memory memory …``, ``clear`` and ``extract``: L2 memories by hand,
 through the use cases every surface calls (:class:`MemoryCases`); their errors become one
 line at the CLI's edge (``cli.main.main``).
 
@@ -15,13 +15,10 @@ from typing import cast
 
 import click
 
-from amrita_memory_pg.cli.app import INT64_MAX, KEY, CliState, TextType, cli, run_async
-from amrita_memory_pg.domain.decay import SCORE_LEGEND
+from amrita_memory_pg.cli.app import INT64_MAX, KEY, CliState, TextType, cli, run_async, say, tr
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, scope_of_key
 from amrita_memory_pg.domain.records import (
-    CATEGORY_NAMES,
     SEARCH_MODES,
-    SOURCE_NAMES,
     Category,
     MemoryRecord,
     SearchMode,
@@ -45,15 +42,19 @@ def _category(value: str | None) -> Category | None:
         return None
     try:
         return cast(Category, parse_category(value))
-    except InvalidInput as exc:
-        raise click.BadParameter(exc.reason) from None
+    except InvalidInput:
+        raise click.BadParameter(tr("cli.memory.bad_category", value=value)) from None
 
 
 def _line(record: MemoryRecord) -> str:
-    category = CATEGORY_NAMES.get(record.category or "", "-")
-    return (
-        f"{record.id}  [{record.importance:>2}] {category:<5} {SOURCE_NAMES[record.source]}  "
-        f"{' '.join(record.content.split())}"
+    """One row under :func:`_head`'s column names, in the run's language."""
+    return tr(
+        "cli.memory.row",
+        id=record.id,
+        importance=record.importance,
+        category=tr(f"category.{record.category}") if record.category else "-",
+        source=tr(f"source.{record.source}"),
+        content=" ".join(record.content.split()),
     )
 
 
@@ -81,7 +82,7 @@ async def memory_add(
     except InvalidInput as exc:
         raise click.BadParameter(exc.reason, param_hint="CONTENT") from None
     if not text:
-        raise click.BadParameter("is empty", param_hint="CONTENT")
+        raise click.BadParameter(tr("cli.memory.empty_content"), param_hint="CONTENT")
     new = NewMemory(
         partition_key=key,
         scope=scope_of_key(key),
@@ -94,7 +95,13 @@ async def memory_add(
     )
     async with open_memory(state.settings, startup=False) as mem:
         record = (await mem.cases.memories.write(new, idempotent=False)).record
-    click.echo(f"added {record.id} to {key} ({record.scope}, importance {record.importance})")
+    say(
+        "cli.memory.added",
+        id=record.id,
+        key=key,
+        scope=tr(f"scope.{record.scope}"),
+        importance=record.importance,
+    )
 
 
 @memory_group.command("list")
@@ -124,9 +131,11 @@ async def memory_list(
             category=_category(category),
             min_importance=min_importance,
         )
+    if records:
+        say("cli.memory.head")
     for record in records:
         click.echo(_line(record))
-    click.echo(f"{len(records)} of {total} shown")
+    say("cli.memory.shown", shown=len(records), total=total)
 
 
 @memory_group.command("search")
@@ -156,11 +165,13 @@ async def memory_search(
     asked = MemoryQuery(key, query, top_k=top_k, category=_category(category), mode=mode)
     async with open_memory(state.settings, startup=False) as mem:
         hits = (await mem.cases.memories.search(asked)).hits
+    if hits:
+        say("cli.memory.search_head")
     for hit in hits:
         click.echo(f"{hit.decay_score:.4f}  {_line(hit.record)}")
-    click.echo(f"{len(hits)} hits")
+    say("cli.memory.hits", n=len(hits))
     if hits:
-        click.echo(SCORE_LEGEND)
+        say("cli.memory.legend")
 
 
 @cli.command("clear")
@@ -176,18 +187,12 @@ async def clear(state: CliState, key: str, yes: bool) -> None:
     async with open_store(state.settings) as store:
         plan = await plan_clear(store, key)
         if plan.count == 0:
-            click.echo(f"{key} has no memories: nothing to clear")
+            say("cli.clear.none", key=key)
             return
         if not yes:
-            click.confirm(
-                f"Delete all {plan.count} memories of {key} (a backup is taken first)?",
-                abort=True,
-            )
+            click.confirm(tr("cli.clear.confirm", n=plan.count, key=key), abort=True)
         result = await clear_partition(store, key)
-    click.echo(
-        f"cleared {result.deleted} memories of {key}; backup before clearing: "
-        f"{result.backup.jsonl_path}"
-    )
+    say("cli.clear.done", n=result.deleted, key=key, backup=result.backup.jsonl_path)
 
 
 @cli.command("extract")
@@ -200,9 +205,13 @@ async def extract(state: CliState, session_key: str) -> None:
 
     async with open_memory(state.settings, startup=False) as mem:
         outcome = await mem.extractor.extract(session_key, trigger="cli")
-    click.echo(
-        f"{outcome.status}: {outcome.entries} entries, {outcome.replaced} auto memories replaced, "
-        f"{outcome.usage.total_tokens} tokens" + (f" ({outcome.reason})" if outcome.reason else "")
+    say(
+        "cli.extract.done",
+        status=tr(f"cli.extract.status.{outcome.status}"),
+        entries=outcome.entries,
+        replaced=outcome.replaced,
+        tokens=outcome.usage.total_tokens,
+        reason=tr("cli.reason", reason=outcome.reason) if outcome.reason else "",
     )
     if outcome.status in ("rejected", "failed", "disabled"):
         raise SystemExit(1)

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from amrita_memory_pg.bootstrap import open_store
-from amrita_memory_pg.cli.app import CliState, cli, run_async
+from amrita_memory_pg.cli.app import CliState, cli, run_async, say, table_counts, tr
 from amrita_memory_pg.services.leases import LeaseKind, Leases
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage.leases import LeaseRepository
@@ -51,9 +51,15 @@ class ProgressBar:
         filled = int(self.width * fraction)
         eta = (total - done) / rate if rate > 0 else 0.0
         minutes, seconds = divmod(int(eta), 60)
-        line = (
-            f"\r{self.label} [{'#' * filled}{'-' * (self.width - filled)}] {fraction:4.0%} "
-            f"{done}/{total}  {rate:,.0f} rows/s  ETA {minutes}:{seconds:02d}"
+        line = "\r" + tr(
+            "cli.progress",
+            label=self.label,
+            bar="#" * filled + "-" * (self.width - filled),
+            percent=fraction,
+            done=done,
+            total=total,
+            rate=rate,
+            eta=f"{minutes}:{seconds:02d}",
         )
         sys.stderr.write(line)
         sys.stderr.flush()
@@ -95,12 +101,12 @@ class PhaseBars:
 
 
 def fleet_leases(store: Any) -> Leases:
-    """This process's claims on the fleet's leases (issue 23)."""
+    """This process's claims on the fleet's leases."""
     return Leases(LeaseRepository(store.pool), ttl_seconds=store.settings.database.lease_seconds)
 
 
 def fleet_lease(store: Any, kind: LeaseKind) -> contextlib.AbstractAsyncContextManager[Any]:
-    """The fleet's lease of ``kind`` (issue 23): a re-embed or backup runs in one process
+    """The fleet's lease of ``kind``: a re-embed or backup runs in one process
     at a time; held elsewhere = :class:`LeaseHeld`, one line naming the holder, exit 2."""
     return fleet_leases(store).hold(kind)
 
@@ -124,32 +130,36 @@ async def reindex(state: CliState, yes: bool) -> None:
         status = await inspect_fingerprint(store)
         pending = await reindex_state(store.pool)
         if status.rows == 0:
-            click.echo("记忆集合为空，无需重映射（将写入指纹）")
+            say("cli.reindex.empty")
             report = await run_reindex(
                 store.pool, store.embedder, batch_size=store.settings.embedding.reembed_batch_size
             )
-            click.echo(f"已写入指纹: {report.fingerprint}")
+            say("cli.reindex.recorded", fingerprint=report.fingerprint)
             return
-        click.echo(f"将重新嵌入 {status.rows} 条记录（记忆与知识库）")
-        click.echo(f"  从: {status.stored_describe}")
-        click.echo(f"  到: {status.current_describe}")
+        say("cli.reindex.plan", rows=status.rows)
+        say("cli.reindex.from", model=status.stored_describe)
+        say("cli.reindex.to", model=status.current_describe)
         if pending is not None and pending.target_fingerprint == store.embedder.fingerprint:
-            click.echo(f"  续跑: 已暂存 {pending.staged} 条，剩余 {pending.pending} 条")
+            say("cli.reindex.resume", staged=pending.staged, pending=pending.pending)
         if not yes:
-            click.confirm("确认继续？", default=False, abort=True)
-        bar = ProgressBar("  进度")
+            click.confirm(tr("cli.reindex.confirm"), default=False, abort=True)
+        bar = ProgressBar(tr("cli.progress.label"))
         try:
             report = await change_model(
                 store,
-                on_backup=lambda info: click.echo(f"已备份到 {info.jsonl_path}"),
+                on_backup=lambda info: say("cli.reindex.backed_up", path=info.jsonl_path),
                 progress=bar,
             )
         finally:
             bar.close()
-    resumed = f"（其中 {report.resumed} 条沿用上次暂存）" if report.resumed else ""
-    click.echo(
-        f"完成，已重新嵌入 {report.embedded + report.resumed} 条{resumed}；"
-        f"记忆 {report.memories} 条、知识 {report.knowledge} 条，维度 {report.dim}"
+    resumed = tr("cli.reindex.resumed", n=report.resumed) if report.resumed else ""
+    say(
+        "cli.reindex.done",
+        rows=report.embedded + report.resumed,
+        resumed=resumed,
+        memories=report.memories,
+        knowledge=report.knowledge,
+        dim=report.dim,
     )
 
 
@@ -163,9 +173,9 @@ async def reset_fingerprint(state: CliState) -> None:
     async with opened(state) as store:
         await store.embedder.prepare()
         await write_fingerprint(store.pool, store.embedder)
-        click.echo(f"已写入指纹: {store.embedder.fingerprint}")
-        click.echo(f"  记录为: {store.embedder.describe()}")
-    click.echo("⚠️  未重新嵌入 —— 若模型确实已变更，检索结果将不准确")
+        say("cli.reindex.recorded", fingerprint=store.embedder.fingerprint)
+        say("cli.reset.recorded_as", model=store.embedder.describe())
+    say("cli.reset.warning")
 
 
 @cli.command("migrate-keys")
@@ -178,18 +188,21 @@ async def migrate_keys_command(state: CliState, dry_run: bool) -> None:
 
     async with opened(state) as store:
         report = await migrate_keys(store.pool, dry_run=dry_run)
-    prefix = "[dry-run] 需要改写" if dry_run else "完成，已改写"
-    click.echo(f"{prefix} {report.changed_rows} 条记忆、{report.memos_changed} 份备忘录的分区键")
+    say(
+        "cli.keys.dry" if dry_run else "cli.keys.done",
+        rows=report.changed_rows,
+        memos=report.memos_changed,
+    )
     for old, new in sorted(report.mapping.items()):
         click.echo(f"  {old} -> {new}")
     for key in report.unrecognised:
-        click.echo(f"  未识别（保持不变）: {key}")
+        say("cli.keys.unknown", key=key)
     for key in report.memo_conflicts:
-        click.echo(f"  备忘录冲突（保留新格式的那份）: {key}")
+        say("cli.keys.memo_conflict", key=key)
     if report.profiles_changed:
-        click.echo(f"  用户画像: {report.profiles_changed} 份（连同修改历史）")
+        say("cli.keys.profiles", n=report.profiles_changed)
     for key in report.profile_conflicts:
-        click.echo(f"  画像冲突（新键已有画像，两份都保持不变）: {key}")
+        say("cli.keys.profile_conflict", key=key)
 
 
 @cli.group()
@@ -204,16 +217,15 @@ async def backup_create(state: CliState) -> None:
     """Take a backup now (rotation keeps REEMBED_BACKUP_KEEP)."""
     from amrita_memory_pg.maintenance.backup import create_backup
 
-    bars = PhaseBars({"export": "  导出"}, waits={"dump": "  等待 pg_dump"})
+    bars = PhaseBars({"export": tr("cli.progress.export")}, waits={"dump": tr("cli.progress.dump")})
     async with opened(state) as store, fleet_lease(store, "backup"):
         try:
             info = await create_backup(store, progress=bars)
         finally:
             bars.close()
-    counts = ", ".join(f"{k} {v}" for k, v in info.counts.items())
-    click.echo(f"已备份到 {info.jsonl_path}")
-    click.echo(f"  pg_dump: {info.dump_path}")
-    click.echo(f"  {counts}")
+    say("cli.backup.done", path=info.jsonl_path)
+    say("cli.backup.dump", path=info.dump_path)
+    say("cli.backup.counts", counts=table_counts(info.counts))
 
 
 @backup.command("list")
@@ -226,14 +238,19 @@ def backup_list(state: CliState) -> None:
     infos = list_backups(directory)
     pinned = pinned_backup(infos)
     if not infos:
-        click.echo("无备份")
+        say("cli.backup.none")
         return
-    click.echo(f"备份（{len(infos)} 份）: {directory}")
+    say("cli.backup.list_head", n=len(infos), directory=directory)
     for info in infos:
         when = info.created_at.strftime("%Y-%m-%d %H:%M:%S UTC") if info.created_at else "?"
-        click.echo(
-            f"  {info.stem}  {info.counts.get('memory', '?')} 条  {when}  {info.size // 1024} KB  {info.reason}"
-            + ("  （破坏性操作前的备份，不会被轮换删除）" if info.stem == pinned else "")
+        say(
+            "cli.backup.row",
+            stem=info.stem,
+            memories=info.counts.get("memory", "?"),
+            when=when,
+            kb=info.size // 1024,
+            reason=info.reason,
+            pinned=tr("cli.backup.pinned") if info.stem == pinned else "",
         )
 
 
@@ -251,14 +268,25 @@ async def backup_verify(state: CliState, name: str) -> None:
     async with opened(state) as store:
         report = await verify_backup(store, name)
     for kind, found in report.found.items():
-        click.echo(f"{kind}: {len(found)} 张表已恢复并比对")
+        say("cli.verify.kind", kind=kind, n=len(found))
+    if report.ledger:
+        say(
+            "cli.verify.ledger",
+            n=len(report.ledger),
+            kinds=tr("list.sep").join(sorted({kind for kind, _n in report.ledger.values()})),
+            rows=sum(n for _kind, n in report.ledger.values()),
+        )
+    else:
+        say("cli.verify.ledger_clean", n=report.ledger_entries)
     if report.ok:
         rows = sum(n for n, _ in report.expected.values())
-        click.echo(f"备份 {report.backup.stem} 完好: {len(report.expected)} 张表, {rows} 行")
+        say("cli.verify.ok", stem=report.backup.stem, tables=len(report.expected), rows=rows)
         return
     for problem in report.problems:
-        click.echo(f"  {problem}", err=True)
-    raise click.ClickException(f"备份 {report.backup.stem} 校验失败（{len(report.problems)} 处）")
+        say("cli.verify.problem", problem=problem, err=True)
+    raise click.ClickException(
+        tr("cli.verify.failed", stem=report.backup.stem, n=len(report.problems))
+    )
 
 
 @backup.command("scheduled")
@@ -275,23 +303,20 @@ async def backup_scheduled(state: CliState, force: bool) -> None:
     async with opened(state) as store:
         outcome = await run_scheduled_backup(store, force=force)
     if outcome.slot is None:
-        click.echo("未配置 [backup] schedule（--force 可立即备份）")
+        say("cli.scheduled.none")
         return
     if outcome.held_by is not None:
-        click.echo(
-            f"时段 {outcome.slot.isoformat()} 等待: backup is held by {outcome.held_by}"
-            "（恢复或另一次备份进行中），下次检查时再备份"
-        )
+        say("cli.scheduled.held", slot=outcome.slot.isoformat(), holder=outcome.held_by)
         return
     if not outcome.claimed:
-        click.echo(f"时段 {outcome.slot.isoformat()} 已由其他进程备份或尚未到期")
+        say("cli.scheduled.taken", slot=outcome.slot.isoformat())
         return
     if outcome.backup is not None:
-        click.echo(f"已备份到 {outcome.backup.jsonl_path}")
+        say("cli.backup.done", path=outcome.backup.jsonl_path)
     if outcome.verify is not None and outcome.verify.ok:
-        click.echo("  校验通过")
+        say("cli.scheduled.verified")
     if not outcome.ok:
-        raise click.ClickException(f"定时备份失败: {outcome.error}")
+        raise click.ClickException(tr("cli.scheduled.failed", error=outcome.error))
 
 
 @backup.command("delete")
@@ -307,11 +332,15 @@ def backup_delete(state: CliState, name: str, yes: bool) -> None:
     try:
         info = find_backup(directory, name)
         if not yes:
-            click.confirm(f"删除备份 {info.stem}（{info.reason}）？", default=False, abort=True)
+            click.confirm(
+                tr("cli.backup.confirm_delete", stem=info.stem, reason=info.reason),
+                default=False,
+                abort=True,
+            )
         delete_backup(directory, info.stem)
     except BackupError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"已删除 {info.stem}")
+    say("cli.backup.deleted", stem=info.stem)
 
 
 @backup.command("restore")
@@ -333,17 +362,22 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
         in_backups = state.settings.resolved_data_dir() / "backups" / path.name
         path = in_backups if in_backups.is_file() else path
     if not path.is_file():
-        raise click.ClickException(f"备份文件不存在: {path}")
+        raise click.ClickException(tr("cli.restore.missing", path=path))
     if not yes:
-        question = (
-            f"把旧插件的备份 {path.name} 合并进当前记忆？（已有的记忆与备忘录保持不变，会先自动备份）"
+        question = tr(
+            "cli.restore.confirm_merge"
             if path.suffix == ".json"
-            else f"用 {path.name} 替换当前全部记忆？（会先自动备份当前数据）"
+            else "cli.restore.confirm_replace",
+            name=path.name,
         )
         click.confirm(question, default=False, abort=True)
     bars = PhaseBars(
-        {"validate": "  校验", "load": "  写入", "tokens": "  检索词"},
-        waits={"replay": "  回放 pg_dump"},
+        {
+            "validate": tr("cli.progress.validate"),
+            "load": tr("cli.progress.load"),
+            "tokens": tr("cli.progress.tokens"),
+        },
+        waits={"replay": tr("cli.progress.replay")},
     )
     async with opened(state) as store:
         try:
@@ -353,17 +387,16 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
         finally:
             bars.close()
     if report.safety_backup is not None:
-        click.echo(f"恢复前已备份到 {report.safety_backup.jsonl_path}")
-    counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
-    click.echo(f"完成，已从 {path.name} 恢复: {counts}")
+        say("cli.restore.safety", path=report.safety_backup.jsonl_path)
+    say("cli.restore.done", name=path.name, counts=table_counts(report.counts))
     if report.kind == "reference-json":
-        click.echo(f"  合并: 新增 {report.merged} 条，已存在而保留 {report.kept_existing} 条")
+        say("cli.restore.merged", added=report.merged, kept=report.kept_existing)
         for key, n in sorted(report.overflow.items()):
             limit = state.settings.per_session_memory_limit
-            click.echo(f"  超出每分区上限 {limit}，未导入（最旧的）: {key} {n} 条")
+            say("cli.restore.overflow", limit=limit, key=key, n=n)
         if report.skipped:
-            click.echo(f"  跳过 {report.skipped} 条（无法识别的分区键或空文本）")
+            say("cli.restore.skipped", n=report.skipped)
     if report.reembedded:
-        click.echo(f"  已用当前模型重新嵌入 {report.reembedded} 条")
+        say("cli.restore.reembedded", n=report.reembedded)
     if report.keys_migrated:
-        click.echo(f"  已改写 {report.keys_migrated} 条记忆的分区键")
+        say("cli.restore.keys", n=report.keys_migrated)

@@ -15,9 +15,14 @@ from pathlib import Path
 import click
 
 from amrita_memory_pg.bootstrap import open_store
-from amrita_memory_pg.cli.app import INT32_MAX, CliState, cli, run_async
+from amrita_memory_pg.cli.app import INT32_MAX, CliState, cli, run_async, say, tr
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, check_partition_key, user_key
-from amrita_memory_pg.domain.profile import ProfileActor, parse_profile_file, render_numbered
+from amrita_memory_pg.domain.profile import (
+    ProfileActor,
+    ProfileChange,
+    parse_profile_file,
+    render_numbered,
+)
 from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.store import Store
@@ -32,12 +37,29 @@ def _key(text: str) -> str:
     except InvalidInput:  # not a key: maybe a bare QQ number, under the same caps
         key = user_key(text) if len(text) <= MAX_KEY_CHARS and not text_problem(text) else None
     if key is None:
-        raise click.BadParameter(
-            f"{echo(text)} is not a user: give a personal partition key "
-            "(QQPlatform_Private_10001) or a QQ number; groups have no profile",
-            param_hint="USER",
-        )
+        raise click.BadParameter(tr("cli.profile.not_user", text=echo(text)), param_hint="USER")
     return key
+
+
+def _change_line(change: ProfileChange) -> str:
+    """One history row in the run's language (its operation is stored text, shown as is)."""
+    if change.actor_kind == "loop":
+        who = tr("cli.profile.who.loop", cycle=change.cycle_id)
+    elif change.actor_kind in ("cli", "chat"):
+        who = tr(f"cli.profile.who.{change.actor_kind}", who=change.actor or "-")
+    else:
+        who = tr("cli.profile.who.other", kind=change.actor_kind, who=change.actor or "-")
+    changed = change.old_summary != change.new_summary
+    return tr(
+        "cli.profile.change",
+        version=change.version,
+        when=change.changed_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        who=who,
+        operation=change.operation,
+        old=change.old_count,
+        new=change.new_count,
+        summary=tr("cli.profile.summary_changed") if changed else "",
+    )
 
 
 def _service(store: Store) -> ProfileCases:
@@ -71,10 +93,10 @@ async def profile_show(state: CliState, user: str) -> None:
     async with open_store(state.settings) as store:
         current = await _service(store).get(key)
     if current.version == 0:
-        click.echo(f"{key}: 没有画像")
+        say("cli.profile.none", key=key)
         return
-    click.echo(f"{key}  v{current.version}  {current.total_lines} 行")
-    click.echo(f"摘要: {current.summary}")
+    say("cli.profile.head", key=key, version=current.version, lines=current.total_lines)
+    say("cli.profile.summary", summary=current.summary)
     if current.lines:
         click.echo(render_numbered(current.lines))
 
@@ -101,23 +123,23 @@ async def profile_history(
         if version is not None:
             change = await service.change(key, version)
             if change is None:
-                raise click.ClickException(f"{key}: v{version} 不在历史中")
-            click.echo(change.line())
+                raise click.ClickException(tr("cli.profile.not_kept", key=key, version=version))
+            click.echo(_change_line(change))
             for label, summary, lines in (
-                ("之前", change.old_summary, change.old_lines or ()),
-                ("之后", change.new_summary, change.new_lines or ()),
+                (tr("cli.profile.before"), change.old_summary, change.old_lines or ()),
+                (tr("cli.profile.after"), change.new_summary, change.new_lines or ()),
             ):
-                click.echo(f"--- {label}  摘要: {summary}")
+                say("cli.profile.part", label=label, summary=summary)
                 if lines:
                     click.echo(render_numbered(lines))
             return
         changes = await service.history(key, limit)
     if not changes:
-        click.echo(f"{key}: 没有画像修改记录")
+        say("cli.profile.no_history", key=key)
         return
-    click.echo(f"{key}: {len(changes)} 次修改（保留最近 {state.settings.profile.history_keep} 次）")
+    say("cli.profile.history", key=key, n=len(changes), keep=state.settings.profile.history_keep)
     for change in changes:
-        click.echo("  " + change.line())
+        click.echo("  " + _change_line(change))
 
 
 @profile.command("revert")
@@ -130,15 +152,18 @@ async def profile_revert(state: CliState, user: str, version: int, yes: bool) ->
     """Restore USER's profile as it was at VERSION (0 = before its first change)."""
     key = _key(user)
     if not yes:
-        click.confirm(f"把 {key} 的画像恢复到 v{version}？（作为一次新的修改记录）", abort=True)
+        click.confirm(tr("cli.profile.confirm_revert", key=key, version=version), abort=True)
     async with open_store(state.settings) as store:
         result = await _service(store).revert(key, version, ProfileActor("cli", _operator()))
     if not result.changed:
-        click.echo(f"{key} 的画像已经是 v{version} 的内容，未修改")
+        say("cli.profile.unchanged", key=key, version=version)
         return
-    click.echo(
-        f"已恢复 {key} 的画像到 v{version} 的内容（新版本 v{result.profile.version}，"
-        f"{result.profile.total_lines} 行）"
+    say(
+        "cli.profile.reverted",
+        key=key,
+        version=version,
+        new=result.profile.version,
+        lines=result.profile.total_lines,
     )
 
 
@@ -156,23 +181,32 @@ async def profile_import(state: CliState, user: str, file: Path, yes: bool) -> N
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise click.ClickException(f"cannot read {path}: {exc}") from exc
+        raise click.ClickException(tr("cli.profile.cannot_read", path=path, reason=exc)) from exc
     content = parse_profile_file(text)
     async with open_store(state.settings) as store:
         service = _service(store)
         current = await service.get(key)
         if not current.empty and not yes:
             click.confirm(
-                f"{key} 已有画像（v{current.version}，{current.total_lines} 行），用 {path.name} 替换？"
-                "（作为一次新的修改记录，可回滚）",
+                tr(
+                    "cli.profile.confirm_import",
+                    key=key,
+                    version=current.version,
+                    lines=current.total_lines,
+                    name=path.name,
+                ),
                 abort=True,
             )
         result = await service.replace(
             key, content, ProfileActor("cli", _operator()), operation=f"import {path.name}"
         )
     if not result.changed:
-        click.echo(f"{key} 的画像与 {path.name} 相同，未修改")
+        say("cli.profile.import_same", key=key, name=path.name)
         return
-    click.echo(
-        f"已导入 {path.name} 到 {key}（v{result.profile.version}，{result.profile.total_lines} 行）"
+    say(
+        "cli.profile.imported",
+        name=path.name,
+        key=key,
+        version=result.profile.version,
+        lines=result.profile.total_lines,
     )

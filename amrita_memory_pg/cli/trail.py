@@ -1,5 +1,5 @@
-"""``amrita-memory pause|resume|paused``, ``inspect`` and ``memory history|accesses``
-(issue 17, item 4): the memory's trail by hand.
+"""``amrita-memory pause|resume|paused``, ``inspect`` and ``memory history|accesses``:
+the memory's trail by hand.
 
 A paused partition keeps its memories but is not injected, not recalled (read_memory and
 ``/memory search`` answer that it is paused) and not written by the chat LLM, extraction
@@ -14,10 +14,11 @@ import json
 
 import click
 
-from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async
+from amrita_memory_pg.cli.app import KEY, CliState, TextType, cli, run_async, say, tr
+from amrita_memory_pg.cli.forget import print_lineage
 from amrita_memory_pg.cli.memories import memory_group
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS
-from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS
+from amrita_memory_pg.domain.validation import MAX_ID_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, echo
 
 
 @cli.command("pause")
@@ -33,7 +34,7 @@ async def pause(state: CliState, key: str, reason: str | None) -> None:
 
     async with open_memory(state.settings, startup=False) as mem:
         done = await mem.cases.pause.pause(key, by=f"person:cli:{getpass.getuser()}", reason=reason)
-    click.echo(f"paused {key}" if done else f"{key} was already paused")
+    say("cli.pause.done" if done else "cli.pause.already", key=key)
 
 
 @cli.command("resume")
@@ -46,7 +47,7 @@ async def resume(state: CliState, key: str) -> None:
 
     async with open_memory(state.settings, startup=False) as mem:
         done = await mem.cases.pause.resume(key)
-    click.echo(f"resumed {key}" if done else f"{key} was not paused")
+    say("cli.resume.done" if done else "cli.resume.not", key=key)
 
 
 @cli.command("paused")
@@ -59,9 +60,15 @@ async def paused(state: CliState) -> None:
     async with open_memory(state.settings, startup=False) as mem:
         states = await mem.trail.paused()
     for s in states:
-        reason = f"  ({s.reason})" if s.reason else ""
-        click.echo(f"{s.partition_key}  since {s.paused_at.isoformat()}  by {s.paused_by}{reason}")
-    click.echo(f"{len(states)} paused")
+        reason = tr("cli.reason", reason=s.reason) if s.reason else ""
+        say(
+            "cli.paused.row",
+            key=s.partition_key,
+            since=s.paused_at.isoformat(),
+            by=s.paused_by,
+            reason=reason,
+        )
+    say("cli.paused.total", n=len(states))
 
 
 @cli.command("inspect")
@@ -92,7 +99,7 @@ async def inspect_command(
     async with open_memory(state.settings, startup=False) as mem:
         seen = await mem.inspect(chat, user_id=user_id, message=message)
     if not as_json:
-        click.echo(seen.render())
+        click.echo(seen.render(tr))
         return
     payload = {
         "chat": seen.chat_key,
@@ -109,6 +116,12 @@ async def inspect_command(
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
+def _unknown(key: str, memory_id: str, state: CliState) -> str:
+    """The sentence for an id that is neither a memory of ``key`` nor in its history."""
+    days = state.settings.trail.history_keep_deleted_days
+    return tr("cli.trail.unknown", id=echo(memory_id), key=key, days=days)
+
+
 @memory_group.command("history")
 @click.argument("key", type=KEY)
 @click.argument("memory_id", type=TextType(MAX_ID_CHARS))
@@ -116,19 +129,33 @@ async def inspect_command(
 @click.pass_obj
 @run_async
 async def memory_history(state: CliState, key: str, memory_id: str, limit: int) -> None:
-    """Who changed memory MEMORY_ID of KEY, newest first (content redacted)."""
+    """Who changed memory MEMORY_ID of KEY, newest first (content redacted), then what it
+    was made from and what was made from it (its lineage)."""
     from amrita_memory_pg.bootstrap import open_memory
 
     async with open_memory(state.settings, startup=False) as mem:
         entries = await mem.trail.history(key, memory_id, limit)
+        seen = await mem.cases.forgetting.lineage_of_memory(key, memory_id)
+    if not entries:  # every memory has its creation row while it or its history is kept
+        raise click.ClickException(_unknown(key, memory_id, state))
     for e in entries:
         fields = ",".join(e.changed_fields())
         after = (e.after or e.before or {}).get("content", "")
         who = e.actor.kind + (f":{e.actor.id}" if e.actor.id else "")
-        click.echo(
-            f"{e.at.isoformat()}  {e.op:<6} {who}  [{fields}]  {' '.join(str(after).split())}"
+        # a merge's note starts with the kept memory's id; what follows is shown
+        said = (e.note or "").partition(" ")[2] if e.op == "merge" else e.note or ""
+        say(
+            "cli.history.row",
+            at=e.at.isoformat(),
+            op=e.op,
+            who=who,
+            fields=fields,
+            content=" ".join(str(after).split()),
+            note=tr("cli.reason", reason=said) if said else "",
         )
-    click.echo(f"{len(entries)} changes")
+    say("cli.history.total", n=len(entries))
+    print_lineage("cli.lineage.made_from", seen.made_from)
+    print_lineage("cli.lineage.used_by", seen.used_by)
 
 
 @memory_group.command("accesses")
@@ -143,10 +170,18 @@ async def memory_accesses(state: CliState, key: str, memory_id: str, limit: int)
 
     async with open_memory(state.settings, startup=False) as mem:
         entries = await mem.trail.access_log(key, memory_id, limit)
+        known = bool(entries) or bool(await mem.trail.history(key, memory_id, 1))
+    if not known:
+        raise click.ClickException(_unknown(key, memory_id, state))
     for a in entries:
         score = "-" if a.score is None else f"{a.score:.4f}"
-        click.echo(
-            f"{a.at.isoformat()}  {a.surface:<8} {a.chat_key or '-'} {a.who or '-'}  "
-            f"{score}  {a.query or ''}"
+        say(
+            "cli.accesses.row",
+            at=a.at.isoformat(),
+            surface=a.surface,
+            chat=a.chat_key or "-",
+            who=a.who or "-",
+            score=score,
+            query=a.query or "",
         )
-    click.echo(f"{len(entries)} recalls")
+    say("cli.accesses.total", n=len(entries))

@@ -1,4 +1,4 @@
-"""``amrita-memory web`` (serve the admin page) and ``web hash-password`` (issue 17)."""
+"""``amrita-memory web`` (serve the admin page) and ``web hash-password``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from amrita_memory_pg.cli.app import CliState, cli
+from amrita_memory_pg.cli.app import CliState, cli, say, tr
 
 
 def _need_web_extra() -> None:
@@ -15,10 +15,7 @@ def _need_web_extra() -> None:
         m for m in ("fastapi", "uvicorn", "multipart") if importlib.util.find_spec(m) is None
     ]
     if missing:
-        raise click.ClickException(
-            f"the admin page needs the web extra ({', '.join(missing)} missing): "
-            "pip install 'amrita-memory-pg[web]'"
-        )
+        raise click.ClickException(tr("cli.web.extra", missing=", ".join(missing)))
 
 
 @cli.group("web", invoke_without_command=True)
@@ -41,7 +38,7 @@ def web(ctx: click.Context, host: str | None, port: int | None) -> None:
     settings = state.settings
     check_web_settings(settings)
     where = f"http://{host or settings.web.host}:{port or settings.web.port}{settings.web.path}/"
-    click.echo(f"admin page on {where} (ctrl+c stops it)", err=True)
+    say("cli.web.serving", where=where, err=True)
     serve(settings, host=host, port=port)
 
 
@@ -54,7 +51,7 @@ def hash_password_command(from_stdin: bool) -> None:
     if from_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        password = click.prompt(tr("cli.web.prompt"), hide_input=True, confirmation_prompt=True)
     if len(password) < 8:
-        raise click.ClickException("use at least 8 characters")
+        raise click.ClickException(tr("cli.web.short"))
     click.echo(hash_password(password))

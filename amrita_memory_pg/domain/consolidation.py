@@ -8,7 +8,9 @@ the next run; ``/memory dmn`` and ``amrita-memory consolidate`` print the rest.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from amrita_memory_pg.domain.lineage import Candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +30,7 @@ class CycleSummary:
     #: the model's own summary (``subconscious_iter_stop``), if it gave one
     summary: str | None = None
     dry_run: bool = False
-    #: another process of the fleet holds the target's lease (issue 23): its owner
+    #: another process of the fleet holds the target's lease: its owner
     #: (``host:pid:start``); nothing ran here
     held_by: str | None = None
     #: the cycle gave way to a message of its target (reference §8.3 step 3): not a
@@ -71,6 +73,12 @@ class CycleContext:
     summary: str | None = None
     #: memories written, updated or deleted by the loop's tools in this cycle
     changed: int = 0
+    #: tokens (prompt + completion) the cycle's model calls have cost so far, as the
+    #: model reported them (the budget's count; token_usage has every call)
+    tokens: int = 0
+    #: chat lines the cycle was shown (read_chat_context, read_sessions): what a text
+    #: it writes may have been made from (domain/lineage.py)
+    shown: list[Candidate] = field(default_factory=list)
 
 
 def clusters(ids: Sequence[str], pairs: Sequence[tuple[str, str, float]]) -> list[list[str]]:
@@ -97,3 +105,37 @@ def clusters(ids: Sequence[str], pairs: Sequence[tuple[str, str, float]]) -> lis
     for i, item in enumerate(ids):
         groups.setdefault(find(i), []).append(item)
     return sorted((g for g in groups.values() if len(g) >= 2), key=lambda g: position[g[0]])
+
+
+#: the shortest id prefix the loop is shown and accepts (8 hex characters: a collision
+#: among a partition's memories is a one-in-a-billion event, and then the prefix grows)
+SHORT_ID = 8
+
+
+def short_ids(ids: Sequence[str], minimum: int = SHORT_ID) -> dict[str, str]:
+    """Each id's shortest prefix of at least ``minimum`` characters that no other id of
+    ``ids`` starts with (the whole id when it has no shorter unique one).
+
+    Why: a 32-hex memory id is ~17 cl100k tokens, its first 8 characters ~4; the loop's
+    pre-pass lists some thirty ids and every edit names them again, and each call of a
+    cycle re-sends all of them. The loop's tools take such a prefix back (unique in the
+    partition, else refused), so the saving costs no precision. An id that is a prefix
+    of another is shown whole: the tools look an exact id up first.
+    """
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for index, item in enumerate(ordered):
+        # in sorted order only the neighbours can share the longest prefix with ``item``
+        neighbours = ordered[max(0, index - 1) : index] + ordered[index + 1 : index + 2]
+        shared = max((_common(item, other) for other in neighbours), default=0)
+        out[item] = item[: max(minimum, shared + 1)]
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

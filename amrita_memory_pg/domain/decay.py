@@ -1,4 +1,4 @@
-"""Pure decay math: the Python twin of ``sql/functions/decay_v1.sql``.
+"""Pure decay math: the Python twin of ``sql/functions/decay.sql``.
 
 Retrieval scores a memory by similarity times a time decay:
 

@@ -104,7 +104,7 @@ class ProtectedMemory(AmritaMemoryError):
 
 
 class MemoryPaused(AmritaMemoryError):
-    """The memory of a partition is paused (issue 17): kept, but not injected, not
+    """The memory of a partition is paused: kept, but not injected, not
     recalled and not written by automatic processes (the chat LLM, extraction, L3)."""
 
     def __init__(self, partition_key: str) -> None:
@@ -206,7 +206,7 @@ class JobRefused(AmritaMemoryError):
 
 
 class LeaseHeld(AmritaMemoryError):
-    """Another process of the fleet holds the lease of this work (issue 23): it is being
+    """Another process of the fleet holds the lease of this work: it is being
     done there; try again at the next window. ``owner`` is ``host:pid:start``."""
 
     def __init__(self, kind: str, key: str, owner: str, expires_at: datetime) -> None:

@@ -136,8 +136,9 @@ def rank_candidates(
 
 def reference_scored(hit: SearchHit, policy: DecayPolicy, mode: str) -> SearchHit:
     """``hit`` with ``score`` = the backend's ranking key and ``decay_score`` = the
-    reference's similarity × decay factor, whatever the mode ranked by (issue 26); in
-    vector mode the two are the backend's one number (left bit for bit as ranked)."""
+    reference's similarity × decay factor, whatever the mode ranked by, so that a shown
+    score means one thing; in vector mode the two are the backend's one number (left bit
+    for bit as ranked)."""
     rank = hit.decay_score if hit.score is None else hit.score
     if mode == "vector":
         return replace(hit, score=rank)
@@ -157,8 +158,9 @@ HYBRID_DISTANCE_RATIO = 1.5
 
 
 def relevant_hits(hits: Sequence[SearchHit], mode: str) -> list[SearchHit]:
-    """The ranked rows that are hits at all (issue 26 item 2). Keyword rows share a token
-    by construction, vector mode ranks by distance alone; a hybrid row must share a token
+    """The ranked rows that are hits at all (a hybrid search used to list every row of the
+    partition). Keyword rows share a token by construction, vector mode ranks by distance
+    alone; a hybrid row must share a token
     (``keyword_score`` > 0) or lie within :data:`HYBRID_DISTANCE_RATIO` × the nearest
     returned row's distance (the nearest row itself always stays)."""
     if mode != "hybrid":

@@ -1,4 +1,4 @@
-"""The "## Bot Memories" block (issue 14): which memories fit the token budget, and how
+"""The "## Bot Memories" block: which memories fit the token budget, and how
 they read. Pure: the candidates, the clock and the token counter are arguments.
 
 Order (the second source): importance first, then the most recently updated. When the

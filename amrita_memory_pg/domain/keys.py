@@ -5,7 +5,7 @@ legacy: ``user_{qq}`` / ``group_{gid}``; oldest: bare digits whose kind only the
 scope tells. The bot-wide scope ``global`` has the single key ``global``: one store
 serves one bot (several bots keep one database each, or one schema each), so no bot id
 is part of it; it is injected in every chat and written only by superusers, the system
-or the CLI (issue 14). Unlike the
+or the CLI. Unlike the
 reference, ids stay strings (no ``int()``: leading zeros and non-numeric ids survive) and
 an explicit platform prefix is kept (reference W20).
 """
@@ -106,13 +106,16 @@ def is_personal_key(key: str) -> bool:
 def user_key(text: str, platform: str = "qq") -> str | None:
     """The personal partition named by an operator or a superuser: a personal key as it
     is (legacy ``user_{id}`` converted), or a bare user id on ``platform``; None for a
-    group key, ``global`` or an empty text."""
+    group key, ``global``, an empty text, or on QQ a bare id that is not a QQ number
+    (``NOPE`` named nobody, yet became ``QQPlatform_Private_NOPE``)."""
     name = text.strip()
     if not name or any(ch.isspace() for ch in name):
         return None
     if is_personal_key(name):
         return to_current(name, "user") or name
     if _KEY.match(name) or name == GLOBAL_KEY or "_Group_" in name:
+        return None
+    if platform == "qq" and not (name.isascii() and name.isdigit()):
         return None
     return personal_key(platform, name)
 
@@ -123,7 +126,7 @@ def legacy_key_now(text: str, default_platform: str = "qq") -> str | None:
     is current, ``global`` or not a recognised old key (bare digits say no scope).
 
     Why: the store holds current keys only, so a typed old key found nothing and said
-    nothing (issue 26 item 11); every surface where a key is typed resolves it with this.
+    nothing; every surface where a key is typed resolves it with this.
     Kept apart from the key validation so that one rule can call it.
     """
     key = text.strip()
@@ -148,7 +151,7 @@ def check_partition_key(text: str) -> str:
     :class:`InvalidInput` with a sentence otherwise.
 
     Why one rule: the CLI used to accept ``qq:private:1``, ``../../etc`` or a 100,000
-    character key that the admin page then listed but refused to open (issue 27 item 7).
+    character key that the admin page then listed but refused to open.
     """
     key = text.strip()
     if len(key) > MAX_KEY_CHARS:

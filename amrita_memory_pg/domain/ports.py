@@ -74,7 +74,7 @@ class RecallingBackend(Protocol):
 
     async def recall_unlogged(self, pool: Any, q: MemoryQuery) -> Recalled:
         """:meth:`recall` without the log, in one statement that writes nothing: on a
-        read replica (issue 23; the caller logs the hits on the primary)."""
+        read replica (a hot standby cannot write; the caller logs the hits on the primary)."""
         ...
 
 
@@ -130,6 +130,8 @@ class ChatResult:
 
     message: Message
     usage: TokenUsage
+    #: the model the request named ("" = not known): what a host's preset was at the call
+    model: str = ""
 
 
 class ChatModel(Protocol):

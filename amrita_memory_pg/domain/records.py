@@ -18,7 +18,7 @@ Scope = Literal["user", "group", "global"]
 Category = Literal["preference", "rule", "event", "knowledge"]
 Source = Literal["user", "auto", "system"]
 Role = Literal["user", "bot"]
-#: How a search ranks (issue 16): vector similarity, keyword (BM25 over the search
+#: How a search ranks: vector similarity, keyword (BM25 over the search
 #: tokens), or both fused; the time decay applies to each.
 SearchMode = Literal["vector", "keyword", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("vector", "keyword", "hybrid")
@@ -35,7 +35,7 @@ CATEGORY_NAMES: dict[str, str] = {
 #: how a person sees who wrote a memory
 SOURCE_NAMES: dict[str, str] = {"user": "手动", "auto": "自动", "system": "系统"}
 
-#: Who made a memory (``memory.origin``, sql/functions/origin_v1.sql): the actor kind of
+#: Who made a memory (``memory.origin``, sql/functions/origin.sql): the actor kind of
 #: the inserting transaction, or ``unknown`` for rows written before origins were
 #: recorded. Extraction replaces only ``origin = extraction`` rows still ``source = auto``.
 Origin = Literal["person", "llm", "extraction", "l3", "import", "system", "unknown"]
@@ -44,7 +44,7 @@ ORIGINS: tuple[Origin, ...] = ("person", "llm", "extraction", "l3", "import", "s
 
 def origin_before_recorded(source: str | None) -> Origin:
     """The origin of a row from before origins were recorded (an older backup), by the
-    rule of migration 0021_origin: a person's row is ``person``, a system row ``system``,
+    rule upgraded rows got: a person's row is ``person``, a system row ``system``,
     any automatic one ``unknown`` — never ``extraction``, so no extraction deletes it."""
     if source == "user":
         return "person"
@@ -147,9 +147,10 @@ class NewMemory:
 
 @dataclass(frozen=True, slots=True)
 class MemoryQuery:
-    """One search of one partition, whole: what the repository and the vector backend
-    take (issue 22), and what the pgvector backend binds, by argument name, to
-    ``search_memories_v8`` (``storage/pgvector.py``, :func:`search_args`)."""
+    """One search of one partition, whole: what the repository and the vector backend take (one
+    parameter object, not a dozen positional arguments), and what the pgvector backend
+    binds, by argument name, to ``search_memories_v8`` (``storage/pgvector.py``,
+    :func:`search_args`)."""
 
     partition_key: str
     #: the query's embedding (None in keyword mode, which embeds nothing)

@@ -93,7 +93,7 @@ class Decision:
     run_at: datetime
     plan: Plan | None
     #: why, for the log: message | cycle_ok | cycle_failed | idle | kept | missed_run_soon |
-    #: replanned | held_elsewhere (another process runs the cycle, issue 23)
+    #: replanned | held_elsewhere (another process of the fleet runs the cycle)
     reason: str
 
     def plan_dict(self) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""Search tokens for the keyword side of hybrid retrieval (issue 16): one pure function.
+"""Search tokens for the keyword side of hybrid retrieval: one pure function.
 
 PostgreSQL's text search does not segment Chinese, and pg_trgm drops CJK characters in a
 ``C``-locale cluster, so the tokens are made here, in Python, and stored as a
@@ -249,6 +249,6 @@ def search_tokens(text: str) -> list[str]:
 @functools.lru_cache(maxsize=1024)
 def query_tokens(text: str) -> tuple[str, ...]:
     """:func:`search_tokens` of a search query, remembered: chat queries repeat, and the
-    Snowball stemmer costs tens of µs a call on the read path (issue 24). The result is
+    Snowball stemmer costs tens of µs a call on the read path. The result is
     a tuple, so no caller can change a cached value."""
     return tuple(search_tokens(text))

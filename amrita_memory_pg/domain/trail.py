@@ -1,9 +1,9 @@
-"""The memory's trail (issue 17, item 4): who recalled a memory, who changed it.
+"""The memory's trail: who recalled a memory, who changed it.
 
 Pure: the actor of the current task (a context variable, so that every write path —
 tools, /memory, CLI, web, extraction, L3, import — names its writer once at its entry
 and the storage layer hands it to the database in the writing transaction, where the
-triggers of ``sql/functions/trail_v1.sql`` record it), the records the trail reads
+triggers of ``sql/functions/trail.sql`` record it), the records the trail reads
 back, and the cleaning of a query before it is logged (the ONE redaction, cut).
 """
 
@@ -23,6 +23,15 @@ ActorKind = Literal["person", "llm", "extraction", "l3", "import", "system"]
 ACTOR_KINDS: tuple[ActorKind, ...] = ("person", "llm", "extraction", "l3", "import", "system")
 #: the kinds refused on a paused partition (SQLSTATE AMZ01)
 AUTOMATIC_KINDS = frozenset({"llm", "extraction", "l3"})
+#: the automatic writers whose change of what a memory says makes it theirs (its origin):
+#: extraction then no longer replaces it. A person's change makes it source = user.
+OWNING_KINDS = frozenset({"llm", "l3"})
+
+
+def ownership_note(previous: str, kind: str) -> str:
+    """The note on the change that moved a memory to ``kind`` (shown in its history)."""
+    return f"归属：{previous} → {kind}"
+
 
 Surface = Literal["tool", "command", "cli", "web", "l3", "inject", "relevant"]
 SURFACES: tuple[Surface, ...] = ("tool", "command", "cli", "web", "l3", "inject", "relevant")

@@ -34,7 +34,7 @@ ECHO_CHARS = 40
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: A signed decimal integer in ASCII digits only: ``str.isdigit`` and ``int`` also take
-#: ``²``, ``①`` or ``٣``, which is how ``/memory user list ²`` crashed (issue 11, F9).
+#: ``²``, ``①`` or ``٣``, which is how ``/memory user list ²`` crashed.
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 #: More significant digits than int64 can have (19). Checked before ``int()``, which
 #: refuses strings over 4300 digits with a ValueError of its own.
@@ -91,6 +91,18 @@ def scrub(text: str) -> str:
     if "\x00" not in text and _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+
+
+def not_utf8(name: str, exc: UnicodeDecodeError) -> str:
+    """Why a file ``name`` could not be read as text, with the fix: a sentence, never the
+    decoder's traceback. A UTF-16 file (a byte-order mark, what Windows tools write) is
+    named as such."""
+    data = bytes(exc.object)
+    byte = data[exc.start : exc.start + 1]
+    shown = f"0x{byte[0]:02x}" if byte else "an incomplete character"
+    utf16 = exc.start == 0 and data[:2] in (b"\xff\xfe", b"\xfe\xff")
+    kind = "UTF-16 text" if utf16 else f"not UTF-8 text ({shown} at byte {exc.start})"
+    return f"{name} is {kind}: save it as UTF-8 and try again"
 
 
 def too_long(length: int, max_chars: int) -> str:

@@ -10,6 +10,7 @@ are always embedded *before* any transaction or lock is taken.
 from __future__ import annotations
 
 import abc
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Literal
@@ -17,6 +18,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import EmbeddingError
 from amrita_memory_pg.domain.fingerprint import describe, fingerprint
 
@@ -108,7 +110,14 @@ class Embedder:
         out: list[Vector] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
-            raw = await self.provider.embed(batch, kind)
+            started, ok = time.perf_counter(), False
+            try:
+                raw = await self.provider.embed(batch, kind)
+                ok = True
+            finally:
+                metrics.observe_embedding(
+                    self.provider.protocol, kind, len(batch), ok, time.perf_counter() - started
+                )
             if len(raw) != len(batch):
                 raise EmbeddingError(
                     f"{self.describe()}: got {len(raw)} vectors for {len(batch)} texts"

@@ -118,9 +118,9 @@ def resolve_local_model(model_name: str) -> str:
 #: OpenMP's wait policy for the engine's threads, unless the environment sets one.
 #: libgomp's default (ACTIVE: threads spin at every barrier) stalled a quarter of the
 #: single-text embeds by ~1.7 s whenever another process kept a core busy on a 2-core
-#: machine (issue 16: write p95 1,678 ms against 42 ms at one thread): a spinning thread
-#: waits for its peer, which the busy neighbour has descheduled. PASSIVE threads sleep
-#: at barriers instead; measured by bench/bench_embed_stall.py.
+#: machine (write p95 1,678 ms against 42 ms at one thread): a spinning thread waits for
+#: its peer, which the busy neighbour has descheduled. PASSIVE threads sleep at barriers
+#: instead (measured on 0.3.0: docs/performance.md, one-off labs).
 OMP_WAIT_POLICY = "PASSIVE"
 
 

@@ -102,7 +102,11 @@ class ChatClient:
             data = await self._http.request_json("POST", self._url, payload=body)
         except HttpError as exc:
             raise LlmError(str(exc), status=exc.status, attempts=exc.attempts) from exc
-        return ChatResult(message=self._message(data), usage=usage_from(_get(data, "usage")))
+        return ChatResult(
+            message=self._message(data),
+            usage=usage_from(_get(data, "usage")),
+            model=self.settings.model,
+        )
 
     def _message(self, data: Any) -> Message:
         """``choices[0].message`` of a completion; :class:`LlmError` naming what is wrong."""

@@ -56,7 +56,7 @@ async def maintain_ann_indexes(
 
     Each partition with an HNSW index also gets a GIN index over its search tokens (and
     loses it with the last of its HNSW indexes): its keyword candidates are found there.
-    No GIN index covers the whole table (0049_keyword_index_per_partition): the small
+    No GIN index covers the whole table: the small
     partitions, scored row by row, would only pay for it on every write.
 
     One run at a time in the fleet (the ``ann`` lease): two CREATE INDEX CONCURRENTLY on

@@ -47,6 +47,7 @@ import numpy as np
 
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import AmritaMemoryError, BackupError
+from amrita_memory_pg.domain.validation import not_utf8
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
@@ -117,7 +118,7 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "permission_grant": GRANT_COLUMNS,
 }
 #: kind of row → columns a JSONL backup leaves out because a restore recomputes them from
-#: the rest: the search tokens (issue 16), made by this version's tokenizer from the text
+#: the rest: the search tokens, made by this version's tokenizer from the text
 #: (maintenance/tokens.py runs after every restore), never trusted from a file
 DERIVED_COLUMNS: dict[str, frozenset[str]] = {
     "memory": frozenset({"search_tokens"}),
@@ -127,7 +128,7 @@ DERIVED_COLUMNS: dict[str, frozenset[str]] = {
 
 
 #: tables a version-2 backup carries as whole rows (every column the table holds, minus
-#: DERIVED_COLUMNS), exported and restored by the SQL functions of backup_v1.sql, in
+#: DERIVED_COLUMNS), exported and restored by the SQL functions of backup.sql, in
 #: restore order: a table before any table that refers to it (token_usage → cycle)
 GENERIC_TABLES: tuple[str, ...] = (
     "l3_state",  # L3 penalties, plans, next windows
@@ -142,8 +143,13 @@ GENERIC_TABLES: tuple[str, ...] = (
     "loaded_scope",
     "memory_access",
     "memory_change",  # the change history: restored as it was, no "system" rows
-    "sweep_change",  # the sweep's change history (one row per batch, issue 24)
+    "sweep_change",  # the sweep's change history (one row per batch)
     "admin_audit",
+    # forgetting (0059_lineage): what derived rows were made from, rows withheld for the
+    # loop, and the erasure ledger (a restore keeps the store's and applies it)
+    "lineage",
+    "rederive_task",
+    "erasure_ledger",
 )
 #: tables of the schema a backup does NOT carry, and why: each describes this server or a
 #: job in progress, not the store, or is rebuilt. Extend it for every new table that is
@@ -446,8 +452,11 @@ def find_backup(directory: Path, name: str) -> BackupInfo:
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as handle:
-        first = handle.readline()
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = handle.readline()
+    except UnicodeDecodeError as exc:
+        raise BackupError(f"{not_utf8(path.name, exc)} (not a backup of ours)") from exc
     try:
         header = json.loads(first)
     except json.JSONDecodeError as exc:
@@ -455,6 +464,27 @@ def read_header(path: Path) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise BackupError(f"{path.name} is not an amrita_memory_pg backup")
     return header
+
+
+#: how a JSONL line of the erasure ledger starts (generic rows: type, then row)
+_LEDGER_LINE = '{"type": "erasure_ledger"'
+
+
+def newest_backup_ledger(directory: Path) -> list[dict[str, Any]]:
+    """The erasure ledger rows of the newest backup in ``directory`` (none: []): what a
+    restore applies even when the store's own database, and its ledger, were lost."""
+    infos = [i for i in list_backups(directory) if i.jsonl_path.is_file()]
+    if not infos:
+        return []
+    newest = max(infos, key=lambda i: i.stem)
+    rows: list[dict[str, Any]] = []
+    with newest.jsonl_path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith(_LEDGER_LINE):
+                item = json.loads(line)
+                if isinstance(item.get("row"), dict):
+                    rows.append(item["row"])
+    return rows
 
 
 def list_backups(directory: Path) -> list[BackupInfo]:
@@ -564,7 +594,7 @@ async def partition_counts(conn: Any, partition_key: str) -> dict[str, int]:
 
 
 async def export_partition(conn: Any, partition_key: str, *, now: datetime) -> AsyncIterator[str]:
-    """One partition as JSONL lines (issue 26 item 7): a header (``format`` =
+    """One partition as JSONL lines: a header (``format`` =
     :data:`PARTITION_FORMAT`, the model, ``counts``), then its memories, memo, profile
     and profile history, each line exactly as a backup writes that row (the same
     serialisation, so one reader reads both). Run it in a REPEATABLE READ transaction:

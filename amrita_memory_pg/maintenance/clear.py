@@ -1,4 +1,4 @@
-"""Clearing a scope (issue 14): every L2 memory of one partition, after a backup.
+"""Clearing a scope: every L2 memory of one partition, after a backup.
 
 A person asks (``/memory user clear``, ``/memory group clear`` for admins,
 ``amrita-memory clear KEY``); the first step only says what would go and hands out a
@@ -13,22 +13,20 @@ or the window has passed (the one before is still accepted).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from amrita_memory_pg.domain.lineage import confirmation_code
 from amrita_memory_pg.maintenance.backup import BackupInfo, create_backup
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.services.trail import history_bounds
 from amrita_memory_pg.storage.memories import MemoryRepository
 
-WINDOW_SECONDS = 600
-
 
 def confirmation_token(key: str, count: int, digest: str, now: datetime, *, back: int = 0) -> str:
-    """8 hex characters for (partition contents, 10-minute window - ``back``)."""
-    window = int(now.timestamp()) // WINDOW_SECONDS - back
-    return hashlib.sha256(f"{key}|{count}|{digest}|{window}".encode()).hexdigest()[:8]
+    """8 hex characters for (partition contents, 10-minute window - ``back``): the one
+    confirmation code of destructive steps (``domain/lineage.py``)."""
+    return confirmation_code(f"{key}|{count}", digest, now, back=back)
 
 
 @dataclass(frozen=True, slots=True)

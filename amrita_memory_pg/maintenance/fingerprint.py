@@ -25,7 +25,6 @@ from amrita_memory_pg.domain.errors import FingerprintRefused
 from amrita_memory_pg.maintenance.reembed import change_model, write_fingerprint
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
-from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,7 @@ FIX_COMMAND = "amrita-memory reindex --yes"
 
 def fix_command() -> str:
     """The command that fixes a mismatch, run where the bot runs: there the CLI reads the
-    bot's ``.env`` and so re-embeds with the bot's model (issue 26 item 0)."""
+    bot's ``.env`` and so re-embeds with the bot's model."""
     return f"cd {shlex.quote(str(Path.cwd()))} && {FIX_COMMAND}"
 
 
@@ -55,7 +54,7 @@ async def inspect_fingerprint(store: Store) -> FingerprintStatus:
     """Compare the stored fingerprint with the configured embedder's (no writes)."""
     await store.embedder.prepare()  # a local model's fingerprint names the model it could load
     meta = await store_meta.read(store.pool)
-    rows = int(await store.pool.fetchval(query("count_vector_rows")))
+    rows = await store_meta.vector_rows(store.pool)
     stored = meta.fingerprint
     current = store.embedder.fingerprint
     if rows == 0 or stored == current:

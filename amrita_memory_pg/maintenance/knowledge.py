@@ -42,7 +42,7 @@ INDEX_FILE = "knowledge_index.json"
 def knowledge_service(store: Store, *, reads: bool = False) -> KnowledgeService:
     """The knowledge service on an opened store (what the CLI and maintenance use);
     ``reads``: for a command that only reads (``knowledge list/show/search/export``), on
-    the replica when ``[database] read_url`` is set (issue 23)."""
+    the replica when ``[database] read_url`` is set."""
     settings = store.settings
     return KnowledgeService(
         KnowledgeRepository(

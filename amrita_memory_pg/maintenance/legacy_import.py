@@ -74,6 +74,7 @@ from amrita_memory_pg.domain.validation import (
     check_knowledge_title,
     echo,
 )
+from amrita_memory_pg.i18n import Catalog, Translator
 from amrita_memory_pg.maintenance.knowledge import knowledge_service
 from amrita_memory_pg.resources import sql_dir
 from amrita_memory_pg.services.profiles import ProfileService
@@ -176,6 +177,10 @@ def locate(
     )
 
 
+#: the report's default language (the operator output's): the CLI passes its own
+CHINESE: Translator = Catalog("amrita_memory_pg").translator("zh")
+
+
 @dataclass(slots=True)
 class ImportReport:
     dry_run: bool
@@ -206,73 +211,82 @@ class ImportReport:
     source_model: str = ""
     target_model: str = ""
 
-    def render(self) -> list[str]:
-        """The report as lines (Chinese like the rest of the operator output)."""
-        head = "[dry-run] 将要" if self.dry_run else ""
-        lines = [f"{head}导入结果（冲突策略: {self.on_conflict}）:"]
+    def render(self, t: Translator | None = None) -> list[str]:
+        """The report as lines in ``t``'s language (the CLI's; Chinese by default, like
+        the rest of the operator output)."""
+        t = t or CHINESE
+        lines = [
+            t("legacy.head", dry=t("legacy.dry") if self.dry_run else "", policy=self.on_conflict)
+        ]
         # One vocabulary whatever --on-conflict says: identical, or differs and kept
-        # ours, or differs and replaced (issue 26 item 10).
-        names = {
-            "inserted": "新增",
-            "unchanged": "已存在且相同",
-            "present": "已存在且不同，保留本库的",
-            "replaced": "已存在且不同，换成旧的",
-            "full": "超出上限未导入",
-        }
+        # ours, or differs and replaced.
+        outcomes = ("inserted", "unchanged", "present", "replaced", "full")
         for kind in ("memory", "memo", "knowledge", "profile", "state", "pending", "suggestion"):
             counter = self.counts.get(kind, Counter())
             if kind not in ("memory", "memo") and not counter:
                 continue
-            label = {
-                "memory": "记忆",
-                "memo": "备忘录",
-                "knowledge": "知识库",
-                "profile": "用户画像",
-                "state": "潜意识状态",
-                "pending": "待发主动消息",
-                "suggestion": "知识建议（待审队列）",
-            }[kind]
+            label = t(f"legacy.kind.{kind}")
             if kind == "state" and self.state_target:
-                label += f"（{self.state_target}）"
-            parts = [f"{names[k]} {counter[k]}" for k in names if counter.get(k)]
-            lines.append(f"  {label}: " + ("，".join(parts) if parts else "无"))
+                label += t("legacy.state_target", target=self.state_target)
+            parts = [
+                t("legacy.count", name=t(f"legacy.n.{k}"), n=counter[k])
+                for k in outcomes
+                if counter.get(k)
+            ]
+            joined = t("legacy.sep").join(parts) if parts else t("legacy.none")
+            lines.append(t("legacy.kind_line", label=label, parts=joined))
         if self.source_model or self.target_model:
-            lines.append(
-                f"  嵌入模型: 旧 {self.source_model or '（未记录）'} → 新 {self.target_model}"
-            )
+            old = self.source_model or t("legacy.unrecorded")
+            lines.append(t("legacy.models", old=old, new=self.target_model))
         if self.vectors_reused or self.vectors_embedded or self.vector_note:
-            verb = "将" if self.dry_run else ""
             lines.append(
-                f"  向量: {verb}沿用旧向量 {self.vectors_reused} 条，{verb}重新嵌入 {self.vectors_embedded} 条"
-                + (f"（{self.vector_note}）" if self.vector_note else "")
+                t(
+                    "legacy.vectors",
+                    verb=t("legacy.verb") if self.dry_run else "",
+                    reused=self.vectors_reused,
+                    embedded=self.vectors_embedded,
+                    note=t("legacy.note", note=self.vector_note) if self.vector_note else "",
+                )
             )
         if self.overflow:
-            lines.append(f"  超出每分区上限 {self.cap} 的记忆（最旧的未导入）:")
+            lines.append(t("legacy.overflow", cap=self.cap))
             for key, n in sorted(self.overflow.items()):
-                lines.append(f"    {key}: {n} 条")
+                lines.append(t("legacy.overflow_row", key=key, n=n))
         if self.profile is not None:
-            owner = f"（属于 {self.profile_owner}）" if self.profile_owner else ""
+            owner = t("legacy.owner", owner=self.profile_owner) if self.profile_owner else ""
             lines.append(
-                f"  用户画像文件: 摘要 {len(self.profile.summary)} 字、正文 {len(self.profile.lines)} 行{owner}"
+                t(
+                    "legacy.profile_file",
+                    summary=len(self.profile.summary),
+                    lines=len(self.profile.lines),
+                    owner=owner,
+                )
             )
         if self.state is not None:
             s = self.state
             lines.append(
-                f"  潜意识状态: 运行 {s.total_runs} 次，penalty {s.penalty}，"
-                f"待发消息 {len(s.pending_messages)} 条，知识建议 {len(s.knowledge_suggestions)} 条"
+                t(
+                    "legacy.state",
+                    runs=s.total_runs,
+                    penalty=s.penalty,
+                    pending=len(s.pending_messages),
+                    suggestions=len(s.knowledge_suggestions),
+                )
             )
         for note in self.not_available:
-            lines.append(f"  ⚠️  {note}")
+            lines.append(t("legacy.warning", note=note))
         if self.skipped:
-            lines.append(f"跳过 {len(self.skipped)} 项:")
+            lines.append(t("legacy.skipped", n=len(self.skipped)))
             for item in self.skipped[:50]:
-                lines.append(f"  [{item.kind}] {item.item}: {item.reason}")
+                lines.append(
+                    t("legacy.skipped_row", kind=item.kind, item=item.item, reason=item.reason)
+                )
             if len(self.skipped) > 50:
-                lines.append(f"  …另有 {len(self.skipped) - 50} 项")
+                lines.append(t("legacy.more", n=len(self.skipped) - 50))
         if self.unreadable:
-            lines.append(f"无法读取 {len(self.unreadable)} 项（其余照常导入）:")
+            lines.append(t("legacy.unreadable", n=len(self.unreadable)))
             for what, error in self.unreadable:
-                lines.append(f"  {what}: {error}")
+                lines.append(t("legacy.unreadable_row", what=what, error=error))
         return lines
 
 
@@ -461,7 +475,7 @@ def translate_config(path: Path) -> tuple[str, list[str]]:
         )
     if settings.subconscious.enabled:
         # Our default is off: without the translated file the imported L3 state would
-        # sit unused and nothing would say why (issue 26 item 12).
+        # sit unused and nothing would say why.
         messages.append(
             "旧安装开启了潜意识（L3，subconscious.enabled = true），本插件默认关闭："
             "写入下面的配置（--write-config config/amrita_memory_pg/config.toml）即可沿用"
@@ -612,7 +626,7 @@ async def _import_memories(
                 progress(done, total)
             continue
         async with store.pool.acquire() as conn, conn.transaction():
-            # The change history records these rows as the import's (issue 17).
+            # The change history records these rows as the import's.
             await act(conn, actor=Actor("import", "legacy"))
             # One statement for the batch (import_memory_v1 per row, in order).
             rows = await conn.fetch(
@@ -634,8 +648,8 @@ async def _import_memories(
                 provider.base_url,
             )
             assert len(rows) == len(calls)
-            # Search tokens (issue 16) of every row written, in the same transaction:
-            # import_memory_v1 predates them (a new row would wait for the backfill, a
+            # Search tokens (keyword and hybrid search) of every row written, in the same
+            # transaction: import_memory_v1 predates them (a new row would wait for the backfill, a
             # replaced one would keep the tokens of its old text).
             tokenized: list[tuple[str, str, str, list[str]]] = []
             await hold_index_gate(conn, store.backend)
@@ -1084,7 +1098,7 @@ async def import_legacy(
 async def _record_key_format(store: Store) -> None:
     """Record the key format when every key of the store is current: the import wrote
     only current keys, and a fresh store had no version yet, so ``status`` asked for a
-    ``migrate-keys`` that then found nothing (issue 26 item 9). Legacy keys from before
+    ``migrate-keys`` that then found nothing. Legacy keys from before
     are left for ``migrate-keys``, as they were."""
     from amrita_memory_pg.maintenance.keys import migrate_keys
 

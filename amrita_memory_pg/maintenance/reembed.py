@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.ports import Embedder
 from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
@@ -203,9 +204,11 @@ async def reindex(
         nonlocal done, total
         done += n
         total = max(total, done)
+        metrics.reembed_progress(n, total - done)
         if progress is not None:
             progress(done, total)
 
+    metrics.reembed_progress(0, total)
     if progress is not None:
         progress(0, total)
     provider = embedder.provider
@@ -229,6 +232,7 @@ async def reindex(
         row = await in_retried_transaction(pool, switch, "switch")
         assert row is not None
         if row["switched"]:
+            metrics.reembed_progress(0, 0)
             log.info(
                 "re-embedded %d rows (%d resumed); now on %s", done, resumed, embedder.describe()
             )

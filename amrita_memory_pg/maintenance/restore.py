@@ -24,10 +24,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from amrita_memory_pg.domain.decay import parse_created_at
 from amrita_memory_pg.domain.errors import BackupError
 from amrita_memory_pg.domain.legacy import LegacyMemory, convert_memory
 from amrita_memory_pg.domain.records import origin_before_recorded
+from amrita_memory_pg.domain.validation import not_utf8
 from amrita_memory_pg.maintenance.backup import (
     ARRAY_COLUMNS,
     EXPORT_COLUMNS,
@@ -37,11 +40,11 @@ from amrita_memory_pg.maintenance.backup import (
     BackupInfo,
     create_backup,
     decode_vector,
+    newest_backup_ledger,
     pg_tool,
     read_header,
     rotate,
     run_tool,
-    store_counts,
     table_digests,
 )
 from amrita_memory_pg.maintenance.keys import migrate_keys
@@ -51,6 +54,7 @@ from amrita_memory_pg.maintenance.tokens import backfill_tokens
 from amrita_memory_pg.services.leases import LeaseKind, Leases
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
+from amrita_memory_pg.storage.lineage import apply_ledger, ledger_rows, merge_ledger
 from amrita_memory_pg.storage.memories import count_all
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
@@ -80,6 +84,8 @@ class RestoreReport:
     overflow: dict[str, int] = field(default_factory=dict)
     #: reference-plugin backups: entries without a recognisable key or text
     skipped: int = 0
+    #: the erasure ledger applied after the load: ledger id → (kind, rows removed again)
+    ledger: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 def _iter_jsonl(path: Path, only: str | None = None) -> Iterator[dict[str, Any]]:
@@ -88,6 +94,13 @@ def _iter_jsonl(path: Path, only: str | None = None) -> Iterator[dict[str, Any]]
     once per kind, and validate_jsonl has parsed every line before."""
     other = '{"type": "'
     mine = f'{other}{only}"'
+    try:
+        yield from _jsonl_rows(path, only, other, mine)
+    except UnicodeDecodeError as exc:
+        raise BackupError(not_utf8(path.name, exc)) from exc
+
+
+def _jsonl_rows(path: Path, only: str | None, other: str, mine: str) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         handle.readline()  # header
         for number, line in enumerate(handle, start=2):
@@ -121,7 +134,7 @@ def _record(item: dict[str, Any], columns: tuple[str, ...]) -> tuple[Any, ...]:
         elif column in ARRAY_COLUMNS:
             values.append(list(item.get(column) or []))
         elif column == "origin" and item.get("origin") is None:
-            # a backup from before origins were recorded: migration 0021_origin's rule
+            # a backup from before origins were recorded: the rule upgraded rows got
             values.append(origin_before_recorded(item.get("source")))
         else:
             values.append(item.get(column))
@@ -156,7 +169,7 @@ async def restore_backup(
     )
 
 
-#: the fleet's leases a restore holds (issue 23): its own (one restore at a time), and
+#: the fleet's leases a restore holds: its own (one restore at a time), and
 #: those of the work that rewrites or exports the rows it replaces (a backup's rotation
 #: could also delete the very file being restored)
 RESTORE_LEASES: tuple[LeaseKind, ...] = ("restore", "backup", "reembed", "sweep")
@@ -205,9 +218,40 @@ async def _safety_backup(store: Store, protect: Path) -> BackupInfo | None:
     return info
 
 
+async def _saved_ledger(store: Store) -> list[dict[str, Any]]:
+    """The erasure ledger before a load replaces it: the store's own rows and those of
+    the newest backup in the store's folder (a store rebuilt from an older backup after
+    its database was lost still knows every forget and erasure a newer backup recorded)."""
+    saved: list[dict[str, Any]] = []
+    try:
+        async with store.pool.acquire() as conn:
+            saved.extend(await ledger_rows(conn))
+    except asyncpg.UndefinedTableError:
+        pass  # a database from before the ledger existed
+    saved.extend(newest_backup_ledger(store.backups_dir))
+    return saved
+
+
+async def _reapply_ledger(conn: Any, saved: list[dict[str, Any]], report: RestoreReport) -> None:
+    """Put the ledger back over what the load brought and apply it (in the caller's
+    transaction): no backup older than a forget or an erasure brings its rows back."""
+    await merge_ledger(conn, saved)
+    for entry, (kind, removed) in (await apply_ledger(conn, datetime.now(UTC))).items():
+        before = report.ledger.get(entry, (kind, 0))[1]
+        report.ledger[entry] = (kind, before + removed)
+
+
 async def _after_restore(
-    store: Store, report: RestoreReport, progress: RestoreProgress | None = None
+    store: Store,
+    report: RestoreReport,
+    saved: list[dict[str, Any]] | None = None,
+    progress: RestoreProgress | None = None,
 ) -> RestoreReport:
+    # Every restore ends with the ledger (again, for a JSONL: idempotent), before anything
+    # else reads the restored rows.
+    async with store.pool.acquire() as conn, conn.transaction():
+        await lift_statement_timeout(conn)
+        await _reapply_ledger(conn, saved or [], report)
     keys = await migrate_keys(store.pool)
     report.keys_migrated = keys.changed_rows
     # Search tokens are never read from a backup: recomputed from the restored texts.
@@ -228,7 +272,9 @@ async def _after_restore(
         # an external index (chroma) holds the replaced rows' vectors: refill it
         await rebuild(store.pool)
     async with store.pool.acquire() as conn:
-        report.counts = await store_counts(conn)
+        # every table the backup carried, not only the six kinds of the first format:
+        # an operator checks what came back (the audit log, the change history, L3 runs…)
+        report.counts = {table: rows for table, (rows, _d) in (await table_digests(conn)).items()}
     return report
 
 
@@ -292,7 +338,7 @@ async def load_jsonl(
     # The backup's history and access log replace the store's (both tables are emptied
     # and reloaded below): what the trail triggers would write for the memories cleared
     # and copied here is thrown away, so the restore says it keeps the history itself and
-    # the row triggers queue nothing for its 2 x N rows (trail_v4.sql; a plpgsql call
+    # the row triggers queue nothing for its 2 x N rows (trail.sql; a plpgsql call
     # per row otherwise). A backup without them (version 1) is recorded as before.
     own_history = {"memory_change", "memory_access"} <= set(kinds)
     if own_history:
@@ -366,10 +412,13 @@ async def _restore_jsonl(
     await _guard_empty(store, seen.get("memory", 0), force)
     report = RestoreReport(source=path, kind="jsonl")
     report.safety_backup = await _safety_backup(store, path)
+    saved = await _saved_ledger(store)
 
     async with store.pool.acquire() as conn, conn.transaction():
         await lift_statement_timeout(conn)  # one transaction over the whole backup
         await load_jsonl(conn, path, header, _phase(progress, "load"))
+        # in the load's transaction: nobody ever sees a forgotten row come back
+        await _reapply_ledger(conn, saved, report)
         await store_meta.write_model(
             conn,
             fingerprint=header.get("fingerprint"),
@@ -380,7 +429,7 @@ async def _restore_jsonl(
             keep_dim=False,
             reset_key_format=True,
         )
-    return await _after_restore(store, report, progress)
+    return await _after_restore(store, report, saved, progress)
 
 
 def _phase(progress: RestoreProgress | None, phase: str) -> Callable[[int, int], None] | None:
@@ -399,17 +448,21 @@ async def _restore_dump(
     dsn = store.dsn
     with tempfile.TemporaryDirectory() as tmp:
         script = await dump_script(path, Path(tmp))
+        # a dump this version cannot bring to head is refused before anything is replaced
+        if problem := migrate.unsupported_revision(dump_revision(script)):
+            raise BackupError(f"cannot restore {path.name}: {problem}")
         incoming = copy_rows(script, "amrita_memory.memory")
         await _guard_empty(store, incoming, force)
         report = RestoreReport(source=path, kind="dump")
         report.safety_backup = await _safety_backup(store, path)
+        saved = await _saved_ledger(store)
         if progress is not None:
             progress("replay", 0, 0)
         await replay_dump(script, dsn)
     # The pool's prepared statements and type caches refer to dropped objects.
     await store.pool.expire_connections()
     await migrate.upgrade(dsn)  # a dump from an older version comes up to head
-    return await _after_restore(store, report, progress)
+    return await _after_restore(store, report, saved, progress)
 
 
 async def dump_script(path: Path, tmp: Path) -> Path:
@@ -442,6 +495,18 @@ async def replay_dump(script: Path, dsn: str) -> None:
 _COPY_BLOCK = re.compile(r"^COPY (?P<table>\S+) \(.*\) FROM stdin;$")
 
 
+def dump_revision(script: Path) -> str | None:
+    """The schema revision a pg_restore script stamps (its alembic_version row), if any;
+    read line by line, as :func:`copy_rows` is."""
+    with script.open(encoding="utf-8") as lines:
+        for line in lines:
+            block = _COPY_BLOCK.match(line.rstrip("\n"))
+            if block is not None and block.group("table") == "amrita_memory.alembic_version":
+                row = next(lines, "\\.").rstrip("\n")
+                return None if row == "\\." else row.split("\t", 1)[0]
+    return None
+
+
 def copy_rows(script: Path, table: str) -> int:
     """Rows in the COPY block of ``table`` in a pg_restore script (one line per row).
 
@@ -471,6 +536,8 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise BackupError(f"{path.name} is not JSON: {exc.msg}") from exc
+    except UnicodeDecodeError as exc:
+        raise BackupError(not_utf8(path.name, exc)) from exc
     if not isinstance(data, dict) or not {"ids", "documents", "metadatas"} <= set(data):
         raise BackupError(f"{path.name} is neither our backup nor the reference plugin's")
     ids, documents, metadatas = data["ids"] or [], data["documents"] or [], data["metadatas"] or []
@@ -528,4 +595,4 @@ async def _restore_reference(store: Store, path: Path, *, force: bool) -> Restor
     report.overflow = dict(merge.overflow)
     report.skipped = len(merge.skipped)
     report.reembedded += merge.vectors_embedded
-    return await _after_restore(store, report)
+    return await _after_restore(store, report, await _saved_ledger(store))

@@ -8,11 +8,12 @@ from typing import Any
 
 from amrita_memory_pg.domain.errors import BackendError
 from amrita_memory_pg.domain.keys import KEY_FORMAT_VERSION
+from amrita_memory_pg.i18n import Catalog, Translator
 from amrita_memory_pg.maintenance.backup import BackupInfo, list_backups
 from amrita_memory_pg.maintenance.fingerprint import FingerprintStatus, inspect_fingerprint
 from amrita_memory_pg.maintenance.reembed import ReindexState, reindex_state
 from amrita_memory_pg.services.store import Store
-from amrita_memory_pg.settings import Settings
+from amrita_memory_pg.settings import Settings, loop_llm
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import (
@@ -23,6 +24,8 @@ from amrita_memory_pg.storage.pg.database import (
 )
 from amrita_memory_pg.storage.queries import query
 
+#: the status's default language (the CLI passes its own)
+CHINESE: Translator = Catalog("amrita_memory_pg").translator("zh")
 TOP_PARTITIONS = 10
 
 
@@ -58,6 +61,9 @@ class StatusReport:
     sweep: SweepCursor | None = None
     #: ``[backup] schedule`` and how its last claimed slot ended ("" = no schedule)
     scheduled_backup: str = ""
+    #: the settings status was taken with: the L3 loop's model phrase (:func:`loop_model_status`)
+    #: is said from them in the reader's language
+    settings: Settings | None = None
 
 
 async def collect_server_status(settings: Settings, target: ServerTarget) -> StatusReport:
@@ -75,8 +81,29 @@ async def collect_server_status(settings: Settings, target: ServerTarget) -> Sta
         socket_dir=str(target.embedded.socket_dir) if target.embedded is not None else None,
         backups=list_backups(settings.resolved_data_dir() / "backups"),
         backend=settings.vector_backend,
+        settings=settings,
     )
     return report
+
+
+def loop_model_status(settings: Settings, t: Translator | None = None) -> str:
+    """The L3 loop's model in one phrase in ``t``'s language (Chinese by default), from
+    the settings alone: the host's preset is looked up in the bot process
+    (``/memory dmn`` names it), not here."""
+    t = t or CHINESE
+    if not settings.subconscious.enabled:
+        return t("status.l3.off")
+    sub = settings.subconscious
+    llm = loop_llm(settings)
+    configured = None
+    if llm.base_url and llm.model:
+        where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
+        configured = t("status.l3.endpoint", model=llm.model, where=where)
+    if sub.llm_base_url or sub.llm_model:
+        return configured or t("status.l3.none")
+    if configured:
+        return t("status.l3.host_endpoint", endpoint=configured)
+    return t("status.l3.host_none", none=t("status.l3.none"))
 
 
 async def collect_store_status(store: Store, report: StatusReport) -> None:
@@ -146,87 +173,115 @@ def describe_sweep(sweep: SweepCursor) -> str:
     )
 
 
-def render_status(report: StatusReport) -> str:
-    """Plain aligned text; the first column is stable for scripts that grep it."""
+def render_status(report: StatusReport, t: Translator) -> str:
+    """Plain aligned text in ``t``'s language (the CLI's); each line starts with its label,
+    so a script greps the English one (``amrita-memory --lang en status``)."""
     server = report.server
-    where = f"socket {report.socket_dir}" if report.socket_dir else server.target
+    where = t("status.socket", dir=report.socket_dir) if report.socket_dir else server.target
+    kind = t(f"status.kind.{server.kind}")
     lines = [
-        f"server:      {server.kind} PostgreSQL {server.server_version} ({where})",
-        f"pgvector:    {server.pgvector or 'not installed in this database'}",
+        t("status.server", kind=kind, version=server.server_version, where=where),
+        t("status.pgvector", version=server.pgvector or t("status.pgvector_missing")),
     ]
     if report.revision is None:
-        lines.append(f"schema:      empty (head is {report.head}: run `amrita-memory db upgrade`)")
+        lines.append(t("status.schema_empty", head=report.head))
     elif report.revision == report.head:
-        lines.append(f"schema:      {report.revision} (head)")
+        lines.append(t("status.schema_head", revision=report.revision))
     else:
-        lines.append(
-            f"schema:      {report.revision} (head is {report.head}: run `amrita-memory db upgrade`)"
-        )
+        lines.append(t("status.schema_behind", revision=report.revision, head=report.head))
     if report.counts:
         c = report.counts
-        lines.append(f"memories:    {c['memories']} in {c['partitions']} partitions")
-        lines.append(f"memos:       {c['memos']}")
+        lines.append(t("status.memories", memories=c["memories"], partitions=c["partitions"]))
+        lines.append(t("status.memos", memos=c["memos"]))
         lines.append(
-            f"knowledge:   {c['knowledge']} entries, {c.get('suggestions', 0)} suggestions "
-            f"pending, {c.get('grants', 0)} grants"
+            t(
+                "status.knowledge",
+                entries=c["knowledge"],
+                suggestions=c.get("suggestions", 0),
+                grants=c.get("grants", 0),
+            )
         )
-        lines.append(f"profiles:    {c['profiles']} ({c['profile_changes']} changes kept)")
-        lines.append(f"backend:     {report.backend}")
+        lines.append(t("status.profiles", profiles=c["profiles"], changes=c["profile_changes"]))
+        lines.append(t("status.backend", backend=report.backend))
         if report.vectors:
-            lines.append(f"vectors:     {report.vectors}")
+            lines.append(t("status.vectors", vectors=report.vectors))
     fp = report.fingerprint
     if fp is not None:
-        lines.append(
-            f"库中记录:    {fp.stored_describe}" + (f"  dim {report.dim}" if report.dim else "")
-        )
-        lines.append(f"当前配置:    {fp.current_describe}")
-        lines.append(f"指纹:        {fp.stored or '（无记录）'}")
+        dim = t("status.dim", dim=report.dim) if report.dim else ""
+        stored = fp.stored_describe if fp.stored else t("status.unrecorded")
+        lines.append(t("status.model_stored", model=stored, dim=dim))
+        lines.append(t("status.model_configured", model=fp.current_describe))
+        lines.append(t("status.fingerprint", fingerprint=fp.stored or t("status.unrecorded")))
         if fp.rows == 0:
-            lines.append("状态:        空集合（无需重映射，下次启动会写入指纹）")
+            lines.append(t("status.model_empty"))
         elif fp.reason is None:
-            lines.append("状态:        ✅ 一致")
+            lines.append(t("status.model_same"))
         else:
-            lines.append(f"状态:        ⚠️  不一致 —— 需运行 `amrita-memory reindex`（{fp.reason}）")
+            lines.append(t("status.model_differs"))
     if report.reindex is not None:
         r = report.reindex
         lines.append(
-            f"re-embed:    in progress toward {r.model or '?'}: {r.staged} staged, {r.pending} pending "
-            f"(since {r.started_at:%Y-%m-%d %H:%M} UTC; run `amrita-memory reindex` to finish)"
+            t(
+                "status.reembed",
+                model=r.model or "?",
+                staged=r.staged,
+                pending=r.pending,
+                since=f"{r.started_at:%Y-%m-%d %H:%M}",
+            )
         )
     if report.counts:
         if report.key_format == KEY_FORMAT_VERSION:
-            lines.append(f"分区键版本:  {KEY_FORMAT_VERSION}（最新）")
+            lines.append(t("status.keys_current", version=KEY_FORMAT_VERSION))
         else:
-            lines.append(
-                f"分区键版本:  {report.key_format or '（无记录）'} → 需迁移（amrita-memory migrate-keys）"
-            )
+            lines.append(t("status.keys_old", version=report.key_format or t("status.unrecorded")))
         if report.by_scope:
-            lines.append(
-                "by scope:    " + ", ".join(f"{k} {v}" for k, v in report.by_scope.items())
+            scopes = t("list.sep").join(
+                f"{t('scope.' + k)} {v}" for k, v in report.by_scope.items()
             )
+            lines.append(t("status.by_scope", counts=scopes))
         if report.by_tier:
-            lines.append("by tier:     " + ", ".join(f"{k} {v}" for k, v in report.by_tier.items()))
+            tiers = t("list.sep").join(f"{t('tier.' + k)} {v}" for k, v in report.by_tier.items())
+            lines.append(t("status.by_tier", counts=tiers))
         if report.sweep is not None:
-            lines.append(f"sweep:       {describe_sweep(report.sweep)}")
+            sweep = report.sweep
+            if not sweep.cursor and sweep.passes == 0:
+                lines.append(t("status.sweep_never"))
+            else:
+                lines.append(
+                    t(
+                        "status.sweep",
+                        where=t("status.sweep_after", id=sweep.cursor)
+                        if sweep.cursor
+                        else t("status.sweep_start"),
+                        passes=sweep.passes,
+                        at=f"{sweep.updated_at:%Y-%m-%d %H:%M}",
+                    )
+                )
         if report.scheduled_backup:
-            lines.append(f"定时备份:    {report.scheduled_backup}")
+            lines.append(t("status.scheduled_backup", line=report.scheduled_backup))
+        if report.settings is not None:
+            lines.append(t("status.loop_model", model=loop_model_status(report.settings, t)))
         if report.partitions:
             total = report.counts.get("partitions", len(report.partitions))
-            # say when the list is cut: it showed 10 of 12 as if that were all (issue 26)
-            cut = (
-                f"（最大的 {len(report.partitions)} 个，共 {total} 个分区；"
-                "全部分区见管理页 amrita-memory web）"
-                if total > len(report.partitions)
-                else ""
-            )
-            lines.append(f"分布:{cut}")
+            # say when the list is cut: it showed 10 of 12 as if that were all
+            if total > len(report.partitions):
+                lines.append(t("status.top_cut", shown=len(report.partitions), total=total))
+            else:
+                lines.append(t("status.top"))
             lines.extend(f"  {key}: {n}" for key, n in report.partitions)
     if report.backups:
-        lines.append(f"\n备份（{len(report.backups)} 份）:")
+        lines.append("\n" + t("status.backups", n=len(report.backups)))
         for b in report.backups:
             lines.append(
-                f"  {b.stem}  ({b.size // 1024} KB)  {b.counts.get('memory', '?')} 条  {b.reason}"
+                "  "
+                + t(
+                    "status.backup_line",
+                    stem=b.stem,
+                    kb=b.size // 1024,
+                    memories=b.counts.get("memory", "?"),
+                    reason=b.reason,
+                )
             )
     else:
-        lines.append("\n备份: 无")
+        lines.append("\n" + t("status.no_backups"))
     return "\n".join(lines)

@@ -1,10 +1,10 @@
-"""The token backfill: search tokens for memories and knowledge entries that have none
-(issue 16).
+"""The token backfill: search tokens (keyword and hybrid search) for memories and knowledge
+entries that have none.
 
 Tokens are made in Python (:func:`amrita_memory_pg.domain.tokens.search_tokens`), so
-neither the migrations that added the columns (0015_hybrid, 0017_kb_hybrid) nor a restore of a JSONL
-backup (which carries no tokens: they are recomputed, never trusted from a file) nor a
-merge of the reference plugin's backup can fill them in SQL. This step does, in keyset
+neither a migration that adds a tokenized column nor a restore of a JSONL backup (which
+carries no tokens: they are recomputed, never trusted from a file) nor a merge of the
+reference plugin's backup can fill them in SQL. This step does, in keyset
 batches over the partial index of untokenized rows: each batch is its own short
 statement, a row edited meanwhile keeps the tokens its edit stored (the update is
 guarded by the content it was computed from), and an interrupted run resumes where it
@@ -32,7 +32,7 @@ class TokenReport:
     tokenized: int
     #: memories still without tokens afterwards (rows written meanwhile without them)
     remaining: int
-    #: knowledge entries given tokens (migration 0017_kb_hybrid; title + summary + body)
+    #: knowledge entries given tokens (of title + summary + body)
     knowledge_tokenized: int = 0
     #: knowledge entries still without tokens afterwards
     knowledge_remaining: int = 0

@@ -1,5 +1,9 @@
 """``backup verify``: restore a backup into a throwaway database and compare every table.
 
+It also applies the store's erasure ledger to the restored copy, as every restore does,
+and reports what a restore of this backup would remove again (memories forgotten and
+partitions erased after it was taken).
+
 A version-2 backup's header holds, per table, the rows and a content digest taken in the
 backup's own snapshot (table_digest_v1). Verify loads the JSONL — and, separately, replays
 the ``.dump`` — into a database created for the purpose on the same server (needs the
@@ -16,6 +20,7 @@ import secrets
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -29,6 +34,7 @@ from amrita_memory_pg.maintenance.restore import (
     validate_jsonl,
 )
 from amrita_memory_pg.services.store import Store
+from amrita_memory_pg.storage.lineage import apply_ledger, ledger_rows, merge_ledger
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import create_pool
 from amrita_memory_pg.storage.pg.libpq import with_database
@@ -49,6 +55,11 @@ class VerifyReport:
     expected: dict[str, tuple[int, str]] = field(default_factory=dict)
     found: dict[str, dict[str, tuple[int, str]]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: the store's erasure ledger applied to the restored copy: ledger id → (kind, rows
+    #: that a restore of this backup removes again); empty: it holds nothing forgotten
+    ledger: dict[int, tuple[str, int]] = field(default_factory=dict)
+    #: entries in the store's ledger (how many the copy was checked against)
+    ledger_entries: int = 0
 
     @property
     def ok(self) -> bool:
@@ -81,6 +92,22 @@ async def _digests(store: Store, dsn: str) -> dict[str, tuple[int, str]]:
     try:
         async with pool.acquire() as conn:
             return await table_digests(conn)
+    finally:
+        await pool.close()
+
+
+async def _ledger_check(store: Store, dsn: str, report: VerifyReport) -> None:
+    """Apply the store's erasure ledger to the restored copy, as a restore would, and
+    record what it removes (after the digests were compared: they describe the backup)."""
+    async with store.pool.acquire() as conn:
+        saved = await ledger_rows(conn)
+    report.ledger_entries = len(saved)
+    pool = await create_pool(dsn, store.settings.database)
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            await lift_statement_timeout(conn)
+            await merge_ledger(conn, saved)
+            report.ledger = await apply_ledger(conn, datetime.now(UTC))
     finally:
         await pool.close()
 
@@ -131,6 +158,7 @@ async def verify_backup(store: Store, name: str) -> VerifyReport:
             async with scratch_database(store) as dsn:
                 await _load_jsonl(store, dsn, info.jsonl_path, header)
                 _compare(report, "jsonl", await _digests(store, dsn))
+                await _ledger_check(store, dsn, report)
         except (AmritaMemoryError, asyncpg.PostgresError) as exc:
             if isinstance(exc, BackupError) and "CREATEDB" in str(exc):
                 raise

@@ -57,9 +57,9 @@ log = logging.getLogger(__name__)
 BODY_EXCERPT_CHARS = 300
 #: Default upper bound of one backoff sleep, whatever Retry-After says.
 MAX_BACKOFF_SECONDS = 5.0
-#: issue 11 (feat/load): no cap on connections. With httpx's default cap (100) requests
-#: queue for a connection under a burst; when one's pool wait times out just as the pool
-#: creates a connection for it, httpcore (1.0.9) leaves that connection in the pool for
+#: No cap on connections (found by the load run with faults). With httpx's default cap (100)
+#: requests queue for a connection under a burst; when one's pool wait times out just as the
+#: pool creates a connection for it, httpcore (1.0.9) leaves that connection in the pool for
 #: good, in state CONNECTING, holding a slot. During a 15 s embedding outage under 400
 #: simulated users (bench/load.py) every slot became such a ghost and every later request
 #: failed with PoolTimeout until the process restarted

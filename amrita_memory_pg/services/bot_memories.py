@@ -1,4 +1,4 @@
-"""The per-turn memory block and the scopes a chat loads (issue 14).
+"""The per-turn memory block and the scopes a chat loads.
 
 :meth:`BotMemories.block` builds what one turn injects — the L1 memos (as before) and,
 when ``[injection] enabled`` or the chat loaded another scope, the "## Bot Memories"
@@ -105,7 +105,8 @@ class Composition:
 
 
 def without_paused(rows: BlockRows, paused: frozenset[str]) -> BlockRows:
-    """The block's rows without anything of a paused partition (issue 17): its memo, its
+    """The block's rows without anything of a paused partition (a pause means not injected):
+    its memo, its
     memories, its relevant memories, its profile, and a loaded scope that is paused."""
     if not paused:
         return rows
@@ -135,7 +136,7 @@ class BotMemories:
         self.settings = settings
         self._counter = counter
         self.membership = Membership(ChatLogMembership(repo))
-        #: issue 17: paused partitions are left out; injected memories are logged
+        #: the trail: paused partitions are left out; injected memories are logged
         self.trail = trail
         #: per chat and scope set: (version, candidates) of the last turn — the block query
         #: does not send candidates again while their version is unchanged

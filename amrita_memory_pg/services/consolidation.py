@@ -35,10 +35,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.consolidation import CycleContext, CycleSummary, key_subject
 from amrita_memory_pg.domain.errors import AmritaMemoryError, LeaseHeld
-from amrita_memory_pg.domain.ports import ChatModel, Message
+from amrita_memory_pg.domain.ports import ChatModel, ChatResult, Message
 from amrita_memory_pg.domain.redact import redact
+from amrita_memory_pg.llm.tokens import token_counter
 from amrita_memory_pg.services.l3_prompts import Prompts
 from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.settings import SubconsciousSettings
@@ -49,10 +51,15 @@ log = logging.getLogger(__name__)
 
 GET_CONTEXT = "subconscious_get_context"
 ITER_STOP = "subconscious_iter_stop"
+BATCH_EDIT = "subconscious_batch_edit"
 SEND_TO_USER = "subconscious_send_to_user"
-#: get_context is already in the conversation (the runner called it), so the message
-#: only says what to do
-USER_PROMPT = "整理 {target} 的记忆库；完成后调用 subconscious_iter_stop。"
+#: the profile's tools (with either offered, the profile guide comes too) and the key of
+#: get_context's reply that says the profile has something to take in
+PROFILE_TOOLS = frozenset({"subconscious_get_profile", "subconscious_update_profile"})
+PROFILE_HINT = "profile_hint"
+#: get_context is already in the conversation (the runner called it), and the system
+#: prompt says how a cycle ends, so the message only names the target
+USER_PROMPT = "整理 {target} 的记忆库。"
 
 #: Called with the cycle id after the cycle row is closed.
 CycleHook = Callable[[int], Awaitable[None]]
@@ -108,13 +115,29 @@ class L3Hooks:
     #: send a personal target's queued proactive messages now: (how many were sent,
     #: why the others failed), None when the host cannot send (then they wait)
     send_now: Callable[[str], Awaitable[tuple[int, list[str]] | None]] | None = None
-    #: whether a partition is paused (issue 27): a paused target gets no cycle, however
+    #: whether a partition is paused: a paused target gets no cycle, however
     #: started (scheduler, CLI, /memory dmn); None until wired
     paused: Callable[[str], Awaitable[bool]] | None = None
+    #: the withheld rows this cycle is to derive again (claimed for it; a dry run only
+    #: looks), each as get_context lists it; None until wired
+    rederive: Callable[[CycleContext], Awaitable[list[str]]] | None = None
 
 
 #: the summary of a cycle not run because its target is paused
 PAUSED_SUMMARY = "skipped: the partition is paused"
+
+
+def cycle_outcome(summary: CycleSummary) -> str:
+    """The ``/metrics`` outcome of a cycle (a bounded label, never the target)."""
+    if summary.held_by is not None:
+        return "held"
+    if summary.cycle_id == 0:  # nothing started here
+        return "paused" if summary.ok else "busy"
+    if summary.aborted:
+        return "aborted"
+    if summary.dry_run:
+        return "dry_run"
+    return "ok" if summary.ok else "failed"
 
 
 class CycleLlm:
@@ -127,23 +150,16 @@ class CycleLlm:
         *,
         model_name: str,
         clock: Clock,
-        label: Callable[[], str] | None = None,
+        describe: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.model = model
         self.repo = repo
+        #: the model's name, recorded with a call's tokens unless the call names its own
         self.model_name = model_name
         self.clock = clock
-        #: the model's current name when it can change between calls (a host's preset)
-        self.label = label
-
-    def name(self) -> str:
-        """The model a call goes to now (recorded with its tokens, shown by /memory dmn)."""
-        if self.label is not None:
-            try:
-                return self.label()
-            except Exception:  # a host's look-up: the fixed name rather than no record
-                log.debug("the loop model's label failed", exc_info=True)
-        return self.model_name
+        #: the model a call goes to now, in words, when that can change between calls
+        #: (a host's preset); None: ``model_name``
+        self.describe = describe
 
     async def complete(
         self,
@@ -152,17 +168,30 @@ class CycleLlm:
         messages: list[Message],
         tools: list[dict[str, Any]] | None = None,
     ) -> Message:
+        return (await self.call(cycle, purpose, messages, tools)).message
+
+    async def call(
+        self,
+        cycle: CycleContext,
+        purpose: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ChatResult:
+        """One completion, its tokens recorded and added to the cycle's count."""
         result = await self.model.complete(messages, tools)
+        usage = result.usage
+        cycle.tokens += usage.prompt_tokens + usage.completion_tokens
+        metrics.record_tokens("l3", usage.prompt_tokens, usage.completion_tokens)
         await self.repo.record_usage(
             cycle.target_key,
             cycle.cycle_id,
             purpose=purpose,
-            model=self.name(),
-            prompt_tokens=result.usage.prompt_tokens,
-            completion_tokens=result.usage.completion_tokens,
+            model=result.model or self.model_name,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
             now=self.clock(),
         )
-        return result.message
+        return result
 
     async def text(self, cycle: CycleContext, purpose: str, system: str, user: str) -> str:
         """One plain completion (a proactive message, a session summary), stripped."""
@@ -186,6 +215,11 @@ class CycleAborted(CycleFailed):
     """The target spoke while its cycle ran: the cycle stops at the boundary it reached."""
 
 
+class BudgetReached(CycleFailed):
+    """The next model call would pass ``[subconscious] cycle_token_budget``: the cycle
+    stops before it (what was done stays: each tool call is its own transaction)."""
+
+
 ABORTED = "aborted: the target sent a message while the cycle ran (the user comes first)"
 
 
@@ -198,6 +232,11 @@ def _signature(name: str, arguments: Any) -> str:
         except json.JSONDecodeError:
             value = arguments
     return name + "\x00" + json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _text(value: Any) -> str:
+    """Messages or schemas as the request carries them (for counting their tokens)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _context_of(reply: Any) -> dict[str, Any]:
@@ -215,6 +254,16 @@ class _Progress:
     iterations: int = 0
     tool_calls: int = 0
     recent: list[str] = field(default_factory=list)
+    #: the last step's prompt tokens as the model counted them, and how many messages
+    #: that request had (the budget's estimate of the next one starts from it)
+    last_prompt: int = 0
+    sent: int = 0
+    #: tool calls by name (what a budget stop reports as done)
+    calls: dict[str, int] = field(default_factory=dict)
+    #: the estimated prompts of steps whose endpoint reported no usage (the budget's)
+    unreported: int = 0
+    #: the runner's get_context reply ({} when it failed)
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 class Consolidator:
@@ -242,7 +291,8 @@ class Consolidator:
         self.settings = settings
         self.hooks = hooks or L3Hooks()
         self.clock = clock
-        #: the fleet's leases (issue 23); the in-process lock below is only a fast path
+        #: the fleet's leases (one cycle per target across processes); the in-process lock
+        #: below is only a fast path
         self.leases = leases
         self._running: dict[str, asyncio.Lock] = {}
 
@@ -251,16 +301,26 @@ class Consolidator:
         return await self.run(target_key, trigger="scheduled")
 
     def system_prompt(
-        self, target_key: str, now: datetime, offered: Sequence[str] | None = None
+        self,
+        target_key: str,
+        now: datetime,
+        offered: Sequence[str] | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> str:
         """Main template plus each guide only when its tools are offered (``offered``:
-        the cycle's tool names; None: every registered tool)."""
+        the cycle's tool names; None: every registered tool). The profile guide also
+        comes with the batch when get_context's ``profile_hint`` asks for a profile (a
+        target without one is offered no tool to read it: its lines go through the
+        batch's profile op)."""
         names = set(self.tools.names() if offered is None else offered)
+        batch = BATCH_EDIT in names
+        profile = bool(names & PROFILE_TOOLS) or (batch and bool((context or {}).get(PROFILE_HINT)))
         return self.prompts.system(
             key_subject(target_key),
             now.astimezone(UTC).date(),
             knowledge="subconscious_knowledge_list" in names,
-            profile="subconscious_get_profile" in names,
+            profile=profile,
+            batch=batch,
         )
 
     async def run(
@@ -270,7 +330,12 @@ class Consolidator:
 
         A paused target is checked first, in the database, and gets no cycle at all: no
         cycle row, no model call, nothing read out (a failing check raises, it is never
-        read as "not paused")."""
+        read as "not paused"). Counted in ``/metrics`` by outcome."""
+        summary = await self._run_once(target_key, dry_run=dry_run, trigger=trigger)
+        metrics.record_cycle(cycle_outcome(summary))
+        return summary
+
+    async def _run_once(self, target_key: str, *, dry_run: bool, trigger: str) -> CycleSummary:
         if self.hooks.paused is not None and await self.hooks.paused(target_key):
             return CycleSummary(
                 cycle_id=0, target_key=target_key, ok=True, summary=PAUSED_SUMMARY, dry_run=dry_run
@@ -352,13 +417,18 @@ class Consolidator:
         # The guides follow the offered tools; the model sees the prompt only now, and it
         # stays fixed for the cycle (the same offer on one day gives the same bytes).
         messages[0]["content"] = self.system_prompt(
-            cycle.target_key, started, [s["function"]["name"] for s in schemas]
+            cycle.target_key, started, [s["function"]["name"] for s in schemas], progress.context
         )
         limit = self.settings.max_iterations
         while progress.iterations < limit:
             await self._boundary(cycle)
+            estimate = self._within_budget(cycle, progress, messages, schemas)
             progress.iterations += 1
-            reply = await llm.complete(cycle, "step", messages, schemas)
+            result = await llm.call(cycle, "step", messages, schemas)
+            progress.last_prompt, progress.sent = result.usage.prompt_tokens, len(messages)
+            if not result.usage.prompt_tokens:  # an endpoint that reports no usage
+                progress.unreported += estimate
+            reply = result.message
             calls, batch = _tool_calls(reply, progress.iterations)
             messages.append(
                 {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
@@ -367,6 +437,46 @@ class Consolidator:
             if cycle.stopped:
                 return
         raise CycleFailed(f"max_iterations ({limit}) reached without subconscious_iter_stop")
+
+    def _within_budget(
+        self,
+        cycle: CycleContext,
+        progress: _Progress,
+        messages: list[Message],
+        schemas: list[dict[str, Any]],
+    ) -> int:
+        """Raise :class:`BudgetReached` when the next step would pass the cycle's token
+        budget: what was spent plus the next request's prompt — the previous one as the
+        model counted it plus what was appended since (cl100k: an estimate for other
+        tokenizers), or the whole request counted when there is no previous count. The
+        step's own completion is not known before it: a cycle may end above the budget
+        by one completion. Returns the estimate (0 without a budget); a step the
+        endpoint reports no usage for counts as its estimate. The summary it leaves says
+        where the cycle stopped, for the next cycle's get_context (``last_run_summary``,
+        ``recent_runs``)."""
+        budget = self.settings.cycle_token_budget
+        if not budget:
+            return 0
+        count = token_counter()
+        if progress.last_prompt:
+            added = messages[progress.sent :]
+            estimate = progress.last_prompt + count(_text(added))
+        else:
+            estimate = count(_text(messages)) + count(_text(schemas))
+        if cycle.tokens + progress.unreported + estimate <= budget:
+            return estimate
+        done = "、".join(f"{name}×{n}" for name, n in progress.calls.items() if name != GET_CONTEXT)
+        cycle.summary = (
+            f"因 token 预算（{budget}）在第 {progress.iterations + 1} 次模型调用前停止："
+            f"已用 {cycle.tokens} tokens，已调用 {done or '（无工具）'}，"
+            f"修改了 {cycle.changed} 条记忆（都已保存）。未处理完的候选会在下一轮的预筛选中"
+            "再次列出；下一轮请把修改合并进尽量少的调用。"
+        )
+        raise BudgetReached(
+            f"token budget: the next model call (~{estimate} prompt tokens) would pass "
+            f"cycle_token_budget ({budget}); {cycle.tokens} spent in "
+            f"{progress.iterations} calls, stopped before it"
+        )
 
     async def _open(
         self, cycle: CycleContext, progress: _Progress, messages: list[Message]
@@ -381,7 +491,8 @@ class Consolidator:
         }
         messages.append({"role": "assistant", "content": "", "tool_calls": [first]})
         await self._call(cycle, progress, messages, [("ctx_0", GET_CONTEXT, "{}")])
-        return self.tools.offered(_context_of(messages[-1].get("content")))
+        progress.context = _context_of(messages[-1].get("content"))
+        return self.tools.offered(progress.context)
 
     async def _call(
         self,
@@ -401,6 +512,7 @@ class Consolidator:
                 )
             await self._boundary(cycle)
             progress.tool_calls += 1
+            progress.calls[name] = progress.calls.get(name, 0) + 1
             result = await self.tools.call(name, arguments, cycle)
             if name == SEND_TO_USER and not cycle.dry_run:
                 result = await self._send_now(cycle, result)
@@ -479,7 +591,7 @@ def _tool_calls(
     """The reply's tool calls as (the calls to echo back, (id, name, arguments) to run).
 
     A model or a proxy may send anything: a malformed ``tool_calls`` ends the cycle with
-    a sentence in the run record (issue 27 item 8), not with Python's own words for a
+    a sentence in the run record, not with Python's own words for a
     str that has no ``.get``.
     """
     raw = reply.get("tool_calls") if isinstance(reply, dict) else None
@@ -533,5 +645,6 @@ class LoopDeps:
     #: None when no model is configured: send/summary degrade, cycles fail at once
     llm: CycleLlm | None
     clock: Clock = utcnow
-    #: in-process session summaries, keyed by (target, first line id, last line id)
-    summaries: dict[tuple[str, int, int], str] = field(default_factory=dict)
+    #: in-process session summaries, keyed by (target, every line id): a session that
+    #: lost a line to a forget is summarised again, never served from here
+    summaries: dict[tuple[str | int, ...], str] = field(default_factory=dict)

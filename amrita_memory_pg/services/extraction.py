@@ -1,4 +1,4 @@
-"""Automatic extraction (issue 14): a finished session's chat lines and the scope's
+"""Automatic extraction: a finished session's chat lines and the scope's
 memories go to a model with a jinja2 template; its answer, validated whole by a
 pydantic model, atomically replaces the memories the previous extraction made there.
 
@@ -16,7 +16,7 @@ inserted in ONE transaction (``MemoryRepository.replace_auto``), together with t
 record: a failed embedding or insert leaves the old set. Only rows extraction made
 (``origin = 'extraction'``, still ``source = 'auto'``) are replaced: the chat model's
 writes, imported memories, the L3 loop's rows and anything a person added or edited
-are never touched (sql/functions/origin_v1.sql).
+are never touched (sql/functions/origin.sql).
 
 Every run is recorded in ``extraction_run`` with its token usage and the newest chat
 line it read, so the next run starts after it; a failed run (HTTP, database) is
@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import (
     AmritaMemoryError,
     EmbeddingError,
@@ -46,6 +47,7 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
 )
 from amrita_memory_pg.domain.keys import scope_of_key
+from amrita_memory_pg.domain.lineage import Candidate, inferred_sources, line_ref
 from amrita_memory_pg.domain.ports import ChatModel, TokenUsage
 from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, Category, ChatLine
 from amrita_memory_pg.domain.tokens import search_tokens
@@ -157,7 +159,7 @@ def load_template(settings: ExtractionSettings) -> jinja2.Template:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one extraction did (``status`` ok / rejected / failed / empty / disabled /
-    held: another process of the fleet is extracting this session, issue 23)."""
+    held: another process of the fleet is extracting this session)."""
 
     session_key: str
     partition_key: str
@@ -171,7 +173,7 @@ class Outcome:
 #: the lease key of the session-expiry pass (a session key is never this)
 EXPIRY_LEASE = "expiry"
 
-#: the reason recorded for a run on a paused scope (issue 17)
+#: the reason recorded for a run on a paused scope
 PAUSED_REASON = "the memory of this scope is paused: nothing extracted (the lines are marked read)"
 
 
@@ -187,7 +189,7 @@ class Extractor:
         leases: Leases | None = None,
     ) -> None:
         self.memories = memories
-        #: the fleet's leases (issue 23): one extraction per session across processes,
+        #: the fleet's leases: one extraction per session across processes,
         #: one session-expiry pass at a time
         self.leases = leases
         self.repo = repo
@@ -238,8 +240,16 @@ class Extractor:
     ) -> Outcome:
         """Extract the session's unread lines into its partition; never raises for the
         model's, the embedder's or a full partition's failures (they are the outcome).
-        Another process extracting the same session: status ``held``, nothing done."""
-        now = now or datetime.now(UTC)
+        Another process extracting the same session: status ``held``, nothing done.
+        Counted in ``/metrics`` by status, its tokens by kind."""
+        outcome = await self._extract_once(session_key, trigger, now or datetime.now(UTC))
+        metrics.record_extraction(outcome.status)
+        metrics.record_tokens(
+            "extraction", outcome.usage.prompt_tokens, outcome.usage.completion_tokens
+        )
+        return outcome
+
+    async def _extract_once(self, session_key: str, trigger: Trigger, now: datetime) -> Outcome:
         partition = session_key
         if self.model is None:
             return Outcome(
@@ -281,7 +291,7 @@ class Extractor:
         )
         trail = self.memories.trail
         if trail is not None and await trail.is_paused(partition):
-            # issue 17: a paused scope is not written by automatic processes; the lines
+            # a paused scope is not written by automatic processes; the lines
             # are marked read (a rejected run), so they are not retried after resuming.
             return await self._finish(run, "rejected", PAUSED_REASON, run.usage)
         with acting(Actor("extraction", session_key)):  # read on the primary (storage/reads.py)
@@ -308,7 +318,7 @@ class Extractor:
 
             with acting(Actor("extraction", session_key)):
                 replaced, inserted = await self._replace(
-                    partition, entries, vectors, now, record_ok
+                    partition, entries, vectors, now, record_ok, lines
                 )
         except MemoryPaused:
             return await self._finish(run, "rejected", PAUSED_REASON, usage)
@@ -336,8 +346,13 @@ class Extractor:
         vectors: Sequence[Any],
         now: datetime,
         record_ok: Any,
+        lines: Sequence[ChatLine],
     ) -> tuple[int, int]:
-        """The replacement of the partition's auto memories, in one transaction."""
+        """The replacement of the partition's auto memories, in one transaction, each
+        entry's lineage with it: the lines of the run it shares a distinctive word with
+        (domain/lineage.py; none shared, none recorded: a chat line is never a source by
+        default)."""
+        candidates = [Candidate(line_ref(line.session_key, line.id), line.text) for line in lines]
         return await self.memories.repo.replace_auto(
             partition,
             scope_of_key(partition),
@@ -348,6 +363,7 @@ class Extractor:
             now=now,
             before_commit=record_ok,
             tokens=[search_tokens(e.content) for e in entries],
+            sources=[inferred_sources(e.content, candidates, fallback=False) for e in entries],
         )
 
     async def _finish(

@@ -1,4 +1,4 @@
-""" "What the bot sees" (issue 17, item 4): for one chat, the exact memory block of its
+""" "What the bot sees": for one chat, the exact memory block of its
 next turn and the memories in it with their token counts.
 
 It calls the injection's own :meth:`BotMemories.compose` — the code the per-turn hook
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from amrita_memory_pg.i18n import Catalog, Translator
 from amrita_memory_pg.services.bot_memories import BotMemories, Speaker
 
 
@@ -33,6 +34,10 @@ def speaker_for_chat(chat_key: str, user_id: str | None = None) -> Speaker:
     return Speaker(
         session_key=chat_key, personal_key=chat_key, group_key=None, user_id=user_id or ""
     )
+
+
+#: the report's default language (the CLI passes its own)
+ENGLISH: Translator = Catalog("amrita_memory_pg").translator("en")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,27 +72,39 @@ class Inspection:
     paused: list[str]
     injection_enabled: bool
 
-    def render(self) -> str:
-        """The CLI's report: the numbers, the memories, then the exact text."""
+    def render(self, t: Translator | None = None) -> str:
+        """The CLI's report in ``t``'s language (English by default): the numbers, the
+        memories, then the exact text."""
+        t = t or ENGLISH
+        speaker = t("inspect.speaker", user=self.speaker.user_id) if self.speaker.user_id else ""
         out = [
-            f"chat {self.chat_key}"
-            + (f" (speaker {self.speaker.user_id})" if self.speaker.user_id else ""),
-            f"block: {self.tokens} tokens (memo {self.memo_tokens}, profile "
-            f"{self.profile_tokens}, Bot Memories {self.memories_tokens}); memory lines "
-            f"{self.lines_tokens}/{self.budget} budget; {len(self.injected)} injected, "
-            f"{self.evicted} evicted of {self.candidates} read",
+            t("inspect.chat", chat=self.chat_key, speaker=speaker),
+            t(
+                "inspect.block",
+                tokens=self.tokens,
+                memo=self.memo_tokens,
+                profile=self.profile_tokens,
+                memories=self.memories_tokens,
+                lines=self.lines_tokens,
+                budget=self.budget,
+                injected=len(self.injected),
+                evicted=self.evicted,
+                candidates=self.candidates,
+            ),
         ]
         if not self.injection_enabled:
-            out.append("[injection] enabled = false: only memos, profile and loaded scopes")
+            out.append(t("inspect.injection_off"))
         if self.loaded:
-            out.append("loaded scopes: " + ", ".join(self.loaded))
+            out.append(t("inspect.loaded", scopes=", ".join(self.loaded)))
         if self.paused:
-            out.append("paused (left out): " + ", ".join(self.paused))
+            out.append(t("inspect.paused", scopes=", ".join(self.paused)))
         for m in self.injected:
-            flag = " relevant" if m.relevant else ""
-            out.append(f"  {m.tokens:4d} tok  {m.partition_key} {m.id}{flag}")
-        out.append("----- exact text -----")
-        out.append(self.text or "(nothing is injected)")
+            relevant = t("inspect.relevant") if m.relevant else ""
+            out.append(
+                t("inspect.row", tokens=m.tokens, key=m.partition_key, id=m.id, relevant=relevant)
+            )
+        out.append(t("inspect.exact"))
+        out.append(self.text or t("inspect.nothing"))
         return "\n".join(out)
 
 

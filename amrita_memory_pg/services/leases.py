@@ -1,8 +1,9 @@
-"""Who in the fleet does a piece of long work: leases in the database (issue 23).
+"""Who in the fleet does a piece of long work: leases in the database, the one place every
+process sees.
 
 Several bot processes share one database and each schedules the same L3 targets, sweeps
 and session jobs; each such piece of work runs inside :meth:`Leases.hold`, which claims
-a lease row (``sql/functions/lease_v1.sql`` says why a row with an expiry, not a lock),
+a lease row (``sql/functions/lease.sql`` says why a row with an expiry, not a lock),
 renews it with a heartbeat while the work runs, and drops it at the end. A claim that
 finds a live lease of another claim raises :class:`LeaseHeld` naming the holder.
 
@@ -28,6 +29,7 @@ from typing import Literal
 
 import psutil
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import LeaseHeld
 from amrita_memory_pg.storage.leases import Claim, LeaseRepository
 
@@ -112,27 +114,41 @@ class Leases:
             return
         token = secrets.token_hex(12)
         claim = await self.repo.acquire(kind, key, self.owner, token, self.ttl)
+        outcome = "acquired"
         if not claim.acquired:
             # killed on this host (kill -9, OOM): no need to wait for its lease to expire
             if not (
                 dead_here(claim.owner)
                 and await self.repo.take_over(kind, key, claim.token, self.owner, token, self.ttl)
             ):
+                metrics.lease_claimed(kind, "refused")
                 raise LeaseHeld(kind, key, claim.owner, claim.expires_at)
             claim = Claim(True, self.owner, token, claim.expires_at, claim.owner)
-        if claim.previous_owner is not None:
+            outcome = "dead"
+            log.warning(
+                "lease %s %r: taken over from %s, a process of this host that is no longer "
+                "running (its lease had not expired yet)",
+                kind,
+                key,
+                claim.previous_owner,
+            )
+        elif claim.previous_owner is not None:
+            outcome = "expired"
             log.warning(
                 "lease %s %r: taken over from %s, whose lease expired",
                 kind,
                 key,
                 claim.previous_owner,
             )
+        metrics.lease_claimed(kind, outcome)
         lease = Lease(kind, key, self.owner, token, claim.expires_at, claim.previous_owner)
         reset = _held.set(_held.get() | {mine})
         beat = asyncio.create_task(self._heartbeat(lease), name=f"lease {kind} {key}")
+        metrics.lease_held(kind, 1)
         try:
             yield lease
         finally:
+            metrics.lease_held(kind, -1)
             _held.reset(reset)
             beat.cancel()
             await asyncio.wait([beat])  # never raises the heartbeat's cancellation
@@ -149,6 +165,7 @@ class Leases:
                 continue
             if not held:
                 lease.lost = True
+                metrics.lease_claimed(lease.kind, "lost")
                 log.error(
                     "lease %s %r: lost (it expired and another process took it over); "
                     "the work may now run twice",

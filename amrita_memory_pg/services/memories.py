@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import contextvars
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NotRequired, TypedDict, Unpack
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.decay import DecayPolicy
-from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused
+from amrita_memory_pg.domain.errors import FingerprintMismatch, MemoryPaused, ProtectedMemory
 from amrita_memory_pg.domain.fusion import reference_scored, relevant_hits
+from amrita_memory_pg.domain.lineage import Cascade, Ref, memory_ref
 from amrita_memory_pg.domain.ports import Embedder, Vector
 from amrita_memory_pg.domain.records import (
     Category,
@@ -34,6 +39,12 @@ if TYPE_CHECKING:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+#: passages embedded ahead of a transaction (:meth:`MemoryService.embedded`), by text
+_AHEAD: contextvars.ContextVar[dict[str, Vector] | None] = contextvars.ContextVar(
+    "amrita_memory_passages_ahead", default=None
+)
 
 
 class MemoryFields(TypedDict):
@@ -84,7 +95,7 @@ class MemoryService:
         trail: TrailService | None = None,
     ) -> None:
         self.repo = repo
-        #: the access log and the pause (issue 17); None: searches log nothing
+        #: the access log and the pause; None: searches log nothing
         self.trail = trail
         self.embedder = embedder
         self.settings = settings
@@ -96,7 +107,8 @@ class MemoryService:
         The embedding happens first, outside any transaction: if it fails, nothing is
         written and no lock was ever taken.
         """
-        return await self.repo.add(await self._new(fields), self.embedder.provider)
+        with metrics.timed(metrics.WRITE_SECONDS, "add"):
+            return await self.repo.add(await self._new(fields), self.embedder.provider)
 
     async def write(self, **fields: Unpack[MemoryFields]) -> AddResult:
         """:meth:`add` for the chat tool: idempotent within ``write_dedup_seconds``.
@@ -105,18 +117,19 @@ class MemoryService:
         partition, scope, content, author, source) made within the window returns that
         memory (``duplicate``) instead of a second row. Embedding first, as in :meth:`add`.
         """
-        return await self.repo.write(
-            await self._new(fields),
-            self.embedder.provider,
-            dedup_seconds=self.settings.write_dedup_seconds,
-        )
+        with metrics.timed(metrics.WRITE_SECONDS, "write"):
+            return await self.repo.write(
+                await self._new(fields),
+                self.embedder.provider,
+                dedup_seconds=self.settings.write_dedup_seconds,
+            )
 
     async def _new(self, fields: MemoryFields) -> NewMemory:
         """The memory to write, the defaults applied: the content embedded (first, outside
-        any transaction: if it fails, nothing is written and no lock was ever taken) and
-        tokenized."""
+        any transaction: if it fails, nothing is written and no lock was ever taken; in an
+        :meth:`embedded` block, by its one request) and tokenized."""
         content = fields["content"]
-        (vector,) = await self.embedder.embed_passages([content])
+        vector = await self._passage(content)
         return NewMemory(
             partition_key=fields["partition_key"],
             scope=fields["scope"],
@@ -132,6 +145,28 @@ class MemoryService:
             tokens=tuple(search_tokens(content)),
         )
 
+    @contextlib.asynccontextmanager
+    async def embedded(self, texts: Sequence[str]) -> AsyncIterator[None]:
+        """Embed ``texts`` now, in one request, and let this task's updates and merges
+        inside the block take their vectors from it: several changes that must commit in
+        one transaction (the loop's batch) then hold no lock during an HTTP call, and an
+        embedding failure raises here, before anything is written."""
+        wanted = list(dict.fromkeys(texts))
+        vectors = await self.embedder.embed_passages(wanted) if wanted else []
+        outer = _AHEAD.get()
+        token = _AHEAD.set({**(outer or {}), **dict(zip(wanted, vectors, strict=True))})
+        try:
+            yield
+        finally:
+            _AHEAD.reset(token)
+
+    async def _passage(self, text: str) -> Vector:
+        ahead = _AHEAD.get()
+        if ahead is not None and text in ahead:
+            return ahead[text]
+        (vector,) = await self.embedder.embed_passages([text])
+        return vector
+
     async def _reembedded(
         self, current: MemoryRecord, content: str | None
     ) -> tuple[Vector | None, list[str] | None]:
@@ -139,8 +174,7 @@ class MemoryService:
         (None, None) otherwise: an unchanged text is never sent to the embedding service."""
         if content is None or content == current.content:
             return None, None
-        (vector,) = await self.embedder.embed_passages([content])
-        return vector, search_tokens(content)
+        return await self._passage(content), search_tokens(content)
 
     async def update(
         self,
@@ -153,12 +187,15 @@ class MemoryService:
         category: Category | None = None,
         now: datetime | None = None,
         by_person: bool = False,
+        cascade: bool = False,
     ) -> MemoryRecord | None:
         """Change some fields; the vector is recomputed only when the content changes.
 
         None when the id is not in the partition. Unless ``by_person`` (a person's command)
         and while ``protect_manual_memories`` is on, a ``source=user`` memory is refused
         with :class:`ProtectedMemory` — by the database, so no automatic caller bypasses it.
+        ``cascade`` (a person's or the chat model's change of a fact): what was derived
+        from the memory is withheld until the L3 loop derives it again from the new text.
         """
         current = await self.repo.get(partition_key, memory_id)
         if current is None:
@@ -176,6 +213,7 @@ class MemoryService:
             now=now or _utcnow(),
             tokens=tokens,
             protect_user=self.protects(by_person),
+            cascade_from=current.content if cascade else None,
         )
 
     async def add_tags(
@@ -203,6 +241,7 @@ class MemoryService:
             fingerprint=self.embedder.fingerprint,
             now=now or _utcnow(),
             protect_user=False,
+            take_over=False,  # a flag adds to the memory, it does not make it the flagger's
         )
 
     def protects(self, by_person: bool) -> bool:
@@ -217,6 +256,77 @@ class MemoryService:
         """
         return await self.repo.delete(
             partition_key, memory_id, protect_user=self.protects(by_person)
+        )
+
+    async def delete_cascading(
+        self,
+        partition_key: str,
+        memory_id: str,
+        *,
+        by_person: bool = False,
+        now: datetime | None = None,
+    ) -> Cascade | None:
+        """:meth:`delete` with the cascade of what was derived from the memory (made from
+        it alone: deleted; from several: withheld for the L3 loop to derive again without
+        it). None when the id is not in the partition."""
+        current = await self.repo.get(partition_key, memory_id)
+        if current is None:
+            return None
+        return await self.repo.delete_cascading(
+            partition_key,
+            memory_id,
+            protect_user=self.protects(by_person),
+            content=current.content,
+            now=now or _utcnow(),
+        )
+
+    async def plan_delete(self, partition_key: str, memory_id: str) -> Cascade:
+        """What :meth:`delete_cascading` would do (a dry run: nothing written)."""
+        return await self.repo.plan_cascade(
+            [memory_ref(partition_key, memory_id)], mode="delete", now=_utcnow()
+        )
+
+    async def forget(
+        self,
+        partition_key: str,
+        memory_ids: Sequence[str],
+        *,
+        requested_by: str,
+        lines: Sequence[Ref] = (),
+        by_person: bool = False,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> Cascade:
+        """Forget memories with their cascade and every trace, recorded in the erasure
+        ledger (see ``sql/functions/lineage.sql``). Unless ``by_person``, a
+        ``source=user`` memory is refused (:class:`ProtectedMemory`) while
+        ``protect_manual_memories`` is on, as for a delete."""
+        if self.protects(by_person):
+            for memory_id in memory_ids:
+                current = await self.repo.get(partition_key, memory_id)
+                if current is not None and current.source == "user":
+                    raise ProtectedMemory(memory_id)
+        return await self.repo.forget(
+            partition_key,
+            memory_ids,
+            lines=lines,
+            requested_by=requested_by,
+            now=now or _utcnow(),
+            dry_run=dry_run,
+        )
+
+    async def erase(
+        self,
+        partition_key: str,
+        *,
+        requested_by: str,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> Cascade:
+        """Erase a partition in every table, recorded in the erasure ledger; the cascade's
+        rows are the receipt."""
+        return await self.repo.erase(
+            partition_key, requested_by=requested_by, now=now or _utcnow(), dry_run=dry_run
         )
 
     async def list_filtered(
@@ -333,58 +443,65 @@ class MemoryService:
         statement itself, before it searches — and a failing check raises (it is never
         read as "not paused"). When no request is needed (keyword mode, a cached query)
         and the backend's search statement checks the pause itself (pgvector), the read
-        stays one round trip (issue 24)."""
+        stays one round trip (a read's latency is mostly its round trips)."""
         trail = self.trail if recall is not None else None
         ranking = self.ranking(mode, query)
-        vector = None if ranking.mode == "keyword" else self.embedder.cached_query(query)
-        requests = ranking.mode != "keyword" and vector is None
-        first = requests or not self.repo.recalls
-        if first and trail is not None and await trail.is_paused(partition_key):
-            raise MemoryPaused(partition_key)
-        if requests:
-            vector = await self.embedder.embed_query(query)
-        where = SearchFilter(
-            importance_min=importance[0] if importance else None,
-            importance_max=importance[1] if importance else None,
-            scope=scope,
-            tags=tuple(tags) if tags else None,
-            category=category,
-        )
-        at = now or _utcnow()
-        q = MemoryQuery(
-            partition_key, vector, at, top_k=top_k, ranking=ranking, where=where, decay=self.policy
-        )
-        try:
-            if recall is not None and self.trail is not None:
-                # the pause check, the search and the access log in one round trip
-                done = await self.repo.recall(q, self.trail.recall_log(recall, query))
-                if done is not None:
-                    if done.log_error is not None:
-                        self.trail.recall_failed(partition_key, done.log_error)
-                    if done.paused:
-                        raise MemoryPaused(partition_key)
-                    if not done.logged:  # searched on the replica: log on the primary
-                        self.trail.log_behind(partition_key, done.hits, recall, query, now=at)
-                    return self._as_hits(done.hits, ranking.mode)
-            hits = self._as_hits(await self.repo.search(q), ranking.mode)
-        except FingerprintMismatch as exc:
-            dim = "?" if vector is None else str(len(vector))
-            raise FingerprintMismatch(
-                f"the stored vectors and the configured model ({self.embedder.describe()}, "
-                f"dimension {dim}) differ: the embedding model changed — run "
-                "`amrita-memory reindex`, or configure the model the store was built with"
-            ) from exc
-        if (
-            trail is not None
-            and recall is not None
-            and await trail.after_search(partition_key, hits, recall, query, now=at)
-        ):
-            raise MemoryPaused(partition_key)
-        return hits
+        with metrics.timed(metrics.SEARCH_SECONDS, ranking.mode):
+            vector = None if ranking.mode == "keyword" else self.embedder.cached_query(query)
+            requests = ranking.mode != "keyword" and vector is None
+            first = requests or not self.repo.recalls
+            if first and trail is not None and await trail.is_paused(partition_key):
+                raise MemoryPaused(partition_key)
+            if requests:
+                vector = await self.embedder.embed_query(query)
+            where = SearchFilter(
+                importance_min=importance[0] if importance else None,
+                importance_max=importance[1] if importance else None,
+                scope=scope,
+                tags=tuple(tags) if tags else None,
+                category=category,
+            )
+            at = now or _utcnow()
+            q = MemoryQuery(
+                partition_key,
+                vector,
+                at,
+                top_k=top_k,
+                ranking=ranking,
+                where=where,
+                decay=self.policy,
+            )
+            try:
+                if recall is not None and self.trail is not None:
+                    # the pause check, the search and the access log in one round trip
+                    done = await self.repo.recall(q, self.trail.recall_log(recall, query))
+                    if done is not None:
+                        if done.log_error is not None:
+                            self.trail.recall_failed(partition_key, done.log_error)
+                        if done.paused:
+                            raise MemoryPaused(partition_key)
+                        if not done.logged:  # searched on the replica: log on the primary
+                            self.trail.log_behind(partition_key, done.hits, recall, query, now=at)
+                        return self._as_hits(done.hits, ranking.mode)
+                hits = self._as_hits(await self.repo.search(q), ranking.mode)
+            except FingerprintMismatch as exc:
+                dim = "?" if vector is None else str(len(vector))
+                raise FingerprintMismatch(
+                    f"the stored vectors and the configured model ({self.embedder.describe()}, "
+                    f"dimension {dim}) differ: the embedding model changed — run "
+                    "`amrita-memory reindex`, or configure the model the store was built with"
+                ) from exc
+            if (
+                trail is not None
+                and recall is not None
+                and await trail.after_search(partition_key, hits, recall, query, now=at)
+            ):
+                raise MemoryPaused(partition_key)
+            return hits
 
     def _as_hits(self, ranked: Sequence[SearchHit], mode: str) -> list[SearchHit]:
         """The relevant rows (hybrid cut-off), each with the reference's ``decay_score``
-        and the ranking key as ``score`` (issue 26)."""
+        and the ranking key as ``score``: the shown score means one thing in every mode."""
         return [reference_scored(h, self.policy, mode) for h in relevant_hits(ranked, mode)]
 
     async def sweep(
@@ -401,19 +518,27 @@ class MemoryService:
         ``protect_manual_memories`` is on."""
         decay = self.settings.decay
         if not force and not (decay.enabled and decay.sweep_enabled):
+            metrics.record_sweep_run("disabled")
             return SweepReport(scanned=0, demoted=0, purged=0, kept=0)
         params = SweepParams(
             short_term_days=float(decay.short_term_days),
             long_term_days=float(decay.long_term_days),
             batch_limit=decay.sweep_batch_limit,
             restart_clock_on_demote=decay.restart_clock_on_demote,
-            # the sweep is an automatic process: it spares manual entries (issue 14)
+            # the sweep is an automatic process: it spares manual entries
             protect_user=self.protects(False),
         )
-        return await self.repo.sweep(
+        report = await self.repo.sweep(
             params,
             now=now or _utcnow(),
             dry_run=dry_run,
             max_batches=max_batches,
             progress=progress,
         )
+        if dry_run:
+            metrics.record_sweep_run("dry_run")
+        elif report.wrapped:
+            metrics.record_sweep_run("complete", at=time.time())
+        else:
+            metrics.record_sweep_run("partial")
+        return report

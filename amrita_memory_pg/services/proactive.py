@@ -1,4 +1,4 @@
-"""Sending the L3 loop's proactive messages through the host (issue 25 item 3).
+"""Sending the L3 loop's proactive messages through the host.
 
 The reference sent ``subconscious_send_to_user``'s message as a private message at once.
 Here the tool queues it in ``pending_message`` (PostgreSQL) and the runner asks the

@@ -116,7 +116,7 @@ class SchedulingService:
         #: what a due run calls; the L3 loop sets it (None: nothing to run yet)
         self.runner: CycleRunner | None = runner
         self.clock = clock
-        #: the fleet's leases (issue 23): one cycle per target across every process;
+        #: the fleet's leases: one cycle per target across every process;
         #: None (a test's bare service): only this process's guard
         self.leases = leases
         self._running: set[str] = set()

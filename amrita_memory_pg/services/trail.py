@@ -1,4 +1,4 @@
-"""The memory's trail as the surfaces use it (issue 17, item 4): log recalls without
+"""The memory's trail as the surfaces use it: log recalls without
 ever failing a read, honour paused partitions, read a memory's log and history.
 
 With the pgvector backend a recalling search is ONE statement (``recall_memories_v4``):
@@ -11,7 +11,7 @@ the turn never waits for it, and while one such write is still running the next 
 is skipped and counted (``dropped``) rather than queued — under load the log thins out,
 the chat does not slow down. A failure to log is a warning, never a failed read.
 
-With a read replica (``[database] read_url``, issue 23) a search runs there, and a hot
+With a read replica (``[database] read_url``) a search runs there, and a hot
 standby cannot write: the pause check and the search are one read-only statement on the
 replica, and the access log of the hits is written to the primary BEHIND the read
 (:meth:`TrailService.log_behind`, an :class:`AccessLogWriter`): queued without waiting,

@@ -30,10 +30,12 @@ from amrita_memory_pg.settings.keys import ENV_PREFIX, ENV_RESERVED, env_name, u
 from amrita_memory_pg.settings.legacy import LEGACY_ENV
 from amrita_memory_pg.settings.loader import DEFAULT_CONFIG_PATHS, find_config_file
 from amrita_memory_pg.settings.model import (
+    LOOP_MODEL_HOWTO,
     Settings,
     build_settings,
     env_path,
     load_settings,
+    loop_endpoint_label,
     loop_llm,
 )
 from amrita_memory_pg.settings.render import (
@@ -50,6 +52,7 @@ from amrita_memory_pg.settings.sections import (
     ExtractionSettings,
     InjectionSettings,
     LlmSettings,
+    ObservabilitySettings,
     ProfileSettings,
     RetrievalSettings,
     TrailSettings,
@@ -64,6 +67,7 @@ __all__ = [
     "ENV_PREFIX",
     "ENV_RESERVED",
     "LEGACY_ENV",
+    "LOOP_MODEL_HOWTO",
     "MIN_TIMEOUT_MARGIN",
     "TARGET_KEY",
     "BackupSettings",
@@ -73,6 +77,7 @@ __all__ = [
     "ExtractionSettings",
     "InjectionSettings",
     "LlmSettings",
+    "ObservabilitySettings",
     "ProfileSettings",
     "RetrievalSettings",
     "Settings",
@@ -87,6 +92,7 @@ __all__ = [
     "find_config_file",
     "iter_fields",
     "load_settings",
+    "loop_endpoint_label",
     "loop_llm",
     "redacted_dump",
     "render_reference",

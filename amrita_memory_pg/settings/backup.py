@@ -1,4 +1,4 @@
-"""The ``[backup]`` section (issue 27 items 2-3): scheduled backups, their retention and
+"""The ``[backup]`` section: scheduled backups, their retention and
 verification. Its own module so that it merges without touching the other sections."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from amrita_memory_pg.settings.base import Section
 
 
 class BackupSettings(Section):
-    """Scheduled backups (issue 27): one process of the fleet takes each, then verifies
+    """Scheduled backups: one process of the fleet takes each, then verifies
     it in a throwaway database; retention is per reason (see ``keep_scheduled``)."""
 
     schedule: str = Field(

@@ -7,7 +7,7 @@ takes every ``amrita_memory_*`` key of that config (plus the reference's
 hands the values to ``Settings`` as init kwargs. The CLI reads the same files the same
 way (:func:`read_bot_env`) and goes through the same mapping, so run in the bot's
 folder it resolves the model the bot uses: a CLI that ignored ``.env`` re-embedded an
-import with the default model and the bot then refused to start (issue 26 item 0).
+import with the default model and the bot then refused to start.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from amrita_memory_pg.settings.sections import (
     ExtractionSettings,
     InjectionSettings,
     LlmSettings,
+    ObservabilitySettings,
     ProfileSettings,
     RetrievalSettings,
     TrailSettings,
@@ -47,7 +48,8 @@ SECTIONS: dict[str, type[Section]] = {
     "injection": InjectionSettings,
     "trail": TrailSettings,
     "web": WebSettings,
-    "backup": BackupSettings,  # issue 27 (feat/backup)
+    "backup": BackupSettings,
+    "observability": ObservabilitySettings,
 }
 
 

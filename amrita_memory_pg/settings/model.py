@@ -30,6 +30,7 @@ from amrita_memory_pg.settings.sections import (
     ExtractionSettings,
     InjectionSettings,
     LlmSettings,
+    ObservabilitySettings,
     ProfileSettings,
     RetrievalSettings,
     TrailSettings,
@@ -60,7 +61,6 @@ class Settings(BaseSettings):
         100, description="L2 memories per partition; a write beyond it is refused (≤0 refuses all)."
     )
     memo_max_chars: int = Field(1000, ge=100, le=10000, description="Hard cap of one L1 memo.")
-    # issue 11 F7 (feat/load)
     write_dedup_seconds: float = Field(
         120.0,
         ge=0,
@@ -68,6 +68,13 @@ class Settings(BaseSettings):
         description="A write_memory identical to one made this many seconds before (same "
         "partition, scope, content, author) returns that memory instead of a duplicate, so "
         "retrying a write whose outcome was unknown is safe; 0 = off.",
+    )
+    language: Literal["zh", "en"] = Field(
+        "zh",
+        description="Language of the `amrita-memory` command (help, output, headers) and of "
+        "the admin page (a person's language link on the page, kept in a cookie, wins for "
+        "that browser; the browser's Accept-Language does not). The bot's replies to "
+        "chat users stay Chinese.",
     )
     data_dir: Path = Field(
         Path("data/amrita_memory_pg"),
@@ -79,6 +86,14 @@ class Settings(BaseSettings):
     group_memory_edit: Literal["admins_or_author", "anyone"] = Field(
         "admins_or_author",
         description="Who may update/delete group memories through the tools.",
+    )
+    tool_names: Literal["reference", "monstrum", "both"] = Field(
+        "reference",
+        description="Which names of the L2 write tools the chat model is offered (and, under "
+        "AmritaBot, are registered in its tool registry): reference = write_memory / "
+        "update_memory / delete_memory (amrita_plugin_memory's); monstrum = memory_write "
+        "(writes, or updates the memory its id names) / memory_delete; both = all five. "
+        "Names not offered are still accepted when called.",
     )
     memo_inject_personal_in_group: bool = Field(
         False, description="In group chats also inject the speaker's personal memo."
@@ -108,6 +123,7 @@ class Settings(BaseSettings):
     trail: TrailSettings = Field(default_factory=TrailSettings)  # type: ignore[arg-type]
     web: WebSettings = Field(default_factory=WebSettings)  # type: ignore[arg-type]
     backup: BackupSettings = Field(default_factory=BackupSettings)  # type: ignore[arg-type]
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)  # type: ignore[arg-type]
 
     def __init__(self, **values: Any) -> None:
         # The sources are built inside super().__init__; they find the environment and the
@@ -161,6 +177,21 @@ def loop_llm(settings: Settings) -> LlmSettings:
         api_key=key,
         timeout_seconds=base.timeout_seconds,
     )
+
+
+#: how to give the L3 loop a model of its own (said wherever it has none)
+LOOP_MODEL_HOWTO = "设置 [subconscious] llm_base_url 与 llm_model（或 LLM_BASE_URL 与 LLM_MODEL）"
+
+
+def loop_endpoint_label(settings: Settings) -> str | None:
+    """The loop's configured endpoint in one phrase — «model（配置的端点 [subconscious]
+    llm_*）» or «…（配置的端点 LLM_*）» — or None when none is configured."""
+    llm = loop_llm(settings)
+    if not (llm.base_url and llm.model):
+        return None
+    sub = settings.subconscious
+    where = "[subconscious] llm_*" if sub.llm_base_url or sub.llm_model else "LLM_*"
+    return f"{llm.model}（配置的端点 {where}）"
 
 
 def env_path(name: str) -> tuple[str, ...] | None:

@@ -155,7 +155,7 @@ class DatabaseSettings(Section):
         description="postgresql:// DSN (`config show` prints it without credentials); "
         "empty = embedded PostgreSQL in <data_dir>/pg.",
     )
-    # issue 23: an optional streaming replica for reads
+    # an optional streaming replica for reads
     read_url: str = Field(
         "",
         description="postgresql:// DSN of a read replica (env DATABASE_READ_URL); empty = "
@@ -187,7 +187,7 @@ class DatabaseSettings(Section):
         description="Seconds the client waits for one statement; must exceed statement_timeout, "
         "so that the server decides first (a client-side timeout is an unknown outcome).",
     )
-    # issue 11 F7 (feat/load): server-side timeouts, so a timed-out write never commits later.
+    # server-side timeouts, so a timed-out write never commits later
     statement_timeout: float = Field(
         10.0,
         ge=0,
@@ -210,7 +210,7 @@ class DatabaseSettings(Section):
         description="Prepared statements cached per connection (the pooler setting turns "
         "it off behind a transaction-mode pooler).",
     )
-    # issue 23: PgBouncer (and other transaction-mode poolers) in front of the server
+    # PgBouncer (and other transaction-mode poolers) in front of the server
     pooler: Literal["auto", "none", "transaction"] = Field(
         "auto",
         description="What url points at. transaction = a pooler in transaction mode "
@@ -223,7 +223,7 @@ class DatabaseSettings(Section):
         "switching to transaction when the server refuses the timeouts as startup "
         "parameters (what PgBouncer answers).",
     )
-    # issue 23: several processes on one database
+    # several processes on one database
     lease_seconds: float = Field(
         60.0,
         ge=1,
@@ -266,7 +266,7 @@ class RetrievalSettings(Section):
     )
     hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree of those indexes.")
     hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build quality.")
-    # issue 16 (feat/hybrid)
+    # hybrid retrieval
     default_mode: Literal["vector", "keyword", "hybrid"] = Field(
         "hybrid",
         description="How read_memory and /memory search rank when no mode is given: vector "
@@ -299,7 +299,7 @@ class LlmSettings(Section):
 
 
 class ExtractionSettings(Section):
-    """Automatic extraction at session end (issue 14): the model reads a finished session
+    """Automatic extraction at session end: the model reads a finished session
     and the scope's memories and returns the scope's extracted entries, which replace
     the ones the previous extraction made atomically; nothing else is ever touched (the
     chat model's writes, imports, L3's rows, anything a person added or edited).
@@ -344,7 +344,7 @@ class ExtractionSettings(Section):
 
 
 class InjectionSettings(Section):
-    """The "## Bot Memories" block (issue 14): global + current-scope memories (and
+    """The "## Bot Memories" block: global + current-scope memories (and
     scopes loaded with memory_load_context) injected every turn within a token budget."""
 
     enabled: bool = Field(
@@ -378,7 +378,7 @@ class InjectionSettings(Section):
 
 
 class TrailSettings(Section):
-    """The memory's trail (issue 17): who recalled a memory and who changed it, bounded."""
+    """The memory's trail: who recalled a memory and who changed it, bounded."""
 
     access_log: bool = Field(
         True,
@@ -412,8 +412,39 @@ class TrailSettings(Section):
     )
 
 
+class ObservabilitySettings(Section):
+    """What an operator's monitoring reads: per-process Prometheus metrics and a health
+    check over HTTP on the NoneBot plugin's FastAPI driver and on ``amrita-memory web``
+    (``amrita-memory health`` checks the same from a shell), and the log format."""
+
+    metrics_enabled: bool = Field(
+        True,
+        description="Serve `metrics_path` and `health_path` (no login: the metrics carry no "
+        "partition key, user id or text; keep the port inside your network).",
+    )
+    metrics_path: str = Field("/metrics", description="URL path of the Prometheus metrics.")
+    health_path: str = Field(
+        "/health",
+        description="URL path of the health check: 200 when the database answers, the "
+        "schema is at head and the stored model is the configured one; 503 otherwise.",
+    )
+    json_logs: bool = Field(
+        False,
+        description="Write this package's log lines as one JSON object per line on stderr "
+        "(time, level, logger, message, exception) instead of text.",
+    )
+
+    @field_validator("metrics_path", "health_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        value = value.strip()
+        if not value.startswith("/") or value == "/" or value.endswith("/") or " " in value:
+            raise ValueError("must start with / and not end with / (e.g. /metrics)")
+        return value
+
+
 class WebSettings(Section):
-    """The admin web page (issue 17): off unless configured. ``amrita-memory web`` serves it
+    """The admin web page: off unless configured. ``amrita-memory web`` serves it
     standalone; the NoneBot plugin mounts it on its FastAPI driver when ``enabled``. A login
     needs ``password_hash`` (or ``superuser_password_hash``), made by
     ``amrita-memory web hash-password``; the clear-partition page and the audit log need the

@@ -48,15 +48,38 @@ class SubconsciousSettings(Section):
     )
     allowed_tools: list[str] = Field(
         default_factory=list,
-        description="Names of read-only chat tools (read_memory, list_memory, read_memo) the "
-        "loop may call besides its own, acting as the cycle's target; an unknown or writing "
-        "tool is warned about once at start and left out. JSON list in the environment.",
+        description="Tools the loop may call besides its own: this plugin's read-only chat "
+        "tools (read_memory, list_memory, read_memo), run as the cycle's target, and under "
+        "AmritaBot other plugins' tools in its registry "
+        "(you vouch that they only read; custom_run ones need a chat turn and are left "
+        "out). A writing tool of this plugin, or a name found nowhere, is warned about once "
+        "at start-up and left out. JSON list in the environment.",
     )
     max_iterations: int = Field(
         10,
         ge=1,
         le=50,
         description="Maximum ReAct rounds per run.",
+    )
+    cycle_token_budget: int = Field(
+        100_000,
+        ge=0,
+        description="Tokens (prompt + completion, as the model reports them) one cycle may "
+        "spend; 0 = no limit. Before each model call the cycle estimates that call's prompt "
+        "(the previous call's plus what was added since; a call reported without usage "
+        "counts as its estimate); when it would pass the budget the "
+        "cycle stops there: every edit made so far stays (each tool call is its own "
+        "transaction), the tokens spent are in token_usage, and the cycle is closed as "
+        "failed with 'token budget: …' and a summary of where it stopped, which the next "
+        "cycle of the target reads in subconscious_get_context (last_run_summary).",
+    )
+    batch_edits: bool = Field(
+        True,
+        description="Offer the loop subconscious_batch_edit (all of a cycle's merges, "
+        "updates, deletions, memo and profile edits in one call and one transaction) and "
+        "the batch guide instead of the single edit tools' schemas; the single tools "
+        "(merge/update/delete_memory) still run when called by name. false = offer the "
+        "single tools (for a model that handles lists of objects badly).",
     )
     loop_detect_threshold: int = Field(
         3,
@@ -156,6 +179,11 @@ class SubconsciousSettings(Section):
     prompt_profile_file: str = Field(
         "prompt/profile_guide.md.jinja2",
         description="Profile guide template.",
+    )
+    prompt_batch_file: str = Field(
+        "prompt/batch_guide.md.jinja2",
+        description="Batch edit guide template (appended when subconscious_batch_edit is "
+        "offered: batch_edits = true).",
     )
     character_prompt: str = Field(
         "",

@@ -91,7 +91,7 @@ class AdminRepository:
     def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:
         self.pool = pool
         #: the list pages' reads (audit, partitions, memories) may lag: a replica's pool
-        #: when ``[database] read_url`` is set (issue 23)
+        #: when ``[database] read_url`` is set
         self.read_pool = read_pool if read_pool is not None else pool
 
     # ------------------------------------------------------------ sessions, login limit

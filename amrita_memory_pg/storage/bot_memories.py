@@ -1,4 +1,4 @@
-"""The second seed's state in PostgreSQL (issue 14): the per-turn memory block, scopes
+"""The second seed's state in PostgreSQL: the per-turn memory block, scopes
 loaded into a chat, automatic-extraction runs and the sessions they read.
 
 The statements are the named queries of ``sql/queries/seed.sql``, one wrapper each. The
@@ -33,7 +33,7 @@ class BlockRows:
     relevant: list[Candidate]
     #: the speaker's profile summary ("" when not asked for or empty)
     profile: str = ""
-    #: the partitions asked for that are paused (issue 17): left out of everything above
+    #: the partitions asked for that are paused: left out of everything above
     paused: frozenset[str] = frozenset()
     #: the candidates' version; when it equals the one the caller passed, ``memories`` is
     #: empty and the caller's copy is current
@@ -84,7 +84,7 @@ class BotMemoryRepository:
 
     def __init__(self, pool: asyncpg.Pool, route: ReadRoute | None = None) -> None:
         self._pool = pool
-        #: the block's one read-only query may go to a replica (issue 23): it runs at the
+        #: the block's one read-only query may go to a replica: it runs at the
         #: start of a turn, before the turn writes anything — unless this process wrote one
         #: of its partitions (memo or memory) within the route's window: then the primary,
         #: so that what a person or the LLM just wrote is in the next turn's block

@@ -1,5 +1,5 @@
 """The admin page's background jobs of the whole fleet (``sql/queries/jobs.sql``,
-functions in ``sql/functions/job_v1.sql``): start, heartbeat, finish, cancel, list."""
+functions in ``sql/functions/job.sql``): start, heartbeat, finish, cancel, list."""
 
 from __future__ import annotations
 

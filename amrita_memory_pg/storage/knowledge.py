@@ -2,14 +2,15 @@
 
 It takes vectors, never texts to embed (the service embeds first, outside any
 transaction). Every statement is a named query of ``sql/queries/knowledge.sql``; the
-writes are the functions of ``sql/functions/knowledge_v1.sql`` and ``knowledge_v2.sql``,
-which check the configured limits themselves and answer with a status that is mapped
+writes are the functions of ``sql/functions/knowledge.sql``, which check the
+configured limits themselves and answer with a status that is mapped
 here to the domain errors — never by parsing text. Time is an argument.
 
-Every write stores the entry's search tokens (:func:`~amrita_memory_pg.domain.tokens.search_tokens`
-of title + summary + body, issue 16): a create passes them with the row; an update gets
-the text back from ``knowledge_update_v2`` (a line-range edit makes the new body in SQL)
-and stores the tokens of that text in the same transaction.
+Every write stores the entry's search tokens
+(:func:`~amrita_memory_pg.domain.tokens.search_tokens` of title + summary + body, for
+keyword and hybrid search): a create passes them with the row; an update gets the text back
+from ``knowledge_update_v2`` (a line-range edit makes the new body in SQL) and stores the
+tokens of that text in the same transaction.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ from amrita_memory_pg.domain.knowledge import (
     Suggestion,
     knowledge_search_text,
 )
+from amrita_memory_pg.domain.lineage import knowledge_ref
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector
 from amrita_memory_pg.domain.records import Ranking
 from amrita_memory_pg.domain.tokens import search_tokens
+from amrita_memory_pg.storage.lineage import record_derived
 from amrita_memory_pg.storage.memories import raise_if_model_mismatch
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
@@ -128,7 +131,9 @@ class KnowledgeRepository:
         provider: ProviderInfo | None = None,
         now: datetime,
     ) -> KnowledgeWrite:
-        async with self._writing() as conn:
+        """A new entry; inside :func:`~amrita_memory_pg.domain.lineage.deriving` (the loop
+        distilling it) what it was made from is recorded in the same transaction."""
+        async with self._writing() as conn, conn.transaction():
             row = await conn.fetchrow(
                 query("knowledge_create"),
                 kid,
@@ -142,6 +147,9 @@ class KnowledgeRepository:
                 search_tokens(knowledge_search_text(title, summary, body)),
                 *_model(provider),
             )
+            if row is not None and row["status"] == "created":
+                text = knowledge_search_text(title, summary, body)
+                await record_derived(conn, knowledge_ref(row["kid"]), text, now)
         return _write_result(row, self.max_chars)
 
     async def update(
@@ -182,6 +190,9 @@ class KnowledgeRepository:
                     search_tokens(knowledge_search_text(*text)),
                     True,
                 )
+            if row is not None and row["status"] == "updated" and row["title"] is not None:
+                written = knowledge_search_text(row["title"], row["summary"], row["body"])
+                await record_derived(conn, knowledge_ref(kid), written, now, own_earlier_text=True)
         return _write_result(row, self.max_chars)
 
     async def delete(self, kid: str) -> bool:

@@ -1,5 +1,5 @@
 """Lease rows of long work across the fleet (``sql/queries/leases.sql``, functions in
-``sql/functions/lease_v1.sql``): one short statement per claim, heartbeat or release."""
+``sql/functions/lease.sql``): one short statement per claim, heartbeat or release."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ from amrita_memory_pg.domain.errors import (
     PartitionFull,
     ProtectedMemory,
 )
+from amrita_memory_pg.domain.lineage import Cascade, current_derivation, memory_ref
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector
 from amrita_memory_pg.domain.records import (
     Category,
@@ -40,7 +41,10 @@ from amrita_memory_pg.domain.records import (
     SearchHit,
     SweepReport,
 )
+from amrita_memory_pg.domain.trail import OWNING_KINDS, current_actor, ownership_note
+from amrita_memory_pg.storage.lineage import deriving_now, record_derived, record_edges
 from amrita_memory_pg.storage.memory_bulk import BulkWrites, SweepParams
+from amrita_memory_pg.storage.memory_forget import ForgetWrites, about_json
 from amrita_memory_pg.storage.memory_reads import MemoryReads
 from amrita_memory_pg.storage.memory_rows import (
     DIMENSION_MISMATCH,
@@ -113,10 +117,11 @@ class AddResult:
     duplicate: bool = False
 
 
-class MemoryRepository(MemoryReads, BulkWrites):
+class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
     """L2 memories on one pool, with one vector backend kept in step: the writes of one
     memory here, the reads in :class:`MemoryReads`, the many-row writes and the sweep in
-    :class:`BulkWrites`."""
+    :class:`BulkWrites`, the cascades of deletes, forgets and erasures in
+    :class:`ForgetWrites`."""
 
     async def add(self, new: NewMemory, provider: ProviderInfo) -> MemoryRecord:
         """Insert under the partition cap; raises :class:`PartitionFull` or
@@ -151,7 +156,7 @@ class MemoryRepository(MemoryReads, BulkWrites):
         # Each statement is its own transaction: the cap's advisory lock lasts until its
         # commit. Only a backend with write hooks (chroma) or a writer to name needs an
         # explicit transaction around insert + hook — three round trips instead of one.
-        explicit = self.backend.write_hooks or acts(self.history)
+        explicit = self.backend.write_hooks or acts(self.history) or deriving_now()
         async with self._writing(new.partition_key) as conn, _transaction(conn, explicit):
             if explicit:
                 await act(conn, self.history)
@@ -182,6 +187,10 @@ class MemoryRepository(MemoryReads, BulkWrites):
                 record = record_from_row(row)
                 if row["duplicate"]:
                     return AddResult(record, duplicate=True)
+            # A derived memory (the loop's) records what it was made from, in its transaction.
+            await record_derived(
+                conn, memory_ref(new.partition_key, record.id), new.content, new.now
+            )
             # Inside the transaction: if a secondary index refuses it, the insert rolls back.
             if self.backend.write_hooks:
                 await self._gate(conn)
@@ -202,11 +211,20 @@ class MemoryRepository(MemoryReads, BulkWrites):
         now: datetime,
         tokens: Sequence[str] | None = None,
         protect_user: bool = True,
+        take_over: bool = True,
+        cascade_from: str | None = None,
     ) -> MemoryRecord | None:
         """Change some fields; ``vector`` is given exactly when the content changed.
 
         With ``protect_user`` (every automatic caller) a ``source=user`` memory is refused
-        by the database: :class:`ProtectedMemory`, nothing changed.
+        by the database: :class:`ProtectedMemory`, nothing changed. With ``take_over``
+        (every change but a flag) the chat model's or the loop's change makes the memory
+        theirs (``origin``), so extraction no longer replaces it. ``cascade_from``: the
+        text before a person's or the chat model's change; what was derived from the
+        memory is then withheld for the loop to derive again from the new text (the
+        change cascade of ``lineage.sql``), in the same transaction. A change inside
+        :func:`~amrita_memory_pg.domain.lineage.deriving` (the loop's rewrite) records
+        what the new text was made from.
 
         ``created_at`` is kept (the memory's age); a change of importance *tier* restarts
         the sweep's clock (``tier_since``). None when the id is not in the partition.
@@ -215,7 +233,9 @@ class MemoryRepository(MemoryReads, BulkWrites):
         """
         async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
-            return await self._update(
+            if take_over:
+                await self._take_over(conn, partition_key, memory_id)
+            record = await self._update(
                 conn,
                 partition_key,
                 memory_id,
@@ -229,6 +249,43 @@ class MemoryRepository(MemoryReads, BulkWrites):
                 tokens=tokens,
                 protect_user=protect_user,
             )
+            if record is not None and vector is not None:
+                ref = memory_ref(partition_key, memory_id)
+                await record_derived(conn, ref, record.content, now, own_earlier_text=True)
+                if cascade_from is not None and cascade_from != record.content:
+                    await self.cascade(
+                        conn,
+                        [ref],
+                        mode="change",
+                        about=about_json(cascade_from, record.content),
+                        now=now,
+                    )
+            return record
+
+    async def _take_over(
+        self,
+        conn: PoolConnectionProxy,
+        partition_key: str,
+        memory_id: str,
+        *,
+        op: str | None = None,
+        note: str = "",
+    ) -> bool:
+        """An automatic writer's change makes the memory its own (``origin``; extraction
+        replaces only its own rows), named in the note of the change's history row after
+        the transaction's own (``op``/``note``: a merge's). Whether it changed hands;
+        nothing for other writers."""
+        who = current_actor()
+        if who is None or who.kind not in OWNING_KINDS:
+            return False
+        previous = await conn.fetchval(
+            query("take_over_memory"), partition_key, memory_id, who.kind
+        )
+        if previous is None:
+            return False
+        taken = ownership_note(previous, who.kind)
+        await act(conn, self.history, op=op, note=f"{note} {taken}" if note else taken)
+        return True
 
     async def _update(
         self,
@@ -300,6 +357,7 @@ class MemoryRepository(MemoryReads, BulkWrites):
         for the deleted ones) raises :class:`ProtectedMemory` and rolls the merge back."""
         async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history, op="merge", note=keep_id)
+            taken = await self._take_over(conn, partition_key, keep_id, op="merge", note=keep_id)
             record = await self._update(
                 conn,
                 partition_key,
@@ -316,12 +374,27 @@ class MemoryRepository(MemoryReads, BulkWrites):
             )
             if record is None:
                 return None
+            if taken:  # the merged rows' history names the kept one, nothing more
+                await act(conn, self.history, op="merge", note=keep_id)
             deleted = [
                 gone
                 for memory_id in merge_ids
                 if (gone := await self._delete(conn, partition_key, memory_id, protect_merged))
                 is not None
             ]
+            # The kept memory is made from those merged into it and from its own earlier
+            # text (a self-edge): a forget of one merged memory withholds it, not deletes it.
+            derivation = current_derivation()
+            if derivation is not None and deleted:
+                keep = memory_ref(partition_key, keep_id)
+                edges = [(keep, memory_ref(partition_key, gone)) for gone in deleted]
+                await record_edges(
+                    conn,
+                    [*edges, (keep, keep)],
+                    made_by=derivation.made_by,
+                    cycle_id=derivation.cycle_id,
+                    now=now,
+                )
         return record, deleted
 
     async def delete(
@@ -335,6 +408,32 @@ class MemoryRepository(MemoryReads, BulkWrites):
         async with self._writing(partition_key) as conn, conn.transaction():
             await act(conn, self.history)
             return await self._delete(conn, partition_key, memory_id, protect_user) is not None
+
+    async def delete_cascading(
+        self,
+        partition_key: str,
+        memory_id: str,
+        *,
+        protect_user: bool = True,
+        content: str | None,
+        now: datetime,
+    ) -> Cascade | None:
+        """:meth:`delete` and, in the same transaction, the cascade of what was derived from
+        the memory (``lineage.sql``, mode delete: made from it alone → deleted, from
+        several → withheld for the loop, told to leave ``content`` out). None when the id
+        is not in the partition."""
+        async with self._writing(partition_key) as conn, conn.transaction():
+            await act(conn, self.history)
+            gone = await self._delete(conn, partition_key, memory_id, protect_user)
+            if gone is None:
+                return None
+            return await self.cascade(
+                conn,
+                [memory_ref(partition_key, gone)],
+                mode="delete",
+                about=about_json(content),
+                now=now,
+            )
 
     async def _delete(
         self, conn: PoolConnectionProxy, partition_key: str, memory_id: str, protect_user: bool

@@ -11,10 +11,13 @@ from typing import Any
 
 import asyncpg
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import PartitionFull
+from amrita_memory_pg.domain.lineage import Ref, memory_ref
 from amrita_memory_pg.domain.ports import ProviderInfo, Vector
 from amrita_memory_pg.domain.records import Category, MemoryRecord, Scope, SweepReport
 from amrita_memory_pg.domain.trail import Actor, current_actor
+from amrita_memory_pg.storage.lineage import carry_lineage, record_edges
 from amrita_memory_pg.storage.memory_core import RepositoryCore
 from amrita_memory_pg.storage.memory_rows import raise_if_model_mismatch
 from amrita_memory_pg.storage.queries import query
@@ -59,6 +62,7 @@ class BulkWrites(RepositoryCore):
         now: datetime,
         before_commit: Any = None,
         tokens: Sequence[Sequence[str]] | None = None,
+        sources: Sequence[Sequence[Ref]] | None = None,
     ) -> tuple[int, int]:
         """Replace the memories an earlier extraction made in the partition (``origin =
         extraction``, still ``source=auto``) by ``entries`` (content, category,
@@ -71,12 +75,17 @@ class BulkWrites(RepositoryCore):
         per entry; None = left to the token backfill). Anything failing — the cap, another
         model, the vector index, ``before_commit`` (an awaitable callable given the
         connection, e.g. the run record) — rolls everything back: the old auto set stays.
+        ``sources``: per entry, the chat lines it was made from (recorded as its lineage in
+        the same transaction); an entry with the text of a replaced row also takes that
+        row's lineage, and what was made from the replaced row is made from it.
         Returns (deleted, inserted).
         """
         if len(entries) != len(vectors):
             raise ValueError("one vector per entry")
         if tokens is not None and len(tokens) != len(entries):
             raise ValueError("one token list per entry")
+        if sources is not None and len(sources) != len(entries):
+            raise ValueError("one source list per entry")
         token_lists: list[list[str] | None] = (
             [list(t) for t in tokens] if tokens is not None else [None] * len(entries)
         )
@@ -87,15 +96,18 @@ class BulkWrites(RepositoryCore):
             await act(conn, self.history, actor=writer)
             await conn.execute(query("auto_lock_partition"), partition_key)
             try:
-                gone = [
-                    r["id"] for r in await conn.fetch(query("delete_auto_memories"), partition_key)
-                ]
+                old = await conn.fetch(query("delete_auto_memories"), partition_key)
             except asyncpg.PostgresError as exc:
                 raise_if_paused(exc, partition_key)
                 raise
+            gone = [r["id"] for r in old]
+            old_by_text = {r["content"]: r["id"] for r in old}
+            edges: list[tuple[Ref, Ref]] = []
+            carried: list[tuple[str, str]] = []
             await self._gate(conn)  # before the removal and the inserts' hooks below
             if gone and self.backend.write_hooks:
                 await self.backend.removed(gone)
+            inserted_ids: list[str] = []
             for (content, category, importance), vector, entry_tokens in zip(
                 entries, vectors, token_lists, strict=True
             ):
@@ -123,6 +135,12 @@ class BulkWrites(RepositoryCore):
                 assert row is not None
                 if row["id"] is None:
                     raise PartitionFull(partition_key, self.cap)
+                written = memory_ref(partition_key, row["id"])
+                if sources is not None:
+                    edges.extend((written, s) for s in sources[len(inserted_ids)])
+                inserted_ids.append(row["id"])
+                if content in old_by_text:
+                    carried.append((old_by_text.pop(content), row["id"]))
                 if self.backend.write_hooks:
                     record = MemoryRecord(
                         id=row["id"],
@@ -138,6 +156,8 @@ class BulkWrites(RepositoryCore):
                         updated_at=now,
                     )
                     await self.backend.added(record, vector)
+            await record_edges(conn, edges, made_by="extraction", cycle_id=None, now=now)
+            await carry_lineage(conn, partition_key, carried)
             if before_commit is not None:
                 await before_commit(conn)
         return len(gone), len(entries)
@@ -201,6 +221,10 @@ class BulkWrites(RepositoryCore):
             assert row is not None
             batches += 1
             self._accumulate(totals, row)
+            if not dry_run:
+                metrics.record_sweep_batch(
+                    row["scanned"], row["demoted"], row["purged"], row["kept"]
+                )
             if progress is not None:
                 progress(totals[0])
             if row["purged_ids"] and not dry_run:
@@ -215,7 +239,7 @@ class BulkWrites(RepositoryCore):
             if dry_run:
                 cursor = row["next_cursor"]
         if not dry_run and (totals[1] or totals[2]):
-            # The batches leave the history bounds to one set-wise trim per run (sweep_v5.sql).
+            # The batches leave the history bounds to one set-wise trim per run (trim_history_v2).
             await self.pool.fetchrow(
                 query("trim_history"), self.history.keep, self.history.keep_deleted_days
             )

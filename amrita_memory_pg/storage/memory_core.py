@@ -33,7 +33,7 @@ class RepositoryCore:
         #: which pool a search or a list reads (the replica unless it must see this
         #: process's own write; ``storage/reads.py``); every write marks its partition
         self.route = route if route is not None else ReadRoute(pool)
-        #: the change history's bounds, handed to its trigger with the writer (issue 17)
+        #: the change history's bounds, handed to its trigger with the writer
         self.history = history
         self.backend = backend
         #: ``per_session_memory_limit``: checked by the insert itself
@@ -46,8 +46,9 @@ class RepositoryCore:
     ) -> contextlib.AbstractAsyncContextManager[PoolConnectionProxy]:
         """A connection for one write whose driver failures come out as
         :class:`DatabaseRefused` (certainly no effect) or :class:`OutcomeUnknown`
-        (issue 11, F7). ``partition_key``: the partition written, whose reads then go to
-        the primary for a while (:class:`ReadRoute`)."""
+        (a write reported as failed must not commit later). ``partition_key``: the
+        partition written, whose reads then go to the primary for a while
+        (:class:`ReadRoute`)."""
         if partition_key is not None:
             self.route.wrote(partition_key)
         return write_connection(self.pool, acquire_timeout=self.acquire_timeout)

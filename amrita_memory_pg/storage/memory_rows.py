@@ -47,14 +47,14 @@ def hit_from_row(row: Any) -> SearchHit:
     )
 
 
-#: SQLSTATEs of the model checks (sql/functions/memory_v3.sql), mapped by code, never by
+#: SQLSTATEs of the model checks (sql/functions/memory.sql), mapped by code, never by
 #: message text: another embedding model's fingerprint, another dimension.
 FINGERPRINT_MISMATCH = "AMF01"
 DIMENSION_MISMATCH = "AMF03"
 MODEL_MISMATCH = frozenset({FINGERPRINT_MISMATCH, DIMENSION_MISMATCH})
 
 
-#: SQLSTATE of the manual-entry guard (sql/functions/protect_manual_v1.sql)
+#: SQLSTATE of the manual-entry guard (sql/functions/memory.sql)
 PROTECTED = "AMP01"
 
 

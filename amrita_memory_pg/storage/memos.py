@@ -1,7 +1,7 @@
 """L1 memos: one declarative note per partition, read every turn, written whole or appended.
 
 The statements are the named queries of ``sql/queries/memos.sql`` (one typed wrapper
-each); writes go through the SQL functions of ``sql/functions/memo_v1.sql``: the cap
+each); writes go through the SQL functions of ``sql/functions/memo.sql``: the cap
 (``memo_max_chars``, in characters) is checked by the write statement itself, under the
 row lock, so concurrent appends never lose one and never overshoot the cap. There is no
 per-process cache (the reference's cache went stale across processes): a read is one
@@ -17,7 +17,9 @@ from typing import Any
 import asyncpg
 
 from amrita_memory_pg.domain.errors import MemoTooLong
+from amrita_memory_pg.domain.lineage import memo_sentences
 from amrita_memory_pg.domain.records import Memo, MemoWrite
+from amrita_memory_pg.storage.lineage import deriving_now, record_texts
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.reads import ReadRoute
@@ -39,27 +41,33 @@ class MemoRepository:
         self.max_chars = max_chars
         #: longest wait for a pooled connection before a write is refused (None = no limit)
         self.acquire_timeout = acquire_timeout
-        #: where the per-turn block reads (issue 23): a memo written here is read from the
+        #: where the per-turn block reads: a memo written here is read from the
         #: primary for a while, so the next turn shows it however far a replica lags
         self.route = route
 
     async def _write(self, sql: str, partition_key: str, *args: Any) -> Any:
         """One write statement; a driver failure comes out as ``DatabaseRefused`` (no effect)
-        or ``OutcomeUnknown`` (issue 11 F7: an append retried blindly would repeat itself).
+        or ``OutcomeUnknown`` (an append retried blindly would repeat itself).
 
         An automatic writer (the chat LLM, extraction, the loop) is told to the database in
-        the same transaction, which refuses it on a paused partition (pause_v1.sql,
+        the same transaction, which refuses it on a paused partition (pause.sql,
         :class:`MemoryPaused`); a person's write stays one statement.
         """
         if self.route is not None:
             self.route.wrote(partition_key)
         async with write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn:
             try:
-                if not refusable():
+                if not refusable() and not deriving_now():
                     return await conn.fetchrow(sql, partition_key, *args)
                 async with conn.transaction():
                     await act(conn)
-                    return await conn.fetchrow(sql, partition_key, *args)
+                    row = await conn.fetchrow(sql, partition_key, *args)
+                    if row is not None and row["applied"]:
+                        # the loop's rewrite: what its sentences were made from
+                        await record_texts(
+                            conn, "memo_sentence", partition_key, memo_sentences(args[0]), args[-1]
+                        )
+                    return row
             except asyncpg.PostgresError as exc:
                 raise_if_paused(exc, partition_key)
                 raise

@@ -1,7 +1,7 @@
 """User profiles on an asyncpg pool: read, compare-and-set save, history.
 
 The statements are the named queries of ``sql/queries/profiles.sql``; the one write is
-``profile_save_v1`` (``sql/functions/profile_v1.sql``): it stores new content only if
+``profile_save_v1`` (``sql/functions/profile.sql``): it stores new content only if
 the profile is still at the version it was computed from, records the history row and
 trims the history, in one statement. The edit itself is pure
 (:mod:`amrita_memory_pg.domain.profile`); the service re-reads and re-applies it when a
@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 
 from amrita_memory_pg.domain.profile import Profile, ProfileActor, ProfileChange, ProfileInfo
+from amrita_memory_pg.storage.lineage import record_texts
 from amrita_memory_pg.storage.pg.outcome import write_connection
 from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.trail import act, raise_if_paused, refusable
@@ -37,8 +38,10 @@ class LockedProfile:
         self, profile: Profile, *, operation: str, actor: ProfileActor, keep: int, now: datetime
     ) -> int | None:
         """Store ``profile`` over the one read; the new version (None: changed meanwhile
-        by a writer that did not take the lock)."""
-        return await _save(
+        by a writer that did not take the lock). Inside
+        :func:`~amrita_memory_pg.domain.lineage.deriving` (the loop's edit) what its new
+        lines and summary were made from is recorded in the same transaction."""
+        version = await _save(
             self._conn,
             self.partition_key,
             self.profile.version,
@@ -48,6 +51,20 @@ class LockedProfile:
             keep=keep,
             now=now,
         )
+        if version is not None:
+            before = set(self.profile.lines)
+            await record_texts(
+                self._conn,
+                "profile_line",
+                self.partition_key,
+                [line for line in profile.lines if line not in before],
+                now,
+            )
+            if profile.summary != self.profile.summary:
+                await record_texts(
+                    self._conn, "profile_summary", self.partition_key, [profile.summary], now
+                )
+        return version
 
 
 class ProfileRepository:
@@ -66,7 +83,7 @@ class ProfileRepository:
     async def locked(self, partition_key: str) -> AsyncIterator[LockedProfile]:
         """The profile read under its edit lock, in a transaction that commits when the
         block ends (and rolls back, writing nothing, when it raises). An automatic writer
-        is told to the database, which refuses it on a paused partition (pause_v1.sql,
+        is told to the database, which refuses it on a paused partition (pause.sql,
         :class:`MemoryPaused`)."""
         async with (
             write_connection(self._pool, acquire_timeout=self.acquire_timeout) as conn,

@@ -1,4 +1,4 @@
-"""Where a read that may lag goes (issue 23): the replica (``[database] read_url``) or
+"""Where a read that may lag goes: the replica (``[database] read_url``) or
 the primary.
 
 A streaming replica replays the primary's writes a moment late (its replay lag, usually

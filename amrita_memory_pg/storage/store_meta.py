@@ -27,6 +27,12 @@ class StoreMeta:
         return describe(self.protocol, self.model, self.base_url)
 
 
+async def vector_rows(conn: Any) -> int:
+    """How many stored vectors the recorded model made (memories and knowledge entries;
+    ``conn`` is a connection or a pool): 0 means any model is consistent."""
+    return int(await conn.fetchval(query("count_vector_rows")))
+
+
 async def read(conn: Any) -> StoreMeta:
     """The row (``conn`` is a connection or a pool)."""
     row = await conn.fetchrow(query("read_store_meta"))

@@ -1,7 +1,7 @@
-"""The memory's trail in PostgreSQL (issue 17, item 4): the access log, the change
+"""The memory's trail in PostgreSQL: the access log, the change
 history and paused partitions. The statements are the named queries of
 ``sql/queries/trail.sql``; the history itself is written by the triggers of
-``sql/functions/trail_v1.sql`` from what :func:`act` puts in the writing transaction.
+``sql/functions/trail.sql`` from what :func:`act` puts in the writing transaction.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from amrita_memory_pg.domain.trail import (
 )
 from amrita_memory_pg.storage.queries import query
 
-#: SQLSTATE of an automatic write to a paused partition (trail_v1.sql, pause_v1.sql)
+#: SQLSTATE of an automatic write to a paused partition (trail.sql, pause.sql)
 PAUSED = "AMZ01"
 
 
@@ -51,7 +51,7 @@ DEFAULT_BOUNDS = HistoryBounds()
 
 def refusable() -> bool:
     """Whether the task's writer is one a pause refuses (llm, extraction, l3): only then
-    must a memo or profile write tell the database who it is (pause_v1.sql)."""
+    must a memo or profile write tell the database who it is (pause.sql)."""
     who = current_actor()
     return who is not None and who.kind in AUTOMATIC_KINDS
 
@@ -107,7 +107,7 @@ def _fields(value: Any) -> dict[str, Any] | None:
 
 class TrailRepository:
     """Reads and writes the trail tables on one pool; the lists people read (a memory's
-    access log and history) on ``read_pool`` (a replica, issue 23). The paused list stays
+    access log and history) on ``read_pool`` (a replica when configured). The paused list stays
     on the primary: a person who just paused a partition sees it listed."""
 
     def __init__(self, pool: asyncpg.Pool, read_pool: asyncpg.Pool | None = None) -> None:

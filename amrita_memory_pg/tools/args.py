@@ -100,7 +100,7 @@ class Clamp:
 @dataclass(frozen=True, slots=True)
 class Range:
     """Show ``minimum..maximum`` in the schema like :class:`Clamp`, but keep the number as
-    sent: the handler clamps it and says so in its reply (read_memory's ``top_k``, issue 16),
+    sent: the handler clamps it and says so in its reply (read_memory's ``top_k``),
     instead of silently returning fewer than asked."""
 
     minimum: int | None = None

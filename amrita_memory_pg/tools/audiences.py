@@ -26,15 +26,19 @@ from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.memos import MemoRepository
-from amrita_memory_pg.tools.consolidation import register_loop_tools
+from amrita_memory_pg.storage.pg.session import pinned
+from amrita_memory_pg.tools.consolidation import LoopTools, register_loop_tools
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.knowledge import register_knowledge_tools
+from amrita_memory_pg.tools.loop_batch import LoopBatch
 from amrita_memory_pg.tools.loop_common import loop_paused
+from amrita_memory_pg.tools.loop_rederive import LoopRederive
 from amrita_memory_pg.tools.memo import register_memo_tools
-from amrita_memory_pg.tools.memory import register_memory_tools
+from amrita_memory_pg.tools.memory import register_forget_tool, register_memory_tools
 from amrita_memory_pg.tools.profile import register_profile_loop_tools, register_profile_tools
-from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry
+from amrita_memory_pg.tools.registry import Audience, Tool, ToolRegistry, declared, not_offered
 from amrita_memory_pg.tools.scopes import register_scope_tools
+from amrita_memory_pg.usecases.forgetting import ForgetCases
 from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.memos import MemoCases
@@ -54,10 +58,12 @@ class ToolDeps:
     settings: Settings
     profiles: ProfileService
     knowledge: KnowledgeService
-    #: issue 14: the memory block and the scopes a chat loads
+    #: the memory block and the scopes a chat loads
     bot_memories: BotMemories
     #: the L3 loop's store, prompts, model and hooks (None: no consolidation audience)
     loop: LoopDeps | None = None
+    #: deletes with their cascade, forgets (None: plain deletes, no forget tool)
+    forgetting: ForgetCases | None = None
 
 
 #: Declares a family of tools on a registry.
@@ -79,11 +85,17 @@ def memo_cases(deps: ToolDeps) -> MemoCases:
 
 def memory_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """write/read/update/delete/list_memory (L2)."""
-    register_memory_tools(registry, memory_cases(deps), deps.settings)
+    register_memory_tools(registry, memory_cases(deps), deps.settings, deps.forgetting)
+
+
+def forget_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """forget_memory: a fact and everything derived from it, when asked in the chat."""
+    if deps.forgetting is not None:
+        register_forget_tool(registry, memory_cases(deps), deps.settings, deps.forgetting)
 
 
 def scope_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
-    """memory_load_context / memory_unload_context (issue 14)."""
+    """memory_load_context / memory_unload_context."""
     register_scope_tools(registry, deps.bot_memories, memory_cases(deps))
 
 
@@ -100,6 +112,25 @@ def loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
         )
 
 
+def loop_batch_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_batch_edit: a cycle's edits in one call and one transaction, planned
+    by the single tools' own planners (offered when ``batch_edits``)."""
+    if deps.loop is None:
+        return
+    sub = deps.settings.subconscious
+    pool = deps.memories.repo.pool
+    batch = LoopBatch(
+        LoopTools(memory_cases(deps), memo_cases(deps), deps.loop),
+        ProfileCases(deps.profiles, pause_gate(deps)),
+        lambda: pinned(pool),
+        memo_ops=sub.enable_memory_compress,
+    )
+    tool = declared(batch.batch_edit)
+    if not sub.batch_edits:
+        tool = dataclasses.replace(tool, offer=not_offered)
+    registry.register(tool)
+
+
 def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """read_profile: the speaker's own profile (§4.11)."""
     register_profile_tools(registry, ProfileCases(deps.profiles, pause_gate(deps)))
@@ -107,12 +138,29 @@ def profile_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 def profile_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """subconscious_get_profile / subconscious_update_profile (§8.8 items 20–21)."""
-    register_profile_loop_tools(registry, ProfileCases(deps.profiles, pause_gate(deps)))
+    register_profile_loop_tools(
+        registry,
+        ProfileCases(deps.profiles, pause_gate(deps)),
+        batched=deps.settings.subconscious.batch_edits and deps.loop is not None,
+    )
+
+
+def rederive_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
+    """subconscious_rederive: write again what a delete, forget or change withheld."""
+    if deps.loop is not None and deps.forgetting is not None:
+        rederive = LoopRederive(
+            deps.forgetting.lineage,
+            memory_cases(deps),
+            memo_cases(deps),
+            ProfileCases(deps.profiles, pause_gate(deps)),
+            KnowledgeCases(deps.knowledge),
+        )
+        registry.register(declared(rederive.rederive))
 
 
 def knowledge_chat_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
     """knowledge_list/read/search (permission-gated, reference names as aliases) + knowledge_suggest."""
-    register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge))
+    register_knowledge_tools(registry, None, KnowledgeCases(deps.knowledge, pause_gate(deps)))
 
 
 def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
@@ -122,9 +170,23 @@ def knowledge_loop_toolset(registry: ToolRegistry, deps: ToolDeps) -> None:
 
 TOOLSETS: Mapping[Audience, tuple[Toolset, ...]] = {
     # In this order: the schemas the chat LLM is shown are pinned (tests/contract/snapshots).
-    "chat": (memory_toolset, memo_toolset, knowledge_chat_toolset, profile_toolset, scope_toolset),
-    # The L3 loop's tools (§8.8): its own (loop), the knowledge base's (12–18), the profile's.
-    "consolidation": (loop_toolset, knowledge_loop_toolset, profile_loop_toolset),
+    "chat": (
+        memory_toolset,
+        memo_toolset,
+        knowledge_chat_toolset,
+        profile_toolset,
+        scope_toolset,
+        forget_toolset,
+    ),
+    # The L3 loop's tools (§8.8): the batch first (the one edit tool a cycle is offered),
+    # its own (loop), the knowledge base's (12–18), the profile's, the re-derivation.
+    "consolidation": (
+        loop_batch_toolset,
+        loop_toolset,
+        knowledge_loop_toolset,
+        profile_loop_toolset,
+        rederive_toolset,
+    ),
 }
 
 
@@ -185,14 +247,15 @@ def target_context(ctx: ToolContext) -> ToolContext:
 def borrow_chat_tools(loop: ToolRegistry, chat: ToolRegistry, names: Iterable[str]) -> list[str]:
     """Add the chat tools named in ``[subconscious] allowed_tools`` to the loop's
     registry, run in the target's context (:func:`target_context`). Only read-only ones:
-    the loop writes through its own tools, which protect ``source=user`` memories. An
-    unknown or refused name is warned about once, here (the reference: «Tool 'X' not
-    found»). Returns the names borrowed."""
+    the loop writes through its own tools, which protect ``source=user`` memories; a
+    writing one is warned about once, here. A name that is not one of our chat tools may
+    be a host's tool, lent later (``Memory.lend_loop_tool``): the integrations warn about
+    the names still unknown once the host's are lent (``Memory.check_allowed_tools``).
+    Returns the names borrowed."""
     borrowed: list[str] = []
     for name in dict.fromkeys(names):
         tool = chat.get(name)
         if tool is None:
-            log.warning("[subconscious] allowed_tools: Tool %r not found", name)
             continue
         if not tool.read_only:
             log.warning(

@@ -16,7 +16,17 @@ differ only in the rules the loop works under and in their replies —
 - ``subconscious_read_memo`` / ``subconscious_rewrite_memo`` let the loop compress the
   target's L1 memo near its cap, as the reference's README promised (D4);
 - every tool but ``subconscious_iter_stop`` checks first that the target is not paused
-  (the registry's gate): a paused target is neither read nor written (issue 27).
+  (the registry's gate): a paused target is neither read nor written;
+- a memory is named by its id or by a unique prefix of at least 8 characters (the
+  pre-pass shows those: ~4 tokens instead of ~17 for each id the cycle re-sends), and a
+  reply names it as the call did.
+
+Each edit is planned first (checked, nothing written) and then applied
+(:mod:`~amrita_memory_pg.tools.loop_edits`): ``subconscious_batch_edit``
+(:mod:`~amrita_memory_pg.tools.loop_batch`) plans a whole cycle's edits with the same
+planners and applies them in one transaction. With ``[subconscious] batch_edits`` (the
+default) the cycle is offered the batch instead of the single edit tools, which still
+run when called by name.
 
 In a dry run every writing tool checks its input and answers as if done, writing nothing.
 Embedding and model-mismatch failures are mapped once, at the registry's edge.
@@ -24,6 +34,7 @@ Embedding and model-mismatch failures are mapped once, at the registry's edge.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -45,10 +56,23 @@ from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs, numbers_
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_chat import LoopChat
 from amrita_memory_pg.tools.loop_common import Importance, NoArgs, loop_cycle, preview
+from amrita_memory_pg.tools.loop_edits import (
+    Applied,
+    Lookup,
+    Planned,
+    StoreLookup,
+    existing,
+)
 from amrita_memory_pg.tools.loop_survey import LoopSurvey, cursor_encode
 from amrita_memory_pg.tools.memo import too_long_error
 from amrita_memory_pg.tools.memory import TIER_RANGE, iso
-from amrita_memory_pg.tools.registry import BoundHandler, ToolRegistry, declare, declared
+from amrita_memory_pg.tools.registry import (
+    BoundHandler,
+    ToolRegistry,
+    declare,
+    declared,
+    not_offered,
+)
 from amrita_memory_pg.usecases.memories import MemoryCases, required_text
 from amrita_memory_pg.usecases.memos import MemoCases
 from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory
@@ -184,49 +208,54 @@ class LoopTools:
     )
     async def write_memory(self, args: WriteArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
+        return await self.run(cycle, await self.plan_write(cycle, args))
+
+    async def plan_write(self, cycle: CycleContext, args: WriteArgs) -> Planned:
+        """A new memory of the target (``source=system``), under the partition cap."""
         content = required_text(args.content, "content 不能为空")
-        if cycle.dry_run:
-            cycle.changed += 1
-            return {"status": "success", "id": None, "dry_run": True}
         scope: Scope = "user" if is_private_key(cycle.target_key) else "group"
-        new = NewMemory(
-            partition_key=cycle.target_key,
-            scope=scope,
-            content=content,
-            tags=parse_tags(args.tags),
-            importance=label_to_level(args.importance),
-            source="system",
-            author="subconscious",
-            now=self.loop.clock(),
-        )
-        try:
-            written = await self.memories.write(new, idempotent=False)
-        except PartitionFull as exc:
-            raise ToolError(
-                f"记忆数量已达上限（{exc.limit} 条），未写入。请先合并或删除过时的记忆",
-                limit=exc.limit,
-            ) from exc
-        cycle.changed += 1
-        return {"status": "success", "id": written.record.id}
+        tags = parse_tags(args.tags)
+        importance = label_to_level(args.importance)
 
-    async def _existing(self, cycle: CycleContext, memory_id: str) -> MemoryRecord:
-        record = await self.memories.get(cycle.target_key, memory_id)
-        if record is None:
-            if await self.memories.count(cycle.target_key) == 0:
-                raise ToolError("未找到任何记忆")
-            raise ToolError(f"未找到ID为 {memory_id} 的记忆")
-        return record
+        async def apply() -> Applied:
+            new = NewMemory(
+                partition_key=cycle.target_key,
+                scope=scope,
+                content=content,
+                tags=tags,
+                importance=importance,
+                source="system",
+                author="subconscious",
+                now=self.loop.clock(),
+            )
+            try:
+                written = await self.memories.write(new, idempotent=False)
+            except PartitionFull as exc:
+                raise ToolError(
+                    f"记忆数量已达上限（{exc.limit} 条），未写入。请先合并或删除过时的记忆",
+                    limit=exc.limit,
+                ) from exc
+            return {"status": "success", "id": written.record.id}, 1
 
-    @declare(
-        "subconscious_update_memory",
-        "修改一条记忆，省略的字段不变。",
-        "更新记忆失败",
-    )
-    async def update_memory(self, args: UpdateArgs, ctx: ToolContext) -> dict[str, Any]:
-        cycle = loop_cycle(ctx)
+        return Planned({"status": "success", "id": None}, 1, apply, texts=(content,))
+
+    # -- edits: each one planned (checked, nothing written), then applied (loop_edits)
+    def lookup(self, cycle: CycleContext) -> StoreLookup:
+        return StoreLookup(self.memories, cycle.target_key)
+
+    async def run(self, cycle: CycleContext, plan: Planned) -> dict[str, Any]:
+        """A single tool's planned edit: answered as if done in a dry run, else made."""
+        if cycle.dry_run:
+            cycle.changed += plan.changes
+            return {**plan.reply, "dry_run": True}
+        reply, changed = await plan.apply()
+        cycle.changed += changed
+        return reply
+
+    async def plan_update(self, cycle: CycleContext, args: UpdateArgs, lookup: Lookup) -> Planned:
         if args.content is None and args.tags is None and args.importance is None:
             raise ToolError("至少给出 content、tags、importance 之一；未修改任何内容")
-        record = await self._existing(cycle, args.id)
+        record = await existing(lookup, args.id)
         tags = parse_tags(args.tags) if args.tags is not None else None
         content = args.content.strip() if args.content is not None else None
         if content == "":
@@ -239,80 +268,62 @@ class LoopTools:
             drops_tags = tags is not None and not set(record.tags) <= set(tags)
             if rewrites or drops_tags or tags is None:
                 raise ToolError(USER_PROTECTED)
-        if cycle.dry_run:
-            cycle.changed += 1
-            return {
-                "status": "success",
-                "message": "记忆更新成功",
-                "id": record.id,
-                "dry_run": True,
-            }
+        reply = {"status": "success", "message": "记忆更新成功", "id": args.id}
         change = MemoryChange(
             content=content,
             tags=tags,
             importance=label_to_level(args.importance) if args.importance else None,
         )
-        updated = await self.memories.change(
-            cycle.target_key, record.id, change, flag_only=flag_only, now=self.loop.clock()
-        )
-        if updated is None:
-            raise ToolError(f"未找到ID为 {args.id} 的记忆")
-        cycle.changed += 1
-        return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
-    @declare(
-        "subconscious_delete_memory",
-        "删除一条记忆。",
-        "删除记忆失败",
-    )
-    async def delete_memory(self, args: DeleteArgs, ctx: ToolContext) -> dict[str, Any]:
-        cycle = loop_cycle(ctx)
-        record = await self._existing(cycle, args.id)
+        async def apply() -> Applied:
+            updated = await self.memories.change(
+                cycle.target_key, record.id, change, flag_only=flag_only, now=self.loop.clock()
+            )
+            if updated is None:
+                raise ToolError(f"未找到ID为 {args.id} 的记忆")
+            return reply, 1
+
+        fresh = content is not None and content != record.content and not flag_only
+        return Planned(reply, 1, apply, texts=(content,) if fresh and content else ())
+
+    async def plan_delete(self, cycle: CycleContext, args: DeleteArgs, lookup: Lookup) -> Planned:
+        record = await existing(lookup, args.id)
         if record.source == "user":
             raise ToolError(USER_PROTECTED)
-        if cycle.dry_run:
-            cycle.changed += 1
-            return {
-                "status": "success",
-                "message": "记忆删除成功",
-                "id": record.id,
-                "dry_run": True,
-            }
-        if not await self.memories.delete(cycle.target_key, record.id):
-            raise ToolError(f"未找到ID为 {args.id} 的记忆")
-        cycle.changed += 1
-        return {"status": "success", "message": "记忆删除成功", "id": record.id}
+        reply = {"status": "success", "message": "记忆删除成功", "id": args.id}
 
-    @declare(
-        "subconscious_merge_memories",
-        "合并一组重复：保留 keep_id（可给合并后的 content/importance），删除 merge_ids；"
-        "一次调用一组，全部成功或全部不做。",
-        "合并记忆失败",
-    )
-    async def merge_memories(self, args: MergeArgs, ctx: ToolContext) -> dict[str, Any]:
-        """One duplicate group in one call and one transaction: keep one memory
-        (optionally rewritten), delete the others. All ids are checked first; any
-        problem refuses the whole merge and writes nothing."""
-        cycle = loop_cycle(ctx)
-        keep_id = args.keep_id.strip()
-        ids: list[str] = []
+        async def apply() -> Applied:
+            if not await self.memories.delete(cycle.target_key, record.id):
+                raise ToolError(f"未找到ID为 {args.id} 的记忆")
+            return reply, 1
+
+        return Planned(reply, 1, apply, gone=(record.id,))
+
+    async def plan_merge(self, cycle: CycleContext, args: MergeArgs, lookup: Lookup) -> Planned:
+        """One duplicate group: keep one memory (optionally rewritten), delete the others.
+        Every id is checked first; any problem refuses the whole merge."""
+        keep_ref = args.keep_id.strip()
+        refs: list[str] = []
         for raw in args.merge_ids.replace("，", ",").split(","):
-            memory_id = raw.strip()
-            if memory_id and memory_id != keep_id and memory_id not in ids:
-                ids.append(memory_id)
-        if not ids:
+            ref = raw.strip()
+            if ref and ref != keep_ref and ref not in refs:
+                refs.append(ref)
+        if not refs:
             raise ToolError("merge_ids 至少要有一个不同于 keep_id 的记忆 ID；未合并任何内容")
-        if len(ids) > MAX_MERGE_IDS:
+        if len(refs) > MAX_MERGE_IDS:
             raise ToolError(f"merge_ids 最多 {MAX_MERGE_IDS} 个；未合并任何内容")
-        keep = await self._existing(cycle, keep_id)
+        keep = await existing(lookup, keep_ref)
         others: list[MemoryRecord] = []
-        for memory_id in ids:
-            record = await self.memories.get(cycle.target_key, memory_id)
+        for ref in refs:
+            record = await lookup.find(ref)
             if record is None:
-                raise ToolError(f"未找到ID为 {memory_id} 的记忆；未合并任何内容")
+                raise ToolError(f"未找到ID为 {ref} 的记忆；未合并任何内容")
             if record.source == "user":
-                raise ToolError(f"{memory_id}: {USER_PROTECTED}；未合并任何内容")
-            others.append(record)
+                raise ToolError(f"{ref}: {USER_PROTECTED}；未合并任何内容")
+            if record.id != keep.id and record not in others:
+                others.append(record)
+        if not others:
+            raise ToolError("merge_ids 至少要有一个不同于 keep_id 的记忆 ID；未合并任何内容")
         content = args.content.strip() if args.content is not None else None
         if content == "":
             raise ToolError("content 不能为空；未合并任何内容")
@@ -322,35 +333,67 @@ class LoopTools:
             content is not None
             or (args.importance is not None and args.importance != keep.importance_label)
         ):
-            raise ToolError(f"keep_id {keep.id}: {USER_PROTECTED}；未合并任何内容")
+            raise ToolError(f"keep_id {keep_ref}: {USER_PROTECTED}；未合并任何内容")
         # The merged memory keeps every tag of the group (no information lost).
         tags = list(keep.tags)
         for record in others:
             tags.extend(t for t in record.tags if t not in tags)
-        new_tags = tags if tags != list(keep.tags) else None
-        reply: dict[str, Any] = {"status": "success", "id": keep.id, "deleted": len(others)}
-        if cycle.dry_run:
-            cycle.changed += 1 + len(others)
-            reply["dry_run"] = True
-            return reply
         change = MemoryChange(
             content=content,
-            tags=new_tags,
+            tags=tags if tags != list(keep.tags) else None,
             importance=(
                 label_to_level(args.importance)
                 if args.importance and keep.source != "user"
                 else None
             ),
         )
-        merged = await self.memories.merge(
-            cycle.target_key, keep.id, [r.id for r in others], change, now=self.loop.clock()
+        reply: dict[str, Any] = {"status": "success", "id": keep_ref, "deleted": len(others)}
+
+        async def apply() -> Applied:
+            merged = await self.memories.merge(
+                cycle.target_key, keep.id, [r.id for r in others], change, now=self.loop.clock()
+            )
+            if merged is None:
+                raise ToolError(f"未找到ID为 {keep_ref} 的记忆；未合并任何内容")
+            _, deleted = merged
+            return {**reply, "deleted": len(deleted)}, 1 + len(deleted)
+
+        return Planned(
+            reply,
+            1 + len(others),
+            apply,
+            gone=tuple(r.id for r in others),
+            texts=(content,) if content else (),
         )
-        if merged is None:
-            raise ToolError(f"未找到ID为 {keep.id} 的记忆；未合并任何内容")
-        _, deleted = merged
-        cycle.changed += 1 + len(deleted)
-        reply["deleted"] = len(deleted)
-        return reply
+
+    @declare(
+        "subconscious_update_memory",
+        "修改一条记忆，省略的字段不变。",
+        "更新记忆失败",
+    )
+    async def update_memory(self, args: UpdateArgs, ctx: ToolContext) -> dict[str, Any]:
+        cycle = loop_cycle(ctx)
+        return await self.run(cycle, await self.plan_update(cycle, args, self.lookup(cycle)))
+
+    @declare(
+        "subconscious_delete_memory",
+        "删除一条记忆。",
+        "删除记忆失败",
+    )
+    async def delete_memory(self, args: DeleteArgs, ctx: ToolContext) -> dict[str, Any]:
+        cycle = loop_cycle(ctx)
+        return await self.run(cycle, await self.plan_delete(cycle, args, self.lookup(cycle)))
+
+    @declare(
+        "subconscious_merge_memories",
+        "合并一组重复：保留 keep_id（可给合并后的 content/importance），删除 merge_ids；"
+        "一次调用一组，全部成功或全部不做。",
+        "合并记忆失败",
+    )
+    async def merge_memories(self, args: MergeArgs, ctx: ToolContext) -> dict[str, Any]:
+        """One duplicate group in one call and one transaction."""
+        cycle = loop_cycle(ctx)
+        return await self.run(cycle, await self.plan_merge(cycle, args, self.lookup(cycle)))
 
     @declare(
         "subconscious_list_memory",
@@ -380,7 +423,7 @@ class LoopTools:
     # -- the cycle
     @declare(
         ITER_STOP,
-        "结束本轮并写总结；可以和最后的修改在同一轮调用。",
+        "结束本轮（可与修改同一轮调用）。",
         "结束失败",
     )
     async def iter_stop(self, args: StopArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -408,6 +451,28 @@ class LoopTools:
             "max_chars": self.memos.max_chars,
         }
 
+    async def plan_memo(self, cycle: CycleContext, args: RewriteMemoArgs) -> Planned:
+        content = args.content.strip()
+        if not content:
+            raise ToolError(
+                "content 不能为空：压缩后的备忘录不能是空的（清空备忘录不是整理循环的职责）"
+            )
+        limit = self.memos.max_chars
+        try:
+            await self.memos.check_fits(cycle.target_key, content, appending=False)
+        except MemoTooLong as exc:
+            raise too_long_error(exc) from exc
+        reply = {"status": "success", "chars": len(content), "max_chars": limit}
+
+        async def apply() -> Applied:
+            try:
+                written = await self.memos.replace(cycle.target_key, content, now=self.loop.clock())
+            except MemoTooLong as exc:
+                raise too_long_error(exc) from exc
+            return {**reply, "chars": written.chars}, 0
+
+        return Planned(reply, 0, apply)
+
     @declare(
         "subconscious_rewrite_memo",
         "用压缩后的全文替换备忘录（L1），保留关键事实，不超过上限。",
@@ -416,25 +481,7 @@ class LoopTools:
     )
     async def rewrite_memo(self, args: RewriteMemoArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)
-        content = args.content.strip()
-        if not content:
-            raise ToolError(
-                "content 不能为空：压缩后的备忘录不能是空的（清空备忘录不是整理循环的职责）"
-            )
-        limit = self.memos.max_chars
-        try:
-            if cycle.dry_run:
-                await self.memos.check_fits(cycle.target_key, content, appending=False)
-                return {
-                    "status": "success",
-                    "chars": len(content),
-                    "max_chars": limit,
-                    "dry_run": True,
-                }
-            written = await self.memos.replace(cycle.target_key, content, now=self.loop.clock())
-        except MemoTooLong as exc:
-            raise too_long_error(exc) from exc
-        return {"status": "success", "chars": written.chars, "max_chars": limit}
+        return await self.run(cycle, await self.plan_memo(cycle, args))
 
 
 def register_loop_tools(
@@ -470,8 +517,21 @@ def register_loop_tools(
     ]
     if settings.subconscious.enable_memory_compress:
         handlers += [tools.read_memo, tools.rewrite_memo]
+    # With the batch tool offered (tools/loop_batch.py) the single edit tools are not:
+    # each schema is paid on every call; they still run when called by name.
+    batched = settings.subconscious.batch_edits
+    singles = {
+        tools.merge_memories,
+        tools.update_memory,
+        tools.delete_memory,
+        tools.write_memory,
+        tools.rewrite_memo,
+    }
     for handler in handlers:
-        registry.register(declared(handler))
+        tool = declared(handler)
+        if batched and handler in singles:
+            tool = dataclasses.replace(tool, offer=not_offered)
+        registry.register(tool)
     return tools
 
 

@@ -1,6 +1,6 @@
 """The error text the LLM gets when a tool call fails for a reason outside its arguments.
 
-Issue 11, F7: during a database stall every failed write used to read «写入记忆失败: »
+During a database stall every failed write used to read «写入记忆失败: »
 (the ``str()`` of a bare ``TimeoutError``) while some of them committed later, so an LLM
 that retried made duplicates. Now every such reply is non-empty and says three things:
 what happened, whether anything changed, and what to do next —
@@ -55,6 +55,10 @@ CHECK_HINTS: dict[str, str] = {
     ),
     "subconscious_rewrite_memo": (
         "请先用 subconscious_read_memo 确认备忘录是否已更新；改写是整篇替换，重试不会产生重复"
+    ),
+    "subconscious_batch_edit": (
+        "整批要么全部生效，要么全部没有：请先用 subconscious_read_memory 查看其中一条记忆的当前内容，"
+        "确认整批是否已生效，再决定是否重新提交"
     ),
     "subconscious_update_profile": (
         "请先用 subconscious_get_profile 确认画像是否已更新，再决定是否重试，以免重复追加"

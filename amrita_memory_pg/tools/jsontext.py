@@ -2,7 +2,7 @@
 
 Why: every chat tool reply is indented JSON (the reference's layout), and Python 3.11's
 C encoder does not indent — ``json.dumps`` with ``indent`` falls back to the pure-Python
-generator encoder, one call per token: ~70 µs of a ~1.5 ms ``read_memory`` (issue 24).
+generator encoder, one call per token: ~70 µs of a ~1.5 ms ``read_memory``.
 Here the nested containers are walked in Python and every flat one (leaves and empty
 containers only: a reply's metadata, ids, texts, distances) is written by the C encoder
 with ",\n" + its indentation as the item separator — the indenting encoder's own layout —

@@ -261,6 +261,7 @@ def register_knowledge_tools(
             body=args.body,
             reason=args.reason,
             kid=args.kid,
+            partitions=[ctx.personal_key, *([ctx.group_key] if ctx.group_key else [])],
         )
         return {
             "status": "success",

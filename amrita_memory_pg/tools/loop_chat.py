@@ -17,6 +17,7 @@ from pydantic import Field
 
 from amrita_memory_pg.domain.consolidation import CycleContext, is_private_key
 from amrita_memory_pg.domain.errors import ToolError
+from amrita_memory_pg.domain.lineage import Candidate, line_ref
 from amrita_memory_pg.domain.records import ChatLine
 from amrita_memory_pg.services.consolidation import LoopDeps
 from amrita_memory_pg.settings import Settings
@@ -24,6 +25,7 @@ from amrita_memory_pg.tools.args import Clamp, Integer, Text, ToolArgs
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import loop_cycle
 from amrita_memory_pg.tools.memory import iso
+from amrita_memory_pg.tools.profile import profile_news
 from amrita_memory_pg.tools.registry import declare
 
 SESSION_GAP = timedelta(minutes=30)
@@ -97,7 +99,15 @@ class LoopChat:
         return reply
 
     async def _lines(self, cycle: CycleContext, limit: int) -> list[ChatLine]:
-        return await self.loop.activity.recent(cycle.target_key, limit)
+        """The target's recent lines; the cycle remembers them as shown (what it writes
+        next may have been made from them, domain/lineage.py)."""
+        lines = await self.loop.activity.recent(cycle.target_key, limit)
+        known = {c.ref for c in cycle.shown}
+        for line in lines:
+            ref = line_ref(line.session_key, line.id)
+            if ref not in known:
+                cycle.shown.append(Candidate(ref, line.text))
+        return lines
 
     @declare(
         "subconscious_read_chat_context",
@@ -125,7 +135,8 @@ class LoopChat:
 
     async def _summary(self, cycle: CycleContext, session: list[ChatLine]) -> str:
         stamp = session[0].created_at.strftime("%Y-%m-%d %H:%M")
-        key = (cycle.target_key, session[0].id, session[-1].id)
+        # every line's id: a session that lost a line (a forget) is summarised again
+        key: tuple[str | int, ...] = (cycle.target_key, *(line.id for line in session))
         cached = self.loop.summaries.get(key)
         if cached is not None:
             return cached
@@ -149,6 +160,9 @@ class LoopChat:
         "subconscious_read_sessions",
         "最近 n 段会话的摘要。",
         "读取会话失败",
+        # what a profile is distilled from (the profile guide names it); the merges and
+        # deletions of a cycle are decided on the pre-pass (still runs when called)
+        offer=profile_news,
     )
     async def read_sessions(self, args: SessionsArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = loop_cycle(ctx)

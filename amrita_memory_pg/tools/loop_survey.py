@@ -18,7 +18,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from amrita_memory_pg.domain.activity import FALLBACK_TZ, resolve_timezone
-from amrita_memory_pg.domain.consolidation import clusters, is_private_key
+from amrita_memory_pg.domain.consolidation import (
+    CycleContext,
+    clusters,
+    is_private_key,
+    short_ids,
+)
 from amrita_memory_pg.domain.keys import is_personal_key
 from amrita_memory_pg.domain.records import MemoryRecord
 from amrita_memory_pg.domain.validation import MAX_TAGS_CHARS
@@ -27,7 +32,9 @@ from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Integer, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.loop_common import Importance, NoArgs, loop_cycle, preview
+from amrita_memory_pg.tools.loop_rederive import TASK_FORMAT
 from amrita_memory_pg.tools.memory import iso
+from amrita_memory_pg.tools.profile import NO_PROFILE_YET, PROFILE_NEWS
 from amrita_memory_pg.tools.registry import declare
 from amrita_memory_pg.usecases.memos import MemoCases
 
@@ -47,15 +54,33 @@ CONTEXT_KNOWLEDGE = 5
 CONTEXT_KNOWLEDGE_CHARS = 200
 DISTILL_MIN_PARTITIONS = 2
 
-#: how get_context's pre-pass items read (one string each: keys would be paid per item)
-BRIEF_FORMAT = "id|importance|content（source=user 的以 id|importance|user| 开头）"
 
-
-def _brief(record: MemoryRecord) -> str:
-    """A memory as get_context's pre-pass shows it: what a merge decision needs."""
+def _brief(record: MemoryRecord, short: str, *, importance: bool = True) -> str:
+    """A memory as get_context's pre-pass shows it: what a merge or cleanup decision
+    needs, named by its short id (``short_ids``: the loop's tools take it back) —
+    ``id|importance|content``, ``id|user|…`` for a memory a user added by hand.
+    ``importance=False`` for the cleanup list, whose items are all low (the main
+    template says how the lists read: said once there, not once per cycle here)."""
     user = "user|" if record.source == "user" else ""
     content = preview(record.content, CONTEXT_CHARS)
-    return f"{record.id}|{record.importance_label or 'medium'}|{user}{content}"
+    level = f"{record.importance_label or 'medium'}|" if importance else ""
+    return f"{short}|{level}{user}{content}"
+
+
+def said(reply: dict[str, Any]) -> dict[str, Any]:
+    """get_context's reply without the keys that say nothing (null, empty, false, no
+    pending suggestion): the reply stays in the conversation for every call of the
+    cycle, and ~15 such keys are ~100 tokens of it. A missing key reads as its empty
+    value (the offers use ``.get``)."""
+    pending = reply.get("pending_knowledge_suggestions")
+    if isinstance(pending, dict) and not pending.get("count"):
+        reply = {k: v for k, v in reply.items() if k != "pending_knowledge_suggestions"}
+    return {k: v for k, v in reply.items() if k == "status" or not _silent(v)}
+
+
+def _silent(value: object) -> bool:
+    """None, False, or an empty text, list or object (a zero says something)."""
+    return value is None or value is False or (isinstance(value, str | list | dict) and not value)
 
 
 class DuplicateArgs(ToolArgs):
@@ -138,7 +163,6 @@ class LoopSurvey:
             "timezone": "UTC+08:00" if fallback else self.sub.idle_timezone,
             "timezone_fallback": fallback,
             "weekday": local.strftime("%A"),
-            "target": cycle.target_key,
         }
         last = await self.loop.repo.last_run(cycle.target_key)
         reply["last_run_at"] = last.ended_at.astimezone(tz).isoformat() if last else None
@@ -179,12 +203,14 @@ class LoopSurvey:
                 if over
                 else ""
             )
-            reply["memory_warn_threshold"] = threshold
+            # the threshold only where it says something (the hint names the overrun)
+            reply["memory_warn_threshold"] = threshold if over else None
             reply["duplicate_groups"] = len(groups)
             # The pre-pass itself, so the model can merge in its first turn.
             by_id = {r.id: r for r in records}
+            short = short_ids(list(by_id))
             shown = groups[:CONTEXT_GROUPS]
-            reply["duplicate_candidates"] = [[_brief(by_id[m]) for m in g] for g in shown]
+            reply["duplicate_candidates"] = [[_brief(by_id[m], short[m]) for m in g] for g in shown]
             more = len(groups) - len(shown)
             reply["duplicate_hint"] = (
                 f"另有 {more} 组未列出：用 subconscious_duplicate_helper(candidates_only=true) 查看。"
@@ -195,15 +221,14 @@ class LoopSurvey:
             low = [r for r in records if r.importance_label == "low" and r.id not in grouped]
             low.sort(key=lambda r: (r.created_at, r.id))
             reply["cleanup_candidates"] = [
-                f"{_brief(r)}|{max(0, (now - r.created_at).days)}天前"
+                f"{_brief(r, short[r.id], importance=False)}|{max(0, (now - r.created_at).days)}天前"
                 for r in low[:CONTEXT_CLEANUP]
             ]
-            if groups or low:
-                reply["candidate_format"] = BRIEF_FORMAT
         except Exception:
             reply.update(memory_total=None, memory_warn_threshold=None, duplicate_groups=None)
             stale.append("memory_stats")
         await self._knowledge(cycle.target_key, reply, stale)
+        await self._rederive(cycle, reply, stale)
         reply["profile_hint"] = ""
         if self.loop.hooks.profile_changed_at is not None and is_personal_key(cycle.target_key):
             # New memories are what a profile is distilled from: none since its last
@@ -212,17 +237,20 @@ class LoopSurvey:
                 since = await self.loop.hooks.profile_changed_at(cycle.target_key)
                 new = sum(1 for r in records if since is None or r.created_at > since)
                 if new:
-                    reply["profile_hint"] = f"画像上次更新后新增 {new} 条记忆"
+                    hint = NO_PROFILE_YET if since is None else PROFILE_NEWS
+                    reply["profile_hint"] = hint.format(n=new)
             except Exception:
                 stale.append("profile")
         try:
             memo = await self.memos.read(cycle.target_key)
             cap = self.memos.max_chars
+            compress = self.sub.enable_memory_compress and memo.chars >= cap * 0.8
             reply["memo_chars"] = memo.chars
-            reply["memo_max_chars"] = cap
+            # the cap only when the memo is to be compressed to fit it
+            reply["memo_max_chars"] = cap if compress else None
             reply["memo_hint"] = (
                 "备忘录已接近上限，用 subconscious_read_memo / subconscious_rewrite_memo 压缩。"
-                if self.sub.enable_memory_compress and memo.chars >= cap * 0.8
+                if compress
                 else ""
             )
         except Exception:
@@ -249,7 +277,7 @@ class LoopSurvey:
         reply["idle_plan"] = dict(plan) if plan is not None else None
         reply["stale"] = stale
         cycle.context_fetched = True
-        return reply
+        return said(reply)
 
     async def _knowledge(self, target_key: str, reply: dict[str, Any], stale: list[str]) -> None:
         """The distillation pre-pass (knowledge_candidates_v1): the memories worth a global
@@ -272,6 +300,25 @@ class LoopSurvey:
             + (f"|另见{c.partitions}个分区" if c.partitions else "")
             for c in found[:CONTEXT_KNOWLEDGE]
         ]
+
+    async def _rederive(self, cycle: CycleContext, reply: dict[str, Any], stale: list[str]) -> None:
+        """Rows withheld because a source was deleted, forgotten or changed: the cycle
+        writes them again (``subconscious_rederive``, offered only then); none → no key."""
+        if self.loop.hooks.rederive is None:
+            return
+        try:
+            tasks = await self.loop.hooks.rederive(cycle)
+        except Exception:
+            stale.append("rederive")
+            return
+        if not tasks:
+            return
+        reply["rederive_hint"] = (
+            f"{len(tasks)} 条内容的来源被删除或改动，已暂停使用：用 subconscious_rederive "
+            "按剩余来源重写（去掉或改掉所说的内容），保留不了就传空 content 丢弃。"
+        )
+        reply["rederive_format"] = TASK_FORMAT
+        reply["rederive"] = tasks
 
     @declare(
         "subconscious_get_memory_stats",

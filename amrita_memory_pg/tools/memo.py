@@ -4,7 +4,7 @@ Names, descriptions, arguments and JSON replies follow the reference so prompts 
 for it keep working. The memo is the chat's session memo (§2.3): the group's in a group
 chat, else the speaker's. A refused write (over ``memo_max_chars``) returns the
 reference's message plus the current length, and leaves the old memo intact. A paused
-scope's memo is neither read nor written (issue 27): the memory tools' paused replies.
+scope's memo is neither read nor written: the memory tools' paused replies.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ as clean envelopes (B5); ``read_memory`` has ``status`` and a clamped ``top_k`` 
 order is deterministic (W6); group memories are edited only by group admins, the
 owner, superusers or their author (W2, configurable).
 
-Issue 14: ``category`` filters on read/list; scope ``global`` (bot-wide, readable by
+The second seed's model: ``category`` filters on read/list; scope ``global`` (bot-wide, readable by
 everyone, written only by superusers — or the system and the CLI); memories a person
 added (``source=user``) are refused to update/delete while ``protect_manual_memories``
 is on (checked here for a clear reply, and again by the database).
@@ -16,6 +16,7 @@ is on (checked here for a clear reply, and again by the database).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -42,6 +43,7 @@ from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.tools.args import Clamp, Integer, Range, Text, ToolArgs, numbers_as_text
 from amrita_memory_pg.tools.context import ToolContext
 from amrita_memory_pg.tools.registry import ToolRegistry, declare, declared
+from amrita_memory_pg.usecases.forgetting import ForgetCases
 from amrita_memory_pg.usecases.memories import MemoryCases, required_text
 from amrita_memory_pg.usecases.values import MemoryChange, MemoryQuery, NewMemory
 
@@ -58,7 +60,7 @@ CategoryChoice = Annotated[Category, BeforeValidator(numbers_as_text)]
 ModeChoice = Annotated[SearchMode, BeforeValidator(numbers_as_text)]
 
 #: read_memory's top_k range (reference §4.2 recommendation B11); outside it the reply
-#: says what was clamped (issue 16) instead of silently returning fewer.
+#: says what was clamped instead of silently returning fewer.
 TOP_K_MIN, TOP_K_MAX = 1, 50
 
 ScopeArg = Annotated[
@@ -139,6 +141,60 @@ class DeleteMemoryArgs(ToolArgs):
     scope: ScopeArg
 
 
+class MemoryWriteArgs(ToolArgs):
+    """Monstrum's ``memory_write``: a new memory, or (with ``id``) a change of one."""
+
+    id: Annotated[
+        Text | None,
+        Field(
+            description="要更新的记忆 ID（memory_write / list_memory 返回的 memory_id）；"
+            "省略则写入一条新记忆",
+            max_length=MAX_ID_CHARS,
+        ),
+    ] = None
+    content: Annotated[
+        Text | None,
+        Field(
+            description="要记住的内容，一条记忆一个事实（写入新记忆时必填；更新时不变则省略）",
+            max_length=MAX_CONTENT_CHARS,
+        ),
+    ] = None
+    tags: Annotated[
+        Text | None,
+        Field(description="分类标签，多个用逗号分隔（可选）", max_length=MAX_TAGS_CHARS),
+    ] = None
+    importance: Annotated[
+        Importance | None,
+        Field(description="重要程度，决定遗忘速度（写入新记忆时省略即 medium）"),
+    ] = None
+    scope: ScopeArg
+    category: Annotated[
+        CategoryChoice | None, Field(description="可选的类别：偏好/规则/事件/知识")
+    ] = None
+
+
+class MemoryDeleteArgs(ToolArgs):
+    id: Annotated[
+        Text,
+        Field(
+            description="记忆 ID（memory_write / list_memory 返回的 memory_id）",
+            max_length=MAX_ID_CHARS,
+        ),
+    ]
+    scope: ScopeArg
+
+
+class ForgetMemoryArgs(ToolArgs):
+    scope: ScopeArg
+    query: Annotated[
+        Text | None,
+        Field(description="用户要忘记的内容，用来找候选（不删除）", max_length=MAX_QUERY_CHARS),
+    ] = None
+    id: Annotated[
+        Text | None, Field(description="确认后要忘记的记忆 ID", max_length=MAX_ID_CHARS)
+    ] = None
+
+
 class ListMemoryArgs(ToolArgs):
     limit: Annotated[Integer, Clamp(1, 50), Field(description="每页条数（1–50）")] = 10
     offset: Annotated[Integer, Clamp(0, None), Field(description="跳过的条数")] = 0
@@ -146,6 +202,25 @@ class ListMemoryArgs(ToolArgs):
     category: Annotated[CategoryChoice | None, Field(description="只列出该类别的记忆（可选）")] = (
         None
     )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteNames:
+    """The tool names a family's messages point the model to (each family names its own)."""
+
+    write: str
+    update: str
+    delete: str
+
+
+#: amrita_plugin_memory's names
+REFERENCE_NAMES = WriteNames("write_memory", "update_memory", "delete_memory")
+#: Monstrum's: one tool writes or (with an id) updates
+MONSTRUM_NAMES = WriteNames("memory_write", "memory_write", "memory_delete")
+
+
+#: delete_memory's and memory_delete's description and failure prefix (one tool, two names)
+DELETE_DECLARATION = ("删除一条记忆。用户手动添加的记忆（source=user）不能删除。", "删除记忆失败")
 
 
 def iso(value: datetime) -> str:
@@ -244,9 +319,13 @@ class MemoryTools:
     Embedding and model-mismatch failures and a paused scope are mapped once, at the
     registry's edge (``failure_prefix``, ``on_paused``)."""
 
-    def __init__(self, cases: MemoryCases, settings: Settings) -> None:
+    def __init__(
+        self, cases: MemoryCases, settings: Settings, forgetting: ForgetCases | None = None
+    ) -> None:
         self.cases = cases
         self.settings = settings
+        #: deletes with their cascade and forgets (None: a plain delete, no forget tool)
+        self.forgetting = forgetting
 
     def _refuse_protected(self, record: MemoryRecord, action: str) -> None:
         if record.source == "user" and self.settings.protect_manual_memories:
@@ -275,16 +354,38 @@ class MemoryTools:
         on_paused=paused_write("写入"),
     )
     async def write_memory(self, args: WriteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        scope, partition = resolve_scope(args.scope, ctx)
-        require_global_writer(scope, ctx, "写入")
-        content = required_text(args.content, "content 不能为空：请给出要记住的具体内容")
+        return await self._write(
+            REFERENCE_NAMES,
+            ctx,
+            scope=args.scope,
+            content=args.content,
+            tags=args.tags,
+            importance=args.importance,
+            category=args.category,
+        )
+
+    async def _write(
+        self,
+        names: WriteNames,
+        ctx: ToolContext,
+        *,
+        scope: str,
+        content: str,
+        tags: str,
+        importance: ImportanceLabel,
+        category: Category | None,
+    ) -> dict[str, Any]:
+        """A new memory for the speaker (write_memory, memory_write without an id)."""
+        scope_, partition = resolve_scope(scope, ctx)
+        require_global_writer(scope_, ctx, "写入")
+        text = required_text(content, "content 不能为空：请给出要记住的具体内容")
         new = NewMemory(
             partition_key=partition,
-            scope=scope,
-            content=content,
-            tags=parse_tags(args.tags),
-            importance=label_to_level(args.importance),
-            category=args.category,
+            scope=scope_,
+            content=text,
+            tags=parse_tags(tags),
+            importance=label_to_level(importance),
+            category=category,
             source="auto",
             author=ctx.user_id,
         )
@@ -293,21 +394,22 @@ class MemoryTools:
         except PartitionFull as exc:
             raise ToolError(
                 f"当前会话的记忆数量已达上限（{exc.limit} 条），未写入。"
-                "请先用 list_memory 查看，再用 update_memory 合并相近的记忆或用 delete_memory 删除过时的记忆后重试",
+                f"请先用 list_memory 查看，再用 {names.update} 合并相近的记忆或用 "
+                f"{names.delete} 删除过时的记忆后重试",
                 limit=exc.limit,
             ) from exc
         record = written.record
         reply: dict[str, Any] = {
             "memory_id": record.id,
             "tags": record.tags_text,
-            "importance": record.importance_label if written.duplicate else args.importance,
+            "importance": record.importance_label if written.duplicate else importance,
             "scope": record.scope,
             "created_at": iso(record.created_at),
         }
         if record.category:
             reply["category"] = record.category
         if written.duplicate:
-            # issue 11 F7: a retried write (its first reply was lost) returns the first one.
+            # a retried write (its first reply was lost) returns the first one, not a duplicate
             reply["duplicate_of"] = record.id
             reply["message"] = "相同内容刚刚已写入过，返回已有的这条记忆，没有重复写入"
         reply["status"] = "success"
@@ -360,7 +462,7 @@ class MemoryTools:
             if hit.keyword_score:
                 meta["keyword_score"] = round(hit.keyword_score, 4)
             if hit.score is not None:
-                # the ranking key (issue 26); decay_score stays the reference's formula
+                # the ranking key; decay_score stays the reference's formula in every mode
                 meta["score"] = round(hit.score, 4)
             metadatas.append(meta)
         # The reference's nested-list shape (one query → one inner list per field),
@@ -391,49 +493,159 @@ class MemoryTools:
         on_paused=paused_write("修改"),
     )
     async def update_memory(self, args: UpdateMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        scope, partition = resolve_scope(args.scope, ctx)
-        require_global_writer(scope, ctx, "修改")
-        changes = (args.content, args.tags, args.importance, args.category)
-        if all(value is None for value in changes):
+        return await self._update(
+            REFERENCE_NAMES,
+            ctx,
+            memory_id=args.id,
+            scope=args.scope,
+            change=(args.content, args.tags, args.importance, args.category),
+        )
+
+    async def _update(
+        self,
+        names: WriteNames,
+        ctx: ToolContext,
+        *,
+        memory_id: str,
+        scope: str,
+        change: tuple[str | None, str | None, ImportanceLabel | None, Category | None],
+    ) -> dict[str, Any]:
+        """A change of one memory (update_memory, memory_write with an id); ``change`` is
+        (content, tags, importance, category), None keeping a field."""
+        scope_, partition = resolve_scope(scope, ctx)
+        require_global_writer(scope_, ctx, "修改")
+        content, tags, importance, category = change
+        if all(value is None for value in change):
             raise ToolError(
-                "update_memory 至少需要 content、tags、importance、category 之一；未修改任何内容"
+                f"{names.update} 至少需要 content、tags、importance、category 之一；未修改任何内容"
             )
-        record = await self._editable(partition, args.id, ctx, "修改")
-        change = MemoryChange(
+        record = await self._editable(partition, memory_id, ctx, "修改")
+        memory_change = MemoryChange(
             content=(
-                required_text(args.content, "content 不能为空：请给出要记住的具体内容")
-                if args.content is not None
+                required_text(content, "content 不能为空：请给出要记住的具体内容")
+                if content is not None
                 else None
             ),
-            tags=parse_tags(args.tags) if args.tags is not None else None,
-            importance=label_to_level(args.importance) if args.importance else None,
-            category=args.category,
+            tags=parse_tags(tags) if tags is not None else None,
+            importance=label_to_level(importance) if importance else None,
+            category=category,
         )
         try:
-            updated = await self.cases.change(partition, record.id, change)
+            # a fact the user changed: what was derived from it waits for the loop
+            updated = await self.cases.change(partition, record.id, memory_change, cascade=True)
         except ProtectedMemory as exc:  # became protected between the read and the write
             raise protected_refusal("修改") from exc
         if updated is None:  # deleted between the read and the write
             raise ToolError("未找到指定ID的记忆")
         return {"status": "success", "message": "记忆更新成功", "id": updated.id}
 
-    @declare(
-        "delete_memory",
-        "删除一条记忆。用户手动添加的记忆（source=user）不能删除。",
-        "删除记忆失败",
-        on_paused=paused_write("删除"),
-    )
+    @declare("delete_memory", *DELETE_DECLARATION, on_paused=paused_write("删除"))
     async def delete_memory(self, args: DeleteMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
-        scope, partition = resolve_scope(args.scope, ctx)
-        require_global_writer(scope, ctx, "删除")
-        record = await self._editable(partition, args.id, ctx, "删除")
+        return await self._delete(ctx, memory_id=args.id, scope=args.scope)
+
+    async def _delete(self, ctx: ToolContext, *, memory_id: str, scope: str) -> dict[str, Any]:
+        scope_, partition = resolve_scope(scope, ctx)
+        require_global_writer(scope_, ctx, "删除")
+        record = await self._editable(partition, memory_id, ctx, "删除")
+        reply: dict[str, Any] = {"status": "success", "message": "记忆删除成功", "id": record.id}
         try:
-            deleted = await self.cases.delete(partition, record.id)
+            if self.forgetting is None:
+                if not await self.cases.delete(partition, record.id):
+                    raise ToolError("未找到指定ID的记忆")
+                return reply
+            cascade = await self.forgetting.remove(partition, record.id)
         except ProtectedMemory as exc:
             raise protected_refusal("删除") from exc
-        if not deleted:
+        if cascade is None:
             raise ToolError("未找到指定ID的记忆")
-        return {"status": "success", "message": "记忆删除成功", "id": record.id}
+        # additive to the reference's reply: what was derived from it, and what became of it
+        if cascade.deleted or cascade.withheld:
+            reply["derived"] = {"deleted": len(cascade.deleted), "withheld": len(cascade.withheld)}
+        return reply
+
+    @declare(
+        "forget_memory",
+        "用户要你忘掉某件事时调用：先只给 query（用户的原话）找出候选记忆，确认是哪一条后再只给 id "
+        "调用；忘记会删除这条记忆、由它整理出的画像/知识/备忘录内容、说过它的聊天记录和修改历史，"
+        "不可恢复。用户手动添加的记忆（source=user）请让用户用 /memory 命令忘记。",
+        "忘记记忆失败",
+        on_paused=paused_write("忘记"),
+    )
+    async def forget_memory(self, args: ForgetMemoryArgs, ctx: ToolContext) -> dict[str, Any]:
+        if self.forgetting is None:
+            raise ToolError("忘记功能不可用")
+        scope, partition = resolve_scope(args.scope, ctx)
+        require_global_writer(scope, ctx, "忘记")
+        memory_id = (args.id or "").strip()
+        if not memory_id:
+            query = required_text(
+                args.query or "", "请给出 query（用户要忘记的内容）或 id（要忘记的记忆）"
+            )
+            found = await self.forgetting.find(partition, query)
+            if not found:
+                raise ToolError(f"没有找到与「{query}」相关的记忆；没有忘记任何内容")
+            return {
+                "status": "confirm",
+                "message": "找到以下记忆，尚未忘记任何内容；确认是哪一条后，用它的 id 再调用 forget_memory",
+                "candidates": [
+                    {"id": r.id, "content": preview(r.content), "source": r.source} for r in found
+                ],
+            }
+        record = await self._editable(partition, memory_id, ctx, "忘记")
+        try:
+            cascade = await self.forgetting.forget(
+                partition, [record.id], requested_by="chat", request_chat=ctx.session_key
+            )
+        except ProtectedMemory as exc:
+            raise protected_refusal("忘记") from exc
+        return {
+            "status": "success",
+            "message": "已忘记这条记忆及由它得出的内容",
+            "id": record.id,
+            "forgotten": {
+                "derived_deleted": len(cascade.deleted),
+                "derived_withheld": len(cascade.withheld),
+                "chat_lines": len(cascade.chat_lines),
+            },
+            "note": "回复用户时不要复述被忘记的内容",
+        }
+
+    @declare(
+        "memory_write",
+        "写入一条长期记忆，或带上 id 修改一条已有记忆（未变化的字段请省略）。"
+        "身份与稳定偏好等每轮都需要的信息请写进备忘录（update_memo）。"
+        "用户手动添加的记忆（source=user）不能修改；每个会话的记忆条数有上限。",
+        "写入记忆失败",
+        on_paused=paused_write("写入"),
+    )
+    async def memory_write(self, args: MemoryWriteArgs, ctx: ToolContext) -> dict[str, Any]:
+        """Monstrum's write: an update when ``id`` names a memory, else a new memory
+        (tags optional, importance medium unless given)."""
+        if args.id is not None:
+            return await self._update(
+                MONSTRUM_NAMES,
+                ctx,
+                memory_id=args.id,
+                scope=args.scope,
+                change=(args.content, args.tags, args.importance, args.category),
+            )
+        if args.content is None:
+            raise ToolError(
+                "调用 memory_write 写入新记忆时必须带有 content 参数；要修改已有记忆请带上它的 id"
+            )
+        return await self._write(
+            MONSTRUM_NAMES,
+            ctx,
+            scope=args.scope,
+            content=args.content,
+            tags=args.tags or "",
+            importance=args.importance or "medium",
+            category=args.category,
+        )
+
+    @declare("memory_delete", *DELETE_DECLARATION, on_paused=paused_write("删除"))
+    async def memory_delete(self, args: MemoryDeleteArgs, ctx: ToolContext) -> dict[str, Any]:
+        return await self._delete(ctx, memory_id=args.id, scope=args.scope)
 
     @declare(
         "list_memory",
@@ -464,7 +676,7 @@ class MemoryTools:
                 "tags": r.tags_text,
                 "importance": r.importance_label,
                 "content_preview": preview(r.content),
-                # issue 14: what the reference did not show (additive keys)
+                # what the reference did not show (additive keys: old prompts keep working)
                 "importance_level": r.importance,
                 "category": r.category,
                 "source": r.source,
@@ -485,23 +697,35 @@ class MemoryTools:
 
 
 def register_memory_tools(
-    registry: ToolRegistry, cases: MemoryCases, settings: Settings
+    registry: ToolRegistry,
+    cases: MemoryCases,
+    settings: Settings,
+    forgetting: ForgetCases | None = None,
 ) -> MemoryTools:
-    """Declare the five L2 tools on ``registry``."""
-    tools = MemoryTools(cases, settings)
+    """Declare the L2 tools on ``registry``: the reference's five and Monstrum's
+    ``memory_write`` / ``memory_delete`` (the deletes with the cascade when ``forgetting``
+    is given; ``forget_memory`` is :func:`register_forget_tool`'s, after them).
+    ``tool_names`` picks which write tools are offered; the others are accepted when
+    called, so a prompt written for either keeps working."""
+    tools = MemoryTools(cases, settings, forgetting)
     assert LABELS == ("low", "medium", "high")  # the enum order the LLM is shown
-    for handler in (
-        tools.write_memory,
-        tools.read_memory,
-        tools.update_memory,
-        tools.delete_memory,
-        tools.list_memory,
+    reference = settings.tool_names in ("reference", "both")
+    monstrum = settings.tool_names in ("monstrum", "both")
+    for handler, offered in (
+        (tools.write_memory, reference),
+        (tools.read_memory, True),
+        (tools.update_memory, reference),
+        (tools.delete_memory, reference),
+        (tools.list_memory, True),
+        (tools.memory_write, monstrum),
+        (tools.memory_delete, monstrum),
     ):
-        registry.register(declared(handler))
-    # Monstrum's names, so a Monstrum-style prompt works unchanged: memory_write writes,
-    # or updates the memory its `id` names; memory_delete deletes.
-    registry.route(
-        "memory_write", lambda args: "update_memory" if args.get("id") else "write_memory"
-    )
-    registry.route("memory_delete", lambda _args: "delete_memory")
+        registry.register(declared(handler), offered=offered)
     return tools
+
+
+def register_forget_tool(
+    registry: ToolRegistry, cases: MemoryCases, settings: Settings, forgetting: ForgetCases
+) -> None:
+    """``forget_memory``: ours, so it follows the reference's tools in the schemas."""
+    registry.register(declared(MemoryTools(cases, settings, forgetting).forget_memory))

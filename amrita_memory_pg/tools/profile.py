@@ -25,7 +25,7 @@ from amrita_memory_pg.domain.profile import ProfileActor, make_edit
 from amrita_memory_pg.tools.args import Integer, Text, ToolArgs
 from amrita_memory_pg.tools.context import CycleContext, ToolContext
 from amrita_memory_pg.tools.memory import paused_read
-from amrita_memory_pg.tools.registry import Tool, ToolRegistry
+from amrita_memory_pg.tools.registry import Tool, ToolRegistry, not_offered
 from amrita_memory_pg.usecases.profiles import ProfileCases
 
 #: the reference's refusal (§4.11), with the rule as it is here
@@ -96,15 +96,59 @@ def register_profile_tools(registry: ToolRegistry, profiles: ProfileCases) -> No
     )
 
 
+#: get_context's ``profile_hint`` for a target with memories newer than its profile, and
+#: for one with no profile yet (then there is nothing to read: only the edit is offered)
+PROFILE_NEWS = "画像上次更新后新增 {n} 条记忆"
+NO_PROFILE_YET = "尚无画像；可从 {n} 条记忆提炼"
+
+
 def profile_news(context: Mapping[str, Any]) -> bool:
-    """Offer the profile tools to a cycle only when get_context's ``profile_hint`` says
-    the target (a personal partition) has memories newer than its profile: otherwise
-    there is nothing to distil, and both schemas would be paid on every call."""
+    """Offer the profile's edit to a cycle only when get_context's ``profile_hint`` says
+    the target (a personal partition) has memories newer than its profile (or none
+    yet): otherwise there is nothing to distil, and the schema would be paid on every
+    call."""
     return bool(context.get("profile_hint"))
 
 
-def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileCases) -> None:
-    """``subconscious_get_profile`` and ``subconscious_update_profile`` (the L3 loop's)."""
+def profile_to_read(context: Mapping[str, Any]) -> bool:
+    """Offer ``subconscious_get_profile`` when there is news for a profile that exists: a
+    target without one has nothing to read (its first lines are appended)."""
+    hint = context.get("profile_hint")
+    return bool(hint) and not str(hint).startswith(NO_PROFILE_YET.split("；")[0])
+
+
+async def edit_profile(
+    profiles: ProfileCases, cycle: CycleContext, args: UpdateProfileArgs, *, dry_run: bool
+) -> dict[str, Any]:
+    """``subconscious_update_profile``'s edit of the cycle's target (``dry_run``: checked
+    against the stored profile, nothing written) and its reply; :class:`ToolError` with
+    the reason when refused. The loop's batch checks with a dry run first, then writes."""
+    try:
+        edit = make_edit(args.summary, args.new_lines, args.start_line, args.end_line)
+        result = await profiles.edit(
+            cycle.target_key, edit, ProfileActor("loop", cycle_id=cycle.cycle_id), dry_run=dry_run
+        )
+    except ProfileRefused as exc:
+        raise ToolError(str(exc)) from exc
+    reply: dict[str, Any] = {
+        "status": "success",
+        "message": UPDATED,
+        "operation": result.operation,
+        "total_lines": result.profile.total_lines,
+        "version": result.profile.version,
+    }
+    if dry_run:
+        reply["message"] = f"{UPDATED}（演练模式：未写入）"
+        reply["dry_run"] = True
+    return reply
+
+
+def register_profile_loop_tools(
+    registry: ToolRegistry, profiles: ProfileCases, *, batched: bool = False
+) -> None:
+    """``subconscious_get_profile`` and ``subconscious_update_profile`` (the L3 loop's).
+    ``batched``: the cycle edits through ``subconscious_batch_edit`` (its profile op), so
+    update_profile is not offered (it still runs when called by name)."""
 
     async def get_profile(args: GetProfileArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = _cycle(ctx)
@@ -116,27 +160,7 @@ def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileCases) 
 
     async def update_profile(args: UpdateProfileArgs, ctx: ToolContext) -> dict[str, Any]:
         cycle = _cycle(ctx)
-        try:
-            edit = make_edit(args.summary, args.new_lines, args.start_line, args.end_line)
-            result = await profiles.edit(
-                cycle.target_key,
-                edit,
-                ProfileActor("loop", cycle_id=cycle.cycle_id),
-                dry_run=cycle.dry_run,
-            )
-        except ProfileRefused as exc:
-            raise ToolError(str(exc)) from exc
-        reply: dict[str, Any] = {
-            "status": "success",
-            "message": UPDATED,
-            "operation": result.operation,
-            "total_lines": result.profile.total_lines,
-            "version": result.profile.version,
-        }
-        if cycle.dry_run:
-            reply["message"] = f"{UPDATED}（演练模式：未写入）"
-            reply["dry_run"] = True
-        return reply
+        return await edit_profile(profiles, cycle, args, dry_run=cycle.dry_run)
 
     registry.register(
         Tool(
@@ -145,7 +169,7 @@ def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileCases) 
             args=GetProfileArgs,
             handler=get_profile,
             failure_prefix="读取画像失败",
-            offer=profile_news,
+            offer=profile_to_read,
         )
     )
     registry.register(
@@ -155,6 +179,6 @@ def register_profile_loop_tools(registry: ToolRegistry, profiles: ProfileCases) 
             args=UpdateProfileArgs,
             handler=update_profile,
             failure_prefix="更新画像失败",
-            offer=profile_news,
+            offer=not_offered if batched else profile_news,
         )
     )

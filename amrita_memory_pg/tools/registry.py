@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, get_type_hints
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import (
     DatabaseError,
     EmbeddingError,
@@ -47,8 +49,12 @@ __all__ = [
     "declared",
     "dumps",
     "error_reply",
+    "not_offered",
 ]
 
+
+#: the reply statuses ``/metrics`` tells apart (any other counts as success)
+_STATUSES = frozenset({"success", "error", "paused", "queued"})
 
 #: Who a registry serves: the chat LLM, or the background consolidation (L3) loop.
 Audience = Literal["chat", "consolidation"]
@@ -94,6 +100,11 @@ class Tool(Generic[ArgsT]):
         except ArgumentError as exc:
             raise ToolError(exc.message) from exc
         return await self.handler(args, ctx)
+
+
+def not_offered(context: Mapping[str, Any]) -> bool:
+    """A :attr:`Tool.offer` that offers the tool in no cycle (it still runs when called)."""
+    return False
 
 
 #: a tool handler method (``self``, the parsed arguments, the call's context)
@@ -179,11 +190,35 @@ def error_reply(message: str, *, compact: bool = False, **extra: Any) -> str:
     return dumps({"status": "error", "message": message, **extra}, compact=compact)
 
 
-def _without_max_length(schema: dict[str, Any]) -> dict[str, Any]:
-    properties = schema["function"]["parameters"].get("properties") or {}
-    for prop in properties.values():
-        if isinstance(prop, dict):
-            prop.pop("maxLength", None)
+#: what a loop schema leaves out of a property: checked or applied on the call all the
+#: same (a length refused, a number clamped, an omitted argument defaulted), so the
+#: model needs none of it to call right, and every schema is re-sent with every call
+_UNOFFERED_KEYS = ("maxLength", "default", "minimum", "maximum")
+
+
+def offered_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's schema as a consolidation cycle is shown it: the same names, types, enums
+    and descriptions, without what the call checks anyway — ``maxLength``, defaults and
+    ranges of the properties, ``null`` as an alternative type (an optional argument is
+    one the model leaves out; a null is still read as its default), the
+    ``additionalProperties: false`` (an unknown key is refused by name) and an empty
+    ``required``. About a third of a small schema's tokens (measured in
+    consolidation.md)."""
+    parameters = schema["function"]["parameters"]
+    for prop in (parameters.get("properties") or {}).values():
+        if not isinstance(prop, dict):
+            continue
+        for key in _UNOFFERED_KEYS:
+            prop.pop(key, None)
+        types = prop.get("type")
+        if isinstance(types, list) and "null" in types:
+            rest = [t for t in types if t != "null"]
+            prop["type"] = rest[0] if len(rest) == 1 else rest
+            if "enum" in prop:
+                prop["enum"] = [v for v in prop["enum"] if v is not None]
+    parameters.pop("additionalProperties", None)
+    if not parameters.get("required"):
+        parameters.pop("required", None)
     return schema
 
 
@@ -212,9 +247,9 @@ class ToolRegistry:
         self.compact = audience == "consolidation"
         #: other names a tool is called by: accepted by :meth:`call`, never in the schemas
         self._aliases: dict[str, str] = {}
-        #: names that pick their tool from the call's arguments (Monstrum's memory_write:
-        #: a write, or an update when it names an id); accepted, never in the schemas
-        self._routes: dict[str, Callable[[Mapping[str, Any]], str]] = {}
+        #: tools accepted by :meth:`call` but not offered (left out of :meth:`schemas`):
+        #: the naming of the write tools the settings do not offer (``tool_names``)
+        self._hidden: set[str] = set()
         #: run first for every call of a cycle with its target (the loop's pause check:
         #: raises :class:`MemoryPaused`); tools in :attr:`ungated` skip it
         self.gate: Callable[[str], Awaitable[None]] | None = None
@@ -222,10 +257,13 @@ class ToolRegistry:
         #: the paused reply of a tool that names none (None: the generic refusal)
         self.on_paused: Callable[[MemoryPaused], dict[str, Any]] | None = None
 
-    def register(self, tool: Tool[Any]) -> None:
+    def register(self, tool: Tool[Any], *, offered: bool = True) -> None:
+        """Add ``tool``; ``offered=False`` accepts its calls without showing its schema."""
         if tool.name in self._tools or tool.name in self._aliases:
             raise ValueError(f"tool {tool.name} registered twice for {self.audience}")
         self._tools[tool.name] = tool
+        if not offered:
+            self._hidden.add(tool.name)
 
     def alias(self, alias: str, name: str) -> None:
         """Accept ``alias`` as another name of tool ``name`` (e.g. the reference's wire
@@ -236,17 +274,16 @@ class ToolRegistry:
             raise ValueError(f"tool {alias} registered twice for {self.audience}")
         self._aliases[alias] = name
 
-    def route(self, name: str, choose: Callable[[Mapping[str, Any]], str]) -> None:
-        """Accept ``name`` as a call of the tool ``choose(arguments)`` names."""
-        if name in self._tools or name in self._aliases or name in self._routes:
-            raise ValueError(f"tool {name} registered twice for {self.audience}")
-        self._routes[name] = choose
-
     def aliases(self) -> dict[str, str]:
         return dict(self._aliases)
 
     def names(self) -> list[str]:
+        """Every tool :meth:`call` runs, offered or not."""
         return list(self._tools)
+
+    def offered_names(self) -> list[str]:
+        """The tools the model is shown (:meth:`schemas`), in registration order."""
+        return [name for name in self._tools if name not in self._hidden]
 
     def get(self, name: str) -> Tool[Any] | None:
         """The tool of ``name``, or of the name ``name`` is an alias of."""
@@ -256,17 +293,18 @@ class ToolRegistry:
         return len(self._tools)
 
     def schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
-        chosen = self._tools.values() if names is None else [self._tools[n] for n in names]
-        return [tool.schema() for tool in chosen]
+        """The schemas of ``names`` (default: the tools offered)."""
+        chosen = self.offered_names() if names is None else names
+        return [self._tools[name].schema() for name in chosen]
 
     def offered(self, context: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The schemas a consolidation cycle is shown, given its get_context reply:
-        without ``maxLength`` (checked on the call all the same; the loop's prompt pays
-        every schema on every model call)."""
+        """The schemas a consolidation cycle is shown, given its get_context reply, as
+        :func:`offered_schema` trims them (the loop's prompt pays every schema on every
+        model call)."""
         return [
-            _without_max_length(tool.schema())
-            for tool in self._tools.values()
-            if tool.offer is None or tool.offer(context)
+            offered_schema(tool.schema())
+            for name, tool in self._tools.items()
+            if name not in self._hidden and (tool.offer is None or tool.offer(context))
         ]
 
     def actor(self, ctx: ToolContext) -> Actor:
@@ -279,19 +317,26 @@ class ToolRegistry:
     async def call(
         self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
     ) -> str:
-        """Run a tool and return its JSON reply; never raises."""
-        if isinstance(name, str) and name in self._routes:
-            try:
-                arguments = _arguments(name, arguments)
-            except ToolError as exc:
-                return error_reply(exc.message, compact=self.compact, **exc.extra)
-            name = self._routes[name](arguments)
+        """Run a tool and return its JSON reply; never raises. Counted in ``/metrics`` by
+        tool and status (an unknown name as ``unknown``: the label set stays bounded)."""
+        started = time.perf_counter()
+        reply, tool, status = await self._call(name, arguments, ctx)
+        metrics.record_tool_call(
+            self.audience, tool or "unknown", status, time.perf_counter() - started
+        )
+        return reply
+
+    async def _call(
+        self, name: str, arguments: Mapping[str, Any] | str | None, ctx: ToolContext
+    ) -> tuple[str, str | None, str]:
+        """The reply, the tool's registered name (None: no such tool) and the status."""
         tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
-            available = ", ".join(self._tools) or "（无）"
-            return error_reply(
+            available = ", ".join(self.offered_names()) or "（无）"
+            reply = error_reply(
                 f"未知工具 {plain(str(name))}；可用工具: {available}", compact=self.compact
             )
+            return reply, None, "unknown"
         try:
             with acting(self.actor(ctx)):
                 if (
@@ -302,12 +347,13 @@ class ToolRegistry:
                     await self.gate(ctx.cycle.target_key)
                 result = await tool.run(_arguments(name, arguments), ctx)
         except ToolError as exc:
-            return error_reply(exc.message, compact=self.compact, **exc.extra)
+            return error_reply(exc.message, compact=self.compact, **exc.extra), tool.name, "error"
         except MemoryPaused as exc:  # a paused scope: checked first, and by the database (AMZ01)
-            return self._paused(tool, exc)
+            return self._paused(tool, exc), tool.name, "paused"
         except Exception as exc:  # the outermost edge: log it, tell the LLM, keep the chat alive
             prefix = tool.failure_prefix or f"{name} 失败"
-            # issue 11 F7: never an empty message; say whether anything changed, what to do.
+            # never an empty message (an empty one made the LLM retry into duplicates): say
+            # whether anything changed and what to do.
             message = failure_message(name, prefix, exc)
             if (
                 isinstance(exc, DatabaseError | EmbeddingError | FingerprintMismatch)
@@ -317,8 +363,13 @@ class ToolRegistry:
                 log.warning("tool %s failed: %s", name, failure_cause(exc))
             else:
                 log.exception("tool %s failed", name)
-            return error_reply(message, compact=self.compact)
-        return dumps(result, compact=self.compact)
+            return error_reply(message, compact=self.compact), tool.name, "failed"
+        status = result.get("status")
+        return (
+            dumps(result, compact=self.compact),
+            tool.name,
+            status if status in _STATUSES else "success",
+        )
 
     def _paused(self, tool: Tool[Any], exc: MemoryPaused) -> str:
         """The one mapping of a paused partition to the model's reply."""

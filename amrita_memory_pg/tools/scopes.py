@@ -1,4 +1,4 @@
-"""``memory_load_context`` / ``memory_unload_context`` (issue 14): load another scope's
+"""``memory_load_context`` / ``memory_unload_context``: load another scope's
 memories, read-only, into the current chat — e.g. a group's in a private chat.
 
 A loaded scope is remembered in PostgreSQL for the chat (``loaded_scope``, keyed by the
@@ -69,7 +69,7 @@ def scope_key_of(spec: str, ctx: ToolContext) -> tuple[str, str | None]:
 
 
 class ScopeTools:
-    """Load / unload a scope; neither the chat nor the scope may be paused (issue 27)."""
+    """Load / unload a scope; neither the chat nor the scope may be paused."""
 
     def __init__(self, bot: BotMemories, memories: MemoryCases) -> None:
         self.bot = bot

@@ -6,10 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amrita_memory_pg.services.knowledge import KnowledgeService
+from amrita_memory_pg.services.leases import Leases
 from amrita_memory_pg.services.memories import MemoryService
 from amrita_memory_pg.services.profiles import ProfileService
 from amrita_memory_pg.services.trail import TrailService
+from amrita_memory_pg.storage.activity import ActivityRepository
+from amrita_memory_pg.storage.lineage import LineageRepository
 from amrita_memory_pg.storage.memos import MemoRepository
+from amrita_memory_pg.usecases.forgetting import ForgetCases
 from amrita_memory_pg.usecases.knowledge import KnowledgeCases
 from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.memos import MemoCases
@@ -24,6 +28,7 @@ class UseCases:
     profiles: ProfileCases
     knowledge: KnowledgeCases
     pause: PauseCases
+    forgetting: ForgetCases
 
     @classmethod
     def over(
@@ -34,6 +39,9 @@ class UseCases:
         profiles: ProfileService,
         knowledge: KnowledgeService,
         trail: TrailService,
+        lineage: LineageRepository,
+        activity: ActivityRepository | None = None,
+        leases: Leases | None = None,
     ) -> UseCases:
         """The cases over these services, paused by ``trail``."""
         gate = pause_gate(trail)
@@ -43,4 +51,5 @@ class UseCases:
             profiles=ProfileCases(profiles, gate),
             knowledge=KnowledgeCases(knowledge),
             pause=PauseCases(trail),
+            forgetting=ForgetCases(memories, lineage, gate, activity=activity, leases=leases),
         )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from amrita_memory_pg.domain.knowledge import (
 )
 from amrita_memory_pg.domain.records import SearchMode
 from amrita_memory_pg.services.knowledge import DISABLED, NO_PERMISSION, KnowledgeService
+from amrita_memory_pg.usecases.pause import PauseGate
 from amrita_memory_pg.usecases.values import Refusal
 
 
@@ -27,8 +29,10 @@ class KnowledgeCases:
     page, the CLI) are not readers and are not checked.
     """
 
-    def __init__(self, service: KnowledgeService) -> None:
+    def __init__(self, service: KnowledgeService, gate: PauseGate | None = None) -> None:
         self.service = service
+        #: the pause of the partitions a suggestion comes from (automatic callers only)
+        self.gate = gate or PauseGate(None)
 
     @property
     def max_chars(self) -> int:
@@ -93,9 +97,13 @@ class KnowledgeCases:
         body: str,
         reason: str = "",
         kid: str | None = None,
+        partitions: Sequence[str] = (),
     ) -> tuple[int, int]:
         """Queue a suggestion (``kid``: the entry an update changes); (its id, how many
-        are unhandled)."""
+        are unhandled). ``partitions``: the chat's, whose pause refuses it (the chat
+        model's suggestion carries what was said there, like its other writes)."""
+        for key in partitions:
+            await self.gate.check(key)
         return await self.service.suggest(
             author_id=author_id,
             action=action,

@@ -1,4 +1,4 @@
-"""L2 memories for every surface: the pause first, then the service (issue 22)."""
+"""L2 memories for every surface: the pause first, then the service."""
 
 from __future__ import annotations
 
@@ -98,11 +98,14 @@ class MemoryCases:
         *,
         flag_only: bool = False,
         by_person: bool = False,
+        cascade: bool = False,
         now: datetime | None = None,
     ) -> MemoryRecord | None:
         """Apply ``change`` (None: the memory is gone). ``flag_only``: only add its tags,
         the one change allowed on a memory a person wrote; ``by_person``: a person's
-        change, which may rewrite a manual memory (``ProtectedMemory`` otherwise)."""
+        change, which may rewrite a manual memory (``ProtectedMemory`` otherwise);
+        ``cascade``: a fact changed (a person's or the chat model's edit of its text), so
+        what was derived from it is withheld until the L3 loop derives it again."""
         await self.gate.check(partition_key)
         if flag_only:
             return await self.service.add_tags(partition_key, memory_id, change.tags or (), now=now)
@@ -115,6 +118,7 @@ class MemoryCases:
             category=change.category,
             now=now,
             by_person=by_person,
+            cascade=cascade,
         )
 
     async def delete(self, partition_key: str, memory_id: str, *, by_person: bool = False) -> bool:

@@ -1,10 +1,10 @@
-"""The pause, checked FIRST on every automatic path (issue 27, item 5).
+"""The pause, checked FIRST on every automatic path, so that a pause means paused.
 
 An automatic caller (the chat tools, extraction, the L3 loop: the task's actor kind
 ``llm``, ``extraction`` or ``l3``) neither reads nor writes a paused partition. The
 check runs before anything else (no embedding call, no search, no model call) and a
 failing check raises — it is never read as "not paused". The database refuses the
-writes as well (SQLSTATE AMZ01, trail_v1.sql and pause_v1.sql), so a pause that lands
+writes as well (SQLSTATE AMZ01, trail.sql and pause.sql), so a pause that lands
 between this check and the write still holds. People (actor ``person``) are not
 checked: they manage a paused partition.
 """

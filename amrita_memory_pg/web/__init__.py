@@ -1,4 +1,4 @@
-"""The admin web page (issue 17): browse, search and edit the memory in a browser.
+"""The admin web page: browse, search and edit the memory in a browser.
 
 An adapter like ``cli/``: it sits on top of the services and maintenance and nothing
 below imports it. :func:`create_admin_app` builds the FastAPI app; ``amrita-memory web``

@@ -84,6 +84,7 @@ def _templates() -> jinja2.Environment:
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
     env.globals["profile_operation"] = texts.profile_operation
     env.globals["profile_actor"] = texts.profile_actor
+    env.globals["person"] = texts.person
     return env
 
 
@@ -113,7 +114,7 @@ def create_admin_app(
 
             async with open_memory(settings, startup=False) as opened:
                 holder["memory"] = opened
-                runner_for(_app)  # at once: a lost re-embed resumes on this start (issue 23)
+                runner_for(_app)  # at once: a lost re-embed resumes on this start
                 try:
                     yield
                 finally:
@@ -185,7 +186,7 @@ def _install_middleware(app: FastAPI, admin: kit.AdminState) -> None:
         request.state.session = current or new_session(now, lifetime)
         query_lang = request.query_params.get("lang")
         request.state.lang = pick_lang(
-            query_lang, request.cookies.get(LANG_COOKIE), request.headers.get("accept-language")
+            query_lang, request.cookies.get(LANG_COOKIE), admin.settings.language
         )
         response = await call_next(request)
         path = kit.base(request) or "/"
@@ -363,6 +364,15 @@ def _install_login(app: FastAPI, admin: kit.AdminState) -> None:
             )
         if not csrf_ok(request.state.session, form.get("csrf")):
             raise kit.CsrfRefused()
+        if not name.isprintable():  # ESC, BEL…: the audit log names people, not terminals
+            return kit.render(
+                request,
+                "login.html",
+                status_code=400,
+                next=next_path,
+                name="".join(ch for ch in name if ch.isprintable()),
+                error=t("login.bad_name"),
+            )
         password = kit.form_text(form, "password")
         role: Role | None = None
         if verify_password(password, web.superuser_password_hash.get_secret_value()):

@@ -136,7 +136,7 @@ FILTER_MESSAGES = {
 
 
 #: bulk actions on selected memories (pause: the partitions of the selected rows)
-BULK_ACTIONS = ("delete", "tag", "pause")
+BULK_ACTIONS = ("delete", "tag", "importance", "pause")
 #: a memory id as the list shows it
 MEMORY_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
 #: at most this many rows in one bulk action (one transaction; the page says so)
@@ -152,6 +152,8 @@ class BulkInput(BaseModel):
     action: str
     selected: tuple[tuple[str, str], ...]
     tags: tuple[str, ...]
+    #: the importance (1–10) the ``importance`` action sets (None: not given)
+    importance: int | None = None
 
     @field_validator("action", mode="before")
     @classmethod
@@ -181,8 +183,17 @@ class BulkInput(BaseModel):
     def _tags(cls, value: str) -> tuple[str, ...]:
         return parse_tags(check_text(value, max_chars=MAX_TAGS_CHARS)) if value else ()
 
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _importance(cls, value: str | None) -> int | None:
+        return parse_importance(value) if value not in (None, "") else None
 
-BULK_MESSAGES = {"selected": "invalid.bulk_selected", "tags": "invalid.tags"}
+
+BULK_MESSAGES = {
+    "selected": "invalid.bulk_selected",
+    "tags": "invalid.tags",
+    "importance": "invalid.importance",
+}
 
 
 class CrossSearchInput(BaseModel):

@@ -1,14 +1,15 @@
 """Background jobs of the admin page: backup, decay sweep and re-embed, with progress.
 
 Framework-free: a :class:`JobRunner` starts each job as an asyncio task in the serving
-process (the bot's, or ``amrita-memory web``'s). With a memory to work on (``fleet``,
-what the admin page passes), every job is also a row of ``amrita_memory.job`` (issue 23,
-``sql/functions/job_v1.sql``): started only when no job of its kind runs anywhere in
-the fleet, its progress and its process's heartbeat written every ``beat_seconds``, so
-the page of ANY process lists it, shows its progress, and can cancel it (a request the
-owner sees on its next heartbeat); a job whose process died (no heartbeat for
-``[database] lease_seconds``) shows as ``lost``. The job also holds the fleet's lease of
-its kind, so a web sweep and the scheduler's sweep (or a CLI one) never run at once.
+process (the bot's, or ``amrita-memory web``'s). With a memory to work on (``fleet``, what
+the admin page passes), every job is also a row of ``amrita_memory.job``
+(``sql/functions/job.sql``; the database is what every process of the fleet sees):
+started only when no job of its kind runs anywhere in the fleet, its progress and its
+process's heartbeat written every ``beat_seconds``, so the page of ANY process lists it,
+shows its progress, and can cancel it (a request the owner sees on its next heartbeat); a
+job whose process died (no heartbeat for ``[database] lease_seconds``) shows as ``lost``.
+The job also holds the fleet's lease of its kind, so a web sweep and the scheduler's sweep
+(or a CLI one) never run at once.
 
 Without ``fleet`` (a bare runner in a test) the records live in memory only. A second
 start of a running kind is refused (:class:`~amrita_memory_pg.domain.errors.JobRefused`),
@@ -21,7 +22,7 @@ open :class:`~amrita_memory_pg.memory.Memory`. A re-embed cut short (a restart, 
 resumes when started again (its staging is in the database); a backup or sweep simply
 runs again.
 
-A re-embed whose process died is resumed without anyone starting it (issue 23):
+A re-embed whose process died is resumed without anyone starting it:
 :meth:`JobRunner.resume_lost` finds the newest job of a resumable kind ``lost`` (no
 heartbeat for ``[database] lease_seconds``) with work left (a re-embed registered and
 unfinished, or the store on another model than the configured one) and starts it again
@@ -53,6 +54,7 @@ from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.services.leases import LeaseKind
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.jobs import JobRepository
+from amrita_memory_pg.web.texts import table_counts
 
 log = logging.getLogger(__name__)
 
@@ -491,9 +493,9 @@ class JobRunner:
 # ---------------------------------------------------------------------------- operations
 
 
-def result_line(key: str, **values: int | str) -> str:
+def result_line(key: str, **values: int | str | dict[str, int]) -> str:
     """A job's result as data (an i18n key and its values, JSON): the row is read by
-    every process's page, each showing it in its reader's language (issue 26)."""
+    every process's page, each showing it in its reader's language."""
     return json.dumps({"key": key, "values": values}, ensure_ascii=False)
 
 
@@ -508,7 +510,10 @@ def result_text(result: str | None, t: Callable[..., str]) -> str:
         return result
     if not isinstance(data, dict) or not isinstance(data.get("key"), str):
         return result
-    return t(data["key"], **dict(data.get("values") or {}))
+    values = dict(data.get("values") or {})
+    if isinstance(values.get("counts"), dict):
+        values["counts"] = table_counts(values["counts"], t)
+    return str(t(data["key"], **values))
 
 
 def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operation]:
@@ -529,8 +534,8 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
             reason="web",
             progress=lambda phase, done, total: job.update(phase, done, total),
         )
-        counts = ", ".join(f"{k} {v}" for k, v in info.counts.items())
-        return f"{info.stem} ({counts})"
+        # the counts as data, named per table in the reader's language (texts.table_counts)
+        return result_line("job.result.backup", stem=info.stem, counts=dict(info.counts))
 
     async def sweep(job: Job) -> str:
         mem = current()
@@ -576,7 +581,7 @@ def memory_operations(source: Memory | Callable[[], Memory]) -> dict[str, Operat
 
 
 def restore_operation(source: Memory | Callable[[], Memory], path: Path) -> Operation:
-    """Restore the backup at ``path`` (the backups page's restore, issue 26 item 7): as
+    """Restore the backup at ``path`` (the backups page's restore): as
     ``backup restore`` does, a safety backup of the store first, then the file in one
     transaction, while no re-embed, sweep or backup runs anywhere in the fleet. Started with ``JobRunner.start("restore", operation=…)``: the kind's
     one-per-fleet rule and lease hold, like every job's."""

@@ -222,7 +222,7 @@ async def check_input(request: Request) -> None:
 
 
 def _acting_as(user: AdminUser) -> None:
-    """Name the writer for the change history (issue 17): every write of this request is
+    """Name the writer for the change history: every write of this request is
     ``person:web:<name>``. Set in the request's own task (this dependency is awaited
     there), so it holds for the handler and ends with the request."""
     set_actor(Actor("person", f"web:{user.name}"))
@@ -305,7 +305,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
 
     def when(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
         """A stored (UTC) time in the configured zone: the layout names the zone below
-        the page when the page did not (issue 26: every time with its zone)."""
+        the page when the page did not (a time without its zone is ambiguous)."""
         if not moment:
             return ""
         marks["shown"] = True
@@ -364,8 +364,8 @@ def redirect(request: Request, path: str, **query: Any) -> RedirectResponse:
 @contextlib.asynccontextmanager
 async def atomic(request: Request) -> AsyncIterator[None]:
     """A page action's write(s) and its :func:`audit` row in ONE transaction: both are
-    committed or neither (issue 27 item 4: a write used to be saved while its audit
-    row failed). Put the write and the success ``audit`` inside the block; a refusal is
+    committed or neither (a write used to be saved while its audit row failed: an
+    unaudited change). Put the write and the success ``audit`` inside the block; a refusal is
     audited after it, by :func:`refused`, once the failed transaction is rolled back."""
     async with pinned(memory(request).pool):
         yield

@@ -54,7 +54,7 @@ SELECT c.relname::text AS index_name
 -- name: keyword_index_ddl
 -- CREATE INDEX CONCURRENTLY IF NOT EXISTS $1: GIN over the search tokens of partition $2 only, for the
 -- keyword candidates of search_memories_v6 on a partition with its own HNSW index
--- (migration 0049_keyword_index_per_partition: there is no index over the whole table).
+-- (there is no such index over the whole table).
 SELECT format(
            'CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON amrita_memory.memory USING gin (search_tokens) '
            'WHERE partition_key = %L',

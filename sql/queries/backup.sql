@@ -126,7 +126,7 @@ SELECT count(*)::integer AS memories
 
 -- name: restore_history_by_writer
 -- A restore whose backup carries the change history and the access log ($1 'on', then
--- ''): the trail triggers stay out of clearing and copying the memories (trail_v4.sql),
+-- ''): the trail triggers stay out of clearing and copying the memories (trail.sql),
 -- whose history rows and access-log follow-up would be emptied and replaced by the
 -- backup's anyway. Transaction-local: rolled back with a failed restore.
 SELECT set_config('amrita_memory.history_by_writer', $1::text, true);
@@ -161,7 +161,7 @@ SELECT amrita_memory.reset_identity_v1($1);
 
 -- name: reset_history_sequence
 -- A restore: move memory_change's sequence past the restored sweep batch rows too (they
--- take their seq from it, sweep_v6.sql), so the two tables keep ordering as one history.
+-- take their seq from it, sweep.sql), so the two tables keep ordering as one history.
 SELECT setval(pg_get_serial_sequence('amrita_memory.memory_change', 'seq'),
               greatest((SELECT max(seq) FROM amrita_memory.sweep_change),
                        (SELECT max(seq) FROM amrita_memory.memory_change), 1));

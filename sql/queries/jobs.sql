@@ -1,5 +1,5 @@
 -- The admin page's background jobs of the whole fleet (amrita_memory_pg/storage/jobs.py);
--- the functions and what "lost" means are sql/functions/job_v1.sql.
+-- the functions and what "lost" means are sql/functions/job.sql.
 
 -- name: job_start
 -- Start job $1 of kind $2 for operator $3 in process $4; rows without a heartbeat for $5

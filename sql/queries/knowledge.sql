@@ -1,7 +1,6 @@
 -- The knowledge base, its suggestion queue and permission grants
 -- (amrita_memory_pg/storage/knowledge.py, one typed wrapper each). Entries are read and
--- written through the functions of sql/functions/knowledge_v1.sql and knowledge_v2.sql
--- (release 2: search tokens and hybrid search, issue 16), which check the
+-- written through the functions of sql/functions/knowledge.sql, which check the
 -- configured limits in the write itself and report refusals in a status column.
 
 -- name: knowledge_create

@@ -1,5 +1,5 @@
 -- Leases of long work across the fleet (amrita_memory_pg/storage/leases.py); the
--- functions and the reason for a row with an expiry are sql/functions/lease_v1.sql.
+-- functions and the reason for a row with an expiry are sql/functions/lease.sql.
 -- $n::timestamptz NULL = the database's clock, the one clock the fleet shares.
 
 -- name: lease_acquire

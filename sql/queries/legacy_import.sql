@@ -101,8 +101,8 @@ RETURNING id;
 
 -- name: set_imported_memory_tokens
 -- The search tokens $4 (domain/tokens.py) of memory $2 of partition $1, just imported or
--- replaced with content $3 in this transaction: import_memory_v1 predates the tokens
--- (issue 16), so without this a new row waits for the backfill and a replaced row keeps
+-- replaced with content $3 in this transaction: import_memory_v1 takes no tokens,
+-- so without this a new row waits for the backfill and a replaced row keeps
 -- the tokens of its old text. Guarded by the content, like set_memory_tokens.
 UPDATE amrita_memory.memory
    SET search_tokens = array_to_tsvector($4::text[])

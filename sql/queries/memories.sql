@@ -34,7 +34,7 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
            p_base_url => $17);
 
 -- (update_memory moved to sql/queries/seed.sql as update_memory_guarded: update_memory_v3,
--- the manual-entry guard of issue 14, with hybrid's search tokens.)
+-- with the manual-entry guard and hybrid's search tokens.)
 
 -- name: search_memories
 -- The top p_top_k of partition p_partition for query vector p_query (NULL in keyword
@@ -46,7 +46,7 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- (storage/pgvector.py search_args, through queries.bind). distance = squared L2; vector
 -- mode: decay_score = 1/(1+distance) x max(0.5^(age/half_life), floor), release 3's
 -- scores bit for bit. search_memories_v8: one plain body per mode, generic plans without bitmap
--- scans, matching lexemes by intersection (search_v8.sql).
+-- scans, matching lexemes by intersection (search.sql).
 -- SQLSTATE AMF03 when the query's dimension is not the store's, 22023 for a bad mode.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score
@@ -62,7 +62,7 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 -- log's: p_chat, p_who, p_query_text (redacted), p_surface, p_keep per memory, p_log.
 -- A paused partition is checked first; rows with id NULL are status rows (paused, or
 -- log_error: the log failed and the hits stand). Bound BY NAME (storage/pgvector.py
--- recall_args). recall_memories_v4 (search_v8.sql): its plans and the access log's made once
+-- recall_args). recall_memories_v4 (search.sql): its plans and the access log's made once
 -- per connection.
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, distance, decay_score, age_days, keyword_score, paused,
@@ -120,7 +120,7 @@ SELECT count(*)::integer AS n
 
 -- name: sweep_cursor
 -- Where the last sweep stopped (the persisted keyset cursor 'partition_key/id' of the
--- last row swept, sweep_v8.sql; '' = the start). A run remembers it to know where its
+-- last row swept, sweep.sql; '' = the start). A run remembers it to know where its
 -- second leg, from the start of the table, ends.
 SELECT cursor_key
   FROM amrita_memory.sweep_state
@@ -140,7 +140,7 @@ SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
   FROM amrita_memory.sweep_batch_v8($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: trim_history
--- The trail's history bounds over the whole table, once per sweep run (sweep_v6.sql): per
+-- The trail's history bounds over the whole table, once per sweep run (trim_history_v2, trail.sql): per
 -- memory the newest $1 changes stay; the history of memories deleted more than $2 days
 -- ago goes, and the sweep's batch rows older than that. Returns the rows trimmed and expired.
 SELECT trimmed, expired FROM amrita_memory.trim_history_v2($1, $2);

@@ -1,5 +1,5 @@
 -- The online re-embed (amrita_memory_pg/maintenance/reembed.py; functions in
--- sql/functions/reembed_v1.sql, reembed_v2.sql): new vectors are staged beside the live ones, one batch
+-- sql/functions/reembed.sql, reembed.sql): new vectors are staged beside the live ones, one batch
 -- per transaction, embedded BEFORE each transaction opens; reembed_switch_v1 swaps them
 -- in. One job row (id = 1) says which model the staged vectors belong to.
 
@@ -54,7 +54,7 @@ SELECT row_id, body, updated_at, next_after
 -- name: reembed_pending_knowledge
 -- Up to $3 knowledge entries after kid $2 without a valid staged vector of fingerprint
 -- $1, with the text to embed: the summary, what a knowledge write embeds and a
--- knowledge search matches (reembed_pending_knowledge_v2, sql/functions/knowledge_v1.sql).
+-- knowledge search matches (reembed_pending_knowledge_v2, sql/functions/knowledge.sql).
 SELECT row_id, body, updated_at, row_id AS next_after
   FROM amrita_memory.reembed_pending_knowledge_v2($1, $2, $3);
 

@@ -1,4 +1,4 @@
--- Reads a streaming replica answers (issue 23, amrita_memory_pg/storage/reads.py): no
+-- Reads a streaming replica answers (amrita_memory_pg/storage/reads.py): no
 -- statement here writes, so each runs on a hot standby.
 
 -- name: search_unpaused

@@ -1,4 +1,4 @@
--- The second seed's memory model (issue 14): manual-entry guard, filtered lists, the
+-- The second seed's memory model: manual-entry guard, filtered lists, the
 -- "## Bot Memories" block, scopes loaded into a chat, automatic extraction, clear.
 -- Every statement names its partition (or chat/session) key first, the distribution
 -- column under Citus.
@@ -13,6 +13,21 @@
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at
   FROM amrita_memory.update_memory_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+
+-- name: take_over_memory
+-- An automatic writer ($3: llm, the chat model's tools, or l3, the loop) is about to change
+-- what memory $2 of partition $1 says: the row becomes its own (origin = $3), so extraction
+-- — which replaces only origin = 'extraction' rows (delete_auto_memories) — no longer
+-- replaces what the chat model or the loop corrected. (A person's change makes the row
+-- source = 'user' instead: origin_v1.sql.) Runs just before update_memory_guarded in the
+-- same transaction and locks the row for it. Returns the origin the row had; no row when
+-- it already was $3's or the id is not in the partition.
+UPDATE amrita_memory.memory AS m
+   SET origin = $3
+  FROM (SELECT id, origin FROM amrita_memory.memory
+         WHERE partition_key = $1 AND id = $2 FOR UPDATE) AS old
+ WHERE m.partition_key = $1 AND m.id = old.id AND old.origin IS DISTINCT FROM $3
+RETURNING old.origin AS previous;
 
 -- name: delete_memory_guarded
 -- Delete memory $2 of partition $1; $3 refuses a source=user memory (SQLSTATE AMP01).
@@ -42,7 +57,7 @@ SELECT count(*)::integer AS n
 -- name: memory_block
 -- Everything one turn injects, in ONE round trip (memos, loaded scopes, candidates,
 -- relevant memories, profile summary, and one row of kind paused per paused partition,
--- which is left out): sql/functions/injection_v2.sql, planned once per connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
+-- which is left out): sql/functions/injection.sql, planned once per connection. $1 memo keys, $2 chat key, $3 scope keys, $4 candidate limit, $5 query
 -- vector (NULL: none), $6 how many relevant memories, $7 profile key (NULL: none),
 -- $8 the candidates' version the caller holds (NULL: none; equal: they are not sent).
 -- updated_at arrives as epoch seconds: 200 floats decode in a fraction of the time of
@@ -134,11 +149,12 @@ SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::
 -- The memories an earlier extraction made in partition $1 go (this extraction replaces
 -- them): origin = 'extraction' and still source = 'auto'. Everything else stays: the chat
 -- model's writes, imports, the L3 loop's rows, rows of unknown origin, and any row a
--- person has edited (that made it source = 'user', sql/functions/origin_v1.sql).
--- Returns the ids deleted.
+-- person has edited (that made it source = 'user', sql/functions/origin.sql).
+-- Returns the ids deleted with their texts (a new row with the same text carries the old
+-- one's lineage, sql/queries/lineage.sql lineage_carry).
 DELETE FROM amrita_memory.memory
  WHERE partition_key = $1 AND source = 'auto' AND origin = 'extraction'
-RETURNING id;
+RETURNING id, content;
 
 -- name: insert_auto_memory
 -- One extracted memory into partition $1 inside the replacing transaction: $2 scope,

@@ -50,13 +50,13 @@ SELECT version_num
 
 -- name: lift_statement_timeout
 -- No statement_timeout for one long maintenance statement (re-embed switch, index build,
--- restore, key migration): the pool's connections carry a short one (issue 11, F7).
+-- restore, key migration): the pool's connections carry a short one.
 -- $1 true: for the current transaction only (SET LOCAL); false: for the session, which
 -- the pool's RESET ALL undoes on release. lock_timeout stays.
 SELECT set_config('statement_timeout', '0', $1::boolean) AS statement_timeout;
 
 -- name: begin_timeouts
--- Behind a transaction-mode pooler (issue 23): sent after every BEGIN in the same simple
+-- Behind a transaction-mode pooler: sent after every BEGIN in the same simple
 -- query, so the pool's statement and lock timeouts hold for that transaction only and
 -- never stay on a server connection another client gets. {statement_ms} / {lock_ms}
 -- are integers (milliseconds) formatted in by storage/pg/timeouts.py: a simple query

@@ -1,6 +1,6 @@
--- The memory's trail (issue 17, item 4): who recalled a memory, who changed it, paused
+-- The memory's trail: who recalled a memory, who changed it, paused
 -- partitions. Every statement names its partition key first, the distribution column
--- under Citus. The functions are sql/functions/trail_v1.sql.
+-- under Citus. The functions are sql/functions/trail.sql.
 
 -- name: trail_act
 -- Who writes in the current transaction ($1 'kind:id', e.g. person:10001, llm:<chat>),
@@ -67,6 +67,6 @@ SELECT partition_key, memory_id, seq, at, surface, chat_key, who, query, score
 
 -- name: trail_change_history
 -- The newest $3 changes of memory $2 of partition $1 (a deleted memory's too): its own
--- rows and its entries in the sweep's batch rows (sweep_v6.sql).
+-- rows and its entries in the sweep's batch rows (trail.sql).
 SELECT partition_key, memory_id, seq, at, actor_kind, actor_id, op, before, after, note
   FROM amrita_memory.memory_history_v1($1, $2, $3);

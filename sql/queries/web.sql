@@ -1,4 +1,4 @@
--- The admin web page (amrita_memory_pg/web, issue 17): its lists and its audit log.
+-- The admin web page (amrita_memory_pg/web): its lists and its audit log.
 -- Operator pages, not per-message paths; every memory filter starts from the partition.
 
 -- name: admin_audit_insert

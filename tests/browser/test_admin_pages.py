@@ -1,4 +1,4 @@
-"""The admin page in headless Chromium (issue 17): login, refusals, search, add, edit,
+"""The admin page in headless Chromium: login, refusals, search, add, edit,
 delete with confirm, memo, clear (superuser), CSRF, inline validation, rate limit, zh/en.
 
 Each test checks the database, not only the page: a refused write leaves the tables as
@@ -133,11 +133,11 @@ def test_search_uses_the_tools_search(page: Any, server: AdminServer) -> None:
     assert rows.count() >= 1
     assert "乌龙茶" in rows.first.inner_text()
     assert "检索到" in page.locator("#hit-count").inner_text()
-    # issue 26: the score column is decay_score, labelled, with the legend under the list
+    # the score column is decay_score, labelled, with the legend under the list
     assert "衰减分" in page.locator("#memories thead").inner_text()
     assert "相似度 1/(1+距离)" in page.locator("#score-legend").inner_text()
     screenshot(page, "search")
-    # issue 26 item 2: hybrid lists the hit, not every row of the partition
+    # hybrid lists the hit, not every row of the partition
     page.goto(f"{server.url}/p/{USER_KEY}/memories?q=乌龙茶&mode=hybrid")
     hybrid = page.locator("#memories tbody tr").all_inner_texts()
     assert len(hybrid) == 1 and "乌龙茶" in hybrid[0]
@@ -181,7 +181,7 @@ def test_filters_and_sort(page: Any, server: AdminServer) -> None:
 
 
 def test_an_old_style_key_opens_the_partition_it_is_now(page: Any, server: AdminServer) -> None:
-    """Issue 26 item 11: `user_10001` typed in the open box or in the URL (with a search)
+    """`user_10001` typed in the open box or in the URL (with a search)
     is the current key's partition, not an empty page."""
     log_in(page, server.url)
     page.goto(f"{server.url}/partitions")
@@ -390,7 +390,7 @@ def test_english_strings(page: Any, server: AdminServer) -> None:
 def test_the_l3_page_of_an_imported_store_says_how_to_carry_l3_over(
     page: Any, server: AdminServer
 ) -> None:
-    """Issue 26 item 12: L3 off here, the old plugin's state imported (runs 12): the page
+    """L3 off here, the old plugin's state imported (runs 12): the page
     says the state is kept and how to turn L3 on (--write-config)."""
     log_in(page, server.url)
     page.goto(f"{server.url}/l3")

@@ -1,5 +1,5 @@
 """Search across partitions, bulk delete / tag / pause, and every time in the configured
-zone (issue 26 item 7 and the times of item "small things"), in headless Chromium.
+zone, in headless Chromium.
 
 Each test checks the database too: the rows a bulk action changed (and only those), their
 change history (``memory_change``) and their audit rows.
@@ -187,6 +187,41 @@ def test_bulk_tag_adds_a_tag_to_the_selected_rows_only(page: Any, server: AdminS
     )
     assert sorted(str(r["target_id"]) for r in audited) == sorted(chosen)
     assert all("重要" in r["detail"] for r in audited)
+
+
+def test_bulk_importance_sets_the_importance_of_the_selected_rows_only(
+    page: Any, server: AdminServer
+) -> None:
+    chosen = ids_of(server, LIST_KEY)[:2]
+    before = {
+        str(r["id"]): r["importance"]
+        for r in server.sql("SELECT id, importance FROM amrita_memory.memory")
+    }
+    log_in(page, server.url)
+    page.goto(f"{server.url}/p/{LIST_KEY}/memories?lang=zh")
+    for memory_id in chosen:
+        tick(page, LIST_KEY, memory_id)
+    page.select_option("#bulk-action", "importance")
+    page.select_option("#bulk-importance", "9")
+    page.click("#bulk-apply")
+    page.wait_for_load_state()
+    assert "已修改重要度的记忆：2 条" in page.locator("p.done").inner_text()
+    after = {
+        str(r["id"]): r["importance"]
+        for r in server.sql("SELECT id, importance FROM amrita_memory.memory")
+    }
+    assert {k: v for k, v in after.items() if after[k] != before[k]} == dict.fromkeys(chosen, 9)
+    audited = server.sql(
+        "SELECT target_id FROM amrita_memory.admin_audit WHERE action = 'memory.edit'"
+        " AND detail -> 'after' ? 'importance'"
+    )
+    assert sorted(str(r["target_id"]) for r in audited) == sorted(chosen)
+    # without an importance nothing changes, and the page says what is missing
+    tick(page, LIST_KEY, chosen[0])
+    page.select_option("#bulk-action", "importance")
+    page.click("#bulk-apply")
+    page.wait_for_load_state()
+    assert "请选择 1–10 的重要度" in page.locator(".error").inner_text()
 
 
 def test_a_bulk_tag_one_row_cannot_take_changes_no_row(page: Any, server: AdminServer) -> None:

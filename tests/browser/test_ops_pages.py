@@ -1,4 +1,4 @@
-"""The operations pages in headless Chromium (issue 17): knowledge (a suggestion accepted,
+"""The operations pages in headless Chromium: knowledge (a suggestion accepted,
 one rejected, create with an inline error, edit, delete with confirm), profiles with
 history and revert, L3 runs with the next window and the 7 × 12 heatmap, status with a
 background job started by the superuser and followed to the end.
@@ -222,6 +222,14 @@ def test_profile_history_and_revert(page: Any, server: AdminServer) -> None:
     page.wait_for_load_state()
     assert "已恢复到 v1" in page.locator(".done").inner_text()
     assert page.locator("#profile-lines li").all_inner_texts() == ["喜欢猫"]
+    # the detail box shows the change the revert made (v3), in words, not v1 and internals
+    change = page.locator("#profile-change")
+    assert "v3" in change.locator("h2").inner_text()
+    meta = change.locator("p.muted").first.inner_text()
+    assert "网页上的 tester" in meta and "web:tester" not in meta
+    assert "revert to" not in meta and "v1" in meta
+    who = page.locator("#profile-history tr[data-version='3'] td").nth(2).inner_text()
+    assert who == "网页上的 tester"
     newest = server.sql(
         "SELECT version, actor_kind, actor, operation FROM amrita_memory.profile_history"
         " WHERE partition_key = $1 ORDER BY version DESC LIMIT 1",
@@ -274,7 +282,7 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     screenshot(page, "ops-status")
     page.click("#job-sweep")
     page.wait_for_load_state()
-    # issue 26 item 5: asked first, with what it costs; nothing has started yet
+    # asked first, with what it costs; nothing has started yet
     assert f"全部 {OLD_ROWS} 条记忆" in page.locator("#job-cost").inner_text()
     assert server.sql("SELECT count(*) AS n FROM amrita_memory.job")[0]["n"] == 0
     page.click("#confirm")
@@ -284,7 +292,9 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     assert page.locator("#job-count").inner_text() == f"{OLD_ROWS}/{OLD_ROWS}"
     assert page.locator("#job-percent").inner_text() == "(100%)"
     assert f"清除 {OLD_ROWS} 条" in page.locator("#job-result").inner_text()
-    assert page.locator("#job-phase").inner_text() == "完成"
+    # finished: the state alone, not «完成 · 完成»
+    assert page.locator("#job-state").inner_text() == "完成"
+    assert page.locator("#job-progress").is_hidden()
     assert page.locator("#job-bar").get_attribute("value") == str(OLD_ROWS)
     screenshot(page, "ops-job")
     assert server.sql("SELECT count(*) AS n FROM amrita_memory.memory")[0]["n"] == 0
@@ -296,7 +306,7 @@ def test_status_and_a_sweep_job_followed_to_the_end(page: Any, server: AdminServ
     page.goto(f"{server.url}/status")
     assert "已完成完整轮次：1" in page.locator("#status-sweep").inner_text()
     assert page.locator("#jobs tbody tr").count() == 1
-    # issue 23: the job is a row any process's page reads, naming the process that ran it
+    # the job is a row any process's page reads, naming the process that ran it
     (row,) = server.sql("SELECT id, state, owner, started_by FROM amrita_memory.job")
     assert (row["id"], row["state"], row["started_by"]) == (audit["target_id"], "done", "root")
     assert page.locator("#jobs tbody td.mono.small").first.inner_text() == row["owner"]
@@ -325,7 +335,7 @@ def test_a_reembed_job_shows_its_progress_while_it_runs(
     try:
         page.click("#job-reembed")
         page.wait_for_load_state()
-        assert "42 行" in page.locator("#job-cost").inner_text()  # asked first (issue 26)
+        assert "42 行" in page.locator("#job-cost").inner_text()  # asked first
         assert "nomic-embed-text" in page.locator("#job-model").inner_text()
         assert "本机" in page.locator("#job-remote").inner_text()  # the stub is on loopback
         page.click("#confirm")
@@ -345,3 +355,19 @@ def test_a_reembed_job_shows_its_progress_while_it_runs(
     page.goto(f"{server.url}/status")
     assert "一致" in page.locator("#status-model-state").inner_text()
     assert page.locator("#backups tbody tr").count() == 1  # taken before the re-embed
+
+
+def test_a_backup_job_names_the_tables_it_saved_in_words(page: Any, server: AdminServer) -> None:
+    log_in(page, server.url, password=SUPER_PASSWORD, name="root")
+    page.goto(f"{server.url}/status?lang=zh")
+    page.click("#job-backup")
+    page.wait_for_load_state()
+    if page.locator("#confirm").count():
+        page.click("#confirm")
+        page.wait_for_load_state()
+    page.wait_for_selector("#job[data-state='done']", timeout=60_000)
+    result = page.locator("#job-result").inner_text()
+    assert result.startswith("amrita_memory_") and "记忆 " in result and "审计日志 " in result
+    for table in ("permission_grant", "memory_change", "admin_audit", "memo "):
+        assert table not in result
+    assert " 0，" not in result and not result.endswith(" 0）")  # empty tables left out

@@ -1,4 +1,4 @@
-"""The memory's trail on the admin page in headless Chromium (issue 17, item 4): a
+"""The memory's trail on the admin page in headless Chromium: a
 memory's change history and access log, pausing a partition (superuser, CSRF, audited),
 and the "what the bot sees" inspector. Each test checks the database too."""
 
@@ -78,7 +78,9 @@ def test_a_memorys_trail_shows_who_changed_and_who_recalled_it(
     page.click(f"tr[data-id='{memory_id(server)}'] a.trail")
     history = page.locator("#history tbody tr")
     assert [history.nth(i).get_attribute("data-actor") for i in range(2)] == ["llm", "person"]
-    assert "cli:ops" in history.nth(1).inner_text()
+    # the person in words (it showed the raw «cli:ops»)
+    assert "命令行的 ops" in history.nth(1).inner_text()
+    assert "cli:ops" not in history.nth(1).inner_text()
     (access,) = page.locator("#accesses tbody tr").all()
     assert access.get_attribute("data-surface") == "tool" and "乌龙茶" in access.inner_text()
     screenshot(page, "memory-trail")
@@ -157,7 +159,7 @@ def test_the_inspector_shows_the_block_of_the_next_turn_with_token_counts(
 
 
 def test_an_imported_memory_over_the_cap_stays_editable(page: Any, server: AdminServer) -> None:
-    """Issue 26 item 0: an old install's 4,500-character memory came in as it was; the
+    """An old install's 4,500-character memory came in as it was; the
     edit page saves its importance (text sent back unchanged), and a changed text is
     still held to the cap."""
     long_text = "很长的旧记忆。" * 643  # 4,501 characters

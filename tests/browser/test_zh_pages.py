@@ -1,4 +1,4 @@
-"""Every page of the admin app, rendered in Chinese, shows no English words (issue 26 item 4).
+"""Every page of the admin app, rendered in Chinese, shows no English words.
 
 The GET routes are enumerated from the app itself (a page added later is checked without
 editing this test); path parameters are filled with real ids of a seeded store: a
@@ -144,7 +144,7 @@ def start_job(page: Any, server: AdminServer, kind: str) -> str:
     page.goto(f"{server.url}/status")
     page.click(f"#job-{kind}")
     page.wait_for_load_state()
-    page.click("#confirm")  # the confirm page (issue 26 item 5)
+    page.click("#confirm")  # the confirm page (what it will cost, asked first)
     page.wait_for_load_state()
     page.wait_for_selector("#job[data-state='done']", timeout=20_000)
     return str(page.url.rsplit("/", 1)[1].split("?")[0])

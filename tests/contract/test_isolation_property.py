@@ -509,7 +509,7 @@ async def apply(op: Op, ctx: ToolContext, model: Model, views: Views) -> None:
             and row is not None
             and row.partition == key
             and model.can_edit(row, ctx)
-            # issue 14: a memory added by /memory (source=user, untagged) is refused to
+            # a memory added by /memory (source=user, untagged) is refused to
             # the chat tools (protect_manual_memories, on by default)
             and row.tagged
         )

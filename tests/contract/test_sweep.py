@@ -56,7 +56,7 @@ async def test_reference_decisions(memory: Memory) -> None:
     # The purged memory is gone from the vector index too, the others stay searchable.
     assert low_gone not in await assert_index_in_step(memory)
     assert len(await indexed_ids(memory)) == 5
-    # vector mode: every row is a hit (hybrid cuts rows sharing nothing with "c", issue 26)
+    # vector mode: every row is a hit (hybrid cuts rows sharing nothing with "c")
     hits = await memory.memories.search(KEY, "c", top_k=10, now=NOW, mode="vector")
     assert {h.record.id for h in hits} == await indexed_ids(memory)
 
@@ -181,7 +181,7 @@ async def _manual_and_auto(mem: Memory) -> dict[str, str]:
 
 
 async def test_manual_memories_survive_the_sweep(memory: Memory) -> None:
-    """Issue 14 item 2: the sweep is an automatic process, source=user rows are kept."""
+    """The sweep is an automatic process, source=user rows are kept."""
     ids = await _manual_and_auto(memory)
     report = await memory.memories.sweep(now=NOW)
     assert (report.scanned, report.demoted, report.purged, report.kept) == (4, 1, 1, 2)

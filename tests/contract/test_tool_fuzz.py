@@ -173,7 +173,7 @@ def calls(draw: st.DrawFn, live_ids: list[str]) -> tuple[str, Any, ToolContext]:
             # recorded prefix against a new run of it and reports FlakyStrategyDefinition
             # when the range of a choice changed (sampled_from(live_ids) grew between
             # examples: ~3 runs in 10 failed in generation). So: fixed-range choices, and
-            # the live id looked up from them (feat/load; a live id, its 6-char prefix, or
+            # the live id looked up from them (a live id, its 6-char prefix, or
             # a plausible one).
             good = st.one_of(
                 st.integers(0, 1023).map(lambda i: _live(live_ids, i)),

@@ -177,18 +177,21 @@ async def test_registries_are_composed_per_audience(db_dsn: str, tmp_path: Path)
         "read_profile",
         "memory_load_context",
         "memory_unload_context",
+        "forget_memory",
     ]
     async with memory_on(db_dsn, tmp_path) as plain:
         assert list(plain.registries) == ["chat"]
         assert plain.tools is plain.registries["chat"]
-        assert plain.tools.names() == chat
+        assert plain.tools.offered_names() == chat
+        # Monstrum's names are callable too, not offered (tool_names = reference)
+        assert set(plain.tools.names()) == {*chat, "memory_write", "memory_delete"}
     async with memory_on(db_dsn, tmp_path, subconscious__enabled=True) as with_l3:
         assert list(with_l3.registries) == ["chat", "consolidation"]
         loop = with_l3.registries["consolidation"]
         assert loop.audience == "consolidation" and len(loop) >= 16
         assert all(name.startswith("subconscious_") for name in loop.names())
         assert not set(loop.names()) & set(chat)
-        assert with_l3.tools.names() == chat
+        assert with_l3.tools.offered_names() == chat
         # a chat tool is not callable through the loop's registry
         refused = json.loads(await loop.call("write_memory", _write(), ALICE_IN_GROUP))
         assert refused["status"] == "error"

@@ -140,7 +140,7 @@ async def test_top_k_is_clamped_to_1_50(memory: Memory) -> None:
 
 
 async def test_a_clamped_top_k_says_so_in_the_reply(memory: Memory) -> None:
-    """issue 16: asking for more than 50 is not silently answered with fewer."""
+    """Asking for more than 50 is not silently answered with fewer."""
     for i in range(3):
         await write(memory, f"记忆 {i}")
     data = await call(memory, "read_memory", query="记忆", scope="user", top_k=80)
@@ -237,7 +237,7 @@ async def test_sql_scores_match_the_reference_formula(memory: Memory) -> None:
 async def test_read_memory_decay_score_is_the_reference_formula_in_every_mode(
     memory: Memory, mode: str
 ) -> None:
-    """Issue 26 item 1: ``decay_score`` = similarity 1/(1+distance) × decay factor in EVERY
+    """``decay_score`` = similarity 1/(1+distance) × decay factor in EVERY
     mode (keyword: no distance, similarity 1); the ranking key is its own ``score``."""
     now = datetime.now(UTC)
     for days, imp in [(0, 3), (10, 5), (45, 8), (200, 3), (3, 10)]:
@@ -266,7 +266,7 @@ async def test_read_memory_decay_score_is_the_reference_formula_in_every_mode(
 
 
 async def test_hybrid_lists_only_relevant_rows(memory: Memory) -> None:
-    """Issue 26 item 2: a hybrid row shares a token with the query or lies within
+    """A hybrid row shares a token with the query or lies within
     HYBRID_DISTANCE_RATIO × the nearest row's distance; the rest of the partition is not
     a hit (before, all 5 rows came back, the last ones scored 0.0000)."""
     fruit = await write(memory, "我喜欢吃水果", tags="food")

@@ -177,7 +177,7 @@ async def fire_pre_completion(chat: ChatObject, config: AmritaConfig) -> PreComp
 def test_tools_are_registered_in_the_global_manager_with_our_schemas(
     installed: Installation, mem: Memory, config: AmritaConfig
 ) -> None:
-    # the reference's tools, then ours of issue 14 (memory_load/unload_context)
+    # the reference's tools, then ours (memory_load/unload_context)
     assert installed.tools[: len(REFERENCE_TOOLS)] == REFERENCE_TOOLS
     assert installed.tools == [s["function"]["name"] for s in mem.tool_schemas()]
     for ours in mem.tool_schemas():

@@ -7,15 +7,12 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import pytest
-from alembic.script import ScriptDirectory
 
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.maintenance.ann import keyword_index_name, maintain_ann_indexes
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import load_settings
-from amrita_memory_pg.storage.pg import migrate
 
 BIG = "QQPlatform_Group_777"
 SMALL = "QQPlatform_Private_1"
@@ -88,7 +85,7 @@ async def test_big_partitions_get_an_index_that_search_uses(memory: Memory) -> N
         await asyncio.sleep(0.1)
     assert await _idx_scans(memory, name) > before, "the HNSW index was not used"
     # Candidates come from the index and are re-ranked by the same ranking score (the
-    # default mode's `score`; `decay_score` is the reference's formula, issue 26).
+    # default mode's `score`; `decay_score` is the reference's formula).
     overlap = {h.record.id for h in exact} & {h.record.id for h in approx}
     assert len(overlap) >= 8
     assert [h.score for h in approx] == sorted((h.score or 0.0 for h in approx), reverse=True)
@@ -154,7 +151,7 @@ GIN_INDEXES = (
 async def test_a_big_partition_gets_its_own_keyword_index_and_no_index_covers_the_rest(
     memory: Memory,
 ) -> None:
-    """0049_keyword_index_per_partition: no GIN index over the whole table (small partitions
+    """No GIN index over the whole table (small partitions
     are scored row by row; every write paid for it); the HNSW path's keyword candidates
     come from the big partition's own GIN index, built and dropped with its HNSW index."""
     await _fill(memory)
@@ -222,33 +219,6 @@ async def test_an_invalid_keyword_index_is_built_again(memory: Memory) -> None:
         "SELECT indisvalid FROM pg_index WHERE indexrelid = $1::regclass", f"amrita_memory.{name}"
     )
     assert valid is True
-
-
-async def test_the_migration_moves_the_keyword_index_to_the_big_partitions(
-    empty_db_dsn: str,
-) -> None:
-    """0049_keyword_index_per_partition on a store with one big partition: its keyword index
-    is built (the name maintenance uses), the whole-table one dropped; the downgrade puts
-    the whole-table index back and drops the per-partition ones."""
-    revision = "0049_keyword_index_per_partition"
-    before = ScriptDirectory.from_config(migrate.alembic_config()).get_revision(revision)
-    assert before is not None and isinstance(before.down_revision, str)
-    await migrate.upgrade(empty_db_dsn, before.down_revision)
-    conn = await asyncpg.connect(empty_db_dsn)
-    try:
-        assert [r[0] for r in await conn.fetch(GIN_INDEXES)] == ["ix_memory_search_tokens"]
-        await conn.execute(
-            "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build)"
-            " VALUES ($1, 384, 'ix_memory_ann_x', 5000), ($1, 1024, 'ix_memory_ann_y', 5000)",
-            BIG,
-        )
-        await migrate.upgrade(empty_db_dsn, revision)
-        [(name, predicate)] = [tuple(r) for r in await conn.fetch(GIN_INDEXES)]
-        assert name == keyword_index_name(BIG) and BIG in predicate
-        await migrate.downgrade(empty_db_dsn, before.down_revision)
-        assert [r[0] for r in await conn.fetch(GIN_INDEXES)] == ["ix_memory_search_tokens"]
-    finally:
-        await conn.close()
 
 
 async def test_two_maintenance_runs_at_once_build_each_index_once(memory: Memory) -> None:

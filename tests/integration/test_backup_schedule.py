@@ -1,4 +1,4 @@
-"""Backups you can count on (issue 27 item 3): retention per reason keeps the backup taken
+"""Backups you can count on: retention per reason keeps the backup taken
 before a destructive step; ``backup verify`` restores into a throwaway database and finds
 a truncated or edited backup; a scheduled slot is taken by one process of the fleet."""
 
@@ -154,27 +154,27 @@ async def test_backup_cli_verify_scheduled_and_delete(db_dsn: str, tmp_path: Pat
     }
     first = run_cli("backup", "scheduled", env=env)
     assert first.returncode == 0, first.stderr
-    assert "已备份到" in first.stdout and "校验通过" in first.stdout
+    assert "backed up to" in first.stdout and "verified" in first.stdout
     again = run_cli("backup", "scheduled", env=env)
-    assert again.returncode == 0 and "已由其他进程备份" in again.stdout
+    assert again.returncode == 0 and "is backed up by another process" in again.stdout
     status = run_cli("status", env=env)
     assert status.returncode == 0, status.stderr
     assert (
-        "定时备份:    every 6h; slot " in status.stdout and ": ok (amrita_memory_" in status.stdout
+        "scheduled:   every 6h; slot " in status.stdout and ": ok (amrita_memory_" in status.stdout
     )
     stem = list_backups(tmp_path / "backups")[0].stem
     async with memory_on(db_dsn, tmp_path) as mem:
         guard = await create_backup(mem.store, reason="before-reembed")
     listed = run_cli("backup", "list", env=env)
-    assert f"{guard.stem}  1 条" in listed.stdout and "不会被轮换删除" in listed.stdout
+    assert f"{guard.stem}  1 memories" in listed.stdout and "rotation keeps it" in listed.stdout
     delete_backup(tmp_path / "backups", guard.stem)
     checked = run_cli("backup", "verify", stem, env=env)
     assert checked.returncode == 0, checked.stderr
-    assert "完好" in checked.stdout
+    assert "is whole" in checked.stdout
     jsonl = tmp_path / "backups" / f"{stem}.jsonl"
     jsonl.write_text(jsonl.read_text(encoding="utf-8").replace("一条", "两条"), encoding="utf-8")
     failed = run_cli("backup", "verify", stem, env=env)
-    assert failed.returncode == 1 and "校验失败" in failed.stderr
+    assert failed.returncode == 1 and "failed its check" in failed.stderr
     assert "memory differs in content" in failed.stderr
     removed = run_cli("backup", "delete", stem, "--yes", env=env)
     assert removed.returncode == 0 and list_backups(tmp_path / "backups") == []

@@ -1,4 +1,4 @@
-"""A backup is the whole store (issue 27 item 2): every table of the schema is carried by
+"""A backup is the whole store: every table of the schema is carried by
 the JSONL and the dump, or listed with its reason in NOT_BACKED_UP; a restore brings every
 row back as it was — the change history too, without "system" rows of its own — on
 pgvector and on chroma. The tables are read from the catalogue, so a table added later
@@ -135,6 +135,24 @@ async def fill_every_table(mem: Any) -> None:
         KEY,
         first.id,
     )
+    # lineage, a withheld row's task and the erasure ledger: a memo sentence the loop wrote
+    # from the first memory, a task, and a forget (of a memory gone before the backup, so
+    # the restore's ledger finds nothing of it to remove)
+    await pool.execute(
+        "INSERT INTO amrita_memory.lineage VALUES ('memo_sentence', $1, md5('用户叫小明'), "
+        "'memory', $1, $2, 'l3', $3, now())",
+        KEY,
+        first.id,
+        cycle,
+    )
+    await pool.execute(
+        "INSERT INTO amrita_memory.rederive_task (partition_key, kind, row_key, row_id, held, "
+        "sources, about, reason, created_at) VALUES ($1, 'profile_line', $1, md5('x'), "
+        "'{\"text\": \"写 Python\"}', '[]', '[]', 'delete', now())",
+        KEY,
+    )
+    gone = await mem.memories.add(partition_key=KEY, scope="user", content="临时")
+    await mem.cases.forgetting.forget(KEY, [gone.id], requested_by="test", by_person=True)
 
 
 @pytest.mark.parametrize("backend", ["pgvector", "chroma"])

@@ -29,11 +29,14 @@ from amrita_memory_pg.maintenance.backup import (
     rotate,
 )
 from amrita_memory_pg.maintenance.restore import restore_backup
+from amrita_memory_pg.storage.pg import migrate
 from tests.support.cli import run_cli
 from tests.support.memory import add_knowledge, checksum, memory_on
 from tests.support.pg import PgServer
 
 KEY = "QQPlatform_Private_10001"
+#: a revision of 0.13, before the baseline
+OLD = "0055_retire_release11"
 GROUP = "QQPlatform_Group_555"
 
 
@@ -196,6 +199,25 @@ async def test_a_damaged_backup_changes_nothing(db_dsn: str, tmp_path: Path) -> 
         assert await mem.memories.count(KEY) == 1
 
 
+async def test_a_dump_older_than_the_baseline_is_refused_before_it_replaces_anything(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """A .dump of a schema this version cannot upgrade (older than its baseline) would leave
+    the store on that schema: it is refused with the release to upgrade it with first."""
+    async with memory_on(db_dsn, tmp_path) as mem:
+        await mem.memories.add(partition_key=KEY, scope="user", content="A")
+        await mem.pool.execute("UPDATE amrita_memory.alembic_version SET version_num = $1", OLD)
+        old = await create_backup(mem.store)
+        await mem.pool.execute(
+            "UPDATE amrita_memory.alembic_version SET version_num = $1", migrate.head_revision()
+        )
+        await mem.memories.add(partition_key=KEY, scope="user", content="B")
+        with pytest.raises(BackupError, match=f"{OLD}.*{migrate.BASELINE_RELEASE} first"):
+            await restore_backup(mem.store, old.dump_path, force=True)
+        assert await mem.memories.count(KEY) == 2
+        assert await migrate.current_revision(mem.pool) == migrate.head_revision()
+
+
 async def test_reference_plugin_backups_restore_with_current_keys_and_model(
     db_dsn: str, tmp_path: Path
 ) -> None:
@@ -271,24 +293,26 @@ async def test_backup_cli_create_list_restore(db_dsn: str, tmp_path: Path) -> No
     }
     created = run_cli("backup", "create", env=env)
     assert created.returncode == 0, created.stderr
-    assert "已备份到" in created.stdout and "memory 26, memo 2, knowledge 1" in created.stdout
+    assert "backed up to" in created.stdout
+    assert "memories 26, memos 2, knowledge entries 1" in created.stdout
     listed = run_cli("backup", "list", env=env)
-    assert "备份（1 份）" in listed.stdout and " 26 条 " in listed.stdout
+    assert "backups (1)" in listed.stdout and " 26 memories " in listed.stdout
     jsonl = next((tmp_path / "backups").glob("*.jsonl"))
     declined = run_cli("backup", "restore", str(jsonl), env=env, input="n\n")
     assert declined.returncode == 1
     restored = run_cli("backup", "restore", str(jsonl), "--yes", env=env)
     assert restored.returncode == 0, restored.stderr
-    assert "恢复前已备份到" in restored.stdout and "memory 26" in restored.stdout
+    assert "backed up before the restore" in restored.stdout
+    assert "memories 26" in restored.stdout
     missing = run_cli("backup", "restore", str(tmp_path / "nope.jsonl"), "--yes", env=env)
-    assert missing.returncode == 1 and "备份文件不存在" in missing.stderr
+    assert missing.returncode == 1 and "no such backup file" in missing.stderr
     # a bare name (as older /memory clear replies printed it) is found in the backups
-    # folder from wherever the operator stands (issue 26)
+    # folder from wherever the operator stands
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     by_name = run_cli("backup", "restore", jsonl.name, "--yes", env=env, cwd=elsewhere)
     assert by_name.returncode == 0, by_name.stderr
-    assert f"完成，已从 {jsonl.name} 恢复" in by_name.stdout
+    assert f"done: restored from {jsonl.name}" in by_name.stdout
 
 
 async def test_each_export_query_returns_exactly_the_columns_a_restore_copies_back(
@@ -333,7 +357,7 @@ async def test_each_partition_export_query_returns_the_columns_of_its_kind(
 async def test_a_reference_backup_is_merged_into_a_live_store_and_twice_changes_nothing(
     db_dsn: str, tmp_path: Path
 ) -> None:
-    """Issue 11: restoring the old plugin's JSON used to replace the whole store."""
+    """Restoring the old plugin's JSON used to replace the whole store."""
     legacy = {
         "ids": ["a" * 32, "b" * 32],
         "documents": ["旧插件的记忆一", "旧插件的记忆二"],

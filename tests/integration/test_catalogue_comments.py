@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncpg
-import pytest
 
 from amrita_memory_pg.storage.pg.schema import SCHEMA
 
@@ -31,13 +30,3 @@ async def test_no_function_or_view_of_the_schema_lacks_a_comment(
     )
     assert counted >= 30  # the query looks where the objects are
     assert [r["object"] for r in await conn.fetch(UNCOMMENTED, SCHEMA)] == []
-
-
-@pytest.mark.usefixtures("retired_sql")
-async def test_the_comments_say_what_supersedes_an_old_version(conn: asyncpg.Connection) -> None:
-    comment = await conn.fetchval(
-        "SELECT obj_description('amrita_memory.search_memories_v2(text, vector, integer, "
-        "timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], integer)'"
-        "::regprocedure, 'pg_proc')"
-    )
-    assert comment.startswith("Superseded by search_memories_v3")

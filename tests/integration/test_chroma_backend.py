@@ -303,7 +303,7 @@ def assert_same_ranking(
     differences in float32, we (over Chroma's vectors) in float64, so a mathematically
     exact tie may come out of pgvector split by ~1e-7 and ordered differently."""
     assert len(got) == len(want)
-    # the ranking key is ``score`` (issue 26: decay_score is the reference's formula)
+    # the ranking key is ``score`` (decay_score is the reference's formula)
     for a, b in zip(got, want, strict=True):
         assert a.score is not None and b.score is not None
         assert a.score == pytest.approx(b.score, rel=rel, abs=tol)
@@ -659,3 +659,37 @@ async def test_remote_server_going_down_rolls_back_and_coming_back_recovers(
             assert await assert_index_in_step(mem) == {first, second}
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------- forgetting
+
+
+async def test_a_forget_and_an_erasure_take_every_vector_they_remove_out_of_chroma(
+    memory: Memory,
+) -> None:
+    """A forget deletes the memory and withholds a memory derived from it and another
+    (both leave the table: the collection must follow); an erasure removes a partition."""
+    from amrita_memory_pg.domain.lineage import Derivation, deriving
+
+    fact = await write(memory, "用户对花生过敏")
+    other = await write(memory, "用户周六爬山")
+    with deriving(Derivation("l3", 1, partition_key=KEY)):
+        derived = (
+            await memory.memories.add(
+                partition_key=KEY, scope="user", content="周六爬山，对花生过敏"
+            )
+        ).id
+    await write(memory, "我喜欢狗", BOB, scope="user")
+    assert len(await assert_index_in_step(memory)) == 4
+    done = await memory.cases.forgetting.forget(KEY, [fact], requested_by="test", by_person=True)
+    assert [r.id for r in done.withheld] == [derived]
+    assert await assert_index_in_step(memory) == {other, *await _ids(memory, BOB)}
+    await memory.cases.forgetting.erase(BOB.personal_key, requested_by="test")
+    assert await assert_index_in_step(memory) == {other}
+
+
+async def _ids(mem: Memory, ctx: ToolContext) -> list[str]:
+    rows = await mem.pool.fetch(
+        "SELECT id FROM amrita_memory.memory WHERE partition_key = $1", ctx.personal_key
+    )
+    return [r["id"] for r in rows]

@@ -95,11 +95,13 @@ async def test_wheel_ships_sql_and_migrations_and_works_from_anywhere(
     )
     wheel = next(dist.glob("amrita_memory_pg-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "amrita_memory_pg/sql/functions/decay_v1.sql" in names
-    assert "amrita_memory_pg/sql/views/partition_usage_v1.sql" in names
+    assert "amrita_memory_pg/sql/functions/decay.sql" in names
+    assert "amrita_memory_pg/sql/tables.sql" in names
     assert "amrita_memory_pg/migrations/env.py" in names
-    assert "amrita_memory_pg/migrations/versions/0001_foundation.py" in names
-    # the admin page's strings are data files of the package (issue 22)
+    # the baseline migration and the frozen schema it runs
+    assert "amrita_memory_pg/migrations/versions/0057_baseline.py" in names
+    assert "amrita_memory_pg/migrations/versions/0057_baseline.sql" in names
+    # the admin page's strings are data files of the package (a wheel must ship them)
     assert {"amrita_memory_pg/web/locales/zh.toml", "amrita_memory_pg/web/locales/en.toml"} <= names
 
     target = tmp_path / "site"
@@ -195,7 +197,7 @@ async def test_sweep_command_reports_and_dry_run_keeps_rows(db_dsn: str) -> None
 
 
 async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path: Path) -> None:
-    """Issue 26: 12 partitions, the 10 largest listed, and the line says so."""
+    """12 partitions, the 10 largest listed, and the line says so."""
     from tests.support.memory import memory_on
 
     async with memory_on(db_dsn, tmp_path) as mem:
@@ -211,13 +213,13 @@ async def test_status_says_when_its_partition_list_is_cut(db_dsn: str, tmp_path:
     }
     result = run_cli("status", env=env)
     assert result.returncode == 0, result.stderr
-    assert "分布:（最大的 10 个，共 12 个分区" in result.stdout
+    assert "largest partitions (10 of 12;" in result.stdout
     assert "QQPlatform_Private_111: 12" in result.stdout
     assert "QQPlatform_Private_100:" not in result.stdout
 
 
 async def test_an_old_style_key_is_resolved_and_said(db_dsn: str, tmp_path: Path) -> None:
-    """Issue 26 item 11: `memory list/search user_10004` used to find nothing silently."""
+    """`memory list/search user_10004` used to find nothing silently."""
     from tests.support.memory import memory_on
 
     async with memory_on(db_dsn, tmp_path, embedding__protocol="hash") as mem:
@@ -232,7 +234,7 @@ async def test_an_old_style_key_is_resolved_and_said(db_dsn: str, tmp_path: Path
     listed = run_cli("memory", "list", "user_10004", env=env)
     assert listed.returncode == 0, listed.stderr
     assert "喜欢下围棋" in listed.stdout
-    assert "user_10004 是旧格式的分区键，现为 QQPlatform_Private_10004" in listed.stderr
+    assert "user_10004 is an old-style partition key, now QQPlatform_Private_10004" in listed.stderr
     found = run_cli("memory", "search", "user_10004", "围棋", "--mode", "keyword", env=env)
     assert found.returncode == 0, found.stderr
     assert "喜欢下围棋" in found.stdout

@@ -1,4 +1,4 @@
-"""Every ``amrita-memory`` command with hostile arguments (issue 27 item 8): no traceback,
+"""Every ``amrita-memory`` command with hostile arguments: no traceback,
 ever; a refusal is a non-zero exit with a sentence. The commands are enumerated from the
 click group, so a command added later is fuzzed too."""
 
@@ -106,7 +106,9 @@ async def test_every_command_with_hostile_arguments_answers_with_a_sentence(
                 await conn.close()
                 said = outcome.output.replace("x" * 100, "x…")[-200:]
                 shown = f"{' '.join(argv)[:80]!r} -> {outcome.code}: {said!r}"
-                if "Traceback" in outcome.output or INTERNAL_ERROR in outcome.output:
+                if "Traceback" in outcome.output or any(
+                    m in outcome.output for m in INTERNAL_ERROR
+                ):
                     problems.append("traceback " + shown)
                 elif outcome.code != 0 and not outcome.output.strip():
                     problems.append("silent " + shown)

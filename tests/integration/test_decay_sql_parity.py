@@ -1,8 +1,8 @@
 """The SQL decay functions and their Python twin agree to 1e-9 on random inputs.
 
-sweep_action_v1 (the per-row decision) was retired by 0055_retire_release11 — the sweep now
-decides by cutoffs, held to it in test_sweep_v7.py — and is installed again here from its
-released file, as the retired_sql fixture does, so the rule it states stays checked."""
+The sweep's per-row decision is :data:`SWEEP_RULE`, written with the SQL functions the sweep
+decides by (its cutoffs restate it to the microsecond: test_sweep_sql.py holds
+sweep_batch_v8 to it); here it is held to its Python twin, domain.decay.sweep_action."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import asyncpg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,29 +17,25 @@ from hypothesis import strategies as st
 from amrita_memory_pg.domain import decay
 from amrita_memory_pg.domain.decay import DecayPolicy
 from tests.support.pg import PgServer, SyncConnection
-from tests.support.sql_usage import reinstall_retired
 
 TOL = 1e-9
+#: keep while the age (days) is within the tier's lifetime, then purge a low memory and
+#: demote the others: {imp} importance, {age} age in days, {short}/{long} the bounds
+SWEEP_RULE = (
+    "CASE WHEN {age} <= amrita_memory.tier_days_v1({imp}, {short}, {long}) THEN 'keep'"
+    " WHEN amrita_memory.importance_rank_v1({imp}) = 0 THEN 'purge' ELSE 'demote' END"
+)
 
 
 @pytest.fixture(scope="module")
 def sql(pg_server: PgServer, template_db: str) -> Iterator[SyncConnection]:
     name = asyncio.run(pg_server.create_database(template=template_db))
-    asyncio.run(_with_retired(pg_server.dsn(name)))
     connection = SyncConnection(pg_server.dsn(name))
     try:
         yield connection
     finally:
         connection.close()
         asyncio.run(pg_server.drop_database(name))
-
-
-async def _with_retired(dsn: str) -> None:
-    connection = await asyncpg.connect(dsn)
-    try:
-        await reinstall_retired(connection)
-    finally:
-        await connection.close()
 
 
 DET = settings(
@@ -92,7 +87,7 @@ def test_tier_and_sweep_action_match(
 ) -> None:
     row = sql.fetchrow(
         "SELECT amrita_memory.tier_days_v1($1, $2, $3) AS tier,"
-        "       amrita_memory.sweep_action_v1($1, $4, $2, $3) AS action,"
+        f"       {SWEEP_RULE.format(imp='$1', age='$4', short='$2', long='$3')} AS action,"
         "       amrita_memory.demoted_importance_v1($1) AS demoted",
         imp,
         short,
@@ -146,7 +141,10 @@ def test_sweep_boundaries_in_sql(sql: SyncConnection) -> None:
     def action(imp: int, delta: timedelta) -> str:
         return str(
             sql.fetchval(
-                "SELECT amrita_memory.sweep_action_v1($1, amrita_memory.age_days_v1($2, $3), 7, 90)",
+                "SELECT "
+                + SWEEP_RULE.format(
+                    imp="$1::integer", age="amrita_memory.age_days_v1($2, $3)", short=7, long=90
+                ),
                 imp,
                 now - delta,
                 now,

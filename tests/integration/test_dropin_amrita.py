@@ -1,4 +1,4 @@
-"""Issue 25 under AmritaBot, with amrita-core really installed: the memo hook passes the
+"""The drop-in under AmritaBot, with amrita-core really installed: the memo hook passes the
 turn's message (the relevant-memories part of the block), the L3 trigger counts the
 target's completions (reference §8.2, priority 10) and a completion aborts the target's
 running cycle. Hooks are fired through amrita-sense as amrita-core's pre-runner does."""
@@ -6,6 +6,7 @@ running cycle. Hooks are fired through amrita-sense as amrita-core's pre-runner 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -145,7 +146,10 @@ async def test_a_completion_of_the_target_aborts_its_running_cycle(
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
         installed_with.append(install(mem, l3_trigger=True))
         # amrita-core has no preset here: the configured endpoint carries the loop
-        assert mem.loop_model_label() == "stub-model（AmritaBot 没有模型预设：配置的端点 LLM_*）"
+        assert (
+            await mem.loop_model_label()
+            == "stub-model（配置的端点 LLM_*；amrita-core 没有设置默认模型预设）"
+        )
         kept = await add(mem, "用户住在上海")
         llm.call("subconscious_get_memory_stats", {})
         llm.call("subconscious_delete_memory", {"id": kept})
@@ -186,7 +190,9 @@ async def test_amritabots_persona_reaches_the_rendered_cycle_prompt(
 
 @pytest.fixture
 def host_llm() -> Iterator[ScriptedLLM]:
-    """AmritaBot's model: a second stub, registered as amrita-core's default preset."""
+    """The host's model when amrita-core runs without AmritaBot (someone's own agent): a
+    second stub, registered as amrita-core's default preset. (AmritaBot keeps its presets
+    in its own files, never in this registry: tests/amritabot runs the real host.)"""
     manager = PresetManager()
     before = manager._default_preset
     with ScriptedLLM() as stub:
@@ -203,7 +209,7 @@ def host_llm() -> Iterator[ScriptedLLM]:
             manager._default_preset = before
 
 
-async def test_under_amritabot_the_loop_calls_the_hosts_preset(
+async def test_on_amrita_core_alone_the_loop_calls_its_default_preset(
     db_dsn: str,
     tmp_path: Path,
     llm: ScriptedLLM,
@@ -213,9 +219,11 @@ async def test_under_amritabot_the_loop_calls_the_hosts_preset(
     """The configured LLM_* endpoint (``llm``) is not called: the cycle goes to the
     preset's endpoint with its model and key, and /memory dmn says so."""
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
-        assert mem.loop_model_label() == "stub-model（配置的端点 LLM_*）"
+        assert await mem.loop_model_label() == "stub-model（配置的端点 LLM_*）"
         installed_with.append(install(mem))
-        assert mem.loop_model_label() == "host-model（AmritaBot 当前模型预设）"
+        assert (
+            await mem.loop_model_label() == "host-model（amrita-core 的默认模型预设 dropin-host）"
+        )
         host_llm.call("subconscious_iter_stop", {"summary": "宿主模型整理"})
         command = MemoryCommand.over(mem, cycle_run=mem.run_cycle, loop_model=mem.loop_model_label)
         admin = ToolContext(platform="qq", user_id="1", roles=frozenset({"superuser"}))
@@ -223,7 +231,7 @@ async def test_under_amritabot_the_loop_calls_the_hosts_preset(
         assert isinstance(reply, TextReply)
         lines = reply.text.splitlines()
         assert lines[0] == "✅ 潜意识整理完成"
-        assert lines[1] == "模型：host-model（AmritaBot 当前模型预设）"
+        assert lines[1] == "模型：host-model（amrita-core 的默认模型预设 dropin-host）"
         assert llm.requests == []
         [request] = host_llm.requests
         assert request["model"] == "host-model"
@@ -241,14 +249,18 @@ async def test_the_loops_own_endpoint_overrides_the_hosts_preset(
 ) -> None:
     async with loop_memory(db_dsn, tmp_path, llm, subconscious__llm_model="loop-model") as mem:
         installed_with.append(install(mem))
-        assert mem.loop_model_label() == "loop-model（配置的端点 [subconscious] llm_*）"
+        assert await mem.loop_model_label() == "loop-model（配置的端点 [subconscious] llm_*）"
         llm.call("subconscious_iter_stop", {"summary": "自己的模型"})
         assert (await mem.run_cycle(TARGET)).ok
         assert host_llm.requests == [] and llm.requests[0]["model"] == "loop-model"
 
 
 async def test_allowed_tools_lend_another_plugins_tool_from_amrita_cores_registry(
-    db_dsn: str, tmp_path: Path, llm: ScriptedLLM, installed_with: list[Installation]
+    db_dsn: str,
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    installed_with: list[Installation],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     calls: list[dict[str, Any]] = []
 
@@ -280,7 +292,11 @@ async def test_allowed_tools_lend_another_plugins_tool_from_amrita_cores_registr
         async with loop_memory(
             db_dsn, tmp_path, llm, subconscious__allowed_tools=["dropin_weather", "nope"]
         ) as mem:
-            installed_with.append(install(mem))
+            with caplog.at_level(logging.WARNING, logger="amrita_memory_pg"):
+                installed_with.append(install(mem))
+            # the start-up check comes after the host's tools are lent: only "nope" is unknown
+            not_found = [r.getMessage() for r in caplog.records if "not found" in r.getMessage()]
+            assert len(not_found) == 1 and "'nope'" in not_found[0], not_found
             llm.call("dropin_weather", {"city": "上海"})
             llm.call("subconscious_iter_stop", {"summary": "查了天气"})
             assert (await mem.run_cycle(TARGET)).ok

@@ -1,4 +1,4 @@
-"""Issue 25: the L3 loop as a drop-in for amrita_plugin_memory's users — a message of the
+"""The L3 loop as a drop-in for amrita_plugin_memory's users — a message of the
 target aborts its running cycle (from another process's Memory), the persona reaches the
 prompt, and the host's model is what a cycle calls. Real PostgreSQL, a scripted
 OpenAI-compatible model over real HTTP."""

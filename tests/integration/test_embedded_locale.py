@@ -1,4 +1,4 @@
-"""A new embedded cluster gets an explicit UTF-8 locale (issue 16); an existing one keeps
+"""A new embedded cluster gets an explicit UTF-8 locale (CJK text search); an existing one keeps
 the locale it was made with and still starts (initdb options only apply to new clusters)."""
 
 from __future__ import annotations

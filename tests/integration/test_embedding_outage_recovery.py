@@ -1,6 +1,6 @@
 """After an embedding outage under a burst of callers, the embedder works again at once.
 
-Found by bench/load.py (issue 11, item 6): with httpx's default cap of 100 connections,
+Found by bench/load.py: with httpx's default cap of 100 connections,
 requests queue for a slot during an outage; when one's pool wait times out just as the
 pool creates a connection for it, httpcore leaves that connection in the pool for good
 (state CONNECTING). After a 15 s outage under 400 simulated users every slot was such a

@@ -1,4 +1,4 @@
-"""Automatic extraction (issue 14) over real HTTP: the model is a ScriptedLLM, the
+"""Automatic extraction over real HTTP: the model is a ScriptedLLM, the
 embedder a StubEmbeddingServer, the store the embedded PostgreSQL.
 
 What must hold: an accepted answer replaces exactly the partition's source=auto
@@ -135,7 +135,7 @@ async def test_extraction_replaces_the_auto_entries_and_keeps_every_manual_one(
         sorted(["部署前必须先跑测试", "2026-12-03 讨论了部署流程"])
     ]
     # the extracted entries carry their search tokens (insert_memory_v3): the keyword side
-    # finds them at once, without waiting for the token backfill (issue 16)
+    # finds them at once, without waiting for the token backfill
     untokenized = await mem.pool.fetchval(
         "SELECT count(*) FROM amrita_memory.memory WHERE partition_key = $1 "
         "AND source = 'auto' AND search_tokens IS NULL",

@@ -1,4 +1,4 @@
-"""Extraction replaces only what extraction made (issue 27 item 1).
+"""Extraction replaces only what extraction made.
 
 The scenario a bot operator lives through: an old amrita_plugin_memory install is
 imported, the chat model writes memories with ``write_memory``, a person edits one of the
@@ -156,7 +156,7 @@ async def test_origin_is_the_writers_kind_and_unknown_rows_are_never_replaced(
             llm__model="stub-model",
         ) as mem:
             written = {}
-            for kind in ("person", "l3", "system"):
+            for kind in ("person", "l3", "system", "import"):
                 with acting(Actor(kind, "x")):  # type: ignore[arg-type]
                     record = await mem.memories.add(
                         partition_key=KEY, scope="user", content=f"{kind} 写的记忆", source="auto"
@@ -201,3 +201,79 @@ def test_a_backup_from_before_origins_gets_the_migrations_rule() -> None:
     assert origin_before_recorded("auto") == "unknown"
     assert origin_before_recorded(None) == "unknown"
     assert "extraction" in ORIGINS and "unknown" in ORIGINS
+
+
+async def test_a_memory_the_chat_model_or_the_loop_changed_outlives_the_next_extraction(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """Through the public tools: extraction writes three memories; the chat model corrects
+    one (update_memory), the loop another (subconscious_update_memory); the next
+    extraction replaces only the untouched one, and the history says who owns the others."""
+    from tests.support.l3 import TARGET, USAGE, loop_memory
+
+    speaker = ToolContext(platform="qq", user_id="10001")
+    assert speaker.personal_key == TARGET
+    with ScriptedLLM() as llm:
+        llm.usage = USAGE
+        async with loop_memory(db_dsn, tmp_path, llm, extraction__enabled=True) as mem:
+            now = datetime.now(UTC)
+            await mem.activity.record_user_message(
+                session_key=TARGET, user_key=TARGET, user_id="10001", group_id=None,
+                text="我住在上海，养了一只猫，在学吉他", now=now - timedelta(hours=3),
+            )  # fmt: skip
+            llm.say(
+                _answer(("event", "用户住在上海", 5), ("event", "用户养了猫", 5),
+                        ("event", "用户在学吉他", 4))
+            )  # fmt: skip
+            (first,) = await mem.extractor.run_expired(now=now - timedelta(hours=2))
+            assert (first.status, first.entries) == ("ok", 3)
+            by_content = {r["content"]: i for i, r in (await _snapshot(mem.pool, TARGET)).items()}
+            city, cat, guitar = (
+                by_content[c] for c in ("用户住在上海", "用户养了猫", "用户在学吉他")
+            )
+
+            # the chat model corrects one through its tool
+            reply = json.loads(
+                await mem.call_tool(
+                    "update_memory",
+                    {"id": city, "content": "用户搬到了杭州", "scope": "user"},
+                    speaker,
+                )
+            )
+            assert reply["message"] == "记忆更新成功", reply
+            # the loop corrects another in a cycle
+            llm.call("subconscious_update_memory", {"id": cat, "content": "用户养了两只猫"})
+            llm.call("subconscious_iter_stop", {"summary": "更正了一条"})
+            assert (await mem.run_cycle(TARGET)).ok
+
+            after_edits = await _snapshot(mem.pool, TARGET)
+            assert _made(after_edits[city]) == ("auto", "llm")
+            assert _made(after_edits[cat]) == ("auto", "l3")
+            assert _made(after_edits[guitar]) == ("auto", "extraction")
+            [change] = await mem.trail.history(TARGET, city, 1)
+            assert (change.op, change.actor.kind) == ("update", "llm")
+            assert change.note == "归属：extraction → llm"
+            [change] = await mem.trail.history(TARGET, cat, 1)
+            assert (change.actor.kind, change.note) == ("l3", "归属：extraction → l3")
+            # a second change by the same owner names no move
+            await mem.call_tool(
+                "update_memory", {"id": city, "importance": "high", "scope": "user"}, speaker
+            )
+            [change] = await mem.trail.history(TARGET, city, 1)
+            assert change.note is None
+
+            # the next session's extraction replaces only what extraction still owns
+            await mem.activity.record_user_message(
+                session_key=TARGET, user_key=TARGET, user_id="10001", group_id=None,
+                text="吉他学会了三首歌", now=now - timedelta(hours=1),
+            )  # fmt: skip
+            llm.say(_answer(("event", "用户学会了三首吉他曲", 5)))
+            (second,) = await mem.extractor.run_expired(now=now)
+            assert (second.status, second.entries, second.replaced) == ("ok", 1, 1)
+            final = await _snapshot(mem.pool, TARGET)
+            assert final[city]["content"] == "用户搬到了杭州"
+            assert final[cat]["content"] == "用户养了两只猫"
+            assert guitar not in final
+            assert sorted(r["content"] for r in final.values()) == [
+                "用户养了两只猫", "用户学会了三首吉他曲", "用户搬到了杭州"
+            ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""Failover to a promoted standby (issue 23): a primary with synchronous replication
+"""Failover to a promoted standby: a primary with synchronous replication
 (``synchronous_standby_names = '*'``, ``synchronous_commit = remote_apply``) and its
 streaming standby, both built from the embedded binaries. Writers run through
 ``open_memory`` with a multi-host ``DATABASE_URL`` (``target_session_attrs=read-write``);
@@ -16,6 +16,7 @@ import pytest
 
 from amrita_memory_pg import ToolContext
 from amrita_memory_pg.domain.errors import AmritaMemoryError
+from tests.support.cli import run_cli
 from tests.support.memory import memory_on
 from tests.support.pg import PgServer
 from tests.support.replica import Node, base_backup
@@ -115,6 +116,12 @@ async def test_acknowledged_writes_survive_a_primary_crash_and_the_store_answers
         missing = [i for i in acked if i not in found]
         assert missing == [], f"{len(missing)} of {len(acked)} acknowledged writes lost"
         assert len(before_crash) >= 40
+        # `status` names both nodes of the failover list (it used to say "localhost")
+        status = run_cli("status", env={"DATABASE_URL": url}, cwd=tmp_path)
+        assert status.returncode == 0, status.stderr
+        assert f"{primary.socket_dir}:{primary.port},{standby.socket_dir}:{standby.port}/" in (
+            status.stdout
+        )
     finally:
         primary.stop("immediate")
         if standby is not None:

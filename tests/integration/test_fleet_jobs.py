@@ -1,4 +1,4 @@
-"""The admin page's jobs as rows (issue 23): two processes' runners (two Memory instances,
+"""The admin page's jobs as rows: two processes' runners (two Memory instances,
 two pools, one database) see each other's jobs, one job per kind runs across the fleet,
 a job is cancelled from the other process, a job whose process died shows as lost
 and no longer blocks its kind, and a lost re-embed is resumed by the fleet by itself."""

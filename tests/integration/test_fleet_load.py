@@ -1,4 +1,4 @@
-"""Issue 23, item 5: the short fleet load run (``bench/fleet.py --short``) passes.
+"""The short fleet load run (``bench/fleet.py --short``) passes.
 
 Three bot-like processes share one database through a real PgBouncer in transaction mode
 and schedule the same L3 targets against a slow scripted model; one worker is SIGKILLed

@@ -1,6 +1,7 @@
-"""search_memories_v4 (issue 16): keyword and hybrid ranking in SQL, vector mode = v3 bit
-for bit, the SQL fusion = its Python twin (domain/fusion.py), the mode checks, the
-category filter, the HNSW path's keyword candidates, and the token backfill."""
+"""Keyword and hybrid ranking in SQL (search_memories_v8, sql/functions/search.sql): a
+keyword finds what the vector cannot, the SQL fusion = its Python twin (domain/fusion.py),
+the mode checks, the category filter, the HNSW path's keyword candidates, and the token
+backfill."""
 
 from __future__ import annotations
 
@@ -26,13 +27,9 @@ from tests.support.cli import run_cli
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 KEY = "QQPlatform_Private_1"
 BIG = "QQPlatform_Group_9"
-V4 = (
-    "SELECT * FROM amrita_memory.search_memories_v4("
+SEARCH = (
+    "SELECT * FROM amrita_memory.search_memories_v8("
     "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 200, $16, 60, 0.5)"
-)
-V3 = (
-    "SELECT * FROM amrita_memory.search_memories_v3("
-    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 200)"
 )
 
 
@@ -70,7 +67,7 @@ async def search(
 ) -> list[asyncpg.Record]:
     return list(
         await conn.fetch(
-            V4,
+            SEARCH,
             kw.get("partition", KEY),
             vector,
             search_tokens(text),
@@ -91,7 +88,6 @@ async def search(
     )
 
 
-@pytest.mark.usefixtures("retired_sql")  # retired by 0036, re-installed as released
 async def test_keyword_wins_where_the_vector_cannot(conn: asyncpg.Connection) -> None:
     """An exact name and number: the memory holding them is FAR from the query vector
     (as when the embedding model misses them); keyword and hybrid still rank it first."""
@@ -121,7 +117,6 @@ async def test_keyword_wins_where_the_vector_cannot(conn: asyncpg.Connection) ->
     assert (await search(conn, "When does Emily's visa expire?", q, "hybrid"))[0]["id"] == date
 
 
-@pytest.mark.usefixtures("retired_sql")  # retired by 0036, re-installed as released
 async def test_bad_modes_are_refused_by_sqlstate(conn: asyncpg.Connection) -> None:
     q = unit([1, 0, 0, 0])
     await insert(conn, "一条记忆", q)
@@ -140,7 +135,6 @@ async def test_bad_modes_are_refused_by_sqlstate(conn: asyncpg.Connection) -> No
     assert await search(conn, "", None, "keyword") == []  # no token, no keyword hit
 
 
-@pytest.mark.usefixtures("retired_sql")  # retired by 0036, re-installed as released
 async def test_category_filter(conn: asyncpg.Connection) -> None:
     q = unit([1, 0, 0, 0])
     pref = await insert(conn, "喜欢喝茉莉花茶", q, category="preference")
@@ -166,48 +160,12 @@ async def fill(mem: Memory, partition: str, n: int, rng: random.Random) -> None:
         )
 
 
-@pytest.mark.usefixtures("retired_sql")
-async def test_vector_mode_is_v3_bit_for_bit_and_sql_fusion_is_the_python_one(
-    memory: Memory,
-) -> None:
+async def test_the_sql_fusion_is_the_python_one(memory: Memory) -> None:
+    """The exact path's hybrid and keyword rankings are the Python fusion's on the SQL's
+    own inputs (distances and BM25 scores). Vector mode against the reference's formula:
+    test_search_sql.py."""
     rng = random.Random(5)
     await fill(memory, KEY, 120, rng)
-    await fill(memory, BIG, 320, rng)
-    assert len((await maintain_ann_indexes(memory.pool, min_rows=300)).built) == 1
-    dim = len(await memory.embedder.embed_query("x"))
-    filters: list[tuple[Any, ...]] = [
-        (None, None, None, None),
-        (4, 7, None, None),
-        (None, None, "group", ["猫", "茶"]),
-    ]
-    compared = 0
-    for partition in (KEY, BIG):
-        for decay in (True, False):
-            for flt in filters:
-                vec = np.random.default_rng(compared).standard_normal(dim).astype(np.float32)
-                args = (partition, vec, 7, NOW, decay, 30.0, 1.0, 0.05, *flt)
-                v3 = [tuple(r) for r in await memory.pool.fetch(V3, *args)]
-                v4 = await memory.pool.fetch(
-                    V4,
-                    partition,
-                    vec,
-                    ["猫"],
-                    "vector",
-                    7,
-                    NOW,
-                    decay,
-                    30.0,
-                    1.0,
-                    0.05,
-                    *flt,
-                    None,
-                    "rrf",
-                )
-                # same rows, same order, bit-identical scores (reference §5.1 parity)
-                assert [tuple(r)[:14] for r in v4] == v3
-                compared += bool(v3)
-    assert compared >= 10
-    # The exact path's hybrid scores are the Python fusion's on the SQL's own inputs.
     text = "北京 旅行 考试"
     tokens = search_tokens(text)
     vec = await memory.embedder.embed_query(text)
@@ -216,7 +174,7 @@ async def test_vector_mode_is_v3_bit_for_bit_and_sql_fusion_is_the_python_one(
     async def rows(mode: str, fusion: str = "rrf") -> list[asyncpg.Record]:
         return list(
             await memory.pool.fetch(
-                V4, KEY, vec, tokens, mode, 1000, NOW, True, 30.0, 1.0, 0.05,
+                SEARCH, KEY, vec, tokens, mode, 1000, NOW, True, 30.0, 1.0, 0.05,
                 None, None, None, None, None, fusion,
             )
         )  # fmt: skip
@@ -278,7 +236,7 @@ async def test_tokens_are_written_updated_and_backfilled(memory: Memory) -> None
         "SELECT tsvector_to_array(search_tokens) FROM amrita_memory.memory WHERE id = $1", first.id
     )
     assert sorted(tokens) == sorted(search_tokens("小宋的科目三考试在五月"))
-    # rows without tokens (written before 0015_hybrid, or restored from JSONL)
+    # rows without tokens (restored from a JSONL backup)
     for i in range(12):
         await store.add(partition_key=KEY, scope="user", content=f"旧记忆 {i} 生日蛋糕", now=NOW)
     await memory.pool.execute("UPDATE amrita_memory.memory SET search_tokens = NULL")

@@ -1,5 +1,5 @@
-"""The block query sends a chat's candidates only when their version changed (issue 14's
-p50): a held copy must never outlive a change to the data, whoever made it."""
+"""The block query sends a chat's candidates only when their version changed (the
+turn's p50): a held copy must never outlive a change to the data, whoever made it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One key rule for every surface (issue 27 item 7): the CLI, the admin page and
+"""One key rule for every surface: the CLI, the admin page and
 ``/memory`` accept and refuse the same partition keys (domain/keys.py)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ BAD = (
     "QQPlatform_Private_../etc",
     "QQPlatform_Private_<b>",
 )
-#: old-style keys: the rule refuses them, every surface resolves them first (issue 26.11)
+#: old-style keys: the rule refuses them, every surface resolves them first
 OLD = ("user_1",)
 #: the console bot's own key is a key the product writes: every surface must take it
 GOOD = ("global", "QQPlatform_Private_10001", "QQPlatform_Group_1", "ConsolePlatform_Private_user")
@@ -66,7 +66,7 @@ async def test_every_surface_refuses_the_same_keys(db_dsn: str, tmp_path: Path) 
                 assert isinstance(reply, TextReply) and "分区键" in reply.text, reply
         assert await s.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 0
         assert await s.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.paused_partition") == 0
-        # an old-style key is the partition it is now, on every surface (issue 26 item 11)
+        # an old-style key is the partition it is now, on every surface
         for key in OLD:
             outcome = await asyncio.to_thread(
                 invoke, ["--config", str(config), "memory", "add", key, "旧键"]

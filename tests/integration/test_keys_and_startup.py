@@ -85,17 +85,19 @@ async def test_migrate_keys_cli_and_startup(db_dsn: str, tmp_path: Path) -> None
     await _seed_legacy(db_dsn, tmp_path)
     env = {"DATABASE_URL": db_dsn, "EMBEDDING_PROCTOL": "hash"}
     dry = run_cli("migrate-keys", "--dry-run", env=env)
-    assert "[dry-run] 需要改写 4 条记忆、1 份备忘录的分区键" in dry.stdout, dry.stdout + dry.stderr
+    assert "[dry run] would rewrite the partition keys of 4 memories and 1 memos" in dry.stdout, (
+        dry.stdout + dry.stderr
+    )
     assert "user_10001 -> QQPlatform_Private_10001" in dry.stdout
-    assert "未识别（保持不变）: Channel_9" in dry.stdout
+    assert "not recognised (left as it is): Channel_9" in dry.stdout
     status = run_cli("status", env=env)
-    assert "→ 需迁移" in status.stdout
+    assert "→ to migrate" in status.stdout
     async with open_memory(settings_for(db_dsn, tmp_path)) as mem:  # start-up migrates
         assert (
             await mem.pool.fetchval("SELECT key_format_version FROM amrita_memory.store_meta") == 2
         )
     done = run_cli("migrate-keys", env=env)
-    assert "完成，已改写 0 条记忆、0 份备忘录的分区键" in done.stdout
+    assert "done: rewrote the partition keys of 0 memories and 0 memos" in done.stdout
 
 
 async def _seed(dsn: str, data_dir: Path) -> None:
@@ -116,7 +118,7 @@ async def test_ask_without_a_terminal_refuses_to_start_and_names_the_fix(
             pass
     message = str(err.value)
     assert "嵌入模型已变更" in message and "amrita-memory reindex --yes" in message
-    # run where the bot runs, where the CLI reads the bot's .env (issue 26 item 0)
+    # run where the bot runs, where the CLI reads the bot's .env
     assert f"`cd {Path.cwd()} && amrita-memory reindex --yes`" in message
     assert "EMBED_MISMATCH_POLICY=auto" in message and "EMBED_CHECK_ON_STARTUP=false" in message
     # Nothing was changed, and the CLI still works (it never runs the check).
@@ -128,7 +130,7 @@ async def test_ask_without_a_terminal_refuses_to_start_and_names_the_fix(
             "AMRITA_MEMORY_EMBEDDING__HASH_DIM": "256",
         },
     )
-    assert status.returncode == 0 and "⚠️  不一致" in status.stdout
+    assert status.returncode == 0 and "⚠️  differs" in status.stdout
     fixed = run_cli(
         "reindex",
         "--yes",
@@ -214,7 +216,7 @@ async def test_reset_fingerprint_is_the_escape_hatch(db_dsn: str, tmp_path: Path
     }
     result = run_cli("reset-fingerprint", env=env)
     assert result.returncode == 0, result.stderr
-    assert "已写入指纹" in result.stdout and "未重新嵌入" in result.stdout
+    assert "fingerprint recorded" in result.stdout and "nothing re-embedded" in result.stdout
     async with open_memory(
         settings_for(db_dsn, tmp_path, embedding__hash_dim=256)
     ) as mem:  # starts now

@@ -72,7 +72,7 @@ async def test_memory_knowledge_commands(db_dsn: str, tmp_path: Path) -> None:
         # anyone suggests
         done = await run(mem, who("5"), "knowledge suggest 新条目 | 一段摘要 | 正文 | 常被问到")
         assert done.startswith("✅ 知识建议 #") and "待处理 1 条" in done
-        # L3 is off here: no promise of a review by the loop (issue 26)
+        # L3 is off here: no promise of a review by the loop
         assert "等待管理员审查" in done and "后台记忆管家将在" not in done
         assert "用法" in await run(mem, who("5"), "knowledge suggest 只有标题")
         assert (await mem.knowledge.pending_suggestions())[0] == 1
@@ -82,7 +82,7 @@ async def test_memory_knowledge_commands(db_dsn: str, tmp_path: Path) -> None:
 
 
 async def test_the_usage_names_every_command_a_caller_may_run(db_dsn: str, tmp_path: Path) -> None:
-    """Issue 26: the help omitted the knowledge, pause/resume, dmn and profile
+    """The help used to omit the knowledge, pause/resume, dmn and profile
     show/revert commands; a superuser sees the ones only they may run."""
     from amrita_memory_pg.commands.memory_command import (
         USAGE_DMN,

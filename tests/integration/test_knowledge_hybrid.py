@@ -1,7 +1,8 @@
-"""Hybrid knowledge search (issue 16, migration 0017_kb_hybrid): keyword mode finds an exact
-name or number in an entry's body that the summary's vector cannot, hybrid ranks it first,
-vector mode keeps release 1's order, every write path stores the tokens, modes are
-checked on every surface, and the token backfill fills in entries without tokens."""
+"""Hybrid knowledge search (knowledge_search_v2, sql/functions/knowledge.sql): keyword mode
+finds an exact name or number in an entry's body that the summary's vector cannot, hybrid
+ranks it first, vector mode ranks by the summary vector's distance, every write path stores
+the tokens, modes are checked on every surface, and the token backfill fills in entries
+without tokens."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ ENTRIES = [
     ("网络", "办公室无线网络的连接方法", "密码每月更换，见公告栏。"),
 ]
 QUERY = "型号 XJ-4471"
+#: the vector ranking stated plainly: the L2 distance of the summary's vector, then kid
+BY_DISTANCE = (
+    "SELECT kid, embedding <-> $1 AS distance FROM amrita_memory.knowledge ORDER BY 2, 1 LIMIT $2"
+)
 
 
 @pytest.fixture
@@ -67,7 +72,6 @@ async def search(mem: Memory, args: dict[str, Any]) -> Any:
     return json.loads(await mem.call_tool("knowledge_search", args, SUPER))
 
 
-@pytest.mark.usefixtures("retired_sql")
 async def test_keyword_finds_the_model_number_the_summary_vector_misses_and_hybrid_ranks_it_first(
     mem: Memory,
 ) -> None:
@@ -78,13 +82,10 @@ async def test_keyword_finds_the_model_number_the_summary_vector_misses_and_hybr
     assert vector["mode"] == "vector"
     # the summaries say nothing of XJ-4471: no signal (hash collisions and kid order rank)
     assert [i["kid"] for i in vector["items"]].index(target) >= 3
-    # vector mode = release 1 (knowledge_search_v1): same entries, same order, same distances
-    v1 = await mem.pool.fetch(
-        "SELECT kid, distance FROM amrita_memory.knowledge_search_v1($1, 6)",
-        await mem.knowledge.embedder.embed_query(QUERY),
-    )
+    # vector mode: the entries by the summary vector's distance (kid ties), and those distances
+    plain = await mem.pool.fetch(BY_DISTANCE, await mem.knowledge.embedder.embed_query(QUERY), 6)
     assert [(i["kid"], i["distance"]) for i in vector["items"]] == [
-        (r["kid"], pytest.approx(r["distance"], abs=1e-9)) for r in v1
+        (r["kid"], pytest.approx(r["distance"], abs=1e-9)) for r in plain
     ]
     assert all("keyword_score" not in i for i in vector["items"])
 
@@ -106,7 +107,6 @@ async def test_keyword_finds_the_model_number_the_summary_vector_misses_and_hybr
     assert await mem.knowledge.search("9999", 3, mode="keyword") == []
 
 
-@pytest.mark.usefixtures("retired_sql")
 async def test_keyword_mode_ranks_by_bm25_and_rrf_fuses_like_the_memories(mem: Memory) -> None:
     kids = await fill(mem)
     # BM25 statistics are the whole table's: a token in one entry outweighs one in two
@@ -125,12 +125,7 @@ async def test_keyword_mode_ranks_by_bm25_and_rrf_fuses_like_the_memories(mem: M
         vector,
         tokens,
     )
-    vrank = [
-        r["kid"]
-        for r in await mem.pool.fetch(
-            "SELECT kid FROM amrita_memory.knowledge_search_v1($1, 10)", vector
-        )
-    ]
+    vrank = [r["kid"] for r in await mem.pool.fetch(BY_DISTANCE, vector, 10)]
     krank = [
         r["kid"]
         for r in await mem.pool.fetch(
@@ -259,7 +254,7 @@ async def test_backfill_gives_old_entries_their_tokens_in_resumable_batches(
 ) -> None:
     async with memory_on(db_dsn, tmp_path, subconscious__enabled=True) as mem:
         kids = await fill(mem)
-        # entries written before 0017 (or restored from a backup) have no tokens
+        # entries restored from a backup have no tokens
         await mem.pool.execute("UPDATE amrita_memory.knowledge SET search_tokens = NULL")
         assert await mem.pool.fetchval(
             "SELECT count(*) FROM amrita_memory.knowledge WHERE search_len IS NULL"

@@ -39,20 +39,20 @@ async def test_cli_knowledge_commands_and_markdown_round_trip(
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
     kid = added.stdout.split()[1]
-    assert "3 行" in added.stdout
+    assert "3 lines" in added.stdout
     second = run_cli(
         "knowledge", "add", "--title", "咖啡", "--summary", "烘焙与萃取", "--body", "", env=env
     )
     assert second.returncode == 0, second.stderr
 
     listed = run_cli("knowledge", "list", env=env)
-    assert kid in listed.stdout and "共 2 条" in listed.stdout
+    assert kid in listed.stdout and "2 entries" in listed.stdout
     shown = run_cli("knowledge", "show", kid, "--start", "1", env=env)
     assert "   1  - 第一条" in shown.stdout and "## 用法" not in shown.stdout
     edited = run_cli("knowledge", "edit", kid, "--body", "- 改过的第二条", "--start", "2", env=env)
     assert edited.returncode == 0, edited.stderr
     found = run_cli("knowledge", "search", "猫不能吃巧克力", "--top-k", "1", env=env)
-    assert found.stdout.startswith(kid)
+    assert found.stdout.splitlines()[1].startswith(kid)  # under the column header
 
     # bad input: one line on stderr, exit 2, nothing written
     for args, message in [
@@ -66,15 +66,15 @@ async def test_cli_knowledge_commands_and_markdown_round_trip(
         refused = run_cli(*args, env=env)
         assert refused.returncode == 2 and message in refused.stderr, (args, refused.stderr)
 
-    assert "已授予 10001 memory.knowledge" in run_cli("grant", "10001", env=env).stdout
-    assert "10001 已有" in run_cli("grant", "10001", "memory.knowledge", env=env).stdout
+    assert "granted memory.knowledge to 10001" in run_cli("grant", "10001", env=env).stdout
+    assert "10001 already has" in run_cli("grant", "10001", "memory.knowledge", env=env).stdout
     assert "10001  memory.knowledge  by cli" in run_cli("grants", env=env).stdout
-    assert "已撤销" in run_cli("revoke", "10001", env=env).stdout
-    assert "没有授权" in run_cli("grants", env=env).stdout
+    assert "revoked" in run_cli("revoke", "10001", env=env).stdout
+    assert "no grants" in run_cli("grants", env=env).stdout
 
     export_dir = tmp_path / "export"
     exported = run_cli("knowledge", "export", str(export_dir), env=env)
-    assert exported.returncode == 0 and "已导出 2 条" in exported.stdout
+    assert exported.returncode == 0 and "exported 2 entries" in exported.stdout
     md = (export_dir / f"KNOWLEDGE_{kid}.md").read_text(encoding="utf-8")
     assert md == "# 猫的饮食\n猫不能吃巧克力\n---\n## 用法\n- 第一条\n- 改过的第二条\n"
     index = json.loads((export_dir / "knowledge_index.json").read_text(encoding="utf-8"))
@@ -91,7 +91,7 @@ async def test_cli_knowledge_commands_and_markdown_round_trip(
         fresh_env = cli_env(pg_server.dsn(name), tmp_path / "fresh")
         imported = run_cli("knowledge", "import", str(export_dir), env=fresh_env)
         assert imported.returncode == 0, imported.stderr
-        assert "新建 2，覆盖 0，未变 0" in imported.stdout
+        assert "2 created, 0 overwritten, 0 unchanged" in imported.stdout
         async with memory_on(pg_server.dsn(name), tmp_path / "fresh") as fresh:
             copy = await checksum(fresh)
         assert (copy["knowledge"], copy["knowledge_md5"]) == (
@@ -99,7 +99,7 @@ async def test_cli_knowledge_commands_and_markdown_round_trip(
             original["knowledge_md5"],
         )
         again = run_cli("knowledge", "import", str(export_dir), env=fresh_env)
-        assert "新建 0，覆盖 0，未变 2" in again.stdout
+        assert "0 created, 0 overwritten, 2 unchanged" in again.stdout
         # a broken file: named, and nothing imported
         (export_dir / "KNOWLEDGE_0000ffff.md").write_text("# t\n\n---\nbody", encoding="utf-8")
         broken = run_cli("knowledge", "import", str(export_dir), env=fresh_env)
@@ -108,7 +108,7 @@ async def test_cli_knowledge_commands_and_markdown_round_trip(
         await pg_server.drop_database(name)
 
     removed = run_cli("knowledge", "rm", kid, "--yes", env=env)
-    assert removed.returncode == 0 and "已删除" in removed.stdout
+    assert removed.returncode == 0 and "deleted" in removed.stdout
 
 
 def test_markdown_layout_is_the_reference_one() -> None:

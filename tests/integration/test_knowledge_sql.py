@@ -1,4 +1,4 @@
-"""The knowledge functions of sql/functions/knowledge_v1.sql, called directly as from psql."""
+"""The knowledge functions of sql/functions/knowledge.sql, called directly as from psql."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ async def test_every_knowledge_query_prepares(conn: asyncpg.Connection) -> None:
         await conn.prepare(catalogue()[name].sql)
 
 
-@pytest.mark.usefixtures("retired_sql")
 async def test_lines_create_update_read_search_delete(conn: asyncpg.Connection) -> None:
     await _model(conn)
     lines = "SELECT amrita_memory.knowledge_lines_v1($1)"
@@ -43,8 +42,8 @@ async def test_lines_create_update_read_search_delete(conn: asyncpg.Connection) 
         ), body
 
     create = (
-        "SELECT * FROM amrita_memory.knowledge_create_v1($1, $2, $3, $4, $5::text::vector,"
-        " 'f', $6, now())"
+        "SELECT * FROM amrita_memory.knowledge_create_v2($1, $2, $3, $4, $5::text::vector,"
+        " 'f', $6, now(), NULL)"
     )
     row = await conn.fetchrow(create, "0000000a", "标题", "摘要", "一\n二\n三", V1, 100)
     assert tuple(row.values()) == ("created", "0000000a", 3, 5)
@@ -91,16 +90,12 @@ async def test_lines_create_update_read_search_delete(conn: asyncpg.Connection) 
 
     listed = await conn.fetch("SELECT kid, total_lines FROM amrita_memory.knowledge_list_v1()")
     assert [tuple(r.values()) for r in listed] == [("0000000a", 3), ("0000000c", 0)]
-    hits = await conn.fetch(
-        "SELECT kid, distance FROM amrita_memory.knowledge_search_v1($1::text::vector, 5)", V2
-    )
+    search = "SELECT kid, distance FROM amrita_memory.knowledge_search_v2($1::text::vector, NULL, 'vector', 5)"
+    hits = await conn.fetch(search, V2)
     assert [r["kid"] for r in hits] == ["0000000c", "0000000a"]
     assert hits[0]["distance"] == 0
     # another dimension is skipped, not an error
-    assert (
-        await conn.fetch("SELECT * FROM amrita_memory.knowledge_search_v1('[1,0]'::vector, 5)")
-        == []
-    )
+    assert await conn.fetch(search, "[1,0]") == []
     assert await conn.fetchval("SELECT amrita_memory.knowledge_delete_v1('0000000c')") is True
     assert await conn.fetchval("SELECT amrita_memory.knowledge_delete_v1('0000000c')") is False
 

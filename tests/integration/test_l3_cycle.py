@@ -232,10 +232,12 @@ async def test_suggestions_a_cycle_reads_are_handled_only_if_it_succeeds(
 async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools_offered(
     db_dsn: str, tmp_path: Path, llm: ScriptedLLM
 ) -> None:
-    """The economy of issue 13 item 7: the pre-pass is in the runner's get_context reply,
+    """The loop's token economy: the pre-pass is in the runner's get_context reply,
     so one model call merges a group (one call, one transaction), deletes a stale item
-    and stops; the schemas sent are only those the cycle needs."""
-    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+    and stops; the schemas sent are only those the cycle needs. The pre-pass names
+    memories by 8-character id prefixes, which the tools take back. (The single edit
+    tools, as ``batch_edits = false`` offers them; the batch: test_l3_batch.py.)"""
+    async with loop_memory(db_dsn, tmp_path, llm, subconscious__batch_edits=False) as mem:
         keep = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=5, tags=("宠物",))
         dup = await add(mem, "用户喜欢猫，家里养了一只橘猫", importance=3, tags=("猫",))
         other = await add(mem, "用户住在上海", importance=8)
@@ -243,8 +245,8 @@ async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools
         stale = await add(mem, "临时提醒：周五交报告", importance=2, now=old)
         llm.call(
             "subconscious_merge_memories",
-            {"keep_id": keep, "merge_ids": [dup], "content": "用户养了一只叫大橘的橘猫"},
-            ("subconscious_delete_memory", {"id": stale}),
+            {"keep_id": keep[:8], "merge_ids": [dup[:8]], "content": "用户养了一只叫大橘的橘猫"},
+            ("subconscious_delete_memory", {"id": stale[:8]}),
             ("subconscious_iter_stop", {"summary": "合并一组，删一条过期"}),
         )
         summary = await mem.run_cycle(TARGET)
@@ -253,11 +255,13 @@ async def test_the_first_turn_merges_from_get_context_with_only_the_needed_tools
         assert (summary.iterations, summary.tool_calls, summary.memories_changed) == (1, 4, 3)
         context = tool_replies(llm.requests[0])[0]
         groups = context["duplicate_candidates"]
-        assert [[item.split("|")[0] for item in g] for g in groups] == [[keep, dup]]
-        assert groups[0][0] == f"{keep}|medium|用户喜欢猫，家里养了一只橘猫"
-        assert [c.split("|")[0] for c in context["cleanup_candidates"]] == [stale]
+        assert [[item.split("|")[0] for item in g] for g in groups] == [[keep[:8], dup[:8]]]
+        assert groups[0][0] == f"{keep[:8]}|medium|用户喜欢猫，家里养了一只橘猫"
+        assert [c.split("|")[0] for c in context["cleanup_candidates"]] == [stale[:8]]
         offered = {t["function"]["name"] for t in llm.requests[0]["tools"]}
         assert {"subconscious_merge_memories", "subconscious_iter_stop"} <= offered
+        assert "subconscious_batch_edit" not in offered
+        assert "subconscious_batch_edit" not in llm.requests[0]["messages"][0]["content"]
         # nothing to do for these in this cycle (still callable by name)
         assert offered.isdisjoint(
             {
@@ -319,10 +323,11 @@ async def test_knowledge_and_profile_tools_are_offered_only_when_they_have_work(
 
         assert summary.ok, summary.error
         context = tool_replies(llm.requests[0])[0]
-        assert context["pending_knowledge_suggestions"]["count"] == 0
-        assert context["profile_hint"] == ""
+        assert "pending_knowledge_suggestions" not in context  # none pending: left out
+        assert "profile_hint" not in context
         offered = _offered(llm.requests[0])
         assert offered.isdisjoint(KNOWLEDGE_TOOLS | PROFILE_TOOLS)
+        assert "subconscious_read_sessions" not in offered  # what a profile is made from
         system = llm.requests[0]["messages"][0]["content"]
         assert "## 用户画像" not in system and "## 全局知识库" not in system
         # not offered, still run when called by name
@@ -333,7 +338,7 @@ async def test_knowledge_and_profile_tools_are_offered_only_when_they_have_work(
         llm.call("subconscious_iter_stop", {"summary": "群"})
         assert (await mem.run_cycle(GROUP)).ok
         group_context = tool_replies(llm.requests[0])[0]
-        assert group_context["profile_hint"] == ""
+        assert "profile_hint" not in group_context
         assert _offered(llm.requests[0]).isdisjoint(PROFILE_TOOLS)
 
 
@@ -359,7 +364,9 @@ async def test_knowledge_and_profile_tools_are_offered_when_there_is_something_n
         assert context["pending_knowledge_suggestions"]["count"] == 1
         assert context["profile_hint"] == "画像上次更新后新增 1 条记忆"
         offered = _offered(llm.requests[0])
-        assert offered >= KNOWLEDGE_TOOLS | PROFILE_TOOLS
+        # the profile's edits go through the batch tool's profile op (batch_edits)
+        assert offered >= KNOWLEDGE_TOOLS | {"subconscious_get_profile", "subconscious_batch_edit"}
+        assert "subconscious_update_profile" not in offered
         system = llm.requests[0]["messages"][0]["content"]
         assert "## 用户画像" in system and "## 全局知识库" in system
         # fixed for the cycle: every call sends the same tools and system prompt
@@ -367,10 +374,42 @@ async def test_knowledge_and_profile_tools_are_offered_when_there_is_something_n
         assert len({r["messages"][0]["content"] for r in llm.requests}) == 1
 
 
+async def test_a_target_without_a_profile_is_offered_no_read_of_it_and_builds_one_in_the_batch(
+    db_dsn: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    """No profile yet: nothing to read, so get_profile's schema is not sent; the profile
+    guide still comes (with the batch, whose profile op appends the first lines)."""
+    async with loop_memory(db_dsn, tmp_path, llm) as mem:
+        await add(mem, "用户最近开始学吉他", importance=6)
+        op = {"op": "profile", "summary": "在学吉他", "new_lines": "最近开始学吉他"}
+        llm.call("subconscious_batch_edit", {"ops": [op]})
+        llm.call("subconscious_iter_stop", {"summary": "建了画像"})
+        summary = await mem.run_cycle(TARGET)
+
+        assert summary.ok, summary.error
+        context = tool_replies(llm.requests[0])[0]
+        assert context["profile_hint"] == "尚无画像；可从 1 条记忆提炼"
+        offered = _offered(llm.requests[0])
+        assert "subconscious_batch_edit" in offered and offered.isdisjoint(PROFILE_TOOLS)
+        assert "subconscious_read_sessions" in offered
+        system = llm.requests[0]["messages"][0]["content"]
+        assert "## 用户画像" in system
+        profile = await mem.profiles.get(TARGET)
+        assert (profile.summary, profile.lines) == ("在学吉他", ("最近开始学吉他",))
+
+        llm.reset()  # now it has one, and a newer memory: the read is offered
+        await add(mem, "用户周末去爬山", importance=6)
+        llm.call("subconscious_iter_stop", {"summary": "无事"})
+        assert (await mem.run_cycle(TARGET)).ok
+        again = tool_replies(llm.requests[0])[0]
+        assert again["profile_hint"] == "画像上次更新后新增 1 条记忆"
+        assert "subconscious_get_profile" in _offered(llm.requests[0])
+
+
 async def test_malformed_tool_calls_end_the_cycle_with_a_sentence(
     db_dsn: str, tmp_path: Path, llm: ScriptedLLM
 ) -> None:
-    """Issue 27 item 8: the run record said Python's words ('str' object has no attribute
+    """The run record said Python's words ('str' object has no attribute
     'get') when the model sent tool_calls in a shape the API does not have."""
     async with loop_memory(db_dsn, tmp_path, llm) as mem:
         for malformed in ("abc", ["x"], [{"id": "c1", "function": "subconscious_iter_stop"}]):

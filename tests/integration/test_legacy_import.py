@@ -1,4 +1,4 @@
-"""``import-legacy``: an amrita_plugin_memory installation merged into a live store (issue 15).
+"""``import-legacy``: an amrita_plugin_memory installation merged into a live store.
 
 The old installation is built on disk by tests/support/legacy.py with a real chromadb
 PersistentClient, a real SQLite file, knowledge files, a profile and a config; the
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -206,10 +207,10 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert [(p["target_key"], p["content"], p["delivered_at"]) for p in pending] == [
                 ("QQPlatform_Private_10001", "早上好", None)
             ]
-            # queued at its own ISO time, not the last run's (issue 26 item 0)
+            # queued at its own ISO time, not the last run's
             assert pending[0]["created_at"] == datetime(2026, 1, 2, 21, 30, tzinfo=UTC)
             assert report.counts["pending"] == {"inserted": 1}
-            # the old knowledge suggestions wait in our queue for review (issue 26 item 0)
+            # the old knowledge suggestions wait in our queue for review
             queued = await mem.pool.fetch(
                 "SELECT action, kid, title, summary, body, reason, status, created_at"
                 " FROM amrita_memory.knowledge_suggestion ORDER BY created_at"
@@ -259,7 +260,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
             assert await checksum(mem) == after_first
             assert server.embedding_requests == []
             assert again.counts["memory"]["inserted"] == 0
-            # one vocabulary in both modes (issue 26 item 10): identical rows are
+            # one vocabulary in both modes: identical rows are
             # "identical", the one that differs is "differs, kept ours"
             assert again.counts["memory"]["unchanged"] == len(expected)
             assert again.counts["memory"]["present"] == 1
@@ -314,7 +315,7 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
                 rows[conflict]["embedding"], server.vector(old.memories[conflict][2])
             )
             assert rows[live_id]["content"] == "迁移之后写的新记忆"
-            # issue 16: every imported or replaced row has the search tokens of its new
+            # every imported or replaced row has the search tokens of its new
             # text at once (not the old text's, not left to the backfill)
             assert (
                 await mem.pool.fetchval(
@@ -403,6 +404,7 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
                 "AMRITA_MEMORY_EMBEDDING__MODEL_NAME": MODEL,
                 "AMRITA_MEMORY_EMBEDDING__REEMBED_BATCH_SIZE": "10",
                 "AMRITA_MEMORY_PER_SESSION_MEMORY_LIMIT": str(CAP),
+                "AMRITA_MEMORY_LANGUAGE": "zh",  # the report's words, as a user reads them
             }
         )
         command = [
@@ -439,7 +441,12 @@ async def test_a_killed_import_resumes_and_reembeds_only_the_batch_in_flight(
         resumed = subprocess.run(
             command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
         )
-        assert resumed.returncode == 0, resumed.stderr
+        # two partitions are over the cap: not everything came over, and the exit status
+        # says so to a script (it used to be 0)
+        assert resumed.returncode == 1, resumed.stderr
+        over = sum(max(count - CAP, 0) for _k, _s, count in PARTITIONS)
+        left = re.search(r"有 (\d+) 项未导入", resumed.stderr)
+        assert left is not None and int(left.group(1)) >= over + len(old.broken_ids)
         assert f"已存在且相同 {killed_at}" in resumed.stdout
         # the resumed run embeds only what the killed one had not committed
         resumed_texts = len(_memory_texts(server))
@@ -479,15 +486,19 @@ def test_the_cli_dry_run_prints_the_report_and_the_translated_config(
             "AMRITA_MEMORY_DATABASE__URL": db_dsn,
             "AMRITA_MEMORY_DATA_DIR": str(tmp_path / "new"),
             "AMRITA_MEMORY_EMBEDDING__PROTOCOL": "hash",
+            "AMRITA_MEMORY_LANGUAGE": "zh",
         },
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    # the old install holds unimportable memories (a channel key, no scope, no text):
+    # listed as skipped, and the exit status says not everything would come over
+    assert result.returncode == 1, result.stderr
+    assert "项未导入（见上）；其余都已导入。退出码 1。" in result.stderr
     assert "[dry-run] 将要导入结果" in result.stdout
     assert "记忆: 新增 3" in result.stdout
     assert "知识库: 新增 3" in result.stdout and "用户画像: 新增 1" in result.stdout
     assert 'target_user_id = "10001"' in result.stdout
-    # the notes above the translated config say what they are (issue 26 item 12)
+    # the notes above the translated config say what they are
     assert (
         "# subconscious.target_user_id = 10001：旧插件潜意识（L3）的目标用户，"
         "其画像与 L3 状态归到 QQPlatform_Private_10001 名下"
@@ -635,7 +646,7 @@ def _bot_env_files(bot: Path, server: StubEmbeddingServer, db_dsn: str) -> None:
 async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_bot_starts(
     db_dsn: str, tmp_path: Path
 ) -> None:
-    """Issue 26 item 0: run in the bot's folder (given as `.`, item 8), the CLI reads
+    """Run in the bot's folder (given as `.`), the CLI reads
     .env and .env.<ENVIRONMENT> as NoneBot does, says which model it embeds with, the
     report names both models, and the bot's own settings accept the store."""
     from tests.support.cli import run_cli
@@ -656,14 +667,19 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
         _bot_env_files(bot, server, db_dsn)
         # elsewhere, the bot's .env unread: refused, nothing embedded or written
         away = run_cli(
-            "import-legacy", str(bot), cwd=tmp_path, env={"AMRITA_MEMORY_DATABASE__URL": db_dsn}
+            "import-legacy",
+            str(bot),
+            cwd=tmp_path,
+            env={"AMRITA_MEMORY_DATABASE__URL": db_dsn, "AMRITA_MEMORY_LANGUAGE": "zh"},
         )
         assert away.returncode != 0
         assert f"{bot / '.env'} 存在" in away.stderr and f"cd {bot}" in away.stderr
         assert not server.embedding_requests
 
-        result = run_cli("import-legacy", ".", cwd=bot)
-        assert result.returncode == 0, result.stderr
+        result = run_cli("import-legacy", ".", cwd=bot, env={"AMRITA_MEMORY_LANGUAGE": "zh"})
+        # 1: the fixture's unimportable memories were skipped (the rest came over)
+        assert result.returncode == 1, result.stderr
+        assert "项未导入" in result.stderr
         target = f"ollama-embed / {MODEL} @ {server.url}"
         assert f"嵌入模型: {target}" in result.stderr
         assert str(bot / ".env.dev") in result.stderr
@@ -676,7 +692,7 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
         # the import wrote current keys only: status asks for no migrate-keys (item 9)
         status = run_cli("status", cwd=bot)
         assert status.returncode == 0, status.stderr
-        assert "分区键版本:  2（最新）" in status.stdout
+        assert "key format:  2 (current)" in status.stdout
 
         # The bot's model (what tests/nonebot/test_plugin_setup.py shows NoneBot resolves
         # from these files) is the one the store now records: the bot starts.
@@ -693,7 +709,7 @@ async def test_in_a_bot_dir_the_import_uses_the_model_of_its_env_files_and_the_b
 def test_an_old_data_dir_that_is_none_exits_non_zero_naming_the_folder(
     tmp_path: Path, db_dsn: str
 ) -> None:
-    """Issue 26 item 8: a folder with neither the old data nor data/amrita_plugin_memory."""
+    """A folder with neither the old data nor data/amrita_plugin_memory."""
     from tests.support.cli import run_cli
 
     (tmp_path / "somewhere").mkdir()
@@ -710,7 +726,7 @@ def test_an_old_data_dir_that_is_none_exits_non_zero_naming_the_folder(
 async def test_a_bad_old_memory_is_reported_and_skipped_by_the_dry_run_and_the_real_run(
     db_dsn: str, tmp_path: Path
 ) -> None:
-    """Issue 27 item 8: one old memory with a NUL aborted the whole import while the dry
+    """One old memory with a NUL aborted the whole import while the dry
     run said all was well; over-long content and tags passed the caps of every writer."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings

@@ -1,4 +1,4 @@
-"""Issue 11, item 6: the short load-with-faults run (``bench/load.py --short``) passes.
+"""The short load-with-faults run (``bench/load.py --short``) passes.
 
 200 simulated users call the chat tools through ``Memory.call_tool`` while the embedded
 postmaster is SIGKILLed, the server is SIGSTOPped for 10 s, the embedding stub times out

@@ -1,7 +1,7 @@
 """Every write of a vector checks the embedding model in the database: the fingerprint
 (SQLSTATE AMF01) and the dimension (AMF03), for inserts (the insert_memory query) and
 updates (update_memory_guarded, update_memory_v3); the store's dimension is recorded by the
-first write (issue 11, F1/F2)."""
+first write."""
 
 from __future__ import annotations
 
@@ -19,10 +19,6 @@ from amrita_memory_pg.storage.queries import query
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 P = "QQPlatform_Private_10001"
-V1 = (
-    "SELECT * FROM amrita_memory.insert_memory_v1("
-    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
-)
 
 
 def vec(dim: int, value: float = 1.0) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -37,15 +33,11 @@ async def insert(
     partition: str = P,
     content: str = "喜欢猫",
     cap: int = 100,
-    sql: str | None = None,
 ) -> Any:
-    named = sql is None or sql == query("insert_memory")
-    # the named query (insert_memory_v3 since 0015_hybrid) takes the search tokens after the cap
-    tokens: tuple[Any, ...] = ([content],) if named else ()
     return await conn.fetchrow(
-        sql or query("insert_memory"),
+        query("insert_memory"),
         partition, "user", content, ["t"], 5, None, "user", None,
-        vector, fingerprint, NOW, cap, *tokens, "hash", "model-a", None,
+        vector, fingerprint, NOW, cap, [content], "hash", "model-a", None,
     )  # fmt: skip
 
 
@@ -143,7 +135,6 @@ async def test_an_unrecorded_dimension_is_taken_from_the_stored_vectors_when_the
 # ---------------------------------------------------------------- inserts
 
 
-@pytest.mark.usefixtures("retired_sql")
 async def test_an_insert_with_the_stores_fingerprint_but_another_dimension_is_refused(
     conn: asyncpg.Connection,
 ) -> None:
@@ -151,9 +142,6 @@ async def test_an_insert_with_the_stores_fingerprint_but_another_dimension_is_re
     error = await refused("AMF03", insert(conn, vec(12)))
     assert "8-dimensional" in str(error) and "12 dimensions" in str(error)
     assert await rows(conn) == 1
-    # insert_memory_v1 accepted exactly this (F2): the row is written.
-    await insert(conn, vec(12), sql=V1)
-    assert await rows(conn) == 2
 
 
 async def test_an_insert_from_another_model_is_refused_even_into_a_full_partition(
@@ -166,53 +154,43 @@ async def test_an_insert_from_another_model_is_refused_even_into_a_full_partitio
     assert await rows(conn) == 1
 
 
-@pytest.mark.usefixtures("retired_sql")
 async def test_an_insert_racing_a_re_embed_switch_is_refused_not_landed_in_the_old_model(
     db_dsn: str,
 ) -> None:
-    """The writer reads store_meta (old model), then its INSERT waits for the switch's table
-    lock; when the switch commits the second check sees the new model and refuses, where
-    insert_memory_v1 landed an old-model vector after the switch."""
-    for sql, expect_refusal in ((V1, False), (query("insert_memory"), True)):
-        conns = [await asyncpg.connect(db_dsn) for _ in range(3)]
-        setup, switch, writer = conns
-        try:
-            for c in conns:
-                await register_vector_codec(c)
-            await setup.execute("TRUNCATE amrita_memory.memory")
-            await setup.execute(
-                "UPDATE amrita_memory.store_meta SET embed_fingerprint = 'fp-a', embed_dim = 8"
+    """The writer's INSERT waits for the switch's table lock; when the switch commits, the
+    writer's model check (made under the lock) sees the new model and refuses: no
+    old-model vector lands after the switch."""
+    conns = [await asyncpg.connect(db_dsn) for _ in range(3)]
+    setup, switch, writer = conns
+    try:
+        for c in conns:
+            await register_vector_codec(c)
+        await setup.execute(
+            "UPDATE amrita_memory.store_meta SET embed_fingerprint = 'fp-a', embed_dim = 8"
+        )
+        tx = switch.transaction()
+        await tx.start()
+        await switch.execute("LOCK TABLE amrita_memory.memory IN SHARE ROW EXCLUSIVE MODE")
+        await switch.execute(
+            "UPDATE amrita_memory.store_meta SET embed_fingerprint = 'fp-b' WHERE id = 1"
+        )
+        pid = writer.get_server_pid()
+        task = asyncio.ensure_future(insert(writer, vec(8), "fp-a"))
+        for _ in range(200):  # until the writer waits on the switch's lock
+            waiting = await setup.fetchval(
+                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", pid
             )
-            tx = switch.transaction()
-            await tx.start()
-            await switch.execute("LOCK TABLE amrita_memory.memory IN SHARE ROW EXCLUSIVE MODE")
-            await switch.execute(
-                "UPDATE amrita_memory.store_meta SET embed_fingerprint = 'fp-b' WHERE id = 1"
-            )
-            pid = writer.get_server_pid()
-            task = asyncio.ensure_future(insert(writer, vec(8), "fp-a", sql=sql))
-            for _ in range(200):  # until the writer waits on the switch's lock
-                waiting = await setup.fetchval(
-                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", pid
-                )
-                if waiting:
-                    break
-                await asyncio.sleep(0.02)
-            assert waiting
-            await tx.commit()
-            if expect_refusal:
-                error = await refused("AMF01", task)
-                assert "fp-b" in str(error)
-                assert await rows(setup) == 0
-            else:
-                await task
-                assert (
-                    await setup.fetchval("SELECT embed_fingerprint FROM amrita_memory.memory")
-                    == "fp-a"
-                )  # the mixed store the second check prevents
-        finally:
-            for c in conns:
-                await c.close()
+            if waiting:
+                break
+            await asyncio.sleep(0.02)
+        assert waiting
+        await tx.commit()
+        error = await refused("AMF01", task)
+        assert "fp-b" in str(error)
+        assert await rows(setup) == 0
+    finally:
+        for c in conns:
+            await c.close()
 
 
 @pytest.fixture
@@ -223,14 +201,11 @@ async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool]:
         yield p
 
 
-@pytest.mark.usefixtures("retired_sql")
-@pytest.mark.parametrize("version", [1, 2])
-async def test_concurrent_writers_never_exceed_the_cap(pool: asyncpg.Pool, version: int) -> None:
-    """160 concurrent writers into one partition leave exactly 100 rows (v1's guarantee,
-    kept by v2), and the other partitions are not affected."""
-    sql = V1 if version == 1 else query("insert_memory")
+async def test_concurrent_writers_never_exceed_the_cap(pool: asyncpg.Pool) -> None:
+    """160 concurrent writers into one partition leave exactly 100 rows, and the other
+    partitions are not affected."""
     results = await asyncio.gather(
-        *(insert(pool, vec(8, i), content=f"并发写入 {i}", sql=sql) for i in range(160))
+        *(insert(pool, vec(8, i), content=f"并发写入 {i}") for i in range(160))
     )
     written = [r for r in results if r["id"] is not None]
     refusals = [r for r in results if r["id"] is None]
@@ -241,7 +216,7 @@ async def test_concurrent_writers_never_exceed_the_cap(pool: asyncpg.Pool, versi
         await pool.fetchval("SELECT count(*) FROM amrita_memory.memory WHERE partition_key = $1", P)
         == 100
     )
-    assert (await insert(pool, vec(8), partition="QQPlatform_Group_1", sql=sql))["id"] is not None
+    assert (await insert(pool, vec(8), partition="QQPlatform_Group_1"))["id"] is not None
 
 
 # ---------------------------------------------------------------- updates

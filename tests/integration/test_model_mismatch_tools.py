@@ -1,4 +1,4 @@
-"""Issue 11, F1 and F2 through the chat tools: a process whose embedding model is not the
+"""The model checks through the chat tools: a process whose embedding model is not the
 store's can neither write nor rewrite a memory's vector, on either vector backend, and
 the LLM gets a sentence that says why and what fixes it.
 

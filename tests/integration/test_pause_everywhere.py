@@ -1,4 +1,4 @@
-"""A pause means paused on every automatic path (issue 27, item 5), on a real PostgreSQL.
+"""A pause means paused on every automatic path, on a real PostgreSQL.
 
 Every tool of every audience (the chat's, the L3 loop's, the chat tools the loop borrows)
 and every automatic entry point (a cycle started by the service, the scheduler or the
@@ -6,7 +6,7 @@ CLI; extraction; the per-turn injection) is walked against a paused personal par
 and a paused group partition: nothing of theirs is read out (a sentinel written into
 their memories, memo, profile and chat log never appears) and nothing of theirs is
 written (every row keyed by them is unchanged). The database itself refuses automatic
-memo and profile writes (SQLSTATE AMZ01, pause_v1.sql), while a person still manages a
+memo and profile writes (SQLSTATE AMZ01, pause.sql), while a person still manages a
 paused partition.
 """
 
@@ -51,6 +51,7 @@ CHAT_PARTITION_TOOLS = {
     "read_memory",
     "update_memory",
     "delete_memory",
+    "forget_memory",
     "list_memory",
     "read_memo",
     "append_memo",
@@ -58,6 +59,9 @@ CHAT_PARTITION_TOOLS = {
     "read_profile",
     "memory_load_context",
     "memory_unload_context",
+    "memory_write",
+    "memory_delete",
+    "knowledge_suggest",
 }
 
 
@@ -68,6 +72,7 @@ def chat_args(scope: str, memory_id: str, other: str) -> dict[str, dict[str, Any
         "read_memory": {"query": SECRET, "scope": scope},
         "update_memory": {"id": memory_id, "content": "改写", "scope": scope},
         "delete_memory": {"id": memory_id, "scope": scope},
+        "forget_memory": {"id": memory_id, "scope": scope},
         "list_memory": {"scope": scope},
         "read_memo": {},
         "append_memo": {"content": "追加一句"},
@@ -85,6 +90,8 @@ def chat_args(scope: str, memory_id: str, other: str) -> dict[str, dict[str, Any
         "read_profile": {},
         "memory_load_context": {"scope": other},
         "memory_unload_context": {"scope": other},
+        "memory_write": {"id": memory_id, "content": "改写", "scope": scope},
+        "memory_delete": {"id": memory_id, "scope": scope},
     }
 
 
@@ -96,6 +103,13 @@ def loop_args(memory_id: str, other_id: str) -> dict[str, dict[str, Any]]:
         "subconscious_update_memory": {"id": memory_id, "content": "改写"},
         "subconscious_delete_memory": {"id": memory_id},
         "subconscious_merge_memories": {"keep_id": memory_id, "merge_ids": other_id},
+        "subconscious_batch_edit": {
+            "ops": [
+                {"op": "merge", "keep_id": memory_id, "merge_ids": [other_id]},
+                {"op": "memo", "content": "压缩后的备忘录"},
+                {"op": "profile", "summary": "新摘要", "new_lines": "新行"},
+            ]
+        },
         "subconscious_list_memory": {},
         "subconscious_duplicate_helper": {},
         "subconscious_iter_stop": {"summary": "结束"},
@@ -115,6 +129,7 @@ def loop_args(memory_id: str, other_id: str) -> dict[str, dict[str, Any]]:
         "subconscious_read_suggestions": {},
         "subconscious_get_profile": {},
         "subconscious_update_profile": {"summary": "新摘要", "new_lines": "新行"},
+        "subconscious_rederive": {"task_id": 1, "content": "重写"},
         # borrowed chat tools ([subconscious] allowed_tools), run in the target's context
         "read_memory": {"query": SECRET, "scope": "user"},
         "list_memory": {"scope": "user"},

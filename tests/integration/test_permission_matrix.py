@@ -56,6 +56,9 @@ TOOL_MATRIX: dict[tuple[str, str | None], dict[str, str]] = {
     ("update_memory", "user"): {"group": "RRRARRN", "private": "RRRARRN"},
     ("delete_memory", "group"): {"group": "AAAARRN", "private": "RRRRRRN"},
     ("delete_memory", "user"): {"group": "RRRARRN", "private": "RRRARRN"},
+    # a forget is a delete with every trace: the same rights
+    ("forget_memory", "group"): {"group": "AAAARRN", "private": "RRRRRRN"},
+    ("forget_memory", "user"): {"group": "RRRARRN", "private": "RRRARRN"},
     ("append_memo", None): {"group": "AAAAAON", "private": "OOOAOON"},
     ("update_memo", None): {"group": "AAAAAON", "private": "OOOAOON"},
 }
@@ -63,6 +66,7 @@ TOOL_MATRIX: dict[tuple[str, str | None], dict[str, str]] = {
 ANYONE_OVERRIDES: dict[tuple[str, str | None, str, str], str] = {
     ("update_memory", "group", "group", "member"): "A",
     ("delete_memory", "group", "group", "member"): "A",
+    ("forget_memory", "group", "group", "member"): "A",
 }
 
 
@@ -263,7 +267,7 @@ async def test_tool_permission_matrix(stores: dict[str, Memory], case: Case) -> 
         assert after_sum == before_sum and not changed, changed
         if case.outcome == "N":
             assert message.startswith(f"未知工具 {case.tool}"), message
-        elif case.tool in ("update_memory", "delete_memory"):
+        elif case.tool in ("update_memory", "delete_memory", "forget_memory"):
             # Refused because the actor may not edit a memory it can address, or else
             # indistinguishable from an id that does not exist (no existence leak).
             reach = addressed(case, ctx)

@@ -1,4 +1,4 @@
-"""The core behaviour through a real PgBouncer in transaction pooling mode (issue 23):
+"""The core behaviour through a real PgBouncer in transaction pooling mode:
 memories, the memo, the per-turn block, 30 concurrent users through ``open_memory``,
 the CLI, and the timeouts as ``SET LOCAL``. Before the pooler setting every runtime call
 failed with DuplicatePreparedStatementError, and the CLI with "unsupported startup

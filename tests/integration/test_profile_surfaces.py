@@ -45,21 +45,22 @@ async def test_cli_profile_show_history_revert_and_status(db_dsn: str, tmp_path:
 
     show = run_cli("profile", "show", "10001", env=env)
     assert show.returncode == 0, show.stderr
-    assert show.stdout.splitlines() == [f"{ALICE_KEY}  v2  1 行", "摘要: 胡说", "0: 全错了"]
+    assert show.stdout.splitlines() == [f"{ALICE_KEY}  v2  lines: 1", "summary: 胡说", "0: 全错了"]
 
     history = run_cli("profile", "history", ALICE_KEY, env=env)
     assert history.returncode == 0, history.stderr
     lines = history.stdout.splitlines()
-    assert lines[0] == f"{ALICE_KEY}: 2 次修改（保留最近 20 次）"
+    assert lines[0] == f"{ALICE_KEY}: 2 changes (the newest 20 are kept)"
     assert (
-        "v2  " in lines[1] and "loop (cycle 42)  replace [0:2] -> [0:1]  lines 2 -> 1" in lines[1]
+        "v2  " in lines[1]
+        and "L3 loop (cycle 42)  replace [0:2] -> [0:1]  lines 2 -> 1" in lines[1]
     )
     assert "(summary changed)" in lines[1]
-    assert "loop (cycle 41)  append 2 lines at 0  lines 0 -> 2" in lines[2]
+    assert "L3 loop (cycle 41)  append 2 lines at 0  lines 0 -> 2" in lines[2]
 
     one = run_cli("profile", "history", "10001", "--version", "2", env=env)
     assert (
-        "--- 之前  摘要: 爱猫的学生\n0: 养了一只橘猫\n1: 住在杭州\n--- 之后  摘要: 胡说\n0: 全错了"
+        "--- before  summary: 爱猫的学生\n0: 养了一只橘猫\n1: 住在杭州\n--- after  summary: 胡说\n0: 全错了"
         in one.stdout
     )
 
@@ -67,18 +68,18 @@ async def test_cli_profile_show_history_revert_and_status(db_dsn: str, tmp_path:
     assert refused.returncode == 1 and "Aborted" in refused.stderr
     reverted = run_cli("profile", "revert", "10001", "1", "--yes", env=env)
     assert reverted.returncode == 0, reverted.stderr
-    assert f"已恢复 {ALICE_KEY} 的画像到 v1 的内容（新版本 v3，2 行）" in reverted.stdout
+    assert f"restored {ALICE_KEY}'s profile to v1 (new version v3, 2 lines)" in reverted.stdout
     show = run_cli("profile", "show", ALICE_KEY, env=env)
-    assert show.stdout.splitlines()[1:] == ["摘要: 爱猫的学生", "0: 养了一只橘猫", "1: 住在杭州"]
+    assert show.stdout.splitlines()[1:] == ["summary: 爱猫的学生", "0: 养了一只橘猫", "1: 住在杭州"]
     newest = run_cli("profile", "history", "10001", "--limit", "1", env=env).stdout.splitlines()
-    assert "revert to v1" in newest[1] and "cli (" in newest[1]
+    assert "revert to v1" in newest[1] and "command line / page (" in newest[1]
 
     gone = run_cli("profile", "revert", "10001", "7", "--yes", env=env)
     assert gone.returncode == 2 and "没有 v7" in gone.stderr and "Traceback" not in gone.stderr
     group = run_cli("profile", "show", "QQPlatform_Group_555", env=env)
     assert group.returncode == 2 and "groups have no profile" in group.stderr
     nobody = run_cli("profile", "show", "20002", env=env)
-    assert nobody.stdout.strip() == f"{BOB_KEY}: 没有画像"
+    assert nobody.stdout.strip() == f"{BOB_KEY}: no profile"
 
     status = run_cli("status", env=env)
     assert "profiles:    1 (3 changes kept)" in status.stdout, status.stdout
@@ -88,11 +89,11 @@ async def test_cli_profile_show_history_revert_and_status(db_dsn: str, tmp_path:
     reference.write_text("爱狗\n---\n\n养了一只柴犬\n住在上海\n", encoding="utf-8")
     imported = run_cli("profile", "import", "20002", str(reference), env=env)
     assert imported.returncode == 0, imported.stderr
-    assert f"已导入 user_profile.md 到 {BOB_KEY}（v1，2 行）" in imported.stdout
+    assert f"imported user_profile.md into {BOB_KEY} (v1, 2 lines)" in imported.stdout
     shown = run_cli("profile", "show", "20002", env=env).stdout.splitlines()
-    assert shown[1:] == ["摘要: 爱狗", "0: 养了一只柴犬", "1: 住在上海"]
+    assert shown[1:] == ["summary: 爱狗", "0: 养了一只柴犬", "1: 住在上海"]
     again = run_cli("profile", "import", "10001", str(reference), env=env, input="n\n")
-    assert again.returncode == 1 and "已有画像" in again.stdout
+    assert again.returncode == 1 and "has a profile" in again.stdout
     reference.write_text("S\n---\n" + "\n".join(["x"] * 201), encoding="utf-8")
     too_many = run_cli("profile", "import", "30003", str(reference), env=env)
     assert too_many.returncode == 2 and "行数过多（201 行，上限 200）" in too_many.stderr

@@ -297,7 +297,7 @@ async def test_memory_block_can_include_the_profile_summary_in_one_round_trip(
         counting = Counting(on.pool)
         on.memos._pool = counting
         on.profiles.repo._pool = counting
-        on.bot_memories.repo._pool = counting  # the block's one query (issue 14)
+        on.bot_memories.repo._pool = counting  # the block's one query
         block = await on.memory_block(ALICE_IN_GROUP)
         assert "<PROFILE>\n喜欢猫的学生\n</PROFILE>" in block and "备忘：下周考试" not in block
         block = await on.memory_block(ALICE)

@@ -1,10 +1,12 @@
 """The re-embed switch and a row-locking edit cannot deadlock (load run, 40P01 seen once).
 
 update_memory_v3 locks its row (SELECT ... FOR UPDATE) and UPDATEs it in a later
-statement. reembed_switch_v1's SHARE ROW EXCLUSIVE table lock did not wait for that row
-lock, so the switch's UPDATE waited for the edit's row while the edit's UPDATE waited for
-the switch's table lock. The edit is replayed here statement by statement on its own
-connection, with the switch started between its two statements: deterministic, no timing.
+statement. A switch that took the tables IN SHARE ROW EXCLUSIVE MODE (what the first one
+did) does not wait for that row lock, so its UPDATE waits for the edit's row while the
+edit's UPDATE waits for the switch's table lock. The edit is replayed here statement by
+statement on its own connection, with the switch started between its two statements:
+deterministic, no timing. The control is reembed_switch_v2 with that weaker lock
+(:data:`WEAK`, made from its own definition), which deadlocks where v2 does not.
 """
 
 from __future__ import annotations
@@ -24,17 +26,25 @@ from amrita_memory_pg.maintenance.reembed import (
     in_retried_transaction,
     reindex,
 )
-from amrita_memory_pg.storage.pg.sqlfile import reinstall_retired
 from tests.support.memory import memory_on
 
 KEY = "QQPlatform_Private_10001"
 
-#: reembed_switch_v1 as released (0041_retire_release6 dropped it): the reproduction below
-#: installs it from its released file to show the interleaving deadlocks it.
-RELEASED_SWITCH_V1 = reinstall_retired(
-    ("functions/reembed_v1.sql", "functions/comments_v1.sql"),
-    ("reembed_switch_v1(text,text,text,text,integer,timestamp with time zone)",),
-)
+#: reembed_switch_v2 with the weaker table lock of the first switch, and so its upgrade to
+#: ACCESS EXCLUSIVE only when it drops an index: the control that shows the interleavings
+#: below deadlock a switch that does not take its strongest lock first.
+WEAK = "reembed_switch_weak_probe"
+
+
+async def install_weak_switch(conn: asyncpg.Connection) -> None:
+    definition = await conn.fetchval(
+        "SELECT pg_get_functiondef('amrita_memory.reembed_switch_v2(text, text, text, text,"
+        " integer, timestamptz)'::regprocedure)"
+    )
+    for lock in ("IN ACCESS EXCLUSIVE MODE", "IN EXCLUSIVE MODE"):
+        assert lock in definition
+        definition = definition.replace(lock, "IN SHARE ROW EXCLUSIVE MODE")
+    await conn.execute(definition.replace("reembed_switch_v2(", f"{WEAK}("))
 
 
 async def _wait_until_blocked(pool: asyncpg.Pool, pid: int) -> None:
@@ -88,8 +98,8 @@ async def _switch_beside_an_edit(
             await _stage_kind(new.pool, new.embedder, kind, 100, lambda n: None)
         edit = await asyncpg.connect(db_dsn)
         switcher = await asyncpg.connect(db_dsn)
-        if switch_fn == "reembed_switch_v1":
-            await switcher.execute(";\n".join(RELEASED_SWITCH_V1))
+        if switch_fn == WEAK:
+            await install_weak_switch(switcher)
         outcome: dict[str, object] = {}
         try:
             tx = edit.transaction()
@@ -163,17 +173,15 @@ async def test_the_switch_waits_for_a_row_locking_edit_instead_of_deadlocking(
     assert outcome["content"] == "改过 狗"
 
 
-async def test_the_released_switch_v1_deadlocks_in_the_same_interleaving(
+async def test_a_switch_with_the_weaker_lock_deadlocks_in_the_same_interleaving(
     db_dsn: str, tmp_path: Path
 ) -> None:
-    """The reproduction is real: v1 (the released file, reinstalled here) deadlocks."""
-    outcome = await _switch_beside_an_edit(db_dsn, tmp_path, "reembed_switch_v1")
+    """The reproduction is real: v2 with the first switch's lock deadlocks."""
+    outcome = await _switch_beside_an_edit(db_dsn, tmp_path, WEAK)
     assert "deadlock" in (outcome["edit"], outcome["switch"]), outcome
 
 
-@pytest.mark.parametrize(
-    ("switch_fn", "deadlocks"), [("reembed_switch_v1", True), ("reembed_switch_v2", False)]
-)
+@pytest.mark.parametrize(("switch_fn", "deadlocks"), [(WEAK, True), ("reembed_switch_v2", False)])
 async def test_the_switch_beside_a_row_locking_delete(
     db_dsn: str, tmp_path: Path, switch_fn: str, deadlocks: bool
 ) -> None:
@@ -193,14 +201,12 @@ async def test_the_switch_beside_a_row_locking_delete(
     }, outcome
 
 
-@pytest.mark.parametrize(
-    ("switch_fn", "deadlocks"), [("reembed_switch_v1", True), ("reembed_switch_v2", False)]
-)
+@pytest.mark.parametrize(("switch_fn", "deadlocks"), [(WEAK, True), ("reembed_switch_v2", False)])
 async def test_a_dimension_change_dropping_an_ann_index_beside_a_read_then_write(
     db_dsn: str, tmp_path: Path, switch_fn: str, deadlocks: bool
 ) -> None:
-    """v1 upgraded its lock to ACCESS EXCLUSIVE (DROP INDEX) while holding the table: a
-    transaction that had read the table and then wrote it deadlocked with it. v2 takes
+    """A switch that upgrades its lock to ACCESS EXCLUSIVE (DROP INDEX) while holding the
+    table deadlocks with a transaction that had read the table and then writes it. v2 takes
     ACCESS EXCLUSIVE first, so the reader-writer finishes and the switch follows."""
     outcome = await _switch_beside_an_edit(db_dsn, tmp_path, switch_fn, first=READ, ann=True)
     if deadlocks:

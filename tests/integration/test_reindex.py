@@ -278,7 +278,7 @@ async def test_kill_9_mid_reindex_then_rerun_loses_nothing(db_dsn: str, tmp_path
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    assert "续跑" in result.stdout and "沿用上次暂存" in result.stdout
+    assert "resuming" in result.stdout and "staged by the last run" in result.stdout
     async with memory_on(db_dsn, tmp_path, embedding__hash_dim=1024) as mem:
         after = await mem.pool.fetch("SELECT id FROM amrita_memory.memory ORDER BY id")
         assert after == before

@@ -1,4 +1,4 @@
-"""Reads that may lag go to a streaming replica (issue 23): ``[database] read_url`` at a
+"""Reads that may lag go to a streaming replica: ``[database] read_url`` at a
 standby built from the embedded binaries. With its replay paused, the per-turn block,
 the admin page's memory list, searches (chat tool, /memory, page, CLI) and the CLI's
 lists show the replica's (older) state while the writes, the L3 loop and a read after
@@ -296,7 +296,7 @@ async def test_the_cli_lists_and_searches_on_the_replica(
                 assert (
                     "0a1b2c01" in kb.stdout
                     and "0a1b2c02" not in kb.stdout
-                    and "共 1 条" in kb.stdout
+                    and "1 entries" in kb.stdout
                 )
                 listed = run_cli("memory", "list", key, env=env)
                 assert listed.returncode == 0, listed.stderr
@@ -311,7 +311,7 @@ async def test_the_cli_lists_and_searches_on_the_replica(
                 assert "2 of 2 shown" in listed.stdout and "用户喜欢狗" in listed.stdout
                 found = run_cli("memory", "search", key, "喜欢", "--mode", "vector", env=env)
                 assert "2 hits" in found.stdout
-                assert "共 2 条" in run_cli("knowledge", "list", env=env).stdout
+                assert "2 entries" in run_cli("knowledge", "list", env=env).stdout
             finally:
                 await standby.execute("SELECT pg_wal_replay_resume()")
     finally:

@@ -1,4 +1,4 @@
-"""A restore holds the fleet's restore, backup, re-embed and sweep leases (issue 23), on
+"""A restore holds the fleet's restore, backup, re-embed and sweep leases, on
 one path for the CLI's ``backup restore`` and the admin page's restore job: each refuses
 while the other runs, a restore waits for a sweep elsewhere, and no backup (made by
 hand, by the page or by the schedule) runs beside a restore. The CLI runs as its own
@@ -95,7 +95,7 @@ async def test_cli_restore_waits_for_a_sweep_elsewhere_and_runs_once_it_ended(
         assert await leases.release("sweep", "", "t-sweep")
         restored = run_cli("backup", "restore", "--yes", str(backup), env=env)
         assert restored.returncode == 0, restored.stderr
-        assert "恢复前已备份到" in restored.stdout
+        assert "backed up before the restore" in restored.stdout
         assert await pool.fetchval("SELECT array_agg(content) FROM amrita_memory.memory") == [
             "我喜欢猫"
         ]
@@ -134,7 +134,7 @@ async def test_web_and_cli_restores_refuse_each_other_and_no_backup_runs_beside_
             assert backup.returncode == 2 and "backup is held by web-a:101:x" in backup.stderr
             cron = await asyncio.to_thread(run_cli, "backup", "scheduled", "--force", env=env)
             assert cron.returncode == 0, cron.stderr
-            assert "等待: backup is held by web-a:101:x" in cron.stdout
+            assert "waits: the backup lease is held by web-a:101:x" in cron.stdout
             tick = await run_scheduled_backup(mem.store, force=True)
             assert (tick.claimed, tick.held_by, tick.backup) == (False, "web-a:101:x", None)
         done = await asyncio.wait_for(runner.wait(job_id), 60)

@@ -1,4 +1,4 @@
-"""The second seed's memory model on the chat surface (issue 14): manual entries
+"""The second seed's memory model on the chat surface: manual entries
 protected from the chat tools (and by the database), the global scope's rights, loading
 another scope, the budgeted "## Bot Memories" block in one query, ``/memory`` with
 categories and importance, and ``clear`` that asks first and takes a backup."""
@@ -358,7 +358,7 @@ async def test_clear_asks_first_then_takes_a_backup_and_names_it(mem: Memory) ->
     done = await run(mem, ALICE, f"user clear {token}")
     (backup,) = list_backups(mem.store.backups_dir)
     assert f"已清空 👤个人 的 3 条记忆。清空前的备份: {backup.stem}" in done
-    # the restore hint works wherever it is pasted: the whole path (issue 26)
+    # the restore hint works wherever it is pasted: the whole path
     hint = done.split("恢复: ", 1)[1].rstrip("）")
     assert hint == f"amrita-memory backup restore {backup.jsonl_path.resolve()}"
     assert Path(hint.rsplit(" ", 1)[1]).is_absolute()

@@ -1,8 +1,7 @@
-"""The sweep's history: since sweep_v6.sql one sweep_change row per batch (v5: one
-memory_change row per memory it demotes or purges), read per memory with the rest of its
-history (memory_history_v1), and the trail's bounds kept once per run with the CONFIGURED
-[trail] numbers (sweep_batch_v4 kept them per batch with the defaults 20 / 30, whatever was
-configured)."""
+"""The sweep's history: one sweep_change row per batch, read per memory with the rest of
+its history (memory_history_v1), and the trail's bounds kept once per run with the
+CONFIGURED [trail] numbers (a sweep that kept them per batch used the defaults 20 / 30,
+whatever was configured)."""
 
 from __future__ import annotations
 

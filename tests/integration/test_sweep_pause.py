@@ -1,4 +1,4 @@
-"""A pause keeps its memories, also through the sweep (issue 27 item 4): ``sweep --force``
+"""A pause keeps its memories, also through the sweep: ``sweep --force``
 neither demotes nor purges a paused partition's rows; after resume they are swept."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The memory's trail (issue 17, item 4) on a real PostgreSQL: the access log (written on
+"""The memory's trail on a real PostgreSQL: the access log (written on
 every recall surface, bounded, never failing a read), the change history by actor kind
 for each write path, pausing a partition (read, injection, writes), and the inspector
 equal to what the injection hook builds."""
@@ -113,7 +113,7 @@ async def test_read_memory_logs_each_hit_with_chat_speaker_redacted_query_and_sc
         "10001",
     )
     assert row["query"] is not None and "sk-abc" not in row["query"] and "***" in row["query"]
-    # the log keeps the ranking key (issue 26: decay_score is the reference's formula)
+    # the log keeps the ranking key (decay_score is the reference's formula)
     assert row["score"] == pytest.approx(reply["metadatas"][0][0]["score"], abs=1e-4)
 
     # /memory search logs as the command surface
@@ -281,7 +281,7 @@ async def test_a_paused_partition_is_kept_but_not_recalled_injected_or_written_b
     paused = await mem.trail.state(ROOT.personal_key)
     assert paused is not None and paused.paused_by == "person:99999"
     assert await run(mem, ROOT, "resume user") == f"▶ 已恢复 {ROOT.personal_key} 的记忆"
-    # an old-style key is the partition it is now, and the reply names it (issue 26)
+    # an old-style key is the partition it is now, and the reply names it
     assert await run(mem, ROOT, "pause user_424242") == (
         "⏸ 已暂停 QQPlatform_Private_424242 的记忆：保留不删除，但不再注入、不再检索，自动流程不再写入"
     )

@@ -1,10 +1,8 @@
-"""The trail's row-level triggers (trail_v4.sql, issue 24): a statement under the writer's
+"""The trail's row-level triggers (sql/functions/trail.sql): a statement under the writer's
 flag (amrita_memory.history_by_writer) queues no trigger work, an update of no shown field
 calls nothing, and every plain-SQL path (multi-row INSERT / UPDATE / DELETE, merge hint,
-pause, bounds, retention, access-log follow-up) writes the same rows as trail_v3's
-statement triggers did: the scenario runs on the head schema and again after downgrading
-to the revision before, and both histories must be equal. A JSONL restore carrying the
-history clears and copies the memories under the flag."""
+pause, bounds, retention, access-log follow-up) writes the rows its rule says. A JSONL
+restore carrying the history clears and copies the memories under the flag."""
 
 from __future__ import annotations
 
@@ -13,26 +11,15 @@ from typing import Any
 
 import asyncpg
 import pytest
-from alembic.script import ScriptDirectory
 
 from amrita_memory_pg.maintenance.backup import create_backup, read_header
 from amrita_memory_pg.maintenance.restore import load_jsonl
-from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import register_vector_codec
 from tests.support.memory import memory_on
 
-REVISION = "0043_trail_row_triggers"
 TRIGGERS = ("trail_memory_insert", "trail_memory_update", "trail_memory_delete")
 #: pg_trigger.tgtype bit: FOR EACH ROW
 ROW_BIT = 1
-
-
-def _revision_before() -> str:
-    down = (
-        ScriptDirectory.from_config(migrate.alembic_config()).get_revision(REVISION).down_revision
-    )
-    assert isinstance(down, str)
-    return down
 
 
 async def _seed(conn: asyncpg.Connection, n: int, parts: int) -> None:
@@ -201,37 +188,16 @@ async def _scenario(conn: asyncpg.Connection) -> dict[str, Any]:
     return {"history": [tuple(r) for r in history], "access": [tuple(r) for r in access]}
 
 
-async def test_plain_sql_writes_record_what_the_statement_triggers_recorded(
-    db_dsn: str,
-) -> None:
+async def test_plain_sql_writes_record_what_their_rules_say(db_dsn: str) -> None:
     conn = await asyncpg.connect(db_dsn)
     try:
         rows = await _scenario(conn)
-        await conn.execute(
-            "TRUNCATE amrita_memory.memory, amrita_memory.memory_change,"
-            " amrita_memory.memory_access, amrita_memory.paused_partition"
-        )
-    finally:
-        await conn.close()
-    await migrate.downgrade(db_dsn, _revision_before())
-    conn = await asyncpg.connect(db_dsn)
-    try:
-        assert (
-            await conn.fetchval(
-                "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'amrita_memory.memory'::regclass"
-                " AND tgname = ANY($1::text[]) AND tgnewtable IS NOT NULL",
-                list(TRIGGERS),
-            )
-            == 2
-        )  # insert and update: statement triggers with transition tables again
-        before = await _scenario(conn)
     finally:
         await conn.close()
 
-    assert rows == before
     history = rows["history"]
     ops = [h[4] for h in history]
-    # the scenario reached every rule (so the equality above says something)
+    # the scenario reached every rule
     assert {"create", "update", "tag", "merge", "delete"} <= set(ops)
     imported = [h[:5] for h in history if h[1] == "0" * 30 + "a1"]
     assert imported == [("P2", "0" * 30 + "a1", "import", None, "create")]

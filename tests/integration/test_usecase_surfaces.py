@@ -1,4 +1,4 @@
-"""Every surface calls the same use cases (issue 22 item 1), and each maps their errors
+"""Every surface calls the same use cases, and each maps their errors
 once at its edge: the knowledge reader check lives in ``KnowledgeCases`` (the chat tools
 and ``/memory`` refuse with its sentence), and the admin page turns a full partition into
 its form line through ``kit.refusal_line`` (audited as refused, nothing written)."""

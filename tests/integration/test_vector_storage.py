@@ -1,22 +1,18 @@
-"""Vectors stay in the row (migration 0046_vectors_inline, issue 24): a realistic memory —
-33 Chinese characters with their search tokens and a 384-d vector, a 2.3 KB row — used
-to have its vector moved to the TOAST table (pgvector's EXTERNAL storage, toasting from
-2 KB on), so every search fetched each vector back through the TOAST index. Now a row is
-toasted only past a page, text first; a vector too big for a page is still stored (out
-of line), and rows written before the migration come back inline when rewritten."""
+"""Vectors stay in the row (sql/tables.sql): a realistic memory — 33 Chinese characters with
+their search tokens and a 384-d vector, a 2.3 KB row — would have its vector moved to the
+TOAST table by default (pgvector's EXTERNAL storage, toasting from 2 KB on), and every
+search would fetch each vector back through the TOAST index. A row is toasted only past a
+page, text first; a vector too big for a page is still stored (out of line)."""
 
 from __future__ import annotations
 
 import asyncpg
 import pytest
-from alembic.script import ScriptDirectory
 
 from amrita_memory_pg.domain.tokens import search_tokens
-from amrita_memory_pg.storage.pg import migrate
 
 #: 33 characters of a real memory's length (its tokens are ~550 B of bigrams)
 TEXT = "用户每周日早上去游泳，之后会在附近的咖啡店吃早餐，通常点拿铁和可颂面包"
-REVISION = "0046_vectors_inline"
 #: a $3-dimensional vector that does not compress (a constant one would, inline)
 VECTOR = "array(SELECT sin(g)::real FROM generate_series(1, $3::int) g)::vector"
 
@@ -76,39 +72,30 @@ async def test_a_row_over_a_page_moves_its_text_out_first_and_a_huge_vector_stil
     assert await _out_of_line(conn, "memory", "P3072", "embedding")
 
 
-async def test_rows_written_before_come_back_inline_when_rewritten(empty_db_dsn: str) -> None:
-    before = (
-        ScriptDirectory.from_config(migrate.alembic_config()).get_revision(REVISION).down_revision
+async def test_a_vector_stored_out_of_line_comes_back_inline_when_rewritten(
+    conn: asyncpg.Connection,
+) -> None:
+    """Rows written under pgvector's defaults (EXTERNAL, toasting from 2 KB: a database of a
+    release before these settings) keep their out-of-line vectors until rewritten: a
+    re-embed (a new vector) or VACUUM FULL (docs/operations.md) stores them by the rules."""
+    await conn.execute(
+        "ALTER TABLE amrita_memory.memory RESET (toast_tuple_target);"
+        " ALTER TABLE amrita_memory.memory ALTER COLUMN embedding SET STORAGE EXTERNAL"
     )
-    assert isinstance(before, str)
-    await migrate.upgrade(empty_db_dsn, before)
-    conn = await asyncpg.connect(empty_db_dsn)
-    try:
-        for key in ("old", "reembedded"):
-            await _insert(conn, "memory", key, 384, TEXT)
-            assert await _out_of_line(conn, "memory", key, "embedding")  # what 0046 fixes
-        await migrate.upgrade(empty_db_dsn, REVISION)
-        assert await _out_of_line(conn, "memory", "old", "embedding")  # kept until rewritten
-        # a re-embed writes a new vector: the row is stored by the new rules
-        await conn.execute(
-            "UPDATE amrita_memory.memory SET embedding ="
-            " array(SELECT cos(g)::real FROM generate_series(1, 384) g)::vector"
-            " WHERE partition_key = 'reembedded'"
-        )
-        assert not await _out_of_line(conn, "memory", "reembedded", "embedding")
-        assert await _out_of_line(conn, "memory", "old", "embedding")
-        await conn.execute("VACUUM FULL amrita_memory.memory")
-        assert not await _out_of_line(conn, "memory", "old", "embedding")
-        await migrate.downgrade(empty_db_dsn, before)
-        storage = await conn.fetch(
-            "SELECT c.relname, c.reloptions, a.attstorage FROM pg_class c"
-            " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'embedding'"
-            " WHERE c.relnamespace = 'amrita_memory'::regnamespace"
-            "   AND c.relname IN ('memory', 'knowledge') ORDER BY c.relname"
-        )
-        assert [(r["relname"], r["reloptions"], r["attstorage"]) for r in storage] == [
-            ("knowledge", None, b"e"),
-            ("memory", ["fillfactor=90"], b"e"),
-        ]
-    finally:
-        await conn.close()
+    for key in ("old", "reembedded"):
+        await _insert(conn, "memory", key, 384, TEXT)
+        assert await _out_of_line(conn, "memory", key, "embedding")  # what the rules avoid
+    await conn.execute(
+        "ALTER TABLE amrita_memory.memory SET (toast_tuple_target = 8160);"
+        " ALTER TABLE amrita_memory.memory ALTER COLUMN embedding SET STORAGE MAIN"
+    )
+    assert await _out_of_line(conn, "memory", "old", "embedding")  # kept until rewritten
+    await conn.execute(
+        "UPDATE amrita_memory.memory SET embedding ="
+        " array(SELECT cos(g)::real FROM generate_series(1, 384) g)::vector"
+        " WHERE partition_key = 'reembedded'"
+    )
+    assert not await _out_of_line(conn, "memory", "reembedded", "embedding")
+    assert await _out_of_line(conn, "memory", "old", "embedding")
+    await conn.execute("VACUUM FULL amrita_memory.memory")
+    assert not await _out_of_line(conn, "memory", "old", "embedding")

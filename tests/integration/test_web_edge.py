@@ -1,4 +1,4 @@
-"""The admin page's edge on a real store (issue 27 items 4 and 6): bytes PostgreSQL refuses
+"""The admin page's edge on a real store: bytes PostgreSQL refuses
 are answered with 400 and a sentence on every route, unknown URLs get the app's page,
 a write and its audit row commit together, and sessions are rows that can be revoked."""
 
@@ -99,7 +99,7 @@ async def test_nul_in_any_parameter_or_field_of_any_route_is_a_400_with_a_senten
                 assert response.status_code == 400, (method, template, response.text[:300])
                 assert "NUL" in response.text and "请求被拒绝" in response.text, template
                 assert response.headers["content-type"].startswith("text/html")
-        # the two reported in issue 27, and the connection stays usable afterwards
+        # the two that used to fail with a 500, and the connection stays usable afterwards
         for url in ("/partitions?q=%00", "/l3?target=%00", "/p/global/memories?tags=%00"):
             response = await s.client.get(url)
             assert response.status_code == 400, url
@@ -287,3 +287,19 @@ async def test_the_login_limit_is_shared_by_every_process(db_dsn: str, tmp_path:
         assert refused.status_code == 429 and "秒后再试" in refused.text
         rows = await one.mem.pool.fetchval("SELECT count(*) FROM amrita_memory.web_login_failure")
         assert rows == 2
+
+
+async def test_the_page_speaks_the_configured_language_not_the_browsers(
+    db_dsn: str, tmp_path: Path
+) -> None:
+    """The docs say Chinese by default: an English browser gets Chinese unless the
+    ``language`` setting (or the person's own language link) says otherwise."""
+    english = {"accept-language": "en-US,en;q=0.9"}
+    async with site(db_dsn, tmp_path) as default:
+        page = await default.client.get("/login", headers=english)
+        assert 'lang="zh-CN"' in page.text and "登录" in page.text
+        switched = await default.client.get("/login?lang=en", headers=english)
+        assert 'lang="en"' in switched.text
+    async with site(db_dsn, tmp_path / "en", language="en") as configured:
+        page = await configured.client.get("/login", headers={"accept-language": "zh-CN"})
+        assert 'lang="en"' in page.text and "Log in" in page.text

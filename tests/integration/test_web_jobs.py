@@ -4,6 +4,7 @@ completion with progress; one of each kind at a time; a failure is reported, not
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -87,15 +88,20 @@ async def test_backup_job_reports_export_progress(db_dsn: str, tmp_path: Path) -
         job = await runner.start("backup", by="alice")
         seen = await _watch(runner, job)
         assert job.state == "done", job.error
-        assert job.result is not None and job.result.startswith("amrita_memory_")
-        assert "memory 1200" in job.result
-        # a backup is the whole store (issue 27): the 1200 memories and their 1200 history rows
+        # the result is data, named per table in the reader's language when shown
+        assert job.result is not None
+        values = json.loads(job.result)["values"]
+        assert values["stem"].startswith("amrita_memory_")
+        assert values["counts"]["memory"] == 1200
+        shown = result_text(job.result, translator("zh"))
+        assert shown.startswith(values["stem"]) and "记忆 1200" in shown
+        # a backup is the whole store: the 1200 memories and their 1200 history rows
         history = await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory_change")
         total = 1200 + history
         assert history == 1200
         assert ("export", 500, total) in seen and ("export", 1000, total) in seen
         assert (job.done, job.total, job.percent) == (total, total, 100)
-        stem = job.result.split()[0]
+        stem = values["stem"]
         assert (tmp_path / "backups" / f"{stem}.jsonl").is_file()
 
 

@@ -16,6 +16,7 @@ from amrita_memory_pg.domain.errors import (
 )
 from amrita_memory_pg.domain.profile import ProfileActor, ProfileEdit
 from amrita_memory_pg.maintenance.backup import create_backup
+from amrita_memory_pg.maintenance.health import ENGLISH
 from amrita_memory_pg.maintenance.status import describe_sweep, render_status
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.testing import StubEmbeddingServer
@@ -235,10 +236,10 @@ async def test_status_report_carries_revision_fingerprint_backups_and_sweep_curs
         assert report.fingerprint is not None and report.counts["memories"] == 1
         assert report.backups == [] and report.sweep is not None
         assert (report.sweep.cursor, report.sweep.passes) == ("", 0)
-        assert "sweep:       not run yet" in render_status(report)
+        assert "sweep:       not run yet" in render_status(report, ENGLISH)
         await mem.memories.sweep()
         await create_backup(mem.store)
         report = await opsview.status_report(mem)
         assert len(report.backups) == 1
         assert report.sweep is not None and report.sweep.passes >= 1
-        assert describe_sweep(report.sweep) in render_status(report)
+        assert describe_sweep(report.sweep) in render_status(report, ENGLISH)

@@ -1,8 +1,8 @@
-"""insert_memory_v6 / write_memory_v5 (memory_v9.sql, issue 24) write the create history
-row as a plain INSERT from their arguments: the memory row, the history row and the
-returned columns must be exactly those of insert_memory_v5 / write_memory_v4 (write_memory_v4
-retired by 0047_retire_release8, installed again here by the ``retired_sql`` fixture) for the
-same arguments, whatever the actor, note, tags and category."""
+"""insert_memory_v6 / write_memory_v5 (sql/functions/memory.sql) write the create history
+row as a plain INSERT from their arguments: the memory row and the history row must be
+exactly those insert_memory_v5 (the previous release's, a data-modifying CTE over the
+inserted row) writes for the same arguments, whatever the actor, note, tags and category;
+write_memory_v5 returns the memory and finds a retry within its window."""
 
 from __future__ import annotations
 
@@ -68,24 +68,31 @@ async def test_the_plain_history_insert_writes_what_the_cte_wrote(
     assert memory["origin"] == history[0]["actor_kind"]
 
 
-@pytest.mark.usefixtures("retired_sql")
-async def test_write_memory_v5_returns_and_deduplicates_as_v4(conn: asyncpg.Connection) -> None:
+async def test_write_memory_v5_returns_the_memory_and_finds_a_retry(
+    conn: asyncpg.Connection,
+) -> None:
     call = (
-        "SELECT id IS NOT NULL AS written, partition_key, scope, content, tags, importance,"
-        " category, source, author, created_at, updated_at, rows_before, duplicate"
-        " FROM amrita_memory.{fn}($1, 'user', '每周日游泳', NULL, 6, 'event', 'auto', '42',"
-        " '[0,1,0]'::vector, 'fp', $2, 100, 120, ARRAY['游泳'])"
+        "SELECT id, partition_key, scope, content, tags, importance, category, source, author,"
+        " created_at, updated_at, rows_before, duplicate"
+        " FROM amrita_memory.write_memory_v5($1, 'user', '每周日游泳', NULL, 6, 'event', 'auto',"
+        " '42', '[0,1,0]'::vector, 'fp', $2, 100, 120, ARRAY['游泳'])"
     )
-    results = {}
-    for fn, part in (("write_memory_v5", "P_new"), ("write_memory_v4", "P_old")):
-        first = dict(await conn.fetchrow(call.format(fn=fn), part, NOW) or {})
-        again = dict(await conn.fetchrow(call.format(fn=fn), part, NOW) or {})
-        for row in (first, again):
-            row.pop("partition_key")
-        results[fn] = (first, again)
-    assert results["write_memory_v5"] == results["write_memory_v4"]
-    first, again = results["write_memory_v5"]
+    first = dict(await conn.fetchrow(call, "P_new", NOW) or {})
+    again = dict(await conn.fetchrow(call, "P_new", NOW) or {})
+    assert first["id"] is not None
     assert (first["duplicate"], again["duplicate"]) == (False, True)
+    assert (first["rows_before"], again["rows_before"]) == (0, 1)
+    for row in (first, again):
+        row.pop("duplicate"), row.pop("rows_before")
+    assert again == first  # the retry is answered with the memory the first call wrote
+    assert (first["partition_key"], first["content"], first["tags"], first["importance"]) == (
+        "P_new",
+        "每周日游泳",
+        [],
+        6,
+    )
+    assert (first["category"], first["source"], first["author"]) == ("event", "auto", "42")
+    assert first["created_at"] == first["updated_at"] == NOW
     count = await conn.fetchval(
         "SELECT count(*) FROM amrita_memory.memory_change WHERE partition_key = 'P_new'"
     )

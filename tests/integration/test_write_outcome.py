@@ -1,4 +1,4 @@
-"""Issue 11, F7: a write reported as failed is not in the database afterwards; a write
+"""A write reported as failed is not in the database afterwards; a write
 whose outcome cannot be known says so and how to check; an identical retry is safe.
 
 The F7 run: during a 20 s database stall all 27 errors read «写入记忆失败: » and 10 of

@@ -20,13 +20,15 @@ DISTRIBUTED = {
     "consolidation_cycle": "target_key",
     "token_usage": "target_key",
     "pending_message": "target_key",
-    # issue 14: the chat whose log a run read / the chat that loaded a scope
+    # extraction and loaded scopes: the chat whose log a run read / that loaded a scope
     "extraction_run": "session_key",
     "loaded_scope": "chat_key",
-    # issue 17: the trail of a memory, and a paused partition
+    # the trail of a memory, and a paused partition
     "memory_access": "partition_key",
     "memory_change": "partition_key",
     "paused_partition": "partition_key",
+    # the rows a forget withheld, per partition whose loop derives them again
+    "rederive_task": "partition_key",
 }
 #: small or global tables, replicated to every node
 REFERENCE = {
@@ -37,17 +39,27 @@ REFERENCE = {
     "reembed_staging",
     "knowledge_suggestion",
     "permission_grant",
-    # issue 23: who in the fleet runs which long work (a few rows, claimed by key)
+    # who in the fleet runs which long work (a few rows, claimed by key)
     "lease",
-    # issue 23: the admin page's background jobs of every process (tens of rows)
+    # the admin page's background jobs of every process (tens of rows)
     "job",
-    # issue 27: the one-row claim of the scheduled backup
+    # the one-row claim of the scheduled backup
     "backup_schedule",
 }
 #: stays on the coordinator, where migrations run (and the admin page's audit log: a few
-#: rows per operator action; its partition_key is a filter, not a distribution key; issue 24:
+#: rows per operator action; its partition_key is a filter, not a distribution key; and
 #: the sweep's batch rows, each spanning the partitions its batch changed)
-LOCAL = {"alembic_version", "admin_audit", "web_session", "web_login_failure", "sweep_change"}
+LOCAL = {
+    "alembic_version",
+    "admin_audit",
+    "web_session",
+    "web_login_failure",
+    "sweep_change",
+    # an edge joins two partitions (a knowledge entry from several users, a group memory
+    # from a person's line); the ledger is a few rows, applied by a restore
+    "lineage",
+    "erasure_ledger",
+}
 
 PRIMARY_KEYS = """
 SELECT c.relname AS table_name,

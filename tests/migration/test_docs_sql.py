@@ -68,7 +68,7 @@ async def test_every_function_the_docs_call_is_installed(conn: asyncpg.Connectio
 async def test_every_versioned_name_the_docs_describe_is_installed(
     conn: asyncpg.Connection,
 ) -> None:
-    # found stale in stop 38: sweep_batch_v2, memory_matches_v1 and update_memory_v1 named as
+    # found stale once: sweep_batch_v2, memory_matches_v1 and update_memory_v1 named as
     # current in bot-memories.md, scaling.md and guarantees.md long after their retirement
     names = await installed(conn, relations=True)
     stale: list[str] = []

@@ -1,5 +1,9 @@
-"""Migrations: upgrade on an empty database, downgrade to base, upgrade again; and the
-migrated schema equals the declared SQLAlchemy metadata (autogenerate finds nothing)."""
+"""Migrations: upgrade on an empty database, downgrade to base, upgrade again; every
+revision down one step and up again leaves the schema it found; and the migrated schema
+equals the declared SQLAlchemy metadata (autogenerate finds nothing).
+
+The chain starts at the baseline (migrations/versions/0057_baseline.py, the schema of
+0.14.x); tests/migration/test_present_schema.py compares it with a fresh install."""
 
 from __future__ import annotations
 
@@ -8,12 +12,15 @@ from typing import Any
 import asyncpg
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.schema import SCHEMA, metadata
+from tests.support.pg import schema_tables
+from tests.support.schema_dump import dump_schema
 
 EXPECTED_TABLES = {
     "alembic_version",
@@ -32,15 +39,6 @@ EXPECTED_TABLES = {
 }
 
 
-async def _tables(dsn: str) -> set[str]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", SCHEMA)
-        return {r["tablename"] for r in rows}
-    finally:
-        await conn.close()
-
-
 async def _routines(dsn: str) -> set[str]:
     conn = await asyncpg.connect(dsn)
     try:
@@ -56,7 +54,7 @@ async def _routines(dsn: str) -> set[str]:
 
 async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
     await migrate.upgrade(empty_db_dsn)
-    assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
+    assert await schema_tables(empty_db_dsn) >= EXPECTED_TABLES
     assert {
         "decay_score_v1",
         "sweep_cutoff_v1",
@@ -70,11 +68,11 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
     } <= await _routines(empty_db_dsn)
 
     await migrate.downgrade(empty_db_dsn, "base")
-    assert await _tables(empty_db_dsn) == {"alembic_version"}
+    assert await schema_tables(empty_db_dsn) == {"alembic_version"}
     assert await _routines(empty_db_dsn) == set()
 
     await migrate.upgrade(empty_db_dsn)
-    assert await _tables(empty_db_dsn) >= EXPECTED_TABLES
+    assert await schema_tables(empty_db_dsn) >= EXPECTED_TABLES
     conn = await asyncpg.connect(empty_db_dsn)
     try:
         assert await migrate.current_revision(conn) == migrate.head_revision()
@@ -83,21 +81,36 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
         await conn.close()
 
 
-async def test_every_revision_downgrades_one_step_at_a_time(empty_db_dsn: str) -> None:
-    await migrate.upgrade(empty_db_dsn)
+async def test_every_revision_downgrades_to_exactly_the_schema_before_it(
+    empty_db_dsn: str,
+) -> None:
+    """Up the chain one revision at a time from empty, then down one at a time: each
+    downgrade leaves the schema (pg_dump of it) the upgrade found, the baseline's an empty
+    schema."""
+    revisions = [
+        r.revision for r in ScriptDirectory.from_config(migrate.alembic_config()).walk_revisions()
+    ]
+    assert revisions[-1] == migrate.BASELINE
+    before: list[str] = []
+    for revision in reversed(revisions):
+        before.append(dump_schema(empty_db_dsn))
+        await migrate.upgrade(empty_db_dsn, revision)
+    assert dump_schema(empty_db_dsn) != before[-1]
+    for revision in revisions:
+        await migrate.downgrade(empty_db_dsn, "-1")
+        assert dump_schema(empty_db_dsn) == before.pop(), f"downgrade of {revision}"
     conn = await asyncpg.connect(empty_db_dsn)
     try:
-        while (await migrate.current_revision(conn)) is not None:
-            await migrate.downgrade(empty_db_dsn, "-1")
+        assert await migrate.current_revision(conn) is None
     finally:
         await conn.close()
-    assert await _tables(empty_db_dsn) == {"alembic_version"}
+    assert await schema_tables(empty_db_dsn) == {"alembic_version"}
 
 
 async def test_upgrade_is_idempotent(db_dsn: str) -> None:
     await migrate.upgrade(db_dsn)
     await migrate.upgrade(db_dsn)
-    assert await _tables(db_dsn) >= EXPECTED_TABLES
+    assert await schema_tables(db_dsn) >= EXPECTED_TABLES
 
 
 def _include_name(name: str | None, type_: str, parent_names: Any) -> bool:

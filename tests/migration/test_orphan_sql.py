@@ -1,60 +1,23 @@
-"""No SQL function is installed that nothing calls (issue 22, item 3), and nothing the
-previous release calls is gone (rolling upgrades). "Called" is read at test time from this
+"""No SQL function is installed that nothing calls, nothing the previous release calls is
+gone (rolling upgrades), and the live files mark exactly what only the previous release
+keeps (what the next release step drops). "Called" is read at test time from this
 checkout's Python, so a new ``_vN`` the code calls passes without any list to update."""
 
 from __future__ import annotations
 
 import asyncpg
 import pytest
-from alembic.script import ScriptDirectory
 
-from amrita_memory_pg.storage.pg import migrate
 from tests.support.sql_usage import (
     assert_no_orphans,
     installed_sql,
-    live_functions,
+    live_definitions,
     orphan_functions,
+    previous_release_only,
     python_calls,
+    python_sql_calls,
     read_previous_release,
-    released_functions,
-    retire_migration,
-    retiring_migrations,
 )
-
-#: Every retiring migration, oldest first (0022_retire_sql, then one per release).
-RETIRING = retiring_migrations()
-
-
-def before_retiring(revision: str) -> str:
-    """The revision a retiring migration follows (re-chained when migrations merge)."""
-    script = ScriptDirectory.from_config(migrate.alembic_config())
-    down = script.get_revision(revision).down_revision
-    assert isinstance(down, str)
-    return down
-
-
-def dropped_later(revision: str) -> set[str]:
-    """What the retiring migrations after ``revision`` drop. Still live when ``revision``
-    ran: they became orphans only because the previous-release list moved on since."""
-    later = RETIRING[RETIRING.index(revision) + 1 :]
-    return {name for rev in later for name in retire_migration(rev).retired_names()}
-
-
-async def live_at_head(dsn: str) -> set[str]:
-    """The functions a migrated database at head keeps live (this checkout's Python, the
-    previous release, triggers and views, and what they call)."""
-    conn = await asyncpg.connect(dsn)
-    try:
-        installed = await installed_sql(conn)
-    finally:
-        await conn.close()
-    return live_functions(installed, python_calls() | read_previous_release())
-
-
-def test_every_retiring_migration_is_found() -> None:
-    assert RETIRING[:2] == ("0022_retire_sql", "0036_retire_release4")
-    for revision in RETIRING:
-        assert retire_migration(revision).RETIRED
 
 
 async def test_the_migrated_schema_has_no_orphan_function(conn: asyncpg.Connection) -> None:
@@ -103,73 +66,29 @@ async def test_a_function_is_live_through_a_live_caller_a_trigger_or_the_previou
     assert await orphan_functions(conn, called_by_python=python, previous_release=previous) == {}
 
 
-async def test_every_function_the_previous_release_calls_is_still_installed(
+async def test_every_function_the_previous_release_or_the_python_calls_is_installed(
     conn: asyncpg.Connection,
 ) -> None:
     previous = read_previous_release()
     assert previous, "sql/PREVIOUS_RELEASE.txt lists the previous release's calls"
-    assert previous <= released_functions()
     installed = set((await installed_sql(conn)).functions)
     assert previous - installed == set()
-    assert (python_calls() & released_functions()) - installed == set()
+    # a bench or the bot calling a version the release step dropped fails here
+    assert python_sql_calls() - installed == set()
 
 
-@pytest.mark.parametrize("revision", RETIRING)
-async def test_before_each_retiring_migration_the_orphans_are_exactly_what_it_drops(
-    empty_db_dsn: str, db_dsn: str, revision: str
+async def test_the_live_files_mark_exactly_what_only_the_previous_release_keeps(
+    conn: asyncpg.Connection,
 ) -> None:
-    retiring = retire_migration(revision)
-    # the previous release's calls, what later retirements drop, and what is live at head
-    # (nothing dropped it since, so it was live then: e.g. trim_history_v1, called by the
-    # previous release once and by trim_history_v2 now) — live at the time
-    then_live = read_previous_release() | dropped_later(revision) | await live_at_head(db_dsn)
-    await migrate.upgrade(empty_db_dsn, before_retiring(revision))
-    conn = await asyncpg.connect(empty_db_dsn)
-    try:
-        orphans = await orphan_functions(conn, previous_release=then_live)
-        assert orphans
-        assert set(orphans) == retiring.retired_names()
-        # the migration names them by the signatures the database has
-        signatures = await conn.fetch(
-            """SELECT p.oid::regprocedure::text FROM pg_proc p
-                 JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = 'amrita_memory' AND p.proname = ANY($1::text[])""",
-            list(orphans),
-        )
-        assert {r[0].removeprefix("amrita_memory.") for r in signatures} == set(retiring.RETIRED)
-    finally:
-        await conn.close()
-
-    await migrate.upgrade(empty_db_dsn, revision)
-    conn = await asyncpg.connect(empty_db_dsn)
-    try:
-        await assert_no_orphans(conn, previous_release=then_live)
-    finally:
-        await conn.close()
-
-
-@pytest.mark.parametrize("revision", RETIRING)
-async def test_downgrade_reinstalls_every_retired_function_as_released(
-    empty_db_dsn: str, revision: str
-) -> None:
-    """The downgrade brings back each function and its comment exactly as its released
-    file (and later comment files) installed it."""
-    definitions = """
-        SELECT p.proname, pg_get_functiondef(p.oid) AS body, obj_description(p.oid, 'pg_proc') AS comment
-          FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-         WHERE n.nspname = 'amrita_memory' ORDER BY 1"""
-    await migrate.upgrade(empty_db_dsn, before_retiring(revision))
-    conn = await asyncpg.connect(empty_db_dsn)
-    try:
-        released = [tuple(r) for r in await conn.fetch(definitions)]
-    finally:
-        await conn.close()
-    assert retire_migration(revision).retired_names() <= {r[0] for r in released}
-
-    await migrate.upgrade(empty_db_dsn, revision)
-    await migrate.downgrade(empty_db_dsn, before_retiring(revision))
-    conn = await asyncpg.connect(empty_db_dsn)
-    try:
-        assert [tuple(r) for r in await conn.fetch(definitions)] == released
-    finally:
-        await conn.close()
+    only_previous = previous_release_only(await installed_sql(conn))
+    marked = {name for name, d in live_definitions().items() if d.marked}
+    unmarked, stale = sorted(only_previous - marked), sorted(marked - only_previous)
+    assert not unmarked, (
+        f"{unmarked}: live only because the previous release calls them; put a line "
+        "`-- previous release: <version> calls it during a rolling upgrade; the next release "
+        "drops it.` right above each definition (the release step drops what is marked)"
+    )
+    assert not stale, (
+        f"{stale}: marked `-- previous release`, but this release's package calls them "
+        "(or nothing does): take the mark away (or delete them with a migration)"
+    )

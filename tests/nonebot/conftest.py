@@ -73,17 +73,17 @@ async def after_nonebot_init(
     config.embedding_proctol = "hash"
     config.amrita_memory_data_dir = str(nb_data_dir)
     config.amrita_memory_decay = {"sweep_interval_hours": 12}
-    # issue 17: the admin page mounted on the driver (tests/nonebot/test_admin_mount.py)
+    # the admin page mounted on the driver (tests/nonebot/test_admin_mount.py)
     config.amrita_memory_web = {"enabled": True, "password_hash": ADMIN_PASSWORD_HASH}
     config.llm_base_url = llm_stub.base_url
     config.llm_model = "stub-model"
     config.llm_api_key = "sk-test"
-    nonebot.load_plugin("amrita_memory_pg.integrations.nonebot")
+    nonebot.load_plugin("amrita_memory_pg.integrations.nonebot.amrita_memory_pg")
 
 
 @pytest.fixture(autouse=True)
 async def clean_state(nonebug_init: None, llm_stub: ScriptedLLM) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     memory = runtime.require()
     await memory.database.pool.execute(

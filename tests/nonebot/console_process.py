@@ -19,7 +19,7 @@ import pyte
 
 REPO = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, str(REPO / "bot.py")]
-# tall enough for the whole /memory usage in one screen (it grew with issues 12–16)
+# tall enough for the whole /memory usage in one screen (knowledge, profiles, L3, …)
 COLUMNS, ROWS = 140, 90
 
 

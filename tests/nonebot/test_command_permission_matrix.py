@@ -41,10 +41,13 @@ from typing import Any
 import pytest
 from nonebug import App
 
+from amrita_memory_pg.commands.memory_command.memo import EMPTY_MEMO
 from amrita_memory_pg.commands.memory_command.texts import (
     USAGE_DMN,
+    USAGE_ERASE,
     USAGE_PAUSE,
     USAGE_PROFILE_ADMIN,
+    USAGE_SHORT_ADMIN,
 )
 from tests.nonebot.conftest import SUPERUSER_ID
 from tests.nonebot.support import BOT_QQ, qq_bot, qq_group, qq_private
@@ -127,7 +130,7 @@ class Matches:
 
 
 def _memory() -> Any:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime.require()
 
@@ -141,7 +144,7 @@ def use_policy(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _runtime_command_settings() -> Any:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime.command().settings
 
@@ -220,7 +223,9 @@ def expected_reply(case: Case, world: World) -> Any:
     """The exact text the actor gets (a pattern for replies with a fresh id)."""
     usage = USAGE_GROUP if case.chat == "group" else USAGE_PRIVATE
     if case.actor == "superuser":  # a superuser's usage also names what only they may run
-        usage = "\n".join((usage, USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_DMN))
+        usage = "\n".join(
+            (usage, USAGE_PROFILE_ADMIN, USAGE_PAUSE, USAGE_ERASE, USAGE_DMN, USAGE_SHORT_ADMIN)
+        )
     if case.command in ("user add", "group add"):
         return usage if case.outcome == "R" else Matches(ADDED)
     if case.command in ("user delete", "delete"):
@@ -301,14 +306,14 @@ def expect_memo(ctx: Any, event: Any, case: Case) -> None:
         memo = SECRETS["personal_memo"] if case.actor == "author" else ""
         api, target = "send_private_forward_msg", {"user_id": event.user_id}
     if not memo:
-        ctx.should_call_send(event, "当前作用域还没有备忘录", result=None)
+        ctx.should_call_send(event, EMPTY_MEMO, result=None)
         return
     node = {"type": "node", "data": {"name": "备忘录", "uin": BOT_QQ, "content": memo}}
     ctx.should_call_api(api, {**target, "messages": [node]}, result={"message_id": 1})
 
 
 async def test_the_matrix_covers_every_actor_chat_and_policy(app: App) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     assert len(CASES) == len(COMMAND_MATRIX) * 2 * len(ACTORS) * len(POLICIES)
     assert {c.outcome for c in CASES} == {"A", "R", "O", "V"}

@@ -1,4 +1,4 @@
-"""Issue 25 under NoneBot (nonebug, a real OneBot v11 bot): the L3 loop's proactive
+"""The drop-in under NoneBot (nonebug, a real OneBot v11 bot): the L3 loop's proactive
 message goes out at once as a QQ private message through the plugin's sender; a failed
 send is kept and goes out on the target's next private message, once."""
 
@@ -82,7 +82,7 @@ async def test_the_loop_sends_its_message_as_a_private_message_at_once(
 async def test_a_failed_send_goes_out_on_the_targets_next_private_message_once(
     app: App, l3_memory: Memory, llm_stub: ScriptedLLM
 ) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     script_send(llm_stub, "最近还好吗？")
     async with app.test_api() as ctx:
@@ -120,7 +120,7 @@ async def test_a_private_message_of_the_target_aborts_its_running_cycle(
     counts): the running cycle stops at its next tool-call boundary."""
     from nonebot_plugin_apscheduler import scheduler
 
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
     from amrita_memory_pg.integrations.nonebot.jobs import L3Jobs
 
     await l3_memory.pool.execute("TRUNCATE amrita_memory.l3_state")
@@ -155,7 +155,7 @@ async def test_under_amritabot_messages_do_not_count_completions_do(
 ) -> None:
     """With AmritaBot installed the trigger is its pre-completion hook: the NoneBot
     message hook logs the message but no longer bumps the penalty."""
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     await l3_memory.pool.execute("TRUNCATE amrita_memory.l3_state")
     plugin_memory = runtime.memory

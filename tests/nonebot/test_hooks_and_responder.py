@@ -8,12 +8,13 @@ import json
 
 from nonebug import App
 
+from amrita_memory_pg.commands.memory_command.memo import EMPTY_MEMO
 from amrita_memory_pg.testing_llm import ScriptedLLM
 from tests.nonebot.support import console_bot, console_private, qq_bot, qq_group, qq_private
 
 
 def _runtime():  # type: ignore[no-untyped-def]
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime
 
@@ -173,7 +174,7 @@ async def test_commands_are_not_answered_by_the_responder(app: App, llm_stub: Sc
         bot = qq_bot(ctx)
         event = qq_private("/memory memo", to_me=True)
         ctx.receive_event(bot, event)
-        ctx.should_call_send(event, "当前作用域还没有备忘录", result=None)
+        ctx.should_call_send(event, EMPTY_MEMO, result=None)
         ctx.receive_event(bot, qq_private("/unknowncmd", to_me=True))
     assert llm_stub.requests == []
 

@@ -1,11 +1,11 @@
-"""Every bot process watches for a lost re-embed (issue 23's leftover): with the admin page
+"""Every bot process watches for a lost re-embed: with the admin page
 mounted its job runner does; without it the plugin's runtime starts one of its own."""
 
 from __future__ import annotations
 
 
 async def test_a_bot_without_the_admin_page_watches_for_a_lost_reembed() -> None:
-    from amrita_memory_pg.integrations.nonebot import admin_mounted, runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import admin_mounted, runtime
     from amrita_memory_pg.integrations.nonebot.runtime import Runtime
 
     # this session's bot mounts the page: the page's runner watches (test_admin_mount.py)

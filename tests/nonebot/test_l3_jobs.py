@@ -39,7 +39,7 @@ async def l3(nonebug_init: None) -> AsyncIterator[tuple[Any, Runner]]:
     """The plugin's memory with L3 on for Alice and group 20002, and a small runner."""
     from nonebot_plugin_apscheduler import scheduler
 
-    from amrita_memory_pg.integrations.nonebot import runtime, start_l3
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime, start_l3
 
     memory = runtime.require()
     await memory.database.pool.execute("TRUNCATE amrita_memory.l3_state")
@@ -119,7 +119,7 @@ async def test_a_due_job_runs_the_cycle_and_schedules_the_next(
 async def test_start_up_restores_the_jobs_from_the_database(
     app: App, l3: tuple[Any, Runner]
 ) -> None:
-    from amrita_memory_pg.integrations.nonebot import start_l3
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import start_l3
 
     runtime, _ = l3
     async with app.test_matcher() as ctx:

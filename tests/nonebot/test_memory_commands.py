@@ -15,9 +15,11 @@ from amrita_memory_pg.commands.memory_command import (
     USAGE_MEMO,
     USAGE_MODES,
     USAGE_PROFILE,
+    USAGE_SHORT,
     USAGE_USER,
 )
 from amrita_memory_pg.commands.memory_command import USAGE_GROUP as USAGE_GROUP_LINES
+from amrita_memory_pg.commands.memory_command.memo import EMPTY_MEMO
 from tests.nonebot.conftest import SUPERUSER_ID
 from tests.nonebot.support import (
     BOT_QQ,
@@ -40,6 +42,7 @@ USAGE_PRIVATE = "\n".join(
         USAGE_MODES,
         USAGE_PROFILE,
         *USAGE_KNOWLEDGE,
+        USAGE_SHORT,
     ]
 )
 USAGE_GROUP = "\n".join(
@@ -54,15 +57,16 @@ USAGE_GROUP = "\n".join(
         USAGE_MODES,
         USAGE_PROFILE,
         *USAGE_KNOWLEDGE,
+        USAGE_SHORT,
     ]
 )
 # the issue-14 lines are there
 assert "/memory user clear" in USAGE_PRIVATE and "-c 类别" in USAGE_PRIVATE
-assert "mode=hybrid|vector|keyword" in USAGE_PRIVATE  # issue 16
+assert "mode=hybrid|vector|keyword" in USAGE_PRIVATE
 
 
 async def _memo(key: str, text: str) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     await runtime.require().memos.replace(key, text)
 
@@ -92,7 +96,7 @@ async def test_empty_memo_says_so(app: App) -> None:
         bot = qq_bot(ctx)
         event = qq_private("/memory memo")
         ctx.receive_event(bot, event)
-        ctx.should_call_send(event, "当前作用域还没有备忘录", result=None)
+        ctx.should_call_send(event, EMPTY_MEMO, result=None)
 
 
 async def test_memo_is_a_group_forward_on_onebot(app: App) -> None:
@@ -202,7 +206,7 @@ async def test_dmn_for_a_superuser_reports_that_l3_is_disabled(app: App) -> None
 
 async def test_dmn_when_enabled_but_no_loop_runs_says_not_started(app: App) -> None:
     from amrita_memory_pg.commands.memory_command import MemoryCommand
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
     from amrita_memory_pg.settings import load_settings
     from amrita_memory_pg.tools.context import ToolContext
 

@@ -23,7 +23,7 @@ GROUP_KEY = "QQPlatform_Group_20002"
 
 
 def _memory():  # type: ignore[no-untyped-def]
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime.require()
 
@@ -36,7 +36,7 @@ async def _ctx(app: App, event: object):  # type: ignore[no-untyped-def]
 
 
 async def _run(ctx: object, text: str) -> str:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     reply = await runtime.command().run(ctx, text)  # type: ignore[arg-type]
     return reply.text  # type: ignore[union-attr]

@@ -35,14 +35,14 @@ class Matches:
 
 
 def _memory():  # type: ignore[no-untyped-def]
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     return runtime.require()
 
 
 async def _run(ctx_event: object, text: str) -> str:
     """Run /memory through the command core with the event's context (for ids we need)."""
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     reply = await runtime.command().run(ctx_event, text)  # type: ignore[arg-type]
     return reply.text  # type: ignore[union-attr]
@@ -103,7 +103,7 @@ async def test_search_shows_distance_and_decay_score(app: App) -> None:
 
 
 async def test_search_decay_score_is_never_normalised_to_zero(app: App) -> None:
-    """Issue 26 item 1: two fresh memories both score similarity × decay (not the hybrid
+    """Two fresh memories both score similarity × decay (not the hybrid
     fusion min-max normalised over the rows, which put the last one at 0.0000); the
     legend says what the number is."""
     ctx = await _ctx(app, qq_private("x"))
@@ -116,7 +116,7 @@ async def test_search_decay_score_is_never_normalised_to_zero(app: App) -> None:
 
 
 async def test_search_takes_a_mode(app: App) -> None:
-    """issue 16: ``search mode=keyword|vector|hybrid <关键词>``; keyword mode has no distance."""
+    """``search mode=keyword|vector|hybrid <关键词>``; keyword mode has no distance."""
     ctx = await _ctx(app, qq_private("x"))
     assert ADDED.match(await _run(ctx, "user add 阿杰的新号码尾号 2046"))
     assert ADDED.match(await _run(ctx, "user add 我喜欢猫"))

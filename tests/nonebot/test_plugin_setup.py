@@ -19,10 +19,14 @@ from tests.support.reference import REFERENCE_TOOLS
 async def test_plugin_is_loaded_with_metadata_and_config_class(app: App) -> None:
     import nonebot
 
+    from amrita_memory_pg.integrations.nonebot import PLUGIN
     from amrita_memory_pg.integrations.nonebot.config import Config
 
-    plugin = nonebot.get_plugin_by_module_name("amrita_memory_pg.integrations.nonebot")
+    plugin = nonebot.get_plugin_by_module_name(PLUGIN)
     assert plugin is not None
+    # hosts list plugins by this id (NoneBot's load log, get_loaded_plugins, AmritaBot)
+    assert plugin.id_ == "amrita_memory_pg"
+    assert nonebot.get_plugin("amrita_memory_pg") is plugin
     assert plugin.metadata is not None
     assert plugin.metadata.config is Config
     assert plugin.metadata.extra["unique_name"] == "amrita_memory_pg"
@@ -30,7 +34,7 @@ async def test_plugin_is_loaded_with_metadata_and_config_class(app: App) -> None
 
 
 async def test_settings_come_from_nonebot_config(app: App, nb_db_dsn: str) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     assert runtime.settings.database.url == nb_db_dsn
     assert runtime.settings.embedding.protocol == "hash"
@@ -69,7 +73,7 @@ async def test_sweep_job_is_not_registered_when_disabled(app: App) -> None:
             assert register_sweep_job(scheduler, off, job) is False
             assert scheduler.get_job(SWEEP_JOB_ID) is None
     finally:
-        from amrita_memory_pg.integrations.nonebot import runtime
+        from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
         assert isinstance(runtime, Runtime)
         register_sweep_job(scheduler, runtime.settings, original.func)
@@ -157,18 +161,40 @@ def test_an_unknown_amrita_memory_key_fails_with_the_settings_message() -> None:
         settings_from_driver_config({"amrita_memory_memo_max": 3}, environ={})
 
 
-def test_loading_the_plugin_with_an_unknown_key_does_not_load_it(tmp_path: object) -> None:
+def load_in_a_child(module: str, then: str, **config: str) -> subprocess.CompletedProcess[str]:
+    """Load ``module`` as a plugin in a fresh NoneBot process (with ``config``), then run
+    ``then`` (``p`` is the plugin or None): this session's NoneBot stays as it is."""
     code = (
         "import nonebot;"
-        "nonebot.init(driver='~none', amrita_memory_bogus_key='1');"
-        "p = nonebot.load_plugin('amrita_memory_pg.integrations.nonebot');"
-        "print('LOADED' if p else 'REFUSED')"
+        f"nonebot.init(driver='~none', **{config!r});"
+        f"p = nonebot.load_plugin({module!r});"
+        f"{then}"
     )
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_loading_the_plugin_with_an_unknown_key_does_not_load_it(tmp_path: object) -> None:
+    out = load_in_a_child(
+        "amrita_memory_pg.integrations.nonebot.amrita_memory_pg",
+        "print('LOADED' if p else 'REFUSED')",
+        amrita_memory_bogus_key="1",
     )
     assert "REFUSED" in out.stdout
     assert "unknown environment variable AMRITA_MEMORY_BOGUS_KEY" in out.stderr + out.stdout
+
+
+def test_the_former_plugin_path_still_loads_the_plugin_and_says_which_path_to_use() -> None:
+    out = load_in_a_child(
+        "amrita_memory_pg.integrations.nonebot",
+        "print('IDS', sorted(q.id_ for q in nonebot.get_loaded_plugins()))",
+    )
+    assert "'nonebot:amrita_memory_pg'" in out.stdout, out.stdout + out.stderr
+    assert (
+        "load the plugin as amrita_memory_pg.integrations.nonebot.amrita_memory_pg"
+        in out.stdout + out.stderr
+    )
 
 
 def test_under_amritabot_the_plugin_registers_the_tools_and_memo_hook_with_amrita_core(
@@ -182,7 +208,7 @@ import amrita_core  # AmritaBot has loaded it before our plugin starts
 import nonebot
 nonebot.init(driver="~none", database_url={db_dsn!r}, embedding_proctol="hash",
              amrita_memory_data_dir={str(tmp_path)!r})
-nonebot.load_plugin("amrita_memory_pg.integrations.nonebot")
+nonebot.load_plugin("amrita_memory_pg.integrations.nonebot.amrita_memory_pg")
 from amrita_core.tools.manager import ToolsManager
 from amrita_sense.hook.matcher import EventRegistry
 
@@ -215,7 +241,7 @@ asyncio.run(main())
 def test_the_cli_reads_a_bots_env_files_as_nonebot_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 26 item 0: NoneBot's own Env/Config over .env + .env.<ENVIRONMENT> and the
+    """NoneBot's own Env/Config over .env + .env.<ENVIRONMENT> and the
     process environment give the plugin the same settings the CLI builds in that folder."""
     from nonebot.config import Config as NoneBotConfig
     from nonebot.config import Env
@@ -254,7 +280,7 @@ def test_the_cli_reads_a_bots_env_files_as_nonebot_does(
 
 
 async def test_the_scheduled_backup_tick_is_registered_only_with_a_schedule(app: App) -> None:
-    """Issue 27: `[backup] schedule` adds an interval tick every `check_minutes`; a failing
+    """`[backup] schedule` adds an interval tick every `check_minutes`; a failing
     tick is logged, never raised (the job's outer edge)."""
     from nonebot_plugin_apscheduler import scheduler
 

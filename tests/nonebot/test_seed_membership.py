@@ -1,5 +1,5 @@
-"""Issue 14 in the NoneBot plugin: the session job is scheduled, and memory_load_context
-asks QQ (get_group_member_info) whether the speaker is in the group."""
+"""The second seed's model in the NoneBot plugin: the session job is scheduled, and
+memory_load_context asks QQ (get_group_member_info) whether the speaker is in the group."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ async def test_the_session_job_is_registered(app: App) -> None:
 
 
 async def test_loading_a_group_asks_the_platform_whether_the_speaker_is_a_member(app: App) -> None:
-    from amrita_memory_pg.integrations.nonebot import runtime
+    from amrita_memory_pg.integrations.nonebot.amrita_memory_pg import runtime
 
     memory = runtime.require()
     assert memory.bot_memories.membership.source == "onebot"

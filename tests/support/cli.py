@@ -30,7 +30,9 @@ COMMAND = [sys.executable, "-m", "amrita_memory_pg.cli.main"]
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The current environment without any of our settings, plus ``extra``."""
+    """The current environment without any of our settings, plus ``extra``; the CLI in
+    English unless ``extra`` names a language (``AMRITA_MEMORY_LANGUAGE=zh``, or ``""`` for
+    none: the default a user gets, tested in tests/integration/test_cli_language.py)."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -39,7 +41,10 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         )
         and k != "DATABASE_URL"
     }
+    env["AMRITA_MEMORY_LANGUAGE"] = "en"
     env.update(extra or {})
+    if env["AMRITA_MEMORY_LANGUAGE"] == "":  # "": as a user without the setting has it
+        del env["AMRITA_MEMORY_LANGUAGE"]
     return env
 
 

@@ -50,3 +50,31 @@ async def cycle_row(mem: Memory, cycle_id: int, key: str = TARGET) -> dict[str, 
     row = await mem.consolidation.get_cycle(key, cycle_id)
     assert row is not None
     return row
+
+
+def top_level_spans(raw: bytes) -> dict[str, bytes]:
+    """Each top-level member of a JSON object body as the bytes that carried it (the
+    value's text exactly as sent, for byte-for-byte comparisons of requests)."""
+    text = raw.decode("utf-8")
+    decoder = json.JSONDecoder()
+    spans: dict[str, bytes] = {}
+
+    def skip(i: int) -> int:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    i = skip(0)
+    assert text[i] == "{", "not a JSON object"
+    i = skip(i + 1)
+    while text[i] != "}":
+        key, i = decoder.raw_decode(text, i)
+        i = skip(i)
+        assert text[i] == ":"
+        start = skip(i + 1)
+        _, end = decoder.raw_decode(text, start)
+        spans[key] = text[start:end].encode("utf-8")
+        i = skip(end)
+        if text[i] == ",":
+            i = skip(i + 1)
+    return spans

@@ -56,6 +56,16 @@ class PgServer:
             await conn.close()
 
 
+async def schema_tables(dsn: str, schema: str = "amrita_memory") -> set[str]:
+    """The tables of ``schema`` in the database at ``dsn``."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", schema)
+        return {r["tablename"] for r in rows}
+    finally:
+        await conn.close()
+
+
 class SyncConnection:
     """A private event loop plus one connection, for sync tests (hypothesis)."""
 

@@ -1,5 +1,5 @@
 """A real PgBouncer (Debian's ``pgbouncer``) in transaction pooling mode in front of the
-test server, on a free localhost port (issue 23).
+test server, on a free localhost port.
 
 The embedded server listens only on its unix socket, in a directory only its own user
 may enter; PgBouncer runs as that user (``embedded_postgres`` when the tests run as
@@ -59,21 +59,46 @@ class Bouncer:
     port: int
     user: str
     workdir: Path
+    #: the ``[databases]`` lines other than the ``*`` fallback: name → connect string
+    databases: dict[str, str]
+    settings: str = ""
 
     def dsn(self, database: str) -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def repoint(self, name: str, connect: str) -> None:
+        """What an operator does on failover: point database ``name`` at another server
+        (``host=… port=… dbname=…``) in pgbouncer.ini, then reload (SIGHUP, as
+        ``RELOAD`` on the admin console or ``systemctl reload pgbouncer`` do)."""
+        self.databases[name] = connect
+        ini = self.workdir / "pgbouncer.ini"
+        ini.write_text(_databases(self.databases) + self.settings, encoding="utf-8")
+        pid = int((self.workdir / "pgbouncer.pid").read_text().strip())
+        os.kill(pid, signal.SIGHUP)
 
     def log(self) -> str:
         path = self.workdir / "pgbouncer.log"
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
 
+def _databases(databases: dict[str, str]) -> str:
+    lines = [f"{name} = {connect}" for name, connect in databases.items()]
+    return "[databases]\n" + "\n".join(lines) + "\n"
+
+
 @contextmanager
 def run_pgbouncer(
-    admin_dsn: str, workdir: Path, *, pool_size: int = 10, login_retry: int = 15
+    admin_dsn: str,
+    workdir: Path,
+    *,
+    pool_size: int = 10,
+    login_retry: int = 15,
+    databases: dict[str, str] | None = None,
 ) -> Iterator[Bouncer]:
     """``login_retry``: PgBouncer's ``server_login_retry`` (its default 15 s): how long it
-    waits after a failed server login, e.g. while the server restarts."""
+    waits after a failed server login, e.g. while the server restarts. ``databases``:
+    named entries (``name = host=… port=… dbname=…``) before the ``*`` fallback to the
+    server of ``admin_dsn``."""
     binary = shutil.which("pgbouncer") or (
         "/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None
     )
@@ -83,10 +108,8 @@ def run_pgbouncer(
     listen = _free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "userlist.txt").write_text(f'"{user}" ""\n', encoding="utf-8")
-    (workdir / "pgbouncer.ini").write_text(
-        f"""[databases]
-* = host={host} port={port} user={user}
-
+    entries = {**(databases or {}), "*": f"host={host} port={port} user={user}"}
+    settings = f"""
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = {listen}
@@ -100,9 +123,8 @@ server_login_retry = {login_retry}
 server_reset_query =
 logfile = {workdir}/pgbouncer.log
 pidfile = {workdir}/pgbouncer.pid
-""",
-        encoding="utf-8",
-    )
+"""
+    (workdir / "pgbouncer.ini").write_text(_databases(entries) + settings, encoding="utf-8")
     command = [binary, str(workdir / "pgbouncer.ini")]
     owner = _run_as(host)
     if owner is not None:
@@ -116,7 +138,7 @@ pidfile = {workdir}/pgbouncer.pid
     console = workdir / "pgbouncer.out"
     with console.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    bouncer = Bouncer(listen, user, workdir)
+    bouncer = Bouncer(listen, user, workdir, entries, settings)
     try:
         deadline = time.monotonic() + 20
         while True:

@@ -1,4 +1,4 @@
-"""A streaming replica of the test server, built with the embedded binaries (issue 23):
+"""A streaming replica of the test server, built with the embedded binaries:
 ``pg_basebackup -R`` into a second data directory, started by ``pg_ctl`` on its own unix
 socket. It replicates the whole cluster, so every test database has its standby copy."""
 
@@ -125,3 +125,22 @@ def run_replica(admin_dsn: str, workdir: Path) -> Iterator[Replica]:
         yield Replica(node.data, node.port)
     finally:
         node.stop()
+
+
+@contextmanager
+def primary_and_standby(
+    admin_dsn: str, primary_dir: Path, standby_dir: Path, *settings: str
+) -> Iterator[tuple[Node, Node]]:
+    """A clone of the test server started as a primary (with ``settings`` on its command
+    line) and a streaming standby of it, both stopped (immediately) at the end."""
+    primary = base_backup(admin_dsn, primary_dir, standby=False)
+    primary.start(*settings)
+    standby: Node | None = None
+    try:
+        standby = base_backup(primary.dsn("postgres"), standby_dir, standby=True)
+        standby.start()
+        yield primary, standby
+    finally:
+        primary.stop("immediate")
+        if standby is not None:
+            standby.stop("immediate")

@@ -12,36 +12,41 @@ A function is live when something still calls it:
 - another live function: its body names it (``prosrc``, comments removed) or depends on
   it (``pg_depend``, ``BEGIN ATOMIC`` bodies). Followed transitively.
 
-Everything else installed in the schema is an orphan: a migration should drop it (see
-``migrations/versions/0022_retire_sql.py``). Regenerate the previous release's list at
-each release with ``.venv/bin/python -m tests.support.sql_usage > sql/PREVIOUS_RELEASE.txt``
-and add a retiring migration (like ``0036_retire_release4``) for what fell out of it.
+Everything else installed in the schema is an orphan: delete it from its live file and
+let a migration drop it. A function live only because the previous release calls it is
+marked in its live file (a ``-- previous release`` line right above its definition):
+the release step (``tests/support/release.py``) drops exactly the marked ones.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 
 from amrita_memory_pg.resources import sql_dir
-from amrita_memory_pg.storage.pg.sqlfile import split_statements, strip_comments
+from amrita_memory_pg.storage.pg.sqlfile import defined_name, preamble_start, scan, strip_comments
 from amrita_memory_pg.storage.queries import catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The Python that runs against the database: the package, the bench scripts, the bot.
 PYTHON_SOURCES: tuple[Path, ...] = (ROOT / "amrita_memory_pg", ROOT / "bench", ROOT / "bot.py")
+#: The Python a release ships: what decides which functions the next release keeps (a
+#: bench that still calls an old version does not keep it installed).
+PACKAGE_SOURCES: tuple[Path, ...] = (ROOT / "amrita_memory_pg", ROOT / "bot.py")
 PREVIOUS_RELEASE = sql_dir() / "PREVIOUS_RELEASE.txt"
+LIVE_DIR = sql_dir() / "functions"
+#: The line that marks a definition kept for the previous release, right above it.
+PREVIOUS_MARK = re.compile(r"^--\s*previous release\b", re.IGNORECASE | re.MULTILINE)
 
-#: A versioned name: every function of ours is ``<name>_v<N>`` (released files are
-#: never edited, a change is a new version), so this is how code names one.
+#: A versioned name: every function of ours is ``<name>_v<N>`` (a change of behaviour is
+#: a new version: the previous release still calls the old one), so this is how code
+#: names one.
 VERSIONED_NAME = re.compile(r"\b[a-z][a-z0-9_]*_v[0-9]+\b")
 
 SCHEMA = "amrita_memory"
@@ -76,16 +81,22 @@ def python_strings(sources: Iterable[Path] = PYTHON_SOURCES) -> set[str]:
     and comments left out: prose that cites an old version calls nothing."""
     strings: set[str] = set()
     for path in _python_files(sources):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        docstrings = docstring_ids(tree)
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Constant)
-                and isinstance(node.value, str)
-                and id(node) not in docstrings
-            ):
-                strings.add(node.value)
+        strings |= _file_strings(path, path.stat().st_mtime_ns)
     return strings
+
+
+@cache
+def _file_strings(path: Path, _mtime: int) -> frozenset[str]:
+    """The strings of one file (parsed once per version of it: the suite asks often)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    docstrings = docstring_ids(tree)
+    return frozenset(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    )
 
 
 def python_calls(sources: Iterable[Path] = PYTHON_SOURCES) -> set[str]:
@@ -103,19 +114,18 @@ def read_previous_release(path: Path = PREVIOUS_RELEASE) -> frozenset[str]:
     return frozenset(line for line in lines if line)
 
 
-def render_previous_release(names: Iterable[str], commit: str) -> str:
-    """The text of ``sql/PREVIOUS_RELEASE.txt`` for the release at ``commit``."""
+def render_previous_release(names: Iterable[str], version: str) -> str:
+    """The text of ``sql/PREVIOUS_RELEASE.txt`` once ``version`` is released."""
     header = f"""\
-# The SQL functions the previous release's Python calls (released at commit {commit}).
+# The SQL functions {version}'s Python calls: the previous release, once the next one is out.
 #
 # Rolling upgrades run the previous release's processes beside the new ones on the new
 # schema, so none of these may be dropped yet, even when this release no longer calls
 # them; what they call in turn stays too (tests/support/sql_usage.py follows the bodies).
-# tests/migration/test_orphan_sql.py fails on an installed function that neither this
-# list, the current Python, a trigger/view nor another live function calls.
+# A function live only through this list is marked `-- previous release` in its live file
+# (tests/migration/test_orphan_sql.py checks the marks); the next release step drops it.
 #
-# Regenerate at each release, from the code being released (it becomes the previous one):
-#   .venv/bin/python -m tests.support.sql_usage > sql/PREVIOUS_RELEASE.txt
+# Written by the release step (docs/development.md): .venv/bin/python -m tests.support.release
 """
     return header + "".join(f"{name}\n" for name in sorted(set(names)))
 
@@ -216,61 +226,64 @@ async def assert_no_orphans(conn: asyncpg.Connection, **roots: Iterable[str]) ->
         f"{len(orphans)} installed SQL function(s) nothing calls (not the Python, a live "
         "function, a trigger or view, nor sql/PREVIOUS_RELEASE.txt): "
         + "; ".join(orphans.values())
-        + ". Call them, or drop them in a migration as 0022_retire_sql does."
+        + ". Call them, or delete them from their live file with a migration that drops them "
+        "(docs/development.md)."
     )
 
 
-def released_functions() -> set[str]:
-    """Names of every function a released file under ``sql/functions`` creates."""
-    create = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+amrita_memory\.(\w+)", re.I)
-    return {
-        match.group(1)
-        for path in sorted((sql_dir() / "functions").glob("*.sql"))
-        for statement in split_statements(path.read_text("utf-8"))
-        if (match := create.match(statement))
-    }
+@dataclass(frozen=True)
+class LiveDefinition:
+    """One function or view of a live file: where its text stands, whether it is marked."""
+
+    name: str
+    #: function | view
+    kind: str
+    path: Path
+    #: spans (start, end) of its CREATE and COMMENT statements, each from the comment
+    #: lines right above it to the end of its line
+    spans: tuple[tuple[int, int], ...]
+    #: kept only for the previous release (a ``-- previous release`` line above it)
+    marked: bool
 
 
-def retiring_migrations() -> tuple[str, ...]:
-    """The revisions that retire SQL (their module has a ``RETIRED`` list), oldest first:
-    0022_retire_sql, then one per release whose previous-release list moved on."""
-    from alembic.script import ScriptDirectory
-
-    from amrita_memory_pg.storage.pg.migrate import alembic_config
-
-    script = ScriptDirectory.from_config(alembic_config())
-    newest_first = [
-        rev.revision for rev in script.walk_revisions() if hasattr(rev.module, "RETIRED")
-    ]
-    return tuple(reversed(newest_first))
-
-
-def retire_migration(revision: str = "0022_retire_sql") -> Any:
-    """The module of a retiring migration (its ``RETIRED`` list and re-install)."""
-    from alembic.script import ScriptDirectory
-
-    from amrita_memory_pg.storage.pg.migrate import alembic_config
-
-    script = ScriptDirectory.from_config(alembic_config()).get_revision(revision)
-    assert script is not None
-    return script.module
-
-
-async def reinstall_retired(conn: asyncpg.Connection) -> None:
-    """Install the versions every retiring migration dropped back into a throwaway
-    database, from their released files, for the tests that still compare against them.
-    Newest retirement first, as a downgrade runs them."""
-    for revision in reversed(retiring_migrations()):
-        await conn.execute(";\n".join(retire_migration(revision).reinstall_statements()))
+def live_definitions(folder: Path = LIVE_DIR) -> dict[str, LiveDefinition]:
+    """Every function and view the live files define, by name."""
+    found: dict[str, LiveDefinition] = {}
+    for path in sorted(folder.glob("*.sql")):
+        text = path.read_text(encoding="utf-8")
+        spans: dict[str, list[tuple[int, int]]] = {}
+        marked: dict[str, bool] = {}
+        kinds: dict[str, str] = {}
+        for statement in scan(text):
+            defined = defined_name(statement.sql)
+            if defined is None:
+                continue
+            verb, kinds[defined.name], name = defined
+            begin = preamble_start(text, statement.start)
+            line_end = text.find("\n", statement.end)
+            spans.setdefault(name, []).append((begin, len(text) if line_end < 0 else line_end + 1))
+            if verb == "create":
+                assert name not in found and name not in marked, f"{name} is defined twice"
+                marked[name] = bool(PREVIOUS_MARK.search(text[begin : statement.start]))
+        for name, is_marked in marked.items():
+            found[name] = LiveDefinition(name, kinds[name], path, tuple(spans[name]), is_marked)
+    return found
 
 
-def _head_commit() -> str:
-    done = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+def previous_release_only(installed: InstalledSql) -> set[str]:
+    """The functions only the previous release keeps live: what the next release drops."""
+    calls = python_calls(PACKAGE_SOURCES)
+    return live_functions(installed, calls | read_previous_release()) - live_functions(
+        installed, calls
     )
-    return done.stdout.strip() or "unknown"
 
 
-if __name__ == "__main__":
-    calls = python_calls() & released_functions()
-    sys.stdout.write(render_previous_release(calls, _head_commit()))
+#: A call of one of our functions in SQL text: ``amrita_memory.name_vN(``.
+SQL_CALL = re.compile(r"amrita_memory\.([a-z][a-z0-9_]*_v[0-9]+)\s*\(")
+
+
+def python_sql_calls(sources: Iterable[Path] = PYTHON_SOURCES) -> set[str]:
+    """The functions the Python calls in SQL it loads or writes (not a name in a label)."""
+    strings = python_strings(sources)
+    texts = [item.sql for name, item in catalogue().items() if name in strings] + list(strings)
+    return {name for text in texts for name in SQL_CALL.findall(strip_comments(text))}

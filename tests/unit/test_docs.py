@@ -18,7 +18,13 @@ from amrita_memory_pg.cli.main import _register_commands
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "amrita_memory_pg"
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "RESULTS.md"]
+#: CHANGELOG.md is history (it names files since removed) and is checked by test_releases.py
+DOCS = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    REPO / "bench" / "README.md",
+    REPO / "bench" / "RESULTS.md",
+]
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -172,27 +178,36 @@ def command_problems(text: str) -> list[str]:
 
 
 BENCH = re.compile(r"(?<![\w-])(bench/[\w-]+\.py)\b")
+#: a script that hands the arguments after ``--`` to another one
+FORWARDS = {"bench/ab_l2.py": "bench/bench_l2.py"}
 
 
 def bench_option_problems(text: str) -> list[str]:
     """Options quoted after a ``bench/*.py`` script appear in that script's argument parser
-    (as a string literal: the scripts are not imported, some need optional extras)."""
+    (as a string literal: the scripts are not imported, some need optional extras); after
+    ``--``, in the parser of the script it forwards them to."""
     problems = []
     for m in BENCH.finditer(text):
         script = REPO / m.group(1)
         if not script.is_file():
             problems.append(f"`{m.group(1)}` does not exist")
             continue
-        source = script.read_text(encoding="utf-8")
+        name, source = m.group(1), script.read_text(encoding="utf-8")
         for raw in text[m.end() :].split():
             if raw in STOP or "…" in raw or BENCH.search(raw) or COMMAND.fullmatch(raw):
                 break
+            if raw == "--":
+                if name not in FORWARDS:
+                    break
+                name = FORWARDS[name]
+                source = (REPO / name).read_text(encoding="utf-8")
+                continue
             token = raw.strip("[](){}<>'\"`,;:")
             if not token.startswith("--"):
                 continue
-            name = token.split("=", 1)[0]
-            if f'"{name}"' not in source and f"'{name}'" not in source:
-                problems.append(f"`{m.group(1)} {name}`: no such option")
+            option = token.split("=", 1)[0]
+            if f'"{option}"' not in source and f"'{option}'" not in source:
+                problems.append(f"`{name} {option}`: no such option")
     return problems
 
 
@@ -269,6 +284,10 @@ def test_checker_catches_what_it_should(tmp_path: Path) -> None:
     assert bench_option_problems("python bench/load.py --short --record FILE") == []
     assert bench_option_problems("python bench/load.py --shortest") == [
         "`bench/load.py --shortest`: no such option"
+    ]
+    assert bench_option_problems("bench/ab_l2.py --baseline 0.2.0 -- --cjk-chars 33") == []
+    assert bench_option_problems("bench/ab_l2.py --quick -- --quick") == [
+        "`bench/bench_l2.py --quick`: no such option"
     ]
     page = tmp_path / "page.md"
     page.write_text(

@@ -1,5 +1,6 @@
-"""The pure parts of issue 14: the block's budget and order, the options of ``/memory``,
-the extraction answer's validation, the clear confirmation token, the token counter."""
+"""The pure parts of the second seed's model: the block's budget and order, the options of
+``/memory``, the extraction answer's validation, the clear confirmation token, the token
+counter."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """import-legacy names each of the old plugin's L3 prompt templates and says why it is
-not carried (issue 25 item 6)."""
+not carried."""
 
 from __future__ import annotations
 

@@ -104,3 +104,11 @@ def test_every_step_a_handler_makes_has_a_failure_sentence() -> None:
                 assert isinstance(first, ast.Constant), (path.name, ast.unparse(node))
                 operations.add(first.value)
     assert operations == set(FAILURES)
+
+
+def test_an_empty_memo_says_what_a_memo_is_and_how_one_is_written() -> None:
+    from amrita_memory_pg.commands.memory_command.memo import EMPTY_MEMO
+
+    assert EMPTY_MEMO.startswith("当前作用域还没有备忘录")
+    for needed in ("每轮对话", "update_memo", "管理页面", "/memory user add"):
+        assert needed in EMPTY_MEMO

@@ -77,7 +77,24 @@ def test_page_numbers_are_ascii_digits_clamped_to_the_pages(args: str, page: int
 
 any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
 words = st.sampled_from(
-    ["user", "group", "USER", "list", "search", "delete", "add", "memo", "dmn", "触发", "²", "\x00"]
+    [
+        "user",
+        "group",
+        "global",
+        "USER",
+        "KNOWLEDGE",
+        "profile",
+        "pause",
+        "list",
+        "search",
+        "delete",
+        "add",
+        "memo",
+        "dmn",
+        "触发",
+        "²",
+        "\x00",
+    ]
 )
 command_texts = st.one_of(
     st.text(any_char, max_size=80),
@@ -92,10 +109,21 @@ CAPS = {"add": MAX_CONTENT_CHARS, "search": MAX_QUERY_CHARS, "delete": MAX_ID_CH
 @given(command_texts, st.booleans())
 def test_any_text_parses_to_a_known_kind_and_clean_arguments(text: str, in_group: bool) -> None:
     parsed = parse_command(text, in_group=in_group)
-    assert parsed.kind in ("memo", "dmn", "extract", "usage", "action")
+    assert parsed.kind in (
+        "memo",
+        "dmn",
+        "extract",
+        "usage",
+        "action",
+        "profile",
+        "knowledge",
+        "pause",
+    )
     if parsed.kind != "action":
         return
-    assert parsed.scope == "user" or in_group
+    # a group scope is only parsed inside a group; user and global are parsed anywhere
+    # (who may use global is decided later, by the permission check)
+    assert parsed.scope in ("user", "global") or in_group
     assert parsed.args == parsed.args.strip()
     reason = refusal(parsed.action, parsed.args)
     if parsed.action in CAPS and parsed.args and reason is None:
@@ -108,3 +136,28 @@ def test_any_text_parses_to_a_known_kind_and_clean_arguments(text: str, in_group
 @given(st.text(any_char, max_size=30), st.integers(1, 10**6))
 def test_page_number_is_always_a_valid_page(args: str, pages: int) -> None:
     assert 1 <= page_number(args, pages) <= pages
+
+
+def test_the_usage_names_every_short_form_the_parser_still_accepts() -> None:
+    """The old short forms keep working (parse_command); a user reads them in the help."""
+    from amrita_memory_pg.commands.memory_command import parsing
+    from amrita_memory_pg.commands.memory_command.texts import usage
+    from amrita_memory_pg.tools.context import ToolContext
+
+    admin = usage(ToolContext(platform="qq", user_id="1", roles=frozenset({"superuser"})))
+    member = usage(ToolContext(platform="qq", user_id="1"))
+    words = (
+        parsing.MEMO_SUBS
+        | parsing.PROFILE_SUBS
+        | parsing.KNOWLEDGE_SUBS
+        | parsing.EXTRACT_SUBS
+        | parsing.PAUSE_SUBS
+        | parsing.DMN_SUBS
+        | set(parsing._OPTION_NAMES)
+    )
+    assert sorted(w for w in words if w not in admin) == []
+    assert "/memory list|search|delete" in member and "/记忆" in member
+    # each short form the usage names is one the parser takes as its long form
+    for short, long in (("list", "user list"), ("search 猫", "user search 猫")):
+        a, b = parse_command(short, in_group=False), parse_command(long, in_group=False)
+        assert (a.kind, a.scope, a.action, a.args) == (b.kind, b.scope, b.action, b.args)

@@ -1,6 +1,6 @@
 """Runtime SQL lives in ``sql/`` only: no string in the package's Python looks like SQL.
 
-Issue 10, item 3. Every statement is a named block of ``sql/queries/*.sql`` (loaded by
+Every statement is a named block of ``sql/queries/*.sql`` (loaded by
 ``storage/queries.py``), so that the PREPARE test sees all of them and a reviewer finds
 them in one place. This scans string constants (f-strings by their literal parts) of
 every module; docstrings are prose and skipped. ``migrations/`` is outside the package,

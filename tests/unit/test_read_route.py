@@ -1,4 +1,4 @@
-"""Which pool a read that may lag goes to (issue 23, storage/reads.py): the replica, unless
+"""Which pool a read that may lag goes to (storage/reads.py): the replica, unless
 this process wrote the partition within the window or the L3 loop / extraction reads."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``/memory … search [mode=X] <关键词>``: the mode option of the command (issue 16)."""
+"""``/memory … search [mode=X] <关键词>``: the mode option of the command."""
 
 from __future__ import annotations
 

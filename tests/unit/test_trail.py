@@ -1,4 +1,4 @@
-"""Pure parts of the memory's trail (issue 17): the actor, the logged query, a change's
+"""Pure parts of the memory's trail: the actor, the logged query, a change's
 fields, the pause filter of the block, the inspector's speaker, the kept lines."""
 
 from __future__ import annotations

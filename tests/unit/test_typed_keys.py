@@ -1,5 +1,5 @@
-"""An old-style partition key an operator types names the partition it is now (issue 26
-item 11): domain/keys.legacy_key_now, used by the CLI, the admin page and /memory pause."""
+"""An old-style partition key an operator types names the partition it is now (it used to
+find nothing): domain/keys.legacy_key_now, used by the CLI, the admin page and /memory pause."""
 
 from __future__ import annotations
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from amrita_memory_pg.cli.app import cli
+from amrita_memory_pg.cli.app import cli, set_language
 from amrita_memory_pg.cli.main import _register_commands
 from amrita_memory_pg.web.security import verify_password
 
 
 def _run(args: list[str], stdin: str | None = None) -> tuple[int, str]:
     _register_commands()
+    set_language("en", cli)  # what main() does first; this calls the group directly
     result = CliRunner().invoke(cli, args, input=stdin)
     return result.exit_code, result.output + (str(result.exception) if result.exception else "")
 

@@ -1,4 +1,4 @@
-"""The re-embed confirm page's "paid API" line (issue 26 item 5): which endpoints count
+"""The re-embed confirm page's "paid API" line: which endpoints count
 as remote, i.e. where each embedded row is a request a hosted API may bill."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The admin page's strings: both languages carry the same keys and placeholders, and the
-language is chosen as documented (?lang= > cookie > Accept-Language > zh)."""
+language is chosen as documented (?lang= > cookie > the language setting; zh by default)."""
 
 from __future__ import annotations
 
@@ -42,12 +42,13 @@ def test_every_locale_file_parses_and_holds_every_key_with_its_placeholders() ->
 
 
 def test_the_language_choice() -> None:
-    assert pick_lang(None, None, None) == "zh"
-    assert pick_lang(None, None, "en-US,en;q=0.9") == "en"
-    assert pick_lang(None, None, "fr-FR,zh-CN;q=0.8,en;q=0.5") == "zh"
-    assert pick_lang(None, "en", "zh-CN") == "en"
+    # the setting decides, not the browser's Accept-Language; a person's choice wins
+    assert pick_lang(None, None) == "zh"
+    assert pick_lang(None, None, "en") == "en"
+    assert pick_lang(None, "en", "zh") == "en"
     assert pick_lang("zh", "en", "en") == "zh"
-    assert pick_lang("xx", None, None) == "zh"
+    assert pick_lang("xx", None, "zh") == "zh"
+    assert pick_lang("xx", "yy", "en") == "en"
 
 
 def test_translator_formats_and_falls_back() -> None:

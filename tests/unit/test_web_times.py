@@ -1,4 +1,4 @@
-"""Every time on the admin page is shown in ``[web] timezone`` (issue 26): one helper
+"""Every time on the admin page is shown in ``[web] timezone``: one helper
 converts, and no template formats a stored time itself."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Issue 11, F7: driver failures are classified by class and SQLSTATE into «nothing changed»
-and «outcome unknown», and every write tool's error reply says what to do.
+"""A write reported as failed must not commit later: driver failures are classified by
+class and SQLSTATE into «nothing changed» and «outcome unknown», and every write tool's
+error reply says what to do.
 
 The integration tests (tests/integration/test_write_outcome.py) check the same against a
 real server that stalls, times out and drops connections; these pin the table itself,
@@ -120,9 +121,13 @@ PREFIX = {
     "subconscious_delete_memory": "删除记忆失败",
     "subconscious_rewrite_memo": "改写备忘录失败",
     "subconscious_update_profile": "更新画像失败",
+    "subconscious_batch_edit": "批量修改失败",
 }
 #: the read a write's unknown-outcome reply tells the LLM to check with
-CHECK_WITH = {"subconscious_update_profile": "subconscious_get_profile"}
+CHECK_WITH = {
+    "subconscious_update_profile": "subconscious_get_profile",
+    "subconscious_batch_edit": "subconscious_read_memory",
+}
 
 
 @pytest.mark.parametrize("tool", WRITE_TOOLS)

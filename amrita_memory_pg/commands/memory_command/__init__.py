@@ -9,13 +9,13 @@ where the platform has one. All texts are the reference's; the differences are f
   may delete, and a speaker without a group role is refused (only owner/admin/superuser
   pass);
 - ``search`` shows the decay score beside the raw distance (results are in decay order),
-  and takes an optional leading ``mode=vector|keyword|hybrid`` (issue 16);
+  and takes an optional leading ``mode=vector|keyword|hybrid``;
 - ``add`` is new: a manual entry stored with ``source=user`` (never replaced by
   automatic extraction), importance medium, the speaker as author. Any group member may
   add to the group scope, as anyone can through the LLM's ``write_memory``; only
   deleting group memories is restricted.
 
-Issue 14: ``add`` takes ``-c/--category`` (preference / rule / event / knowledge, or
+The second seed's model: ``add`` takes ``-c/--category`` (preference / rule / event / knowledge, or
 偏好 / 规则 / 事件 / 知识) and ``-i/--importance`` (1–10) before the content; ``list``
 and ``search`` show category, importance and source and filter with ``-c`` (and
 ``list`` with ``-i``, a minimum); ``clear`` empties a scope after a confirmation and a
@@ -79,6 +79,8 @@ from amrita_memory_pg.commands.memory_command.texts import (
     USAGE_PAUSE,
     USAGE_PROFILE,
     USAGE_PROFILE_ADMIN,
+    USAGE_SHORT,
+    USAGE_SHORT_ADMIN,
     USAGE_USER,
     usage,
 )
@@ -107,6 +109,8 @@ __all__ = [
     "USAGE_PAUSE",
     "USAGE_PROFILE",
     "USAGE_PROFILE_ADMIN",
+    "USAGE_SHORT",
+    "USAGE_SHORT_ADMIN",
     "USAGE_USER",
     "CycleRun",
     "DmnTrigger",

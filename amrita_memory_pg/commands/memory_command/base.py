@@ -18,6 +18,8 @@ from amrita_memory_pg.usecases.bundle import UseCases
 DmnTrigger = Callable[[], Awaitable[None]]
 #: Runs one L3 cycle now for a partition key and returns its summary (``Memory.run_cycle``).
 CycleRun = Callable[..., Awaitable[CycleSummary]]
+#: names the model an L3 cycle uses, in one phrase (``Memory.loop_model_label``)
+LoopModel = Callable[[], Awaitable[str]]
 
 Scope = Literal["user", "group", "global"]
 #: results of ``search`` (memories and knowledge)
@@ -58,7 +60,7 @@ class Services:
     #: runs a cycle in the foreground and reports it (used when no scheduler trigger is set)
     cycle_run: CycleRun | None = None
     #: which model an L3 cycle uses (``Memory.loop_model_label``), shown by ``dmn``
-    loop_model: Callable[[], str] | None = None
+    loop_model: LoopModel | None = None
 
     @classmethod
     def over(
@@ -67,7 +69,7 @@ class Services:
         *,
         dmn_trigger: DmnTrigger | None = None,
         cycle_run: CycleRun | None = None,
-        loop_model: Callable[[], str] | None = None,
+        loop_model: LoopModel | None = None,
     ) -> Self:
         """``/memory`` over ``memory`` (one constructor for every adapter and test)."""
         parts = (memory.cases, memory.settings, memory.store, memory.extractor)

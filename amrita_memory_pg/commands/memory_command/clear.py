@@ -41,6 +41,6 @@ async def _clear(store: Store, scope: Scope, key: str, token: str) -> str:
     result = await clear_partition(store, key)
     return (
         f"✅ 已清空 {label} 的 {result.deleted} 条记忆。清空前的备份: {result.backup.stem}"
-        # the whole path: the bare name failed when copied ("备份文件不存在", issue 26)
+        # the whole path: the bare name failed when copied ("备份文件不存在")
         f"（恢复: amrita-memory backup restore {shlex.quote(str(result.backup.jsonl_path.resolve()))}）"
     )

@@ -11,6 +11,7 @@ from amrita_memory_pg.commands.memory_command.base import Answer, Reply, Service
 from amrita_memory_pg.commands.memory_command.clear import clear_scope
 from amrita_memory_pg.commands.memory_command.extract import extract
 from amrita_memory_pg.commands.memory_command.failures import perform
+from amrita_memory_pg.commands.memory_command.forget import erase_partition, forget_memory
 from amrita_memory_pg.commands.memory_command.knowledge import knowledge
 from amrita_memory_pg.commands.memory_command.l3 import dmn
 from amrita_memory_pg.commands.memory_command.memo import show_memo
@@ -64,6 +65,10 @@ class MemoryCommand(Services):
             if not ctx.is_superuser:
                 return f"未知选项：{parsed.sub}"
             return pause_or_resume(self, ctx, parsed.sub, parsed.args)
+        if parsed.kind == "erase":
+            if not ctx.is_superuser:
+                return f"未知选项：{parsed.sub}"
+            return erase_partition(self, ctx, parsed.args)
         if parsed.kind == "usage":
             return usage(ctx)
         return self._scope_action(ctx, parsed)
@@ -83,14 +88,20 @@ class MemoryCommand(Services):
         refused = refusal(action, args)
         if refused is not None:
             return refused
-        if scope == "global" and action in ("add", "delete", "clear") and not ctx.is_superuser:
-            return "❌ 🌐全局记忆对所有对话可见，只有超级用户可以添加、删除或清空"
+        if (
+            scope == "global"
+            and action in ("add", "delete", "clear", "forget")
+            and not ctx.is_superuser
+        ):
+            return "❌ 🌐全局记忆对所有对话可见，只有超级用户可以添加、删除、忘记或清空"
         if action in ("", "list"):
             return list_memories(self, scope, key, args)
         if action == "search":
             return search_memories(self, ctx, scope, key, args)
         if action == "delete":
             return delete_memory(self, ctx, scope, key, args)
+        if action == "forget":
+            return forget_memory(self, ctx, scope, key, args)
         if action == "add":
             return add_memory(self, ctx, scope, key, args)
         if action == "clear":

@@ -19,6 +19,7 @@ from amrita_memory_pg.commands.memory_command.base import Answer, Step
 from amrita_memory_pg.domain.errors import (
     AmritaMemoryError,
     KnowledgeError,
+    LeaseHeld,
     MemoryPaused,
     PartitionFull,
     ProfileRefused,
@@ -51,6 +52,14 @@ FAILURES: dict[str, Failure] = {
     ),
     "clear": Failure("清空记忆失败: {reason}（没有删除任何内容，或请用 list 确认）"),
     "pause": Failure("操作失败: {reason}"),
+    "forget": Failure(
+        "忘记失败: {reason}（没有忘记任何内容）",
+        {MemoryPaused: "⏸ {label} 的记忆已暂停，暂停期间不能在这里忘记（请用管理页面或命令行）"},
+    ),
+    "erase": Failure(
+        "擦除失败: {reason}（没有擦除任何内容）",
+        {LeaseHeld: "{error}：该分区的整理或提取正在运行，稍后再试（没有擦除任何内容）"},
+    ),
     "extract": Failure("记忆提取失败: {reason}（原有自动记忆未改动）"),
     "profile": Failure("画像操作失败: {reason}", {ProfileRefused: "{error}"}),
     "knowledge": Failure("知识库操作失败: {reason}", {KnowledgeError: "❌ {error}"}),

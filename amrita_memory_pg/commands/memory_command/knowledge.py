@@ -175,7 +175,7 @@ async def _suggest(kb: KnowledgeCases, author: str, suggestion: Suggestion) -> s
     )
     if kb.service.settings.subconscious.enabled:
         return f"✅ 知识建议 #{sid} 已提交，后台记忆管家将在下一轮推理中审查（待处理 {pending} 条）"
-    # No loop runs to review it: say who does instead of promising a review (issue 26).
+    # No loop runs to review it: say who does instead of promising a review.
     return (
         f"✅ 知识建议 #{sid} 已提交，等待管理员审查（待处理 {pending} 条；"
         "后台记忆管家未开启，不会自动处理）"

@@ -20,10 +20,12 @@ from amrita_memory_pg.commands.memory_command.parsing import (
 )
 from amrita_memory_pg.domain.decay import SCORE_LEGEND
 from amrita_memory_pg.domain.importance import MEDIUM
+from amrita_memory_pg.domain.lineage import describe_cascade
 from amrita_memory_pg.domain.records import CATEGORY_NAMES, SOURCE_NAMES, MemoryRecord, SearchMode
 from amrita_memory_pg.domain.trail import Recall
 from amrita_memory_pg.domain.validation import InvalidInput
 from amrita_memory_pg.tools.context import ToolContext
+from amrita_memory_pg.usecases.forgetting import ForgetCases
 from amrita_memory_pg.usecases.memories import MemoryCases
 from amrita_memory_pg.usecases.values import MemoryQuery, NewMemory
 
@@ -173,10 +175,13 @@ def delete_memory(
         return "请提供要删除的记忆 ID"
     if scope == "group" and not ctx.is_group_admin:
         return "❌ 无权删除👥群共享记忆，仅管理员和群主可删除"
-    return Step("delete", key, partial(_delete, services.cases.memories, scope, key, arg))
+    cases = services.cases
+    return Step("delete", key, partial(_delete, cases.memories, cases.forgetting, scope, key, arg))
 
 
-async def _delete(memories: MemoryCases, scope: Scope, key: str, arg: str) -> str:
+async def _delete(
+    memories: MemoryCases, forgetting: ForgetCases, scope: Scope, key: str, arg: str
+) -> str:
     label = LABELS[scope]
     not_found = f"{label} 未找到匹配的记忆: {arg}\n提示: 使用 /memory {scope} list 查看全部 ID"
     matches = await memories.find_by_prefix(key, arg)
@@ -186,9 +191,14 @@ async def _delete(memories: MemoryCases, scope: Scope, key: str, arg: str) -> st
         ids = "\n".join(f"  - {m.id}" for m in matches)
         return f"{label} 前缀 '{arg}' 匹配多条记忆，请提供更完整的 ID:\n{ids}"
     memory_id = matches[0].id
-    if not await memories.delete(key, memory_id, by_person=True):
+    done = await forgetting.remove(key, memory_id, by_person=True)
+    if done is None:
         return not_found
-    return f"✅ 已删除 {label} 记忆: [{memory_id}]"
+    reply = f"✅ 已删除 {label} 记忆: [{memory_id}]"
+    derived = [line for line in describe_cascade(done) if not line.startswith("忘记")]
+    if derived:
+        reply += "\n由它得出的内容:\n" + "\n".join(f"  - {line}" for line in derived)
+    return reply
 
 
 # ---------------------------------------------------------------------------- add

@@ -23,8 +23,10 @@ PROFILE_SUBS = frozenset({"profile", "画像"})
 DMN_SUBS = frozenset({"dmn", "run", "触发"})
 KNOWLEDGE_SUBS = frozenset({"knowledge", "知识库"})
 EXTRACT_SUBS = frozenset({"extract", "提取"})
-#: issue 17: pause / resume a scope's memory (superusers)
+#: pause / resume a scope's memory (superusers)
 PAUSE_SUBS = frozenset({"pause", "resume", "暂停", "恢复"})
+#: erase a person's or a chat's data everywhere (superusers)
+ERASE_SUBS = frozenset({"erase", "擦除"})
 LEGACY_ACTIONS = frozenset({"list", "search", "delete"})
 
 
@@ -104,7 +106,9 @@ class Parsed:
     ``usage`` (anything unrecognised), or ``action`` on ``scope`` with ``args``.
     """
 
-    kind: Literal["memo", "dmn", "extract", "usage", "action", "profile", "knowledge", "pause"]
+    kind: Literal[
+        "memo", "dmn", "extract", "usage", "action", "profile", "knowledge", "pause", "erase"
+    ]
     sub: str = ""
     scope: Literal["user", "group", "global"] = "user"
     action: str = ""
@@ -136,6 +140,8 @@ def parse_command(text: str, *, in_group: bool) -> Parsed:
         return Parsed("extract", sub=sub)
     if sub in PAUSE_SUBS:
         return Parsed("pause", sub=sub, args=rest)
+    if sub in ERASE_SUBS:
+        return Parsed("erase", sub=sub, args=rest)
     if sub in ("user", "global") or (sub == "group" and in_group):
         action_parts = rest.split(maxsplit=1)
         action = action_parts[0] if action_parts else ""
@@ -154,6 +160,7 @@ _ARGUMENTS: dict[str, tuple[str, int]] = {
     "add": ("记忆内容", MAX_CONTENT_CHARS),
     "search": ("搜索关键词", MAX_QUERY_CHARS),
     "delete": ("记忆 ID", MAX_ID_CHARS),
+    "forget": ("要忘记的内容", MAX_QUERY_CHARS),
     "clear": ("确认码", 16),
 }
 

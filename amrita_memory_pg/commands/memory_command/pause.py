@@ -1,6 +1,6 @@
 """``/memory pause|resume [user|group|global|<key>]`` (superusers; default: this chat's
 partition). Paused: kept, not injected, not recalled, not written by the chat LLM,
-extraction or L3; people still manage it (issue 17)."""
+extraction or L3; people still manage it."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def pause_or_resume(services: Services, ctx: ToolContext, sub: str, args: str) -
         "group": ctx.group_key,
         "global": GLOBAL_KEY,
     }.get(target, target)
-    key = (key and legacy_key_now(key)) or key  # user_1 is QQPlatform_Private_1 now (issue 26)
+    key = (key and legacy_key_now(key)) or key  # user_1 is QQPlatform_Private_1 now
     if not key or any(ch.isspace() for ch in key):
         return "用法: " + USAGE_PAUSE
     try:  # the one key rule of every surface (domain/keys.py)

@@ -289,15 +289,12 @@ def remove_matchers(matchers: Iterable[Matcher]) -> None:
 
 
 def use_host_model(memory: Memory) -> bool:
-    """The L3 loop on AmritaBot's current preset (see :mod:`.model`); whether it is used."""
+    """The L3 loop on the host's chat preset (see :mod:`.model`); whether it is used."""
     model = HostModel(
         timeout_seconds=memory.settings.llm.timeout_seconds,
         fallback=memory.configured_loop_model(),
     )
-    used = memory.use_host_model(model, model.label, model.from_host)
-    if used:
-        log.info("L3 loop model: AmritaBot's preset (now %s)", model.label())
-    return used
+    return memory.use_host_model(model, model.describe)
 
 
 def lend_host_tools(memory: Memory, manager: MultiToolsManager | None = None) -> list[str]:
@@ -385,6 +382,7 @@ def install(
         if host_model:
             use_host_model(provider)
         lend_host_tools(provider, target)
+        provider.check_allowed_tools()
     if l3_trigger:
         matchers += register_trigger_hook(provider, identify=identify, schedule=schedule)
     return Installation(manager=target, tools=names, matchers=matchers, persona=persona)

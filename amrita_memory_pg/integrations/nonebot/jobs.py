@@ -134,7 +134,7 @@ class L3Jobs:
 def register_session_job(
     scheduler: Any, settings: Settings, job: Callable[[], Awaitable[Any]]
 ) -> bool:
-    """(Re)register the session-expiry job (issue 14) every ``check_interval_minutes``:
+    """(Re)register the session-expiry job every ``check_interval_minutes``:
     it unloads the scopes of expired chats and, when ``[extraction] enabled``, extracts
     their memories. Always registered (loaded scopes expire with their session)."""
     if scheduler.get_job(SESSION_JOB_ID) is not None:
@@ -165,7 +165,7 @@ async def run_session_job(job: Callable[[], Awaitable[Any]]) -> None:
         log.exception("session expiry / extraction job failed")
 
 
-# --- scheduled backups (issue 27): every process ticks, one of the fleet takes a slot ------
+# --- scheduled backups: every process ticks, one of the fleet takes a slot ------------------
 
 BACKUP_JOB_ID = "amrita_memory_scheduled_backup"
 

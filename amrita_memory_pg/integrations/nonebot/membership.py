@@ -1,4 +1,4 @@
-"""Group membership for ``memory_load_context`` (issue 14), asked of the platform.
+"""Group membership for ``memory_load_context``, asked of the platform.
 
 On OneBot v11 (QQ) a connected bot answers ``get_group_member_info``: an answer means the
 user is in the group, ``ActionFailed`` means the platform says they are not. Where no

@@ -45,7 +45,7 @@ class Runtime:
         #: True under AmritaBot: the L3 trigger counts the host's completions (its
         #: pre-completion hook), so incoming messages no longer do
         self.l3_counts_completions = False
-        #: look for a lost re-embed to resume from the start (issue 23) — set when the
+        #: look for a lost re-embed to resume from the start — set when the
         #: admin page is not mounted here (a mounted page's job runner does it then), so
         #: every bot process of the fleet watches, with or without the page
         self.watch_jobs = False

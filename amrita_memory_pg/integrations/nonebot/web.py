@@ -1,4 +1,5 @@
-"""Mount the admin web page (issue 17) on NoneBot's FastAPI driver under ``[web] path``.
+"""Mount the admin web page on NoneBot's FastAPI driver under ``[web] path``, and
+``/metrics`` and ``/health`` (``[observability]``).
 
 Only when ``[web] enabled``; the page reads the plugin's one open memory
 (``runtime.require``), so until the store is open (or when it failed to open) its pages
@@ -51,7 +52,7 @@ def mount_admin(settings: Settings, runtime: Runtime) -> bool:
 
     @driver.on_startup
     async def _watch_jobs() -> None:
-        # from the bot's start, a re-embed whose process died is resumed here (issue 23);
+        # from the bot's start, a re-embed whose process died is resumed here;
         # until the store opens the checks wait (the runner retries)
         runner_for(admin)
 
@@ -60,4 +61,28 @@ def mount_admin(settings: Settings, runtime: Runtime) -> bool:
         await runner_for(admin).aclose()
 
     log.info("admin page mounted at %s", settings.web.path)
+    return True
+
+
+def mount_observability(settings: Settings, runtime: Runtime) -> bool:
+    """Serve ``/metrics`` and ``/health`` (``[observability]``) on the driver's FastAPI
+    app, whether or not the admin page is on; whether they were mounted. Another driver
+    (a console bot's ``~none``) has no HTTP server: nothing to mount, one line says so."""
+    if not settings.observability.metrics_enabled:
+        return False
+    driver = get_driver()
+    if not isinstance(driver, ASGIMixin) or importlib.util.find_spec("fastapi") is None:
+        log.info("no /metrics or /health: the driver serves no HTTP (DRIVER=~fastapi serves them)")
+        return False
+    from fastapi import FastAPI
+
+    from amrita_memory_pg.web.observe import observability_router
+
+    app = get_app()
+    if not isinstance(app, FastAPI):
+        log.error("[observability] the driver's app is not FastAPI (%s); not mounted", type(app))
+        return False
+    app.include_router(observability_router(runtime.require, settings))
+    paths = settings.observability
+    log.info("metrics at %s, health at %s", paths.metrics_path, paths.health_path)
     return True

@@ -8,10 +8,11 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import asyncpg
 
+from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import DatabaseUnavailable, PgvectorMissing, SchemaNotReady
 from amrita_memory_pg.settings import DatabaseSettings, Settings
 from amrita_memory_pg.storage.pg.embedded import DATABASE_NAME, EmbeddedServer, start_embedded
@@ -31,14 +32,40 @@ def redact(dsn: str) -> str:
 
 
 def describe_target(dsn: str) -> str:
-    """host:port/database of a DSN (or the socket directory), for one-line errors."""
+    """host:port/database of a DSN, for one-line errors and ``status``: every host of a
+    multi-host URL (``h1:5432,h2:5432/db``, or ``?host=a,b&port=1,2``: libpq's failover
+    list), a socket directory as its path; ``localhost`` only when the URL names none."""
     parts = urlsplit(dsn)
-    host = parts.hostname or ""
-    if not host:
-        match = re.search(r"[?&]host=([^&]+)", parts.query)
-        host = match.group(1) if match else "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{host}{port}{parts.path or '/'}"
+    query = parse_qs(parts.query)
+    netloc = parts.netloc.rpartition("@")[2]
+    hosts: list[str] = []
+    ports: list[str] = []
+    for entry in filter(None, netloc.split(",")):
+        host, port = _host_port(entry)
+        hosts.append(host)
+        ports.append(port)
+    if query.get("host"):
+        hosts = query["host"][0].split(",")
+    if query.get("port"):
+        ports = query["port"][0].split(",")
+    if not hosts:
+        hosts = ["localhost"]
+    if len(ports) == 1 and len(hosts) > 1:  # libpq: one port for every host
+        ports = ports * len(hosts)
+    shown = [
+        f"{host or 'localhost'}{f':{port}' if port else ''}"
+        for host, port in zip(hosts, ports + [""] * (len(hosts) - len(ports)), strict=False)
+    ]
+    return f"{','.join(shown)}{unquote(parts.path) or '/'}"
+
+
+def _host_port(entry: str) -> tuple[str, str]:
+    """``host[:port]`` of one netloc entry; an IPv6 address keeps its brackets."""
+    if entry.startswith("["):
+        host, _, rest = entry.partition("]")
+        return host + "]", rest.removeprefix(":")
+    host, _, port = entry.partition(":")
+    return unquote(host), port
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -49,7 +76,7 @@ async def connect_once(dsn: str, connect_timeout: float) -> asyncpg.Connection:
     """One connection, with connection failures mapped to :class:`DatabaseUnavailable`.
 
     No named prepared statements (``statement_cache_size=0``): a one-off connection
-    gains nothing from them, and behind a transaction-mode pooler (issue 23) a named
+    gains nothing from them, and behind a transaction-mode pooler a named
     statement lands on a server connection another client may be using already."""
     try:
         return await asyncpg.connect(dsn, timeout=connect_timeout, statement_cache_size=0)
@@ -173,7 +200,7 @@ def refused_startup_parameter(exc: BaseException) -> bool:
 async def create_pool(dsn: str, db: DatabaseSettings) -> asyncpg.Pool:
     """An asyncpg pool whose connections decode ``vector`` columns to numpy arrays.
 
-    ``db.pooler`` (issue 23): behind a transaction-mode pooler the pool prepares no
+    ``db.pooler``: behind a transaction-mode pooler the pool prepares no
     named statements and sends no startup parameters; the timeouts go with every
     ``BEGIN`` as ``SET LOCAL``. ``auto`` switches to that when the server refuses the
     timeouts as startup parameters, which is how PgBouncer answers them.
@@ -224,7 +251,8 @@ async def _open_pool(
             command_timeout=db.command_timeout,
             # a named statement would outlive the transaction on a pooler's server connection
             statement_cache_size=0 if behind_pooler else db.statement_cache_size,
-            # issue 11 F7: the server times out first (statement/lock_timeout < command_timeout)
+            # the server times out first (statement/lock_timeout < command_timeout), so a write
+            # the client gave up on is certainly rolled back, never committed later
             server_settings=None if behind_pooler else server_timeouts(db),
             init=init,
             connection_class=PooledConnection,  # no reset round trip per release
@@ -271,6 +299,9 @@ class Database:
         #: where reads that may lag go (``[database] read_url``, a replica); the primary's
         #: pool when none is configured
         self.read_pool = read_pool if read_pool is not None else pool
+        metrics.watch_pool(pool, "primary")
+        if read_pool is not None:
+            metrics.watch_pool(read_pool, "replica")
 
     @classmethod
     async def open(cls, settings: Settings, *, upgrade: bool = True) -> Database:
@@ -290,6 +321,8 @@ class Database:
                 await conn.close()
             head = migrate.head_revision()
             if revision != head:
+                if problem := migrate.unsupported_revision(revision):
+                    raise SchemaNotReady(problem)
                 if not upgrade:
                     raise SchemaNotReady(
                         f"the database schema is at {revision or 'nothing'} but this version needs "

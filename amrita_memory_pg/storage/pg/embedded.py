@@ -340,7 +340,7 @@ def utf8_locale() -> str | None:
 @contextlib.contextmanager
 def _initdb_locale(pgdata: Path) -> Iterator[None]:
     """Around the package's start: a NEW cluster is initialised with an explicit UTF-8
-    locale (issue 16), not the shell's, which is often ``C``/``POSIX`` in services and
+    locale, not the shell's, which is often ``C``/``POSIX`` in services and
     containers (pg_trgm and the text-search parser then treat CJK text as non-letters).
     initdb inherits LC_ALL; an existing cluster (PG_VERSION present) is left exactly as it
     was initialised: its locale lives in its catalog, and the environment is not touched.

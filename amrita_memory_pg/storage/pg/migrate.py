@@ -3,6 +3,11 @@
 Alembic's version table lives in our own schema (``amrita_memory.alembic_version``), so
 sharing a database with other NoneBot plugins that also use alembic is safe. Migrations
 take a transaction-level advisory lock, so a bot and a CLI starting together do not race.
+
+An empty database upgraded to head gets the present schema in one step (``install.py``);
+an installed one runs the migrations from its revision on, which start at the baseline
+(:data:`BASELINE`): a database older than that is refused with the release to upgrade
+it with first (:func:`unsupported_revision`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.util import await_only
 
 from amrita_memory_pg.resources import migrations_dir
 from amrita_memory_pg.storage.queries import query
@@ -38,6 +45,43 @@ def head_revision() -> str:
     return head
 
 
+#: The oldest revision this code upgrades from: the schema of 0.14.0 and 0.14.1. Every
+#: revision before it was squashed into it (``migrations/versions/0057_baseline.py``).
+BASELINE = "0057_retire_release12"
+#: The release whose migrations bring an older database to :data:`BASELINE`.
+BASELINE_RELEASE = "0.14.1"
+
+
+def _number(revision: str) -> int | None:
+    """The sequence number a revision id starts with (``0057_x`` -> 57), if any."""
+    digits = re.match(r"[0-9]{4}", revision)
+    return int(digits.group()) if digits else None
+
+
+def unsupported_revision(revision: str | None) -> str | None:
+    """Why this code cannot migrate a database stamped ``revision`` (None: it can): one
+    older than the baseline (its migrations were squashed away), or one this code does
+    not know (a newer version migrated it)."""
+    if revision is None:
+        return None
+    known = {r.revision for r in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if revision in known:
+        return None
+    number, oldest = _number(revision), _number(BASELINE)
+    if number is not None and oldest is not None and number < oldest:
+        return (
+            f"the database schema is at revision {revision}, older than this version of "
+            f"amrita-memory-pg upgrades from ({BASELINE}, the schema of {BASELINE_RELEASE}): "
+            f"upgrade it with amrita-memory-pg {BASELINE_RELEASE} first (`amrita-memory db "
+            "upgrade` with that version installed), then with this one"
+        )
+    return (
+        f"the database schema is at revision {revision}, which this version of "
+        "amrita-memory-pg does not know: a newer version migrated it. Run that version or a "
+        "newer one, or restore a backup taken before that upgrade"
+    )
+
+
 _RELATIVE = re.compile(r"^(?:head|base)?[+-][0-9]{1,4}$")
 
 
@@ -59,8 +103,11 @@ def revision_problem(revision: str) -> str | None:
 
 
 async def upgrade(dsn: str, revision: str = "head") -> None:
-    """Upgrade the database to ``revision`` (alembic runs in a worker thread)."""
-    await asyncio.to_thread(command.upgrade, alembic_config(dsn), revision)
+    """Upgrade the database to ``revision`` (alembic runs in a worker thread). An empty
+    database upgraded to head gets the present schema in one step (``install.py``)."""
+    cfg = alembic_config(dsn)
+    cfg.attributes["present_if_empty"] = revision in ("head", "heads")
+    await asyncio.to_thread(command.upgrade, cfg, revision)
 
 
 async def downgrade(dsn: str, revision: str) -> None:
@@ -78,26 +125,30 @@ async def current_revision(conn: Any) -> str | None:
 
 
 def versions_dir() -> Path:
+    """The migrations' folder: each revision's module and the SQL frozen beside it."""
     return migrations_dir() / "versions"
 
 
-def run_sql_file(relative: str) -> None:
-    """Execute one file from ``sql/`` inside a running migration.
+def driver(connection: Connection) -> Any:
+    """The asyncpg connection under a SQLAlchemy one that a migration or install runs on."""
+    driver_conn = connection.connection.driver_connection
+    assert driver_conn is not None, "migrations run on a live asyncpg connection"
+    return driver_conn
 
-    The file may hold several statements (function bodies included), so it goes to
-    asyncpg's simple-query protocol on the migration's own connection and transaction.
-    """
-    from amrita_memory_pg.resources import read_sql
 
-    run_sql(read_sql(relative))
+def execute_script(connection: Connection, text: str) -> None:
+    """Execute SQL text on ``connection``, in its transaction: several statements allowed
+    (function bodies included), so it goes to asyncpg's simple-query protocol."""
+    await_only(driver(connection).execute(text))
 
 
 def run_sql(text: str) -> None:
-    """Execute SQL text (several statements allowed) inside a running migration, the way
-    :func:`run_sql_file` runs a file."""
+    """Execute SQL text (several statements allowed) inside a running migration."""
     from alembic import op
-    from sqlalchemy.util import await_only
 
-    driver_conn = op.get_bind().connection.driver_connection
-    assert driver_conn is not None, "migrations run on a live asyncpg connection"
-    await_only(driver_conn.execute(text))
+    execute_script(op.get_bind(), text)
+
+
+def run_sql_file(path: Path) -> None:
+    """Execute a migration's own SQL file (beside it under ``migrations/versions``)."""
+    run_sql(path.read_text(encoding="utf-8"))

@@ -1,7 +1,7 @@
 """What a failed database call did: nothing at all, or something we cannot know.
 
 A chat tool that reports «failed» while its write commits a moment later makes the LLM
-retry into a duplicate (issue 11, F7). So every driver failure on a write path is
+retry into a duplicate. So every driver failure on a write path is
 classified here, by exception class and SQLSTATE — never by message text — into one of
 two domain errors:
 

@@ -79,14 +79,6 @@ memory = Table(
     Column(
         "author", Text, nullable=True, comment="user id of whoever wrote it (group edit rights)"
     ),
-    Column(
-        "origin",
-        Text,
-        nullable=False,
-        server_default=text("amrita_memory.actor_origin_v1()"),
-        comment="who made it: person | llm | extraction | l3 | import | system | unknown "
-        "(before origins were recorded); extraction replaces only its own rows",
-    ),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
     Column(
@@ -96,7 +88,7 @@ memory = Table(
         server_default=NOW,
         comment="when the memory entered its current importance tier; the sweep's clock",
     ),
-    # STORAGE MAIN and toast_tuple_target 8160 (migration 0046_vectors_inline): the vector
+    # STORAGE MAIN and toast_tuple_target 8160 (sql/tables.sql): the vector
     # stays in the row unless the row cannot fit a page; a search reads no TOAST.
     Column("embedding", VECTOR(), nullable=False, comment="dimension = store_meta.embed_dim"),
     Column("embed_fingerprint", Text, nullable=False),
@@ -105,6 +97,15 @@ memory = Table(
         TSVECTOR(),
         nullable=True,
         comment="keyword-search tokens made in Python (domain/tokens.py); NULL = not tokenized yet",
+    ),
+    # last: upgraded databases added it after the others, and a fresh install matches them
+    Column(
+        "origin",
+        Text,
+        nullable=False,
+        server_default=text("amrita_memory.actor_origin_v1()"),
+        comment="who made it: person | llm | extraction | l3 | import | system | unknown "
+        "(before origins were recorded); extraction replaces only its own rows",
     ),
     CheckConstraint("id ~ '^[0-9a-f]{32}$'", name="id_hex"),
     CheckConstraint("scope IN ('user', 'group', 'global')", name="scope"),
@@ -132,11 +133,10 @@ Index(
     memory.c.created_at,
     memory.c.id,
 )
-# No index on id alone (migration 0056_walk_by_primary_key): the walks over the whole
-# table (sweep, re-embed, Chroma rebuild, re-tokenizing) go in the primary key's order.
-# No GIN index over the whole table: a large partition's keyword candidates come from its
-# own (ix_memory_kw_*, built at run time with its HNSW index by maintenance/ann.py;
-# migration 0049_keyword_index_per_partition), and small partitions use no index.
+# No index on id alone: the walks over the whole table (sweep, re-embed, Chroma rebuild,
+# re-tokenizing) go in the primary key's order. No GIN index over the whole table: a large
+# partition's keyword candidates come from its own (ix_memory_kw_*, built at run time with
+# its HNSW index by maintenance/ann.py), and small partitions use no index.
 # The token backfill's work list (maintenance/tokens.py): empty once every row has tokens.
 Index(
     "ix_memory_id_untokenized",
@@ -198,14 +198,6 @@ sweep_state = Table(
         "while the previous release's restore resets it",
     ),
     Column(
-        "cursor_key",
-        Text,
-        nullable=False,
-        server_default=text("''::text"),
-        comment="partition_key/id of the last memory swept (sweep_batch_v8, primary key "
-        "order); '' = start",
-    ),
-    Column(
         "passes", Integer, nullable=False, server_default=text("0"), comment="completed full passes"
     ),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=NOW),
@@ -221,6 +213,14 @@ sweep_state = Table(
         Integer,
         nullable=True,
         comment="the changes per memory it kept then (NULL: never ran)",
+    ),
+    Column(
+        "cursor_key",
+        Text,
+        nullable=False,
+        server_default=text("''::text"),
+        comment="partition_key/id of the last memory swept (sweep_batch_v8, primary key "
+        "order); '' = start",
     ),
     CheckConstraint("id = 1", name="single_row"),
     comment="The sweep's persisted keyset cursor, so every row is visited over successive runs",
@@ -250,7 +250,7 @@ knowledge = Table(
         server_default=text("''::text"),
         comment="the body as one text; its lines (split on \\n, '' = no lines) are derived",
     ),
-    # STORAGE MAIN, toast_tuple_target 8160 (0046_vectors_inline): a long body is moved
+    # STORAGE MAIN, toast_tuple_target 8160 (sql/tables.sql): a long body is moved
     # out of the row before the vector is.
     Column(
         "embedding",
@@ -282,7 +282,7 @@ knowledge = Table(
     ),
     CheckConstraint("char_length(summary) <= 1000", name="summary_length"),
     # knowledge_max_chars may be configured up to 100000; the configured cap is checked
-    # by the write functions (sql/functions/knowledge_v1.sql).
+    # by the write functions (sql/functions/knowledge.sql).
     CheckConstraint("char_length(body) <= 100000", name="body_ceiling"),
     comment="Global knowledge base (L3); its vectors are re-embedded and backed up with the memories",
 )
@@ -586,7 +586,7 @@ profile_history = Table(
     Column("new_summary", Text, nullable=False),
     Column("new_lines", ARRAY(Text), nullable=False),
     Column("changed_at", DateTime(timezone=True), nullable=False, server_default=NOW),
-    CheckConstraint("actor_kind IN ('cli', 'chat', 'loop')", name="actor_kind"),
+    CheckConstraint("actor_kind IN ('cli', 'chat', 'loop', 'system')", name="actor_kind"),
     CheckConstraint("actor_kind <> 'loop' OR cycle_id IS NOT NULL", name="loop_cycle"),
     PrimaryKeyConstraint("partition_key", "version"),
     comment="Profile changes, newest [profile] history_keep per profile, for revert",
@@ -648,9 +648,9 @@ loaded_scope = Table(
     comment="Scopes loaded read-only into a chat (memory_load_context) until unloaded or the session expires",
 )
 
-# ---------------------------------------------------------------- issue 17: the trail
-# Who recalled a memory, who changed it, which partitions are paused (0019_trail;
-# the triggers and functions are sql/functions/trail_v1.sql).
+# ------------------------------------------------------------------------ the trail
+# Who recalled a memory, who changed it, which partitions are paused (the triggers and
+# functions are sql/functions/trail.sql).
 
 memory_access = Table(
     "memory_access",
@@ -714,7 +714,7 @@ Index(
     postgresql_where=text("after IS NULL"),
 )
 
-# The sweep's history: one row per batch that changed something (sweep_v6.sql), element i
+# The sweep's history: one row per batch that changed something (sweep.sql), element i
 # of the arrays one memory as it was; read per memory by memory_history_v1 over the GIN index.
 sweep_change = Table(
     "sweep_change",
@@ -791,7 +791,7 @@ admin_audit = Table(
 Index("ix_admin_audit_at", admin_audit.c.at)
 Index("ix_admin_audit_partition_key_at", admin_audit.c.partition_key, admin_audit.c.at)
 
-# issue 23: several bot processes on one database (sql/functions/lease_v1.sql)
+# several bot processes on one database: who runs what (sql/functions/lease.sql)
 lease = Table(
     "lease",
     metadata,
@@ -897,7 +897,7 @@ web_login_failure = Table(
     comment="Failed admin page logins, counted by every process for the rate limit",
 )
 Index("ix_web_login_failure_client_at", web_login_failure.c.client, web_login_failure.c.at)
-# issue 27 (feat/backup), migration 0023_backup_all
+# scheduled backups, one process of the fleet at a time (sql/functions/backup.sql)
 backup_schedule = Table(
     "backup_schedule",
     metadata,
@@ -917,4 +917,144 @@ backup_schedule = Table(
     CheckConstraint("id = 1", name="one_row"),
     PrimaryKeyConstraint("id"),
     comment="One row: the last scheduled backup slot claimed (claim_backup_slot_v1)",
+)
+
+# Lineage, forgetting, erasure (migration 0059_lineage; the functions are
+# sql/functions/lineage.sql, whose header says what each row means).
+DERIVED_KINDS = "('memory', 'knowledge', 'profile_line', 'profile_summary', 'memo_sentence')"
+lineage = Table(
+    "lineage",
+    metadata,
+    Column(
+        "derived_kind",
+        Text,
+        nullable=False,
+        comment="memory | knowledge | profile_line | profile_summary | memo_sentence",
+    ),
+    Column("derived_key", Text, nullable=False, comment="its partition ('' = knowledge)"),
+    Column(
+        "derived_id",
+        Text,
+        nullable=False,
+        comment="memory id | kid | text_id_v1 of the line, summary or sentence",
+    ),
+    Column("source_kind", Text, nullable=False, comment="memory | chat_line"),
+    Column("source_key", Text, nullable=False, comment="its partition / chat session key"),
+    Column("source_id", Text, nullable=False, comment="memory id | chat_log id"),
+    Column("made_by", Text, nullable=False, comment="the writer's actor kind"),
+    Column("cycle_id", BigInteger, nullable=True, comment="the L3 cycle that made it"),
+    Column("made_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint(f"derived_kind IN {DERIVED_KINDS}", name="derived_kind"),
+    CheckConstraint("source_kind IN ('memory', 'chat_line')", name="source_kind"),
+    CheckConstraint(
+        "made_by IN ('person', 'llm', 'extraction', 'l3', 'import', 'system')", name="made_by"
+    ),
+    # Walked down from a source by the index below, up from a derived row by this key.
+    PrimaryKeyConstraint(
+        "derived_key", "derived_kind", "derived_id", "source_kind", "source_key", "source_id"
+    ),
+    comment="What each derived row was made from (memories, chat lines); walked both ways "
+    "by lineage_made_from_v1 / lineage_used_by_v1",
+)
+Index(
+    "ix_lineage_source_key_source_kind_source_id",
+    lineage.c.source_key,
+    lineage.c.source_kind,
+    lineage.c.source_id,
+)
+
+rederive_task = Table(
+    "rederive_task",
+    metadata,
+    Column(
+        "partition_key",
+        Text,
+        nullable=False,
+        comment="the partition whose L3 cycle re-derives it",
+    ),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column(
+        "kind",
+        Text,
+        nullable=False,
+        comment="memory | knowledge | profile_line | profile_summary | memo_sentence",
+    ),
+    Column("row_key", Text, nullable=False, comment="the withheld row's partition"),
+    Column("row_id", Text, nullable=False, comment="its id as lineage names it"),
+    Column(
+        "held",
+        JSONB,
+        nullable=True,
+        comment="the row as it was (NULL after an erasure: no content is kept)",
+    ),
+    Column(
+        "sources",
+        JSONB,
+        nullable=False,
+        server_default=text("'[]'::jsonb"),
+        comment="the sources left: [{kind, key, id}]",
+    ),
+    Column(
+        "about",
+        JSONB,
+        nullable=False,
+        server_default=text("'[]'::jsonb"),
+        comment="what to leave out or take in: [{was, now}]",
+    ),
+    Column("reason", Text, nullable=False, comment="delete | forget | erase | change"),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("claimed_by_cycle", BigInteger, nullable=True),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint(f"kind IN {DERIVED_KINDS}", name="kind"),
+    CheckConstraint("reason IN ('delete', 'forget', 'erase', 'change')", name="reason"),
+    CheckConstraint("(claimed_by_cycle IS NULL) = (claimed_at IS NULL)", name="claim"),
+    PrimaryKeyConstraint("partition_key", "id"),
+    comment="Rows a forget or change withheld, waiting for the partition's next L3 cycle "
+    "to derive them again (subconscious_rederive)",
+)
+
+erasure_ledger = Table(
+    "erasure_ledger",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("kind", Text, nullable=False, comment="forget | erase"),
+    Column(
+        "subject",
+        Text,
+        nullable=False,
+        comment="sha256 of the partition key (erasure_subject_v1); the key is not kept",
+    ),
+    Column(
+        "memory_ids",
+        ARRAY(Text),
+        nullable=False,
+        server_default=text("'{}'::text[]"),
+        comment="forget: the memories removed (random ids, no content)",
+    ),
+    Column(
+        "chat_line_ids",
+        ARRAY(BigInteger),
+        nullable=False,
+        server_default=text("'{}'::bigint[]"),
+        comment="forget: the chat lines removed",
+    ),
+    Column(
+        "requested_by",
+        Text,
+        nullable=False,
+        comment="the surface and operator that asked (cli:<os user>, web:<login>, chat)",
+    ),
+    Column(
+        "counts",
+        JSONB,
+        nullable=False,
+        server_default=text("'{}'::jsonb"),
+        comment="the receipt: rows removed per table",
+    ),
+    CheckConstraint("kind IN ('forget', 'erase')", name="kind"),
+    CheckConstraint("subject ~ '^[0-9a-f]{64}$'", name="subject"),
+    PrimaryKeyConstraint("id"),
+    comment="What was forgotten or erased and when, without content; every restore "
+    "applies it (erasure_ledger_apply_v1)",
 )

@@ -9,7 +9,7 @@ rolls back a transaction left open. The one session-level change,
 ``lift_statement_timeout(local=False)``, marks the connection; only a marked connection
 is reset on release.
 
-Behind a transaction-mode pooler (``[database] pooler = "transaction"``, issue 23) the
+Behind a transaction-mode pooler (``[database] pooler = "transaction"``) the
 server connection changes between transactions, so nothing may live in the session: the
 timeouts cannot be startup parameters and are set with ``SET LOCAL`` in the same
 round trip as every ``BEGIN`` (:meth:`PooledConnection.set_begin_settings`).
@@ -103,7 +103,22 @@ class PinnablePool(asyncpg.Pool):
 
     ``pool.fetch`` and friends go through ``acquire``, and so does every repository's
     write, so pinning reaches all of them without any repository knowing about it.
+
+    :attr:`waiting` counts the tasks inside ``acquire`` that have no connection yet,
+    for ``/metrics`` (``amrita_memory_pool_waiting``): a plain integer, so the hot path
+    pays two additions and no metrics call.
     """
+
+    waiting = 0
+
+    async def _acquire(self, timeout: float | None) -> Any:  # noqa: ASYNC109 (asyncpg's signature)
+        # asyncpg's one path to a connection (``acquire()`` and ``async with``, also under
+        # ``pool.fetch``); tests/integration/test_metrics.py fails when it is renamed
+        self.waiting += 1
+        try:
+            return await super()._acquire(timeout)  # type: ignore[misc]
+        finally:
+            self.waiting -= 1
 
     def acquire(self, *, timeout: float | None = None) -> Any:
         current = _PINNED.get()
@@ -123,8 +138,8 @@ async def pinned(pool: asyncpg.Pool) -> AsyncIterator[Any]:
     """Every statement this task sends through ``pool`` inside the block runs in ONE
     transaction: committed when the block ends, rolled back when it raises.
 
-    Why: a page's write and its audit row must commit together or not at all (issue 27
-    item 4) although they go through different repositories. A repository's own
+    Why: a page's write and its audit row must commit together or not at all
+    (no unaudited change) although they go through different repositories. A repository's own
     ``conn.transaction()`` becomes a savepoint inside it. Only for one task doing one
     thing at a time (a request handler): statements must not run concurrently on the
     pinned connection. A pool that is not a :class:`PinnablePool` cannot pin: refused.

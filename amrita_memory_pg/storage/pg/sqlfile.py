@@ -1,45 +1,51 @@
-"""Statements of a released SQL file, one at a time.
+"""Statements of a SQL file, one at a time, and where each stands in the file.
 
-Released files are run whole by their migration. Retiring a function (migration
-0022_retire_sql) needs one function out of a file that defines several: its ``DROP``
-from the ``.down.sql`` file on the way up, its ``CREATE`` and ``COMMENT`` on the way
-back down. So a file is split into statements here, by a scanner that knows where a
-``;`` does not end one: inside quotes, dollar quotes (function bodies) and comments.
+A fresh install runs the live files of ``sql/functions`` in two passes (every function
+first, then the triggers and views: ``install.py``), and the release step cuts a retired
+function's definition out of its file. Both need a file split into statements, by a
+scanner that knows where a ``;`` does not end one: inside quotes, dollar quotes (function
+bodies) and comments.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-
-from amrita_memory_pg.resources import read_sql
+from dataclasses import dataclass
+from typing import NamedTuple
 
 _DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
 
-#: The head of a statement that defines, documents or drops one function of our schema.
-_FUNCTION_HEAD = re.compile(
-    r"""^(?:CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION
-         |COMMENT\s+ON\s+FUNCTION
-         |DROP\s+FUNCTION(?:\s+IF\s+EXISTS)?)
-        \s+amrita_memory\.(?P<name>[a-z_][a-z0-9_]*)\s*\(""",
+#: The head of a statement that defines or documents a function or view of our schema.
+_DEFINITION_HEAD = re.compile(
+    r"""^(?P<verb>CREATE(?:\s+OR\s+REPLACE)?|COMMENT\s+ON)\s+(?P<kind>FUNCTION|VIEW)
+        \s+amrita_memory\.(?P<name>[a-z_][a-z0-9_]*)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 
 
-def _scan(text: str, *, keep_comments: bool) -> tuple[list[str], str]:
-    """Split at top-level ``;``; returns the finished statements and the rest."""
-    statements: list[str] = []
+@dataclass(frozen=True)
+class Statement:
+    """One statement: its text without comments or final ``;``, and its span in the file
+    (from its first character to just after its ``;``)."""
+
+    sql: str
+    start: int
+    end: int
+
+
+def scan(text: str) -> list[Statement]:
+    """The statements of ``text`` in order; the last one may lack its ``;``."""
+    statements: list[Statement] = []
     out: list[str] = []
+    start: int | None = None
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch == "-" and text.startswith("--", i):
             end = text.find("\n", i)
-            end = n if end < 0 else end
-            if keep_comments:
-                out.append(text[i:end])
-            i = end
-        elif ch == "/" and text.startswith("/*", i):
+            i = n if end < 0 else end
+            continue
+        if ch == "/" and text.startswith("/*", i):
             depth, j = 1, i + 2
             while j < n and depth:
                 if text.startswith("/*", j):
@@ -48,12 +54,12 @@ def _scan(text: str, *, keep_comments: bool) -> tuple[list[str], str]:
                     depth, j = depth - 1, j + 2
                 else:
                     j += 1
-            if keep_comments:
-                out.append(text[i:j])
-            else:
-                out.append(" ")
+            out.append(" ")
             i = j
-        elif ch in "'\"":
+            continue
+        if start is None and not ch.isspace() and ch != ";":
+            start = i
+        if ch in "'\"":
             escapes = ch == "'" and i > 0 and text[i - 1] in "Ee"
             j = i + 1
             while j < n:
@@ -75,13 +81,18 @@ def _scan(text: str, *, keep_comments: bool) -> tuple[list[str], str]:
             out.append(text[i:end])
             i = end
         elif ch == ";":
-            statements.append("".join(out).strip())
-            out = []
+            sql = "".join(out).strip()
+            if sql and start is not None:
+                statements.append(Statement(sql, start, i + 1))
+            out, start = [], None
             i += 1
         else:
             out.append(ch)
             i += 1
-    return [s for s in statements if s], "".join(out).strip()
+    rest = "".join(out).strip()
+    if rest and start is not None:
+        statements.append(Statement(rest, start, n))
+    return statements
 
 
 def _in_word(text: str, i: int) -> bool:
@@ -91,50 +102,45 @@ def _in_word(text: str, i: int) -> bool:
 
 def split_statements(text: str) -> list[str]:
     """The statements of a SQL file, comments removed, without their final ``;``."""
-    statements, rest = _scan(text, keep_comments=False)
-    return [*statements, rest] if rest else statements
+    return [statement.sql for statement in scan(text)]
 
 
 def strip_comments(sql: str) -> str:
     """``sql`` without ``--`` and ``/* */`` comments (quoted text kept as it is)."""
-    statements, rest = _scan(sql, keep_comments=False)
-    return ";\n".join([*statements, rest])
+    return ";\n".join(split_statements(sql))
 
 
-def function_statements(text: str, names: Iterable[str]) -> list[str]:
-    """The statements of ``text`` that create, comment on or drop one of ``names``
-    (functions of schema ``amrita_memory``), in file order."""
-    wanted = set(names)
-    picked: list[str] = []
-    for statement in split_statements(text):
-        match = _FUNCTION_HEAD.match(statement)
-        if match and match.group("name") in wanted:
-            picked.append(statement)
-    return picked
+class Defined(NamedTuple):
+    """What a statement defines: ``verb`` create | comment, ``kind`` function | view."""
+
+    verb: str
+    kind: str
+    name: str
 
 
-def released_definitions(files: Iterable[str], names: Iterable[str]) -> list[str]:
-    """The statements that once installed ``names``: every ``CREATE FUNCTION`` and
-    ``COMMENT ON FUNCTION`` of them in ``files`` (paths under ``sql/``), taken in the order
-    given, which is the order their migrations ran them (a later comment wins, as it did)."""
-    wanted = set(names)
-    picked: list[str] = []
-    for relative in files:
-        for statement in function_statements(read_sql(relative), wanted):
-            if not re.match(r"DROP\b", statement, re.IGNORECASE):
-                picked.append(statement)
-    return picked
+def defined_name(statement: str) -> Defined | None:
+    """What ``statement`` creates or comments on, when it is a function or view of our
+    schema; else None."""
+    match = _DEFINITION_HEAD.match(statement)
+    if match is None:
+        return None
+    verb = "comment" if match.group("verb").upper().startswith("COMMENT") else "create"
+    return Defined(verb, match.group("kind").lower(), match.group("name"))
 
 
-def signature_names(signatures: Iterable[str]) -> set[str]:
-    """Function names of identity signatures such as ``f_v1(integer,text)``."""
-    return {signature.split("(", 1)[0] for signature in signatures}
+def defines_function(statement: str) -> bool:
+    """Whether ``statement`` creates or comments on a function of our schema."""
+    match = _DEFINITION_HEAD.match(statement)
+    return match is not None and match.group("kind").upper() == "FUNCTION"
 
 
-def reinstall_retired(files: Iterable[str], signatures: tuple[str, ...]) -> list[str]:
-    """A retiring migration's downgrade: the CREATE and COMMENT statements of ``files``
-    that bring back every retired version — each created by exactly one released file."""
-    statements = released_definitions(files, signature_names(signatures))
-    created = [s for s in statements if s.upper().startswith("CREATE")]
-    assert len(created) == len(signatures), "each retired function is created by one released file"
-    return statements
+def preamble_start(text: str, start: int) -> int:
+    """Where the comment lines directly above ``start`` begin (no blank line between):
+    a definition's own comment, which goes with it when it is cut out of its file."""
+    line_start = text.rfind("\n", 0, start) + 1
+    while line_start > 0:
+        previous = text.rfind("\n", 0, line_start - 1) + 1
+        if not text[previous : line_start - 1].lstrip().startswith("--"):
+            break
+        line_start = previous
+    return line_start

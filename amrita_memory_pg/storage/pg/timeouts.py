@@ -1,6 +1,6 @@
 """Server-side timeouts of the pool's connections, and how maintenance lifts them.
 
-Issue 11, F7: a write reported as timed out must not commit later. The server aborts a
+A write reported as timed out must not commit later. The server aborts a
 statement that runs or waits for a lock too long — which rolls it back — and says so
 (SQLSTATE 57014 / 55P03), so a write reported as timed out was certainly not committed.
 The client's ``command_timeout`` is longer (the settings refuse anything else), so in a
@@ -36,7 +36,7 @@ def server_timeouts(db: DatabaseSettings) -> dict[str, str]:
 
 def begin_settings(db: DatabaseSettings) -> str:
     """The same timeouts as ``SET LOCAL`` statements, sent with every ``BEGIN`` behind a
-    transaction-mode pooler (issue 23): they end with the transaction, so they never
+    transaction-mode pooler: they end with the transaction, so they never
     stay on a server connection another client gets next."""
     timeouts = server_timeouts(db)
     return query("begin_timeouts").format(

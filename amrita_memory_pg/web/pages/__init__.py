@@ -15,6 +15,7 @@ from amrita_memory_pg.web.pages import (
     backups,
     bulk,
     exports,
+    forget,
     knowledge,
     l3,
     memories,
@@ -44,6 +45,7 @@ PAGES: list[ModuleType] = [
     backups,
     exports,
     profile_edit,
+    forget,
 ]
 
 #: pages announced in the navigation but not built yet: (key, label key); each renders

@@ -1,4 +1,4 @@
-"""The backups of the store: list, download, restore (issue 26 item 7). Superuser only.
+"""The backups of the store: list, download, restore. Superuser only.
 
 A backup is named by its stem, and only a name that passes the backup module's own
 rule (:func:`~amrita_memory_pg.maintenance.backup.is_backup_stem`: letters, digits and

@@ -1,6 +1,7 @@
-"""Bulk actions on selected memories (issue 26 item 7), from the memory list and the
+"""Bulk actions on selected memories, from the memory list and the
 cross-partition search: delete (after a confirm page that says how many rows), add a tag,
-pause the partitions of the selected rows (superuser, as a single pause).
+set the importance, pause the partitions of the selected rows (superuser, as a single
+pause).
 
 Every row goes through the call a single change makes (``MemoryService.delete`` /
 ``update`` ``by_person``, ``TrailService.pause``), so the change history is written as
@@ -12,7 +13,7 @@ for one row, and gets its own audit row; all rows of one action are ONE transact
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from fastapi import APIRouter, Request, Response
@@ -86,6 +87,7 @@ def _read(form: FormData) -> dict[str, object]:
         "action": kit.form_text(form, "action"),
         "selected": [v for v in form.getlist("sel") if isinstance(v, str)],
         "tags": kit.form_text(form, "tag"),
+        "importance": kit.form_text(form, "importance"),
     }
 
 
@@ -99,6 +101,8 @@ async def bulk(request: Request, user: kit.AdminWrite) -> Response:
     action = str(fields["action"])
     if values is not None and values.action == "tag" and not values.tags:
         values, errors = None, [t("invalid.bulk_no_tag")]
+    if values is not None and values.action == "importance" and values.importance is None:
+        values, errors = None, [t("invalid.bulk_no_importance")]
     if values is None:
         return _page(
             request,
@@ -127,10 +131,18 @@ async def bulk(request: Request, user: kit.AdminWrite) -> Response:
     if values.action == "delete" and kit.form_text(form, "confirm") != "yes":
         return _page(request, action="delete", rows=rows, missing=missing, errors=[], back=back)
     handlers = {"delete": _delete, "tag": _tag, "pause": _pause}
-    audit_action = {"delete": "memory.delete", "tag": "memory.edit", "pause": "partition.pause"}
+    audit_action = {
+        "delete": "memory.delete",
+        "tag": "memory.edit",
+        "importance": "memory.edit",
+        "pause": "partition.pause",
+    }
     try:
         async with kit.atomic(request):
-            n = await handlers[values.action](request, user, rows, values.tags)
+            if values.action == "importance" and values.importance is not None:
+                n = await _importance(request, user, rows, values.importance)
+            else:
+                n = await handlers[values.action](request, user, rows, values.tags)
     except AmritaMemoryError as exc:
         message = t("refused.failed", reason=kit.clean(request, str(exc)))
         return await kit.refused(
@@ -149,7 +161,12 @@ async def bulk(request: Request, user: kit.AdminWrite) -> Response:
             ),
             detail={"bulk": len(rows)},
         )
-    done = {"delete": "bulk_deleted", "tag": "bulk_tagged", "pause": "bulk_paused"}
+    done = {
+        "delete": "bulk_deleted",
+        "tag": "bulk_tagged",
+        "importance": "bulk_importance",
+        "pause": "bulk_paused",
+    }
     return back_to(request, back, done[values.action], n)
 
 
@@ -160,7 +177,8 @@ async def _delete(
     mem = kit.memory(request)
     deleted = 0
     for record in rows:
-        ok = await mem.cases.memories.delete(record.partition_key, record.id, by_person=True)
+        done = await mem.cases.forgetting.remove(record.partition_key, record.id, by_person=True)
+        ok = done is not None
         deleted += ok
         await kit.audit(
             request,
@@ -181,26 +199,27 @@ class TagsRefused(AmritaMemoryError):
         super().__init__(f"{record.partition_key} / {record.id[:8]}：标签{reason}")
 
 
-async def _tag(
-    request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], tags: Sequence[str]
+#: one row's change as the single edit makes it: (the change, the audit's before, after)
+Edit = tuple[MemoryChange, dict[str, object], dict[str, object]]
+
+
+async def _change_each(
+    request: Request,
+    user: kit.AdminUser,
+    rows: Sequence[MemoryRecord],
+    edit: Callable[[MemoryRecord], Edit | None],
 ) -> int:
-    """Add ``tags`` to each row as the single edit does (``update`` by a person)."""
+    """Change each row as the single edit does (``update`` by a person, its history row,
+    its own audit row); ``edit`` returns None for a row it leaves alone."""
     mem = kit.memory(request)
     changed = 0
     for record in rows:
-        merged = tuple(dict.fromkeys((*record.tags, *tags)))
-        if merged == tuple(record.tags):
+        planned = edit(record)
+        if planned is None:
             continue
-        try:  # the edit form's rule for the tags a memory ends up with
-            check_text(", ".join(merged), max_chars=MAX_TAGS_CHARS)
-        except InvalidInput as exc:
-            raise TagsRefused(record, exc.reason) from exc
+        change, before, after = planned
         updated = await mem.cases.memories.change(
-            record.partition_key,
-            record.id,
-            MemoryChange(tags=merged),
-            by_person=True,
-            now=kit.now(request),
+            record.partition_key, record.id, change, by_person=True, now=kit.now(request)
         )
         if updated is None:
             continue
@@ -211,10 +230,41 @@ async def _tag(
             "memory.edit",
             partition_key=record.partition_key,
             target_id=record.id,
-            detail={"before": {"tags": list(record.tags)}, "after": {"tags": list(merged)},
-                    "bulk": len(rows)},
-        )  # fmt: skip
+            detail={"before": before, "after": after, "bulk": len(rows)},
+        )
     return changed
+
+
+async def _tag(
+    request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], tags: Sequence[str]
+) -> int:
+    """Add ``tags`` to each row."""
+
+    def edit(record: MemoryRecord) -> Edit | None:
+        merged = tuple(dict.fromkeys((*record.tags, *tags)))
+        if merged == tuple(record.tags):
+            return None
+        try:  # the edit form's rule for the tags a memory ends up with
+            check_text(", ".join(merged), max_chars=MAX_TAGS_CHARS)
+        except InvalidInput as exc:
+            raise TagsRefused(record, exc.reason) from exc
+        return MemoryChange(tags=merged), {"tags": list(record.tags)}, {"tags": list(merged)}
+
+    return await _change_each(request, user, rows, edit)
+
+
+async def _importance(
+    request: Request, user: kit.AdminUser, rows: Sequence[MemoryRecord], importance: int
+) -> int:
+    """Set each row's importance (a row already at it is left alone)."""
+
+    def edit(record: MemoryRecord) -> Edit | None:
+        if record.importance == importance:
+            return None
+        change = MemoryChange(importance=importance)
+        return change, {"importance": record.importance}, {"importance": importance}
+
+    return await _change_each(request, user, rows, edit)
 
 
 async def _pause(

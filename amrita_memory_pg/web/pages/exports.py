@@ -1,4 +1,4 @@
-"""Export of one partition as JSONL, from its page (issue 26 item 7).
+"""Export of one partition as JSONL, from its page.
 
 The file is :func:`~amrita_memory_pg.maintenance.backup.export_partition`: a header,
 then the partition's memories, memo, profile and profile history, each line as a backup

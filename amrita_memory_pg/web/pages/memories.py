@@ -52,7 +52,17 @@ NAV: list[kit.NavItem] = []
 SCOPES = ("user", "group", "global")
 #: a search shows at most this many hits (the tools' top_k cap)
 SEARCH_TOP_K = 50
-DONE = ("added", "edited", "deleted", "cleared", "bulk_deleted", "bulk_tagged", "bulk_paused")
+DONE = (
+    "added",
+    "edited",
+    "deleted",
+    "forgotten",
+    "cleared",
+    "bulk_deleted",
+    "bulk_tagged",
+    "bulk_importance",
+    "bulk_paused",
+)
 
 
 class BadKey(Exception):
@@ -136,7 +146,7 @@ async def memories(request: Request, key: str, user: kit.Admin) -> Response:
         key = partition(request, key)
     except BadKey:
         now = legacy_key_now(key[:MAX_KEY_CHARS])
-        if now is not None:  # an old-style key in the URL: the partition it is now (issue 26)
+        if now is not None:  # an old-style key in the URL: the partition it is now
             return kit.redirect(request, f"/p/{kit.quoted(now)}/memories", **request.query_params)
         return bad_key(request, key)
     t = kit.translator_for(request)
@@ -226,7 +236,7 @@ async def read_memory_form(
 
     ``stored``: the edited memory's text. Sent back unchanged it is kept as it is, even
     over the cap: an imported 4,500-character memory stays editable (importance, tags,
-    category) instead of refusing every save (issue 26 item 0).
+    category) instead of refusing every save.
     """
     form = await request.form()
     typed = MemoryForm(
@@ -350,8 +360,9 @@ async def edit(request: Request, key: str, memory_id: str, user: kit.AdminWrite)
     )
     try:
         async with kit.atomic(request):
+            # a person changed the fact: what was derived from it waits for the loop
             updated = await kit.cases(request).memories.change(
-                key, memory_id, change, by_person=True, now=kit.now(request)
+                key, memory_id, change, by_person=True, cascade=True, now=kit.now(request)
             )
             if updated is not None:
                 await kit.audit(
@@ -393,7 +404,8 @@ async def delete_confirm(request: Request, key: str, memory_id: str, _user: kit.
     record = await _record(request, key, memory_id)
     if record is None:
         return _not_found(request, f"{key} / {memory_id}")
-    return kit.render(request, "confirm_delete.html", key=key, record=record)
+    plan = await kit.cases(request).forgetting.delete_plan(key, memory_id)
+    return kit.render(request, "confirm_delete.html", key=key, record=record, plan=plan)
 
 
 @router.post("/p/{key}/memories/{memory_id}/delete")
@@ -403,14 +415,20 @@ async def delete(request: Request, key: str, memory_id: str, user: kit.AdminWrit
         return _not_found(request, f"{key} / {memory_id}")
     try:
         async with kit.atomic(request):
-            deleted = await kit.cases(request).memories.delete(key, memory_id, by_person=True)
+            done = await kit.cases(request).forgetting.remove(key, memory_id, by_person=True)
+            deleted = done is not None
             await kit.audit(
                 request,
                 user,
                 "memory.delete",
                 partition_key=key,
                 target_id=memory_id,
-                detail={"content": record.content, "importance": record.importance},
+                detail={
+                    "content": record.content,
+                    "importance": record.importance,
+                    "derived_deleted": len(done.deleted) if done else 0,
+                    "derived_withheld": len(done.withheld) if done else 0,
+                },
                 ok=deleted,
             )
     except AmritaMemoryError as exc:

@@ -1,4 +1,4 @@
-"""The overview (issue 26 item 7): memories counted by scope, category and source across
+"""The overview: memories counted by scope, category and source across
 every partition, and three per-day charts (memories written, recalls, L3 tokens) drawn
 here as inline SVG: no script, no CDN, readable without JavaScript."""
 
@@ -17,26 +17,59 @@ NAV = [kit.NavItem("overview", "/overview", "nav.overview")]
 
 #: days the charts cover (today included)
 DAYS = 30
-WIDTH, HEIGHT, BAR_GAP = 600, 120, 2
+#: the drawing's own units (the SVG scales to its box's width, keeping this ratio)
+WIDTH, HEIGHT, BAR_GAP = 600, 170, 2
+#: room for the value axis on the left, the dates below, a little above and right
+LEFT, BOTTOM, TOP, RIGHT = 48, 24, 10, 8
+#: the days labelled under the bars (indexes of the 30; the last is today)
+LABELLED = (0, 7, 14, 21, 29)
+
+
+def _tick(value: float) -> str:
+    """An axis value: integers as they are, large ones shortened (12k)."""
+    if value >= 10_000:
+        return f"{value / 1000:.0f}k"
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
 
 
 def bar_chart(days: list[date], values: list[int], label: str) -> Markup:
-    """One bar per day, scaled to the largest; each bar's title names its day and value."""
+    """One bar per day, scaled to the largest, over a value axis (0, half, the largest)
+    and dates under the bars (the first, every seventh, the last); every label inside
+    the drawing (none clipped), which scales to the page's width. Each bar's title names
+    its day and value."""
     top = max(values, default=0) or 1
-    step = WIDTH / max(len(values), 1)
-    bars: list[str] = []
-    for day, value in zip(days, values, strict=True):
-        height = round(value / top * (HEIGHT - 14), 1)
-        x = round(len(bars) * step, 1)
-        bars.append(
-            f'<rect x="{x}" y="{HEIGHT - height}" width="{max(step - BAR_GAP, 1):.1f}" '
-            f'height="{height}" data-day="{day.isoformat()}" data-value="{value}">'
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    step = plot_w / max(len(values), 1)
+    base = TOP + plot_h
+    parts: list[str] = []
+    # a half-way line only where it is a whole number of something
+    for fraction in (0.0, 0.5, 1.0) if top >= 2 else (0.0, 1.0):
+        y = round(base - fraction * plot_h, 1)
+        parts.append(f'<line class="grid" x1="{LEFT}" y1="{y}" x2="{WIDTH - RIGHT}" y2="{y}"/>')
+        parts.append(
+            f'<text class="axis" x="{LEFT - 6}" y="{y + 4}" text-anchor="end">'
+            f"{_tick(top * fraction)}</text>"
+        )
+    for n, (day, value) in enumerate(zip(days, values, strict=True)):
+        height = round(value / top * plot_h, 1)
+        x = round(LEFT + n * step, 1)
+        parts.append(
+            f'<rect class="bar" x="{x}" y="{round(base - height, 1)}" '
+            f'width="{max(step - BAR_GAP, 1):.1f}" height="{height}" '
+            f'data-day="{day.isoformat()}" data-value="{value}">'
             f"<title>{day.isoformat()}: {value}</title></rect>"
         )
+        if n in LABELLED or n == len(values) - 1:
+            anchor = "start" if n == 0 else "end" if n == len(values) - 1 else "middle"
+            tx = x if anchor == "start" else x + step - BAR_GAP if anchor == "end" else x + step / 2
+            parts.append(
+                f'<text class="axis day" x="{round(tx, 1)}" y="{HEIGHT - 6}" '
+                f'text-anchor="{anchor}">{day.strftime("%m-%d")}</text>'
+            )
+    parts.append(f'<line class="base" x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}"/>')
     return Markup(
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
-        f'role="img" aria-label="{escape(label)}">'
-        f'<text x="0" y="10" class="chart-max">{top}</text>{"".join(bars)}</svg>'
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" preserveAspectRatio="xMinYMin meet" '
+        f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>'
     )
 
 

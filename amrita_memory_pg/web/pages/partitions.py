@@ -60,7 +60,7 @@ async def partitions(request: Request, _user: kit.Admin) -> Response:
 async def open_partition(request: Request, _user: kit.Admin) -> Response:
     """The "open partition" box: a valid key goes to its memories, else an inline error."""
     key = request.query_params.get("key", "").strip()
-    # an old-style key (user_10004) opens the partition it is now (issue 26 item 11)
+    # an old-style key (user_10004) opens the partition it is now: it used to find nothing
     key = legacy_key_now(key[:MAX_KEY_CHARS]) or key
     if valid_key(key):
         return kit.redirect(request, f"/p/{kit.quoted(key)}/memories")

@@ -1,4 +1,4 @@
-"""Editing a user profile in place, on its page (issue 26 item 7).
+"""Editing a user profile in place, on its page.
 
 The form carries the summary, the body (one line per line) and the version it was
 opened at. The form's fields go through the one validation (``forms.ProfileInput``),

@@ -73,7 +73,7 @@ async def profile(request: Request, key: str, _user: kit.Admin) -> Response:
     t = kit.translator_for(request)
     done = None
     if request.query_params.get("done") == "reverted":
-        done = t("profile.done.reverted", version=request.query_params.get("version", ""))
+        done = t("profile.done.reverted", version=request.query_params.get("to", "")[:12])
     elif request.query_params.get("done") in ("edited", "unchanged"):  # profile_edit.py
         done = t(
             f"profile.done.{request.query_params['done']}",
@@ -116,6 +116,12 @@ async def revert(request: Request, key: str, user: kit.AdminWrite) -> Response:
             ok=False,
         )
         return await _detail(request, key, version=None, errors=[message], status_code=400)
+    # the detail box shows the change the revert made (the new version), the line above
+    # it which version came back
     return kit.redirect(
-        request, f"/profiles/u/{opsview.profile_key(key)}", done="reverted", version=version
+        request,
+        f"/profiles/u/{opsview.profile_key(key)}",
+        done="reverted",
+        to=version,
+        version=str(update.profile.version),
     )

@@ -1,4 +1,4 @@
-"""Search across partitions (issue 26 item 7): the per-partition search of the memory
+"""Search across partitions: the per-partition search of the memory
 list (``MemoryService.search``, the same SQL, scores and hybrid cut-off as
 ``read_memory``) run on each partition, the hits merged, each row naming and linking its
 partition.
@@ -143,7 +143,7 @@ async def search(request: Request, user: kit.Admin) -> Response:
 
 
 #: the results of a bulk action started from this page (bulk.py sends the browser back)
-DONE = ("bulk_deleted", "bulk_tagged", "bulk_paused")
+DONE = ("bulk_deleted", "bulk_tagged", "bulk_importance", "bulk_paused")
 
 
 def _done(request: Request) -> str | None:

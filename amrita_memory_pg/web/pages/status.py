@@ -4,8 +4,8 @@
 Each button starts a background job (:mod:`amrita_memory_pg.web.jobs`) in this process
 — superuser only, CSRF-checked, audited — and leads to its progress view, which a
 small script refreshes from ``/status/jobs/<id>.json`` (without JavaScript the page
-reloads itself every two seconds). One job of each kind at a time across the fleet
-(issue 23): the jobs are rows in the database, so every process's page lists them, shows
+reloads itself every two seconds). One job of each kind at a time across the fleet:
+the jobs are rows in the database, so every process's page lists them, shows
 which process runs each, and can cancel it; a job whose process died shows as lost.
 """
 
@@ -67,7 +67,7 @@ def runner_for(app: FastAPI) -> JobRunner:
 
         found = JobRunner(memory_operations(source), on_finish=finished, fleet=source)
         app.state.webops_jobs = found
-        # a re-embed whose process died is resumed by a process serving the page (issue 23)
+        # a re-embed whose process died is resumed by a process serving the page
         found.watch()
     return found
 
@@ -122,7 +122,7 @@ def is_remote(protocol: str | None, url: str | None) -> bool:
 
 
 async def _confirm(request: Request, kind: str) -> Response:
-    """What the job will cost, asked before it starts (issue 26 item 5): the rows it
+    """What the job will cost, asked before it starts (it may spend money): the rows it
     reads, the model, and whether each row is a call to a remote (possibly paid) API."""
     mem = kit.memory(request)
     counts = await store_counts(mem.pool)
@@ -201,7 +201,7 @@ async def job_page(request: Request, job_id: str, _user: kit.Admin) -> Response:
 
 @router.post("/status/jobs/{job_id}/cancel")
 async def cancel_job(request: Request, job_id: str, user: kit.SuperuserWrite) -> Response:
-    """Ask the job to stop, in whichever process runs it (issue 23)."""
+    """Ask the job to stop, in whichever process of the fleet runs it (the request is a row)."""
     t = kit.translator_for(request)
     state = await runner(request).cancel(job_id, by=user.name)
     if state is None:

@@ -1,4 +1,4 @@
-"""The memory's trail on the admin page (issue 17, item 4): a memory's access log and
+"""The memory's trail on the admin page: a memory's access log and
 change history, pausing a partition, and "what the bot sees" for a chat.
 
 The data comes from the services every other surface uses (``Memory.trail``,
@@ -50,6 +50,7 @@ async def memory_trail(request: Request, key: str, memory_id: str, _user: kit.Ad
     if record is None and not history:
         return _error(request, 404, t("error.not_found", what=f"{key} / {memory_id}"))
     accesses = await mem.trail.access_log(key, memory_id, TRAIL_ROWS)
+    lineage = await mem.cases.forgetting.lineage_of_memory(key, memory_id)
     done = request.query_params.get("done", "")
     return kit.render(
         request,
@@ -59,6 +60,7 @@ async def memory_trail(request: Request, key: str, memory_id: str, _user: kit.Ad
         record=record,
         history=history,
         accesses=accesses,
+        lineage=lineage,
         paused=await mem.trail.state(key),
         # the history is redacted by the service; this adds the configured secrets
         clean=lambda text: kit.clean(request, str(text)),
@@ -162,6 +164,7 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
     errors: list[str] = []
     seen = None
     found: list[SearchHit] | None = None
+    marks: dict[tuple[str, str], tuple[int, int]] = {}
     if chat:
         if not valid_key(chat):
             errors.append(t("error.bad_key", key=chat))
@@ -174,6 +177,11 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
         if not errors:
             mem = kit.memory(request)
             seen = await mem.inspect(chat, user_id=speaker or None, message=message or None)
+            # each injected memory's lineage: made from how many rows, used by how many
+            for key in {m.partition_key for m in seen.injected}:
+                ids = [m.id for m in seen.injected if m.partition_key == key]
+                for memory_id, counts in (await mem.cases.forgetting.marks(key, ids)).items():
+                    marks[(key, memory_id)] = counts
             if message.strip():
                 # what the chat model's read_memory tool finds for this message (its
                 # default top_k; no recall is logged: looking is not recalling)
@@ -192,4 +200,5 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
         errors=errors,
         seen=seen,
         found=found,
+        marks=marks,
     )

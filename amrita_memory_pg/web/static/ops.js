@@ -30,6 +30,8 @@ document.addEventListener("DOMContentLoaded", () => {
     const key = "stateLabel" + job.state.charAt(0).toUpperCase() + job.state.slice(1);
     state.textContent = state.dataset[key] || job.state;
     $("job-phase").textContent = job.phase_label || job.phase;
+    $("job-progress").classList.toggle("hidden", job.state !== "running");
+    $("job-counts").classList.toggle("hidden", !(job.total > 0));
     $("job-count").textContent = job.done + "/" + job.total;
     $("job-percent").textContent = job.percent === null ? "" : "(" + job.percent + "%)";
     show($("job-result"), job.result_label || job.result);

@@ -1,1 +1,0 @@
-DROP FUNCTION IF EXISTS amrita_memory.memory_block_v1(text[], text, text[], integer, vector, integer, text);

@@ -1,5 +1,0 @@
-DROP FUNCTION IF EXISTS amrita_memory.recall_memories_v3(text, vector, text[], text, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], text, integer, text, float8, float8, text, text, text, text, integer, boolean);
-DROP FUNCTION IF EXISTS amrita_memory.search_memories_v7(text, vector, text[], text, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], text, integer, text, float8, float8);
-DROP FUNCTION IF EXISTS amrita_memory.score_hybrid_weighted_v7(text, vector, text[], tsquery, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], text, float8);
-DROP FUNCTION IF EXISTS amrita_memory.score_hybrid_rrf_v7(text, vector, text[], tsquery, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], text, float8);
-DROP FUNCTION IF EXISTS amrita_memory.score_keyword_v7(text, text[], tsquery, integer, timestamptz, boolean, float8, float8, float8, integer, integer, text, text[], text);
