@@ -6,7 +6,7 @@ default, the same at every size: the hit ratio shows when the working set outgro
 COPYs a synthetic store of that size into it (``bench/scale_data.py``: a global
 partition, a tail of large group partitions, tens of thousands of small ones; Chinese
 and English rows of real length with the product's search tokens), builds the large
-partitions' HNSW and keyword indexes with the product's own ``maintain_ann_indexes``, and
+partitions' HNSW, keyword and block indexes with the product's own ``maintain_configured``, and
 measures:
 
 * ``serve`` — a child process that opens the store as a bot does (``open_memory``):
@@ -65,7 +65,7 @@ from scale_data import Query, Store
 
 from amrita_memory_pg.embedding.base import Embedder
 from amrita_memory_pg.embedding.factory import create_embedder
-from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+from amrita_memory_pg.maintenance.ann import maintain_configured
 from amrita_memory_pg.settings import Settings, load_settings
 from amrita_memory_pg.storage import store_meta
 from amrita_memory_pg.storage.pg import migrate
@@ -448,7 +448,39 @@ async def serve(store: Store, dsn: str, work: Path, args: argparse.Namespace) ->
     injected = settings_for(dsn, work, **{"injection.enabled": True})
     async with open_memory(injected, startup=False) as mem:
         out["block_injection_p50"] = await turns(mem, store, args.turns, ToolContext)
+        out.update(await block_ab(mem.pool, store, args.turns))
     return out
+
+
+async def block_ab(pool: Any, store: Store, n: int) -> dict[str, float]:
+    """The database part of the block with [injection] enabled (global and the chat's
+    partition, 200 candidates): memory_block_v2 (0.14, every row of both scopes ordered)
+    against memory_block_v3 (per partition, through the block indexes), call by call
+    alternately on one connection over the chats of :func:`turns`: p50 of each side."""
+    personal = store.small_personal()
+    groups = store.small_groups() + list(range(1, store.first_small))
+    chats = [
+        store.name(
+            groups[(i * 104729) % len(groups)]
+            if i % 3 == 2
+            else personal[(i * 7919) % len(personal)]
+        )
+        for i in range(n)
+    ]
+    sides: dict[str, list[float]] = {"v2": [], "v3": []}
+    async with pool.acquire() as conn:
+        for i in range(-20, n):  # the first 20: plans and buffers, not timed
+            chat = chats[i % n]
+            for side in ("v2", "v3") if i % 2 else ("v3", "v2"):
+                t = time.perf_counter()
+                await conn.fetchval(
+                    f"SELECT count(*) FROM amrita_memory.memory_block_{side}("
+                    "$1::text[], $2, $3::text[], 200, NULL, 0, NULL, NULL)",
+                    [chat], chat, ["global", chat],
+                )  # fmt: skip
+                if i >= 0:
+                    sides[side].append((time.perf_counter() - t) * 1000.0)
+    return {"block_db_v2_p50": p50(sides["v2"]), "block_db_v3_p50": p50(sides["v3"])}
 
 
 async def turns(mem: Any, store: Store, n: int, context: Any) -> float:
@@ -686,15 +718,12 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
                 res["load_s"] = await load(conn, store, create_embedder(settings.embedding))
                 say(f"load {res['load_s']:.0f} s")
             t = time.perf_counter()
-            retrieval = settings.retrieval
-            await maintain_ann_indexes(
-                pool,
-                min_rows=retrieval.ann_min_rows,
-                m=retrieval.hnsw_m,
-                ef_construction=retrieval.hnsw_ef_construction,
-            )
+            # as with [injection] enabled (the block is measured so): the block indexes too
+            await maintain_configured(pool, settings_for(dsn, work, **{"injection.enabled": True}))
             res["ann_build_s"] = time.perf_counter() - t
-            say(f"HNSW + keyword indexes of the large partitions {res['ann_build_s']:.0f} s")
+            say(
+                f"HNSW, keyword and block indexes of the large partitions {res['ann_build_s']:.0f} s"
+            )
             async with pool.acquire() as conn:
                 t = time.perf_counter()
                 await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
@@ -861,6 +890,8 @@ FIGURES = [
     Figure("write p50, largest group (HNSW)", "ms", lambda r: r["serve"].get("write_large_p50"), panel="writes"),
     Figure("memory block p50 (default)", "ms", lambda r: r["serve"]["block_default_p50"], panel="writes"),
     Figure("memory block p50 (injection on)", "ms", lambda r: r["serve"]["block_injection_p50"], panel="writes"),
+    Figure("block query p50, injection on, v2 (0.14)", "ms", lambda r: r["serve"].get("block_db_v2_p50"), panel="writes", plot=False),
+    Figure("block query p50, injection on, v3", "ms", lambda r: r["serve"].get("block_db_v3_p50"), panel="writes", plot=False),
     Figure("HNSW recall@5 of exact, worst filter", "", lambda r: ann_worst(r, "recall"), panel="fractions", fmt="{:.3f}"),
     Figure("HNSW time / exact time, worst filter", "×", lambda r: ann_worst(r, "ratio"), panel="fractions", fmt="{:.2f}"),
     Figure("sweep of the whole table", "s", walk("sweep", "seconds"), panel="walks", fmt="{:.1f}"),

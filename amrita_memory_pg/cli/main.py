@@ -327,20 +327,15 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
 @run_async
 async def ann_index(state: CliState) -> None:
     """Build (or drop) the partial HNSW indexes of large partitions ([retrieval] ann_min_rows),
-    and each such partition's keyword (GIN) index."""
-    from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+    each such partition's keyword (GIN) index, and with [injection] enabled their and
+    global's memory block index."""
+    from amrita_memory_pg.maintenance.ann import maintain_configured
     from amrita_memory_pg.storage.pg.database import Database
 
     settings = state.settings
     database = await Database.open(settings)
     try:
-        retrieval = settings.retrieval
-        report = await maintain_ann_indexes(
-            database.pool,
-            min_rows=retrieval.ann_min_rows,
-            m=retrieval.hnsw_m,
-            ef_construction=retrieval.hnsw_ef_construction,
-        )
+        report = await maintain_configured(database.pool, settings)
     finally:
         await database.close()
     say(
@@ -357,6 +352,11 @@ async def ann_index(state: CliState) -> None:
     for name in report.keyword_built:
         click.echo(f"  + {name}")
     for name in report.keyword_dropped:
+        click.echo(f"  - {name}")
+    say("cli.ann.block", built=len(report.block_built), dropped=len(report.block_dropped))
+    for name in report.block_built:
+        click.echo(f"  + {name}")
+    for name in report.block_dropped:
         click.echo(f"  - {name}")
 
 
