@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit nonebot-test amritabot-test install clean bench chromium pgbouncer
+.PHONY: run test lint typecheck unit nonebot-test amritabot-test install clean bench bench-scale chromium pgbouncer
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -84,6 +84,13 @@ amritabot-test: $(AB_STAMP)
 # Defaults: 100k memories, 1000 partitions, 384-d; see bench/bench_l2.py --help.
 bench: $(STAMP)
 	$(BIN)/python bench/bench_l2.py $(BENCH_ARGS)
+
+# The scale bench (not a test): every figure from 10k to 1M memories, a table and a plot
+# (docs/performance.md, "From 10k to a million memories"). About two hours on 2 busy
+# cores, most of it at 1M; SCALE_ARGS="--sizes 10k,100k" for minutes.
+SCALE_ARGS ?= --sizes 10k,100k,1M --png docs/scale.png
+bench-scale: $(STAMP)
+	$(BIN)/python bench/bench_scale.py $(SCALE_ARGS)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit

@@ -351,12 +351,20 @@ async def pg_search(
     )  # fmt: skip
 
 
-async def pg_write(conn: Conn, partition: str, vector: Vectors, now: datetime, cap: int) -> None:
+async def pg_write(
+    conn: Conn,
+    partition: str,
+    vector: Vectors,
+    now: datetime,
+    cap: int,
+    *,
+    fingerprint: str = FINGERPRINT,
+) -> None:
     """The product's insert statement (MemoryRepository.add), model checks included."""
     row = await conn.fetchrow(
         query("insert_memory"),
         partition, "user", "benchmark write", [], 5, None, "auto", None,
-        vector, FINGERPRINT, now, cap, ["benchmark", "write"], None, None, None,
+        vector, fingerprint, now, cap, ["benchmark", "write"], None, None, None,
     )  # fmt: skip
     if row is None or row["id"] is None:
         raise RuntimeError(f"write refused in {partition}: partition full")
@@ -539,6 +547,19 @@ def compare(label: str, ours: float, ref: float | None, unit: str = "ms") -> Row
     return Row(label, fmt(ours), fmt(ref), f"{ref / ours:.0f}× faster" if ours else "—")
 
 
+async def start_with_buffers(work: Path, shared_buffers: str) -> Any:
+    """A throwaway embedded server in ``work`` with ``shared_buffers`` ('' = PostgreSQL's
+    default): set, then restarted to apply."""
+    server = await asyncio.to_thread(start_embedded, work)
+    if shared_buffers:
+        admin = await asyncpg.connect(server.dsn("postgres"))
+        await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+        await admin.close()
+        server.stop()
+        server = await asyncio.to_thread(start_embedded, work)
+    return server
+
+
 async def run(args: argparse.Namespace) -> list[Row]:
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
     ds = Dataset(
@@ -553,15 +574,8 @@ async def run(args: argparse.Namespace) -> list[Row]:
         sys.exit("at most 100 memories per partition (the default cap): raise --partitions")
     work = Path(tempfile.mkdtemp(prefix="amrita_bench_"))
     rows: list[Row] = []
-    server = await asyncio.to_thread(start_embedded, work)
+    server = await start_with_buffers(work, args.shared_buffers)
     settings = bench_settings(work)
-    if args.shared_buffers:
-        # Its own throwaway server: set the buffer size, then restart it to apply.
-        admin = await asyncpg.connect(server.dsn("postgres"))
-        await admin.execute(f"ALTER SYSTEM SET shared_buffers = '{args.shared_buffers}'")
-        await admin.close()
-        server.stop()
-        server = await asyncio.to_thread(start_embedded, work)
     admin = await asyncpg.connect(server.dsn("postgres"))
     try:
         print(

@@ -24,6 +24,11 @@ All memories are written at one instant and read moments later, so the time deca
 Also printed: the database time of ``search_memories`` per mode on a partition of 100
 memories (``--latency-rows``), the query vector computed beforehand (p50/p95 over
 ``--latency-queries`` calls).
+
+``--halfvec`` runs every model twice, the second time with each vector the model returns
+(passages and queries) rounded to half precision: what pgvector's ``halfvec`` column (2
+bytes a dimension instead of 4) would store and compare. The model embeds each text once
+for both runs (an in-process cache), so the two differ by the rounding alone.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.domain.records import SEARCH_MODES, MemoryQuery, NewMemory
 from amrita_memory_pg.domain.tokens import search_tokens
@@ -57,6 +64,24 @@ LOCOMO_FILE = Path("locomo") / "locomo-dev7.json"
 ZH_EN = REPO / "tests" / "fixtures" / "zh_en_retrieval.json"
 KS = (1, 5, 10)
 BATCH = 32
+#: (protocol, kind, text) → the model's vector: the two precisions of --halfvec embed once
+EMBEDDED: dict[tuple[str, str, str], Any] = {}
+
+
+def remember(provider: Any, model: str, half: bool) -> None:
+    """Make ``provider`` embed each text once per process (EMBEDDED), and with ``half``
+    return its vectors rounded to float16, as a halfvec column stores them."""
+    embed = provider.embed
+
+    async def embedded(texts: Sequence[str], kind: str) -> list[Any]:
+        missing = [t for t in texts if (model, kind, t) not in EMBEDDED]
+        if missing:
+            for text, vector in zip(missing, await embed(missing, kind), strict=True):
+                EMBEDDED[(model, kind, text)] = np.asarray(vector, dtype=np.float32)
+        out = [EMBEDDED[(model, kind, t)] for t in texts]
+        return [v.astype(np.float16).astype(np.float32) if half else v for v in out]
+
+    provider.embed = embedded  # this instance only: the run with the other precision has its own
 
 
 @dataclass
@@ -287,7 +312,7 @@ def print_table(title: str, rows: list[list[str]], header: list[str]) -> None:
 
 
 async def run_model(
-    args: argparse.Namespace, model: str, sets: dict[str, list[Partition]]
+    args: argparse.Namespace, model: str, sets: dict[str, list[Partition]], half: bool = False
 ) -> tuple[list[list[str]], list[list[str]]]:
     workdir = Path(tempfile.mkdtemp(prefix=f"eval-{model}-"))
     overrides: dict[str, Any] = {
@@ -306,7 +331,8 @@ async def run_model(
     try:
         async with open_memory(settings, startup=False) as mem:
             await mem.embedder.prepare()
-            described = mem.embedder.describe()
+            remember(mem.embedder.provider, model, half)
+            described = mem.embedder.describe() + (" halfvec" if half else "")
             for set_name, parts in sets.items():
                 started = time.perf_counter()
                 loaded = [(part, await load(mem, part, datetime.now(UTC))) for part in parts]
@@ -388,6 +414,11 @@ def main() -> None:
     )
     parser.add_argument("--latency-rows", type=int, default=100)
     parser.add_argument("--latency-queries", type=int, default=100)
+    parser.add_argument(
+        "--halfvec",
+        action="store_true",
+        help="each model again with its vectors rounded to half precision (pgvector halfvec)",
+    )
     args = parser.parse_args()
     args.modes = [m for m in args.modes.split(",") if m]
     args.variants = [
@@ -403,9 +434,10 @@ def main() -> None:
     all_rows: list[list[str]] = []
     all_lat: list[list[str]] = []
     for model in [m for m in args.models.split(",") if m]:
-        rows, lat = asyncio.run(run_model(args, model, sets))
-        all_rows += rows
-        all_lat += lat
+        for half in (False, True) if args.halfvec else (False,):
+            rows, lat = asyncio.run(run_model(args, model, sets, half))
+            all_rows += rows
+            all_lat += lat
     fusion = f"fusion {args.fusion}" + (
         f", w={args.keyword_weight}" if args.fusion == "weighted" else f", k={args.rrf_k:g}"
     )

@@ -239,10 +239,17 @@ async def tokens_backfill(state: CliState, everything: bool, batches: int | None
     startup and after a restore); --all recomputes them all, after the token rules
     changed. Resumable."""
     from amrita_memory_pg.bootstrap import open_memory
+    from amrita_memory_pg.cli.ops import ProgressBar
     from amrita_memory_pg.maintenance.tokens import backfill_tokens
 
+    bar = ProgressBar(tr("cli.progress.label"))
     async with open_memory(state.settings, startup=False) as mem:
-        report = await backfill_tokens(mem.pool, retokenize=everything, max_batches=batches)
+        try:
+            report = await backfill_tokens(
+                mem.pool, retokenize=everything, max_batches=batches, progress=bar
+            )
+        finally:
+            bar.close()
     say("cli.tokens.memories", done=report.tokenized, left=report.remaining)
     say("cli.tokens.knowledge", done=report.knowledge_tokenized, left=report.knowledge_remaining)
 
@@ -269,13 +276,31 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
     if not force and not (decay.enabled and decay.sweep_enabled):
         say("cli.sweep.disabled")
         return
+    from amrita_memory_pg.cli.ops import ProgressBar
+    from amrita_memory_pg.storage.memories import count_all
+
+    bar = ProgressBar(tr("cli.progress.label"))
     async with open_memory(settings, startup=False) as mem:
-        if dry_run:
-            report = await mem.memories.sweep(dry_run=True, max_batches=batches, force=force)
-        else:
-            # one sweep across the fleet: held elsewhere = LeaseHeld, exit 2
-            async with mem.leases.hold("sweep"):
-                report = await mem.memories.sweep(max_batches=batches, force=force)
+        # the bar's total: the rows now (a full pass scans each once; a row written
+        # meanwhile may add one)
+        total = await count_all(mem.pool)
+
+        def progress(scanned: int) -> None:
+            bar(scanned, total)
+
+        try:
+            if dry_run:
+                report = await mem.memories.sweep(
+                    dry_run=True, max_batches=batches, force=force, progress=progress
+                )
+            else:
+                # one sweep across the fleet: held elsewhere = LeaseHeld, exit 2
+                async with mem.leases.hold("sweep"):
+                    report = await mem.memories.sweep(
+                        max_batches=batches, force=force, progress=progress
+                    )
+        finally:
+            bar.close()
     clock = tr(
         "cli.sweep.clock_restarts" if decay.restart_clock_on_demote else "cli.sweep.clock_keeps"
     )
@@ -302,20 +327,15 @@ async def sweep(state: CliState, dry_run: bool, batches: int | None, force: bool
 @run_async
 async def ann_index(state: CliState) -> None:
     """Build (or drop) the partial HNSW indexes of large partitions ([retrieval] ann_min_rows),
-    and each such partition's keyword (GIN) index."""
-    from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+    each such partition's keyword (GIN) index, and with [injection] enabled their and
+    global's memory block index."""
+    from amrita_memory_pg.maintenance.ann import maintain_configured
     from amrita_memory_pg.storage.pg.database import Database
 
     settings = state.settings
     database = await Database.open(settings)
     try:
-        retrieval = settings.retrieval
-        report = await maintain_ann_indexes(
-            database.pool,
-            min_rows=retrieval.ann_min_rows,
-            m=retrieval.hnsw_m,
-            ef_construction=retrieval.hnsw_ef_construction,
-        )
+        report = await maintain_configured(database.pool, settings)
     finally:
         await database.close()
     say(
@@ -332,6 +352,11 @@ async def ann_index(state: CliState) -> None:
     for name in report.keyword_built:
         click.echo(f"  + {name}")
     for name in report.keyword_dropped:
+        click.echo(f"  - {name}")
+    say("cli.ann.block", built=len(report.block_built), dropped=len(report.block_dropped))
+    for name in report.block_built:
+        click.echo(f"  + {name}")
+    for name in report.block_dropped:
         click.echo(f"  - {name}")
 
 

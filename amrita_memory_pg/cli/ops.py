@@ -41,6 +41,7 @@ class ProgressBar:
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
+        total = max(total, done)  # rows written meanwhile
         if done < total and now - self.last_draw < 0.2:
             return
         self.last_draw = now
@@ -68,6 +69,35 @@ class ProgressBar:
         if self.drawn:
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+class PhaseBars:
+    """A :class:`ProgressBar` per phase of a long walk, for callbacks of the form (phase,
+    done, total): a backup's export, a restore's validation, load and tokens. A phase in
+    ``waits`` (pg_dump, psql replaying a dump: no rows to count) prints its label once."""
+
+    def __init__(self, bars: dict[str, str], waits: dict[str, str] | None = None) -> None:
+        self.bars = bars
+        self.waits = waits or {}
+        self.phase: str | None = None
+        self.bar: ProgressBar | None = None
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase != self.phase:
+            self.close()
+            self.phase = phase
+            if phase in self.waits:
+                sys.stderr.write(f"{self.waits[phase]} …\n")
+                sys.stderr.flush()
+            elif phase in self.bars:
+                self.bar = ProgressBar(self.bars[phase])
+        if self.bar is not None:
+            self.bar(done, total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def fleet_leases(store: Any) -> Leases:
@@ -187,8 +217,12 @@ async def backup_create(state: CliState) -> None:
     """Take a backup now (rotation keeps REEMBED_BACKUP_KEEP)."""
     from amrita_memory_pg.maintenance.backup import create_backup
 
+    bars = PhaseBars({"export": tr("cli.progress.export")}, waits={"dump": tr("cli.progress.dump")})
     async with opened(state) as store, fleet_lease(store, "backup"):
-        info = await create_backup(store)
+        try:
+            info = await create_backup(store, progress=bars)
+        finally:
+            bars.close()
     say("cli.backup.done", path=info.jsonl_path)
     say("cli.backup.dump", path=info.dump_path)
     say("cli.backup.counts", counts=table_counts(info.counts))
@@ -337,8 +371,21 @@ async def backup_restore(state: CliState, file: Path, yes: bool, force: bool) ->
             name=path.name,
         )
         click.confirm(question, default=False, abort=True)
+    bars = PhaseBars(
+        {
+            "validate": tr("cli.progress.validate"),
+            "load": tr("cli.progress.load"),
+            "tokens": tr("cli.progress.tokens"),
+        },
+        waits={"replay": tr("cli.progress.replay")},
+    )
     async with opened(state) as store:
-        report = await restore_held(store, fleet_leases(store), path, force=force)
+        try:
+            report = await restore_held(
+                store, fleet_leases(store), path, force=force, progress=bars
+            )
+        finally:
+            bars.close()
     if report.safety_backup is not None:
         say("cli.restore.safety", path=report.safety_backup.jsonl_path)
     say("cli.restore.done", name=path.name, counts=table_counts(report.counts))

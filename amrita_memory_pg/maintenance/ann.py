@@ -1,17 +1,20 @@
-"""Per-partition HNSW and keyword (GIN) indexes for the few partitions that grow large."""
+"""Per-partition HNSW, keyword (GIN) and block indexes for the few partitions that grow large."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
 from amrita_memory_pg.domain.errors import LeaseHeld
+from amrita_memory_pg.domain.keys import GLOBAL_KEY
 from amrita_memory_pg.services.leases import Leases
+from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.leases import LeaseRepository
 from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
@@ -25,15 +28,24 @@ class AnnReport:
     #: the keyword (GIN) indexes built and dropped with them
     keyword_built: list[str] = field(default_factory=list)
     keyword_dropped: list[str] = field(default_factory=list)
+    #: the memory block's indexes (ix_memory_top_*) built and dropped
+    block_built: list[str] = field(default_factory=list)
+    block_dropped: list[str] = field(default_factory=list)
 
 
 ANN_INDEX_PREFIX = "ix_memory_ann_"
 KEYWORD_INDEX_PREFIX = "ix_memory_kw_"
+BLOCK_INDEX_PREFIX = "ix_memory_top_"
 
 
 def keyword_index_name(partition: str) -> str:
     """The keyword index of a partition (migration 0049 makes the same name in SQL)."""
     return KEYWORD_INDEX_PREFIX + hashlib.md5(partition.encode()).hexdigest()[:24]
+
+
+def block_index_name(partition: str) -> str:
+    """The block index of a partition (block_candidates_v1 makes the same name in SQL)."""
+    return BLOCK_INDEX_PREFIX + hashlib.md5(partition.encode()).hexdigest()[:24]
 
 
 async def maintain_ann_indexes(
@@ -43,6 +55,7 @@ async def maintain_ann_indexes(
     m: int = 16,
     ef_construction: int = 64,
     wait_seconds: float = 600.0,
+    block_global_rows: int | None = None,
 ) -> AnnReport:
     """Give every partition of ``min_rows`` or more its own partial HNSW index, and drop
     the indexes of partitions that shrank below half of that (hysteresis).
@@ -59,6 +72,16 @@ async def maintain_ann_indexes(
     No GIN index covers the whole table: the small
     partitions, scored row by row, would only pay for it on every write.
 
+    The memory block's indexes (``block_global_rows`` set: ``[injection]`` is enabled,
+    every turn reads global and the chat's partition): a btree in the block's order
+    (importance, update time, id) for each partition with an HNSW index and for
+    ``global`` once it holds ``block_global_rows`` rows (the candidates a turn reads;
+    fewer are read whole anyway; kept down to half of it), so that a turn reads its
+    candidates in index order instead of every row (``block_candidates_v1``). None drops
+    them all: an index over ``importance``, even a partial one, makes the sweep's
+    demotions of *every* partition non-HOT (PostgreSQL decides HOT by the columns any
+    index names, not by its predicate), a cost for a feature that is off.
+
     One run at a time in the fleet (the ``ann`` lease): two CREATE INDEX CONCURRENTLY on
     one table deadlock, and a run could take the index another is building for a failed
     one. A second run waits for the first (``wait_seconds``, then :class:`LeaseHeld`) and
@@ -69,14 +92,30 @@ async def maintain_ann_indexes(
     while True:
         try:
             async with leases.hold("ann"):
-                return await _maintain(pool, min_rows, m, ef_construction)
+                return await _maintain(pool, min_rows, m, ef_construction, block_global_rows)
         except LeaseHeld:
             if time.monotonic() >= deadline:
                 raise
             await asyncio.sleep(0.5)
 
 
-async def _maintain(pool: asyncpg.Pool, min_rows: int, m: int, ef_construction: int) -> AnnReport:
+async def maintain_configured(pool: asyncpg.Pool, settings: Settings) -> AnnReport:
+    """:func:`maintain_ann_indexes` as configured: ``[retrieval]``'s threshold and graph,
+    and the block indexes when ``[injection]`` is enabled (global's at its
+    ``max_candidates``)."""
+    retrieval, injection = settings.retrieval, settings.injection
+    return await maintain_ann_indexes(
+        pool,
+        min_rows=retrieval.ann_min_rows,
+        m=retrieval.hnsw_m,
+        ef_construction=retrieval.hnsw_ef_construction,
+        block_global_rows=injection.max_candidates if injection.enabled else None,
+    )
+
+
+async def _maintain(
+    pool: asyncpg.Pool, min_rows: int, m: int, ef_construction: int, block_global_rows: int | None
+) -> AnnReport:
     async with pool.acquire() as conn:
         # An index build takes minutes on a big partition; RESET ALL on release undoes this.
         await lift_statement_timeout(conn, local=False)
@@ -104,7 +143,25 @@ async def _maintain(pool: asyncpg.Pool, min_rows: int, m: int, ef_construction: 
             await conn.execute(query("ann_record_index"), partition, dim, name, n)
             report.built.append(name)
         indexed = {p for p, _ in await _ann_registry(conn)}
-        await _keep_keyword_indexes(conn, indexed, report)
+        await _keep_partition_indexes(
+            conn,
+            indexed,
+            keyword_index_name,
+            "keyword",
+            report.keyword_built,
+            report.keyword_dropped,
+        )
+        block: set[str] = set()
+        if block_global_rows is not None:
+            block = set(indexed)
+            global_rows = sum(n for (p, _), n in size_of.items() if p == GLOBAL_KEY)
+            state = await conn.fetchrow(query("index_state"), block_index_name(GLOBAL_KEY))
+            keep = state is not None and global_rows >= block_global_rows // 2
+            if global_rows >= block_global_rows or keep:
+                block.add(GLOBAL_KEY)
+        await _keep_partition_indexes(
+            conn, block, block_index_name, "block", report.block_built, report.block_dropped
+        )
         return report
 
 
@@ -114,19 +171,27 @@ async def _ann_registry(conn: Any) -> dict[tuple[str, int], str]:
     return {(r["partition_key"], r["dim"]): r["index_name"] for r in rows}
 
 
-async def _keep_keyword_indexes(conn: Any, partitions: set[str], report: AnnReport) -> None:
-    """A keyword index for each partition in ``partitions``, none for any other."""
-    wanted = {keyword_index_name(p): p for p in partitions}
-    have = {r["index_name"] for r in await conn.fetch(query("keyword_indexes"))}
+async def _keep_partition_indexes(
+    conn: Any,
+    partitions: set[str],
+    name_of: Callable[[str], str],
+    kind: str,
+    built: list[str],
+    dropped: list[str],
+) -> None:
+    """An index of ``kind`` (keyword, block: the queries ``<kind>_indexes`` and
+    ``<kind>_index_ddl``) for each partition in ``partitions``, none for any other."""
+    wanted = {name_of(p): p for p in partitions}
+    have = {r["index_name"] for r in await conn.fetch(query(f"{kind}_indexes"))}
     for name in sorted(have - wanted.keys()):
         await _drop_index(conn, name)
-        report.keyword_dropped.append(name)
+        dropped.append(name)
     for name, partition in sorted(wanted.items()):
         if name in have and not await _clear_failed_build(conn, name):
             continue  # valid, or being built by another process
-        ddl = await conn.fetchval(query("keyword_index_ddl"), name, partition)
+        ddl = await conn.fetchval(query(f"{kind}_index_ddl"), name, partition)
         await conn.execute(ddl)
-        report.keyword_built.append(name)
+        built.append(name)
 
 
 async def _clear_failed_build(conn: Any, name: str) -> bool:

@@ -24,7 +24,7 @@ from asyncpg.pool import PoolConnectionProxy
 from amrita_memory_pg import metrics
 from amrita_memory_pg.domain.errors import AmritaMemoryError
 from amrita_memory_pg.domain.ports import Embedder
-from amrita_memory_pg.maintenance.ann import maintain_ann_indexes
+from amrita_memory_pg.maintenance.ann import maintain_configured
 from amrita_memory_pg.maintenance.backup import BackupInfo, create_backup
 from amrita_memory_pg.services.store import Store
 from amrita_memory_pg.storage import store_meta
@@ -262,13 +262,7 @@ async def after_model_change(store: Store) -> None:
     rebuild = getattr(store.backend, "rebuild", None)
     if rebuild is not None:
         await rebuild(store.pool)
-    retrieval = store.settings.retrieval
-    await maintain_ann_indexes(
-        store.pool,
-        min_rows=retrieval.ann_min_rows,
-        m=retrieval.hnsw_m,
-        ef_construction=retrieval.hnsw_ef_construction,
-    )
+    await maintain_configured(store.pool, store.settings)
 
 
 async def change_model(

@@ -17,7 +17,7 @@ import json
 import logging
 import re
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,6 +60,13 @@ from amrita_memory_pg.storage.pg.timeouts import lift_statement_timeout
 from amrita_memory_pg.storage.queries import query
 
 log = logging.getLogger(__name__)
+
+#: called as (phase, rows done, rows total) while a restore runs (the CLI's bars):
+#: ``validate`` (a JSONL's lines read), ``load`` (its rows copied in), ``replay`` (psql
+#: replaying a dump: no counts), ``tokens`` (the search tokens made again)
+RestoreProgress = Callable[[str, int, int], None]
+#: rows between two progress calls of the validation and the load
+PROGRESS_EVERY = 1000
 
 
 @dataclass(slots=True)
@@ -139,7 +146,9 @@ async def _replace_all(conn: Any) -> int:
     return int(await conn.fetchval(query("clear_store")))
 
 
-async def restore_backup(store: Store, path: Path, *, force: bool = False) -> RestoreReport:
+async def restore_backup(
+    store: Store, path: Path, *, force: bool = False, progress: RestoreProgress | None = None
+) -> RestoreReport:
     """Replace the store with a backup (``.jsonl``, ``.dump`` or the reference's ``.json``).
 
     A safety backup of the current store is taken first. An empty backup does not wipe
@@ -150,9 +159,9 @@ async def restore_backup(store: Store, path: Path, *, force: bool = False) -> Re
     if not path.is_file():
         raise BackupError(f"backup file not found: {path}")
     if path.suffix == ".dump":
-        return await _restore_dump(store, path, force=force)
+        return await _restore_dump(store, path, force=force, progress=progress)
     if path.suffix == ".jsonl":
-        return await _restore_jsonl(store, path, force=force)
+        return await _restore_jsonl(store, path, force=force, progress=progress)
     if path.suffix == ".json":
         return await _restore_reference(store, path, force=force)
     raise BackupError(
@@ -167,7 +176,12 @@ RESTORE_LEASES: tuple[LeaseKind, ...] = ("restore", "backup", "reembed", "sweep"
 
 
 async def restore_held(
-    store: Store, leases: Leases, path: Path, *, force: bool = False
+    store: Store,
+    leases: Leases,
+    path: Path,
+    *,
+    force: bool = False,
+    progress: RestoreProgress | None = None,
 ) -> RestoreReport:
     """:func:`restore_backup` while holding :data:`RESTORE_LEASES`, the one path of the
     CLI's ``backup restore`` and the admin page's restore job: :class:`LeaseHeld` naming
@@ -175,7 +189,7 @@ async def restore_held(
     async with AsyncExitStack() as held:
         for kind in RESTORE_LEASES:
             await held.enter_async_context(leases.hold(kind))
-        return await restore_backup(store, path, force=force)
+        return await restore_backup(store, path, force=force, progress=progress)
 
 
 async def _guard_empty(store: Store, incoming: int, force: bool) -> None:
@@ -228,7 +242,10 @@ async def _reapply_ledger(conn: Any, saved: list[dict[str, Any]], report: Restor
 
 
 async def _after_restore(
-    store: Store, report: RestoreReport, saved: list[dict[str, Any]] | None = None
+    store: Store,
+    report: RestoreReport,
+    saved: list[dict[str, Any]] | None = None,
+    progress: RestoreProgress | None = None,
 ) -> RestoreReport:
     # Every restore ends with the ledger (again, for a JSONL: idempotent), before anything
     # else reads the restored rows.
@@ -238,7 +255,12 @@ async def _after_restore(
     keys = await migrate_keys(store.pool)
     report.keys_migrated = keys.changed_rows
     # Search tokens are never read from a backup: recomputed from the restored texts.
-    await backfill_tokens(store.pool)
+    await backfill_tokens(
+        store.pool,
+        progress=None
+        if progress is None
+        else (lambda done, total: progress("tokens", done, total)),
+    )
     stored = (await store_meta.read(store.pool)).fingerprint
     rows = await count_all(store.pool)
     if rows and stored != store.embedder.fingerprint:
@@ -264,14 +286,20 @@ def carried_kinds(header: dict[str, Any]) -> tuple[str, ...]:
     return tuple(k for k in known if k in counts) if counts else tuple(EXPORT_COLUMNS)
 
 
-def validate_jsonl(path: Path, header: dict[str, Any]) -> dict[str, int]:
-    """Read every line (JSON, a known type) and check the rows per kind against the header."""
+def validate_jsonl(
+    path: Path, header: dict[str, Any], progress: Callable[[int, int], None] | None = None
+) -> dict[str, int]:
+    """Read every line (JSON, a known type) and check the rows per kind against the header;
+    ``progress`` hears (lines read, lines the header counts)."""
     counts = {k: int(v) for k, v in (header.get("counts") or {}).items()}
     seen = dict.fromkeys(carried_kinds(header), 0)
-    for item in _iter_jsonl(path):
+    total = sum(counts.values())
+    for read, item in enumerate(_iter_jsonl(path), start=1):
         if item["type"] not in seen:
             raise BackupError(f"{path.name} holds {item['type']} rows its header does not count")
         seen[item["type"]] += 1
+        if progress is not None and read % PROGRESS_EVERY == 0:
+            progress(read, max(total, read))
     if counts and seen != {k: counts.get(k, 0) for k in seen}:
         raise BackupError(f"{path.name} is incomplete: header counts {counts}, found {seen}")
     return seen
@@ -286,11 +314,27 @@ async def _history_by_writer(conn: Any, value: str) -> None:
     await conn.fetchval(query("restore_history_by_writer"), value)
 
 
-async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
+async def load_jsonl(
+    conn: Any,
+    path: Path,
+    header: dict[str, Any],
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
     """Replace what the backup carries with its rows, in the caller's transaction.
 
-    Shared by restore and ``backup verify`` (into a throwaway database)."""
+    Shared by restore and ``backup verify`` (into a throwaway database). The file is read
+    as it is copied in (never whole: a million memories are gigabytes of JSON);
+    ``progress`` hears (rows loaded, rows the header counts)."""
     kinds = carried_kinds(header)
+    total = sum(int(v) for v in (header.get("counts") or {}).values())
+    loaded = 0
+
+    def advance() -> None:
+        nonlocal loaded
+        loaded += 1
+        if progress is not None and loaded % PROGRESS_EVERY == 0:
+            progress(loaded, max(total, loaded))
+
     # The backup's history and access log replace the store's (both tables are emptied
     # and reloaded below): what the trail triggers would write for the memories cleared
     # and copied here is thrown away, so the restore says it keeps the history itself and
@@ -307,6 +351,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
     async def rows(kind: str, columns: tuple[str, ...]) -> AsyncIterator[tuple[Any, ...]]:
         for item in _iter_jsonl(path, kind):
             if item["type"] == kind:
+                advance()
                 yield _record(item, columns)
 
     # the table of each kind is named as the kind
@@ -335,6 +380,7 @@ async def load_jsonl(conn: Any, path: Path, header: dict[str, Any]) -> None:
         batch: list[dict[str, Any]] = []
         for item in _iter_jsonl(path, table):
             if item["type"] == table:
+                advance()
                 batch.append(item["row"])
             if len(batch) >= IMPORT_BATCH:
                 await _import_rows(conn, table, batch)
@@ -357,10 +403,12 @@ async def _import_rows(conn: Any, table: str, batch: list[dict[str, Any]]) -> No
     await conn.fetchval(query("import_table_rows"), table, json.dumps(batch, ensure_ascii=False))
 
 
-async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreReport:
+async def _restore_jsonl(
+    store: Store, path: Path, *, force: bool, progress: RestoreProgress | None
+) -> RestoreReport:
     header = read_header(path)
     # Validate every line before touching anything.
-    seen = validate_jsonl(path, header)
+    seen = validate_jsonl(path, header, _phase(progress, "validate"))
     await _guard_empty(store, seen.get("memory", 0), force)
     report = RestoreReport(source=path, kind="jsonl")
     report.safety_backup = await _safety_backup(store, path)
@@ -368,7 +416,7 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
 
     async with store.pool.acquire() as conn, conn.transaction():
         await lift_statement_timeout(conn)  # one transaction over the whole backup
-        await load_jsonl(conn, path, header)
+        await load_jsonl(conn, path, header, _phase(progress, "load"))
         # in the load's transaction: nobody ever sees a forgotten row come back
         await _reapply_ledger(conn, saved, report)
         await store_meta.write_model(
@@ -381,30 +429,40 @@ async def _restore_jsonl(store: Store, path: Path, *, force: bool) -> RestoreRep
             keep_dim=False,
             reset_key_format=True,
         )
-    return await _after_restore(store, report, saved)
+    return await _after_restore(store, report, saved, progress)
 
 
-async def _restore_dump(store: Store, path: Path, *, force: bool) -> RestoreReport:
+def _phase(progress: RestoreProgress | None, phase: str) -> Callable[[int, int], None] | None:
+    """``progress`` for one phase, as a (done, total) callback."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(phase, done, total)
+
+
+async def _restore_dump(
+    store: Store, path: Path, *, force: bool, progress: RestoreProgress | None
+) -> RestoreReport:
     """pg_restore into one transaction: drop our schema, recreate it from the dump."""
     from amrita_memory_pg.storage.pg import migrate
 
     dsn = store.dsn
     with tempfile.TemporaryDirectory() as tmp:
         script = await dump_script(path, Path(tmp))
-        text = script.read_text(encoding="utf-8")
         # a dump this version cannot bring to head is refused before anything is replaced
-        if problem := migrate.unsupported_revision(_dump_revision(text)):
+        if problem := migrate.unsupported_revision(dump_revision(script)):
             raise BackupError(f"cannot restore {path.name}: {problem}")
-        incoming = _copy_rows(text, "amrita_memory.memory")
+        incoming = copy_rows(script, "amrita_memory.memory")
         await _guard_empty(store, incoming, force)
         report = RestoreReport(source=path, kind="dump")
         report.safety_backup = await _safety_backup(store, path)
         saved = await _saved_ledger(store)
+        if progress is not None:
+            progress("replay", 0, 0)
         await replay_dump(script, dsn)
     # The pool's prepared statements and type caches refer to dropped objects.
     await store.pool.expire_connections()
     await migrate.upgrade(dsn)  # a dump from an older version comes up to head
-    return await _after_restore(store, report, saved)
+    return await _after_restore(store, report, saved, progress)
 
 
 async def dump_script(path: Path, tmp: Path) -> Path:
@@ -437,26 +495,30 @@ async def replay_dump(script: Path, dsn: str) -> None:
 _COPY_BLOCK = re.compile(r"^COPY (?P<table>\S+) \(.*\) FROM stdin;$")
 
 
-def _dump_revision(script: str) -> str | None:
-    """The schema revision a pg_restore script stamps (its alembic_version row), if any."""
-    lines = script.splitlines()
-    for start, line in enumerate(lines):
-        block = _COPY_BLOCK.match(line)
-        if block is not None and block.group("table") == "amrita_memory.alembic_version":
-            row = lines[start + 1] if start + 1 < len(lines) else "\\."
-            return None if row == "\\." else row.split("\t", 1)[0]
+def dump_revision(script: Path) -> str | None:
+    """The schema revision a pg_restore script stamps (its alembic_version row), if any;
+    read line by line, as :func:`copy_rows` is."""
+    with script.open(encoding="utf-8") as lines:
+        for line in lines:
+            block = _COPY_BLOCK.match(line.rstrip("\n"))
+            if block is not None and block.group("table") == "amrita_memory.alembic_version":
+                row = next(lines, "\\.").rstrip("\n")
+                return None if row == "\\." else row.split("\t", 1)[0]
     return None
 
 
-def _copy_rows(script: str, table: str) -> int:
-    """Rows in the COPY block of ``table`` in a pg_restore script (one line per row)."""
-    lines = script.splitlines()
-    for start, line in enumerate(lines):
-        block = _COPY_BLOCK.match(line)
-        if block is not None and block.group("table") == table:
-            for count, row in enumerate(lines[start + 1 :]):
-                if row == "\\.":
-                    return count
+def copy_rows(script: Path, table: str) -> int:
+    """Rows in the COPY block of ``table`` in a pg_restore script (one line per row).
+
+    Read line by line: the script of a million memories is gigabytes of text (every vector
+    written out), and the restore must keep constant memory."""
+    with script.open(encoding="utf-8") as lines:
+        for line in lines:
+            block = _COPY_BLOCK.match(line.rstrip("\n"))
+            if block is not None and block.group("table") == table:
+                for count, row in enumerate(lines):
+                    if row.rstrip("\n") == "\\.":
+                        return count
     return 0
 
 

@@ -72,3 +72,20 @@ SELECT i.indisvalid AS valid,
   JOIN pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_index i ON i.indexrelid = c.oid
  WHERE n.nspname = 'amrita_memory' AND c.relname = $1;
+
+-- name: block_indexes
+-- The per-partition block indexes that exist (ix_memory_top_*), valid or not: the memory
+-- block's candidates of global and the large partitions (block_candidates_v1).
+SELECT c.relname::text AS index_name
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'amrita_memory' AND c.relkind = 'i' AND c.relname LIKE 'ix\_memory\_top\_%';
+
+-- name: block_index_ddl
+-- CREATE INDEX CONCURRENTLY IF NOT EXISTS $1: btree in the memory block's order
+-- (importance desc, updated_at desc, id) over the rows of partition $2 only, which
+-- block_candidates_v1 reads through a statement planned for that partition.
+SELECT format(
+           'CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON amrita_memory.memory '
+           '(importance DESC, updated_at DESC, id) WHERE partition_key = %L',
+           $1::text, $2::text) AS ddl;

@@ -174,6 +174,14 @@ SELECT partition_key, id, content
  ORDER BY partition_key, id
  LIMIT $3;
 
+-- name: token_walk_size
+-- How many rows a token walk visits (the CLI's progress bar): memories and knowledge
+-- entries without search tokens, or all of them with $1 (a re-tokenization).
+SELECT (SELECT count(*) FROM amrita_memory.memory
+         WHERE $1 OR search_tokens IS NULL)::integer AS memories,
+       (SELECT count(*) FROM amrita_memory.knowledge
+         WHERE $1 OR search_tokens IS NULL)::integer AS knowledge;
+
 -- name: count_untokenized_memories
 -- Memories still without search tokens (0 once the backfill is done).
 SELECT count(*)::integer AS n

@@ -64,7 +64,7 @@ SELECT count(*)::integer AS n
 -- 200 timestamptz (bench/bench_injection.py).
 SELECT b.kind, b.partition_key, b.content, b.id, b.importance, b.category,
        extract(epoch FROM b.updated_at)::float8 AS updated_epoch
-  FROM amrita_memory.memory_block_v2($1::text[], $2::text, $3::text[], $4::integer,
+  FROM amrita_memory.memory_block_v3($1::text[], $2::text, $3::text[], $4::integer,
                                      $5::vector, $6::integer, $7::text, $8::bigint) b;
 
 -- name: load_scope

@@ -154,3 +154,28 @@ async def test_version_table_lives_in_our_schema(db_dsn: str) -> None:
         assert await conn.fetchval(f"SELECT to_regclass('{SCHEMA}.alembic_version')") is not None
     finally:
         await conn.close()
+
+
+async def test_the_downgrade_below_memory_block_v3_drops_the_block_indexes(
+    empty_db_dsn: str,
+) -> None:
+    """The block indexes are built at run time (maintenance) and read only by
+    block_candidates_v1; below it nothing would read or drop them, and an index over
+    importance makes every sweep demotion non-HOT."""
+    await migrate.upgrade(empty_db_dsn, "0060_block_candidates")
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        await conn.execute(
+            "CREATE INDEX ix_memory_top_0123 ON amrita_memory.memory "
+            "(importance DESC, updated_at DESC, id) WHERE partition_key = 'global'"
+        )
+        await migrate.downgrade(empty_db_dsn, "0059_lineage")
+        left = await conn.fetchval(
+            "SELECT count(*) FROM pg_class WHERE relname LIKE 'ix\\_memory\\_top\\_%'"
+        )
+        assert left == 0
+        assert not await conn.fetchval(
+            "SELECT to_regprocedure('amrita_memory.block_candidates_v1(text[], integer)')"
+        )
+    finally:
+        await conn.close()

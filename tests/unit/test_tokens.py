@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from amrita_memory_pg.domain.tokens import MAX_TOKEN_CHARS, MAX_TOKENS, query_tokens, search_tokens
+from amrita_memory_pg.domain.tokens import (
+    MAX_TOKEN_CHARS,
+    MAX_TOKENS,
+    STEM_CACHE_WORDS,
+    _stemmer,
+    query_tokens,
+    search_tokens,
+)
 
 
 def test_chinese_gives_characters_and_pairs() -> None:
@@ -85,3 +92,18 @@ def test_a_query_is_tokenised_once_and_alike() -> None:
     first = query_tokens("postgres deploys on Friday")
     assert query_tokens("postgres deploys on Friday") is first
     assert query_tokens.cache_info().hits == 1
+
+
+def test_a_word_is_stemmed_once_and_the_remembered_stems_are_bounded() -> None:
+    stem = _stemmer()
+    stem.cache_clear()
+    search_tokens("Melanie painted sunsets; painted again")
+    search_tokens("painted")
+    info = stem.cache_info()
+    assert info.misses == 3  # melani, paint(ed), sunset: each word stemmed once
+    assert info.hits == 2
+    assert info.maxsize == STEM_CACHE_WORDS
+    for n in range(STEM_CACHE_WORDS + 10):
+        stem(f"word{n}s")
+    assert stem.cache_info().currsize == STEM_CACHE_WORDS
+    assert search_tokens("painted") == ["paint"]  # a stem pushed out is made again alike
