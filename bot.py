@@ -21,6 +21,11 @@ from __future__ import annotations
 import os
 import sys
 
+# At module level: the handler's annotation is a string (postponed annotations), which
+# NoneBot resolves in this module's globals; imported inside the function it was unknown,
+# and the hint handler never ran.
+from nonebot.adapters import Event
+
 PLUGIN = "amrita_memory_pg.integrations.nonebot.amrita_memory_pg"
 CONSOLE_USER = "user"
 
@@ -64,7 +69,6 @@ def _hint_without_llm(command_starts: tuple[str, ...]) -> None:
     """Answer a plain message (not a command) with :data:`NO_LLM_HINT`; last in line, so
     any other plugin's answer comes first and blocks it."""
     from nonebot import on_message
-    from nonebot.adapters import Event
 
     hint = on_message(priority=99, block=False)
 

@@ -27,6 +27,8 @@ class ConsoleBotProcess:
     def __init__(self, *, cwd: Path, env: dict[str, str]) -> None:
         self.screen = pyte.Screen(COLUMNS, ROWS)
         self.stream = pyte.ByteStream(self.screen)
+        #: every byte the process wrote: its start-up log scrolls off the screen
+        self.output = bytearray()
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         full_env = {
@@ -59,6 +61,7 @@ class ConsoleBotProcess:
                     return
                 if not data:
                     return
+                self.output += data
                 self.stream.feed(data)
 
     def text(self) -> str:

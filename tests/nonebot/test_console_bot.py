@@ -25,6 +25,9 @@ async def test_console_bot_starts_and_answers_memo_and_usage(db_dsn: str, tmp_pa
         bot.wait_for("Nonebot", timeout=90)
         bot.wait_for("Send Message")
         bot.pump(2)
+        # a clean start: no handler NoneBot could not parse (its warning came with a traceback)
+        assert b"Traceback" not in bot.output
+        assert b"Unknown ForwardRef" not in bot.output
         bot.focus_input()
         # no LLM: a plain message is answered with what works (it used to get nothing)
         bot.type_line("你好")
