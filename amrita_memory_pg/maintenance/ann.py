@@ -147,7 +147,7 @@ async def _maintain(
             conn,
             indexed,
             keyword_index_name,
-            "keyword",
+            (query("keyword_indexes"), query("keyword_index_ddl")),
             report.keyword_built,
             report.keyword_dropped,
         )
@@ -155,12 +155,17 @@ async def _maintain(
         if block_global_rows is not None:
             block = set(indexed)
             global_rows = sum(n for (p, _), n in size_of.items() if p == GLOBAL_KEY)
-            state = await conn.fetchrow(query("index_state"), block_index_name(GLOBAL_KEY))
+            state = await _index_state(conn, block_index_name(GLOBAL_KEY))
             keep = state is not None and global_rows >= block_global_rows // 2
             if global_rows >= block_global_rows or keep:
                 block.add(GLOBAL_KEY)
         await _keep_partition_indexes(
-            conn, block, block_index_name, "block", report.block_built, report.block_dropped
+            conn,
+            block,
+            block_index_name,
+            (query("block_indexes"), query("block_index_ddl")),
+            report.block_built,
+            report.block_dropped,
         )
         return report
 
@@ -175,21 +180,23 @@ async def _keep_partition_indexes(
     conn: Any,
     partitions: set[str],
     name_of: Callable[[str], str],
-    kind: str,
+    queries: tuple[str, str],
     built: list[str],
     dropped: list[str],
 ) -> None:
-    """An index of ``kind`` (keyword, block: the queries ``<kind>_indexes`` and
-    ``<kind>_index_ddl``) for each partition in ``partitions``, none for any other."""
+    """An index of one kind (keyword, block: ``queries`` lists that kind's indexes and
+    makes one's DDL) for each partition in ``partitions``, none for any other. The queries
+    are passed as texts, named where they are chosen, so each has one literal call site."""
+    list_indexes, index_ddl = queries
     wanted = {name_of(p): p for p in partitions}
-    have = {r["index_name"] for r in await conn.fetch(query(f"{kind}_indexes"))}
+    have = {r["index_name"] for r in await conn.fetch(list_indexes)}
     for name in sorted(have - wanted.keys()):
         await _drop_index(conn, name)
         dropped.append(name)
     for name, partition in sorted(wanted.items()):
         if name in have and not await _clear_failed_build(conn, name):
             continue  # valid, or being built by another process
-        ddl = await conn.fetchval(query(f"{kind}_index_ddl"), name, partition)
+        ddl = await conn.fetchval(index_ddl, name, partition)
         await conn.execute(ddl)
         built.append(name)
 
@@ -198,13 +205,18 @@ async def _clear_failed_build(conn: Any, name: str) -> bool:
     """Drop index ``name`` if it is the INVALID leftover of a failed concurrent build
     (not one another process is building now: two maintenance runs at once). True when
     there is no index of that name any more (to build)."""
-    state = await conn.fetchrow(query("index_state"), name)
+    state = await _index_state(conn, name)
     if state is None:
         return True
     if state["valid"] or state["building"]:
         return False
     await _drop_index(conn, name)
     return True
+
+
+async def _index_state(conn: Any, name: str) -> Any:
+    """Index ``name``'s row (valid, building), or None when there is no such index."""
+    return await conn.fetchrow(query("index_state"), name)
 
 
 async def _drop_index(conn: Any, name: str) -> None:
