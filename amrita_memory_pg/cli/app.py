@@ -240,7 +240,7 @@ class PartitionKeyType(click.ParamType):  # type: ignore[type-arg]
         try:
             return check_partition_key(text)
         except InvalidInput as exc:
-            self.fail(exc.reason, param, ctx)
+            self.fail(exc.said(language()), param, ctx)
 
 
 class TextType(click.ParamType):  # type: ignore[type-arg]
@@ -257,7 +257,7 @@ class TextType(click.ParamType):  # type: ignore[type-arg]
         try:
             return check_text(str(value), max_chars=self.max_chars)
         except InvalidInput as exc:
-            self.fail(exc.reason, param, ctx)
+            self.fail(exc.said(language()), param, ctx)
 
 
 KEY = PartitionKeyType()

@@ -21,6 +21,7 @@ from amrita_memory_pg.cli.app import (
     CliState,
     chosen_language,
     cli,
+    language,
     run_async,
     say,
     set_language,
@@ -516,11 +517,12 @@ def _refuse_unstorable(args: list[str]) -> None:
     """The CLI edge of the one validation: an argument the database cannot store (a NUL,
     or bytes the terminal could not decode, which Python hands over as lone
     surrogates) is refused before any command runs."""
-    from amrita_memory_pg.domain.validation import echo, text_problem
+    from amrita_memory_pg.domain.validation import echo, text_refusal
 
     for number, arg in enumerate(args, start=1):
-        problem = text_problem(arg)
-        if problem is not None:
+        refused = text_refusal(arg)
+        if refused is not None:
+            problem = refused.said(language())
             say("cli.bad_argument", number=number, value=echo(arg), problem=problem, err=True)
             sys.exit(2)
 

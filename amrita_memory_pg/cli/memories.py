@@ -15,7 +15,17 @@ from typing import cast
 
 import click
 
-from amrita_memory_pg.cli.app import INT64_MAX, KEY, CliState, TextType, cli, run_async, say, tr
+from amrita_memory_pg.cli.app import (
+    INT64_MAX,
+    KEY,
+    CliState,
+    TextType,
+    cli,
+    language,
+    run_async,
+    say,
+    tr,
+)
 from amrita_memory_pg.domain.keys import MAX_KEY_CHARS, scope_of_key
 from amrita_memory_pg.domain.records import (
     SEARCH_MODES,
@@ -80,7 +90,7 @@ async def memory_add(
     try:
         text = check_text(content.strip(), max_chars=MAX_CONTENT_CHARS)
     except InvalidInput as exc:
-        raise click.BadParameter(exc.reason, param_hint="CONTENT") from None
+        raise click.BadParameter(exc.said(language()), param_hint="CONTENT") from None
     if not text:
         raise click.BadParameter(tr("cli.memory.empty_content"), param_hint="CONTENT")
     new = NewMemory(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem, too_long
+from amrita_memory_pg.domain.validation import InvalidInput, echo, text_refusal, too_long_refusal
 
 KEY_FORMAT_VERSION = 2
 GLOBAL_KEY = "global"
@@ -155,15 +155,19 @@ def check_partition_key(text: str) -> str:
     """
     key = text.strip()
     if len(key) > MAX_KEY_CHARS:
-        raise InvalidInput(f"分区键{too_long(len(key), MAX_KEY_CHARS)}")
-    problem = text_problem(key)
-    if problem is not None:
-        raise InvalidInput(f"分区键{problem}")
+        long = too_long_refusal(len(key), MAX_KEY_CHARS)
+        raise InvalidInput(f"分区键{long.reason}", en=f"the partition key {long.en}")
+    refused = text_refusal(key)
+    if refused is not None:
+        raise InvalidInput(f"分区键{refused.reason}", en=f"the partition key {refused.en}")
     if key == GLOBAL_KEY or is_current(key) or _PLATFORM_KEY.match(key):
         return key
     hint = to_current(key, None)
     suggestion = f"；是不是指 {hint}？" if hint else ""
     raise InvalidInput(
         f"不是有效的分区键：{echo(key)}（应为 global、QQPlatform_Private_10001 或 "
-        f"QQPlatform_Group_1 这样的格式）{suggestion}"
+        f"QQPlatform_Group_1 这样的格式）{suggestion}",
+        en=f"is not a valid partition key: {echo(key)} (expected global, "
+        "QQPlatform_Private_10001 or QQPlatform_Group_1)"
+        + (f"; did you mean {hint}?" if hint else ""),
     )

@@ -42,11 +42,19 @@ _INT64_DIGITS = 19
 
 
 class InvalidInput(ValueError):
-    """Refused input. ``reason`` reads after the argument's name: «过长（…），请精简后重试»."""
+    """Refused input. ``reason`` reads after the argument's name: «过长（…），请精简后重试»;
+    ``en`` the same in English, for a person who reads the CLI or the page in English (the
+    chat surfaces answer in Chinese, as the reference did). A refusal raised without one
+    reads in Chinese everywhere."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, en: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.en = en
+
+    def said(self, lang: str) -> str:
+        """The reason in ``lang`` (``zh`` or ``en``)."""
+        return self.en if lang == "en" and self.en is not None else self.reason
 
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:
@@ -75,12 +83,24 @@ def plain(text: str, limit: int = ECHO_CHARS) -> str:
 
 def text_problem(text: str) -> str | None:
     """Why ``text`` cannot be stored as PostgreSQL text, or None when it can."""
+    refused = text_refusal(text)
+    return None if refused is None else refused.reason
+
+
+def text_refusal(text: str) -> InvalidInput | None:
+    """:func:`text_problem` in both languages."""
     if "\x00" in text:
-        return "含有 NUL 字符（\\x00），数据库无法保存，请删除该字符后重试"
+        return InvalidInput(
+            "含有 NUL 字符（\\x00），数据库无法保存，请删除该字符后重试",
+            en="contains a NUL character (\\x00), which the database cannot store: remove it and try again",
+        )
     match = _SURROGATE.search(text)
     if match is not None:
         code = ord(match.group())
-        return f"含有孤立的代理字符 U+{code:04X}（不是有效的 Unicode 文本），请删除该字符后重试"
+        return InvalidInput(
+            f"含有孤立的代理字符 U+{code:04X}（不是有效的 Unicode 文本），请删除该字符后重试",
+            en=f"contains a lone surrogate U+{code:04X} (not valid Unicode text): remove it and try again",
+        )
     return None
 
 
@@ -110,16 +130,24 @@ def too_long(length: int, max_chars: int) -> str:
     return f"过长（{length} 字符，上限 {max_chars}），请精简后重试"
 
 
+def too_long_refusal(length: int, max_chars: int) -> InvalidInput:
+    """:func:`too_long` in both languages."""
+    return InvalidInput(
+        too_long(length, max_chars),
+        en=f"is too long ({length} characters, at most {max_chars}): shorten it and try again",
+    )
+
+
 def check_text(text: str, *, max_chars: int | None = None) -> str:
     """``text`` unchanged, or :class:`InvalidInput` if too long, with NUL or lone surrogates.
 
     The length is checked first: it is O(1) and the answer for a huge paste.
     """
     if max_chars is not None and len(text) > max_chars:
-        raise InvalidInput(too_long(len(text), max_chars))
-    problem = text_problem(text)
-    if problem is not None:
-        raise InvalidInput(problem)
+        raise too_long_refusal(len(text), max_chars)
+    refused = text_refusal(text)
+    if refused is not None:
+        raise refused
     return text
 
 
@@ -130,12 +158,17 @@ def check_lines(lines: Sequence[str], *, max_line_chars: int, max_lines: int) ->
     profile tools show, so the caller can find it.
     """
     if len(lines) > max_lines:
-        raise InvalidInput(f"行数过多（{len(lines)} 行，上限 {max_lines}），请精简后重试")
+        raise InvalidInput(
+            f"行数过多（{len(lines)} 行，上限 {max_lines}），请精简后重试",
+            en=f"has too many lines ({len(lines)}, at most {max_lines}): shorten it and try again",
+        )
     for number, line in enumerate(lines):
         try:
             check_text(line, max_chars=max_line_chars)
         except InvalidInput as exc:
-            raise InvalidInput(f"第 {number} 行{exc.reason}") from None
+            raise InvalidInput(
+                f"第 {number} 行{exc.reason}", en=f"line {number} {exc.en}"
+            ) from None
 
 
 def parse_int(value: object) -> int:
@@ -148,7 +181,7 @@ def parse_int(value: object) -> int:
     """
     number: int
     if isinstance(value, bool):
-        raise InvalidInput("应为整数，收到布尔值")
+        raise InvalidInput("应为整数，收到布尔值", en="should be an integer, got a boolean")
     if isinstance(value, int):
         number = int(value)  # a plain int, also for int subclasses such as IntEnum
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
@@ -156,17 +189,22 @@ def parse_int(value: object) -> int:
     elif isinstance(value, str) and _ASCII_INT.fullmatch(value.strip()):
         digits = value.strip().lstrip("+-").lstrip("0")
         if len(digits) > _INT64_DIGITS:
-            raise InvalidInput(_out_of_range(value))
+            raise _out_of_range(value)
         number = int(value.strip())
     else:
-        raise InvalidInput(f"应为整数，收到 {echo(value)}")
+        raise InvalidInput(
+            f"应为整数，收到 {echo(value)}", en=f"should be an integer, got {echo(value)}"
+        )
     if not INT64_MIN <= number <= INT64_MAX:
-        raise InvalidInput(_out_of_range(value))
+        raise _out_of_range(value)
     return number
 
 
-def _out_of_range(value: object) -> str:
-    return f"超出 64 位整数范围（{INT64_MIN} 到 {INT64_MAX}），收到 {echo(value)}"
+def _out_of_range(value: object) -> InvalidInput:
+    return InvalidInput(
+        f"超出 64 位整数范围（{INT64_MIN} 到 {INT64_MAX}），收到 {echo(value)}",
+        en=f"is outside the 64-bit integer range ({INT64_MIN} to {INT64_MAX}), got {echo(value)}",
+    )
 
 
 def clamp(number: int, lo: int | None, hi: int | None) -> int:
@@ -207,9 +245,9 @@ def check_knowledge_title(title: str) -> str:
     """A title: one line, 1..200 characters (it is the Markdown file's ``# `` line)."""
     title = check_text(title.strip(), max_chars=MAX_KNOWLEDGE_TITLE_CHARS)
     if not title:
-        raise InvalidInput("不能为空")
+        raise InvalidInput("不能为空", en="must not be empty")
     if "\n" in title or "\r" in title:
-        raise InvalidInput("只能是一行（不能含换行）")
+        raise InvalidInput("只能是一行（不能含换行）", en="must be one line (no line breaks)")
     return title
 
 
@@ -218,9 +256,14 @@ def check_knowledge_summary(summary: str) -> str:
     line (which would split it from the body in the Markdown file)."""
     summary = check_text(summary.strip(), max_chars=MAX_KNOWLEDGE_SUMMARY_CHARS)
     if not summary:
-        raise InvalidInput("不能为空（摘要是检索所用的文本）")
+        raise InvalidInput(
+            "不能为空（摘要是检索所用的文本）", en="must not be empty (it is the text searched)"
+        )
     if _SEPARATOR_LINE.search(summary):
-        raise InvalidInput("不能含单独一行的 ---（它分隔摘要与正文）")
+        raise InvalidInput(
+            "不能含单独一行的 ---（它分隔摘要与正文）",
+            en="must not contain a line of --- alone (it separates the summary from the body)",
+        )
     return summary
 
 
@@ -233,7 +276,10 @@ def check_kid(kid: str) -> str:
     """A knowledge id: 8 (up to 32) lowercase hex characters."""
     kid = kid.strip()
     if not _KID.match(kid):
-        raise InvalidInput(f"不是知识条目 ID（8 位十六进制，如 0a1b2c3d），收到 {echo(kid)}")
+        raise InvalidInput(
+            f"不是知识条目 ID（8 位十六进制，如 0a1b2c3d），收到 {echo(kid)}",
+            en=f"is not a knowledge entry id (8 hex characters, e.g. 0a1b2c3d), got {echo(kid)}",
+        )
     return kid
 
 
@@ -263,7 +309,8 @@ def parse_category(text: str) -> str:
     if key in CATEGORY_ALIASES:
         return CATEGORY_ALIASES[key]
     raise InvalidInput(
-        f"不是已知的类别：{echo(text)}；可用 preference(偏好) / rule(规则) / event(事件) / knowledge(知识)"
+        f"不是已知的类别：{echo(text)}；可用 preference(偏好) / rule(规则) / event(事件) / knowledge(知识)",
+        en=f"is not a known category: {echo(text)}; use preference, rule, event or knowledge",
     )
 
 
@@ -271,5 +318,8 @@ def parse_importance(value: object) -> int:
     """An importance level 1–10 (a number, or its digits typed by a person)."""
     number = parse_int(value)
     if not IMPORTANCE_MIN <= number <= IMPORTANCE_MAX:
-        raise InvalidInput(f"应在 {IMPORTANCE_MIN}–{IMPORTANCE_MAX} 之间，收到 {echo(value)}")
+        raise InvalidInput(
+            f"应在 {IMPORTANCE_MIN}–{IMPORTANCE_MAX} 之间，收到 {echo(value)}",
+            en=f"should be between {IMPORTANCE_MIN} and {IMPORTANCE_MAX}, got {echo(value)}",
+        )
     return number

@@ -302,7 +302,8 @@ def _install_errors(app: FastAPI) -> None:
     async def bad_input(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, kit.BadInput)
         t = translator(request.state.lang)
-        return _error(request, 400, t("error.bad_input", field=exc.field, reason=exc.reason))
+        reason = exc.refused.said(request.state.lang)
+        return _error(request, 400, t("error.bad_input", field=exc.field, reason=reason))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: Exception) -> Response:

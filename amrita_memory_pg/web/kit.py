@@ -42,7 +42,7 @@ from amrita_memory_pg.domain.errors import (
 )
 from amrita_memory_pg.domain.redact import redact
 from amrita_memory_pg.domain.trail import Actor, set_actor
-from amrita_memory_pg.domain.validation import InvalidInput, echo, text_problem
+from amrita_memory_pg.domain.validation import InvalidInput, echo, text_refusal
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import Settings
 from amrita_memory_pg.storage.admin import AdminRepository
@@ -95,10 +95,10 @@ class CsrfRefused(Exception):
 class BadInput(Exception):
     """A query parameter, path segment or form field the database cannot store (400)."""
 
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
+    def __init__(self, field: str, refused: InvalidInput) -> None:
+        super().__init__(f"{field}: {refused.reason}")
         self.field = field
-        self.reason = reason
+        self.refused = refused
 
 
 @dataclass
@@ -199,9 +199,9 @@ async def check_csrf(request: Request) -> None:
 def _unstorable(pairs: Any, where: str) -> None:
     for name, value in pairs:
         for text in (name, value):
-            problem = text_problem(text) if isinstance(text, str) else None
-            if problem is not None:
-                raise BadInput(f"{where} {echo(name)}", problem)
+            refused = text_refusal(text) if isinstance(text, str) else None
+            if refused is not None:
+                raise BadInput(f"{where} {echo(name)}", refused)
 
 
 async def check_input(request: Request) -> None:
@@ -447,7 +447,7 @@ def parse_form(
                 named = {name: t(ref) for name, ref in cause.refs.items()}
                 lines.append(t(cause.key, **cause.values, **named))
             elif isinstance(cause, InvalidInput) and field_name in messages:
-                lines.append(t(messages[field_name], reason=cause.reason))
+                lines.append(t(messages[field_name], reason=cause.said(request.state.lang)))
             else:
                 lines.append(t("invalid.form", field=field_name, reason=error["msg"]))
         return None, lines

@@ -88,3 +88,23 @@ def test_the_setting_in_the_bots_env_picks_the_language(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("AMRITA_MEMORY_LANGUAGE=en\n", encoding="utf-8")
     result = run_cli("--help", env={"AMRITA_MEMORY_LANGUAGE": ""}, cwd=tmp_path)
     assert "Usage:" in result.stdout, result.stdout
+
+
+def test_the_shared_validation_refuses_in_the_cli_language(tmp_path: Path) -> None:
+    """A refusal of the one validation (a text too long, a partition key that is not one)
+    reads in English under ``--lang en`` and in Chinese by default; the CLI refuses them
+    before it opens the database."""
+    long_text = "长" * 4001
+    en = run_cli("--lang", "en", "memory", "add", KEY, long_text, cwd=tmp_path)
+    assert en.returncode == 2
+    assert "is too long (4001 characters, at most 4000)" in en.stderr, en.stderr
+    assert not HAN.search(en.stderr), en.stderr
+    zh = run_cli(
+        "memory", "add", KEY, long_text, env={"AMRITA_MEMORY_LANGUAGE": "zh"}, cwd=tmp_path
+    )
+    assert zh.returncode == 2
+    assert "过长（4001 字符，上限 4000）" in zh.stderr, zh.stderr
+    bad_key = run_cli("--lang", "en", "memory", "list", "qq:private:1", cwd=tmp_path)
+    assert bad_key.returncode == 2
+    assert "is not a valid partition key: 'qq:private:1'" in bad_key.stderr, bad_key.stderr
+    assert not HAN.search(bad_key.stderr), bad_key.stderr

@@ -106,7 +106,7 @@ async def pause(request: Request, key: str, user: kit.SuperuserWrite) -> Respons
     try:
         reason = check_text(reason, max_chars=MAX_NOTE_CHARS)
     except InvalidInput as exc:
-        errors.append(t("paused.bad_reason", reason=exc.reason))
+        errors.append(t("paused.bad_reason", reason=exc.said(request.state.lang)))
     if errors:
         return kit.render(
             request,
@@ -173,7 +173,7 @@ async def inspector(request: Request, _user: kit.Admin) -> Response:
         try:
             message = check_text(message, max_chars=MAX_NOTE_CHARS)
         except InvalidInput as exc:
-            errors.append(t("inspector.bad_message", reason=exc.reason))
+            errors.append(t("inspector.bad_message", reason=exc.said(request.state.lang)))
         if not errors:
             mem = kit.memory(request)
             seen = await mem.inspect(chat, user_id=speaker or None, message=message or None)
