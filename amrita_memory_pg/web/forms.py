@@ -170,7 +170,8 @@ class BulkInput(BaseModel):
             key, _, memory_id = value.rpartition("/")
             check_partition_key(key)
             if not MEMORY_ID.fullmatch(memory_id):
-                raise InvalidInput(f"不是记忆编号：{memory_id[:MAX_ID_CHARS]}")
+                shown = memory_id[:MAX_ID_CHARS]
+                raise InvalidInput(f"不是记忆编号：{shown}", en=f"is not a memory id: {shown}")
             pairs[(key, memory_id)] = None
         if not pairs:
             raise FieldError("invalid.bulk_none")
