@@ -93,7 +93,7 @@ class ExitGuard:
                 "shutdown did not finish in %.1f s: leaving the database and exiting", self.grace
             )
         try:
-            embedded.release_all(timeout=1)
+            embedded.release_all(timeout=1, wait=False)
         finally:
             os._exit(self._exit_code)
 

@@ -81,12 +81,13 @@ def _start_on_embedded(home: Path) -> tuple[ConsoleBotProcess, int]:
 
 
 #: Seconds the bot and then its server get to be gone. The guard ends the process 2 s after
-#: the request at the latest, but a graceful stop already under way holds the server's lock
-#: through PostgreSQL's shutdown checkpoint, which on a fresh cluster (every migration's
-#: files to fsync) took over 5 s once on a busy disk (CI, after the main suite); once, right
-#: after the main suite had run in two processes, the idle bot was still there 10 s after
-#: SIGTERM (no CPU used: waiting, not spinning). What this guards against is a process that never exits or spins on a dead
-#: terminal, which no bound of seconds lets through.
+#: the request at the latest (3 s when a graceful stop holds the servers' lock: the forced
+#: exit no longer waits for it); the server's own shutdown checkpoint on a fresh cluster
+#: (every migration's files to fsync) took over 5 s once on a busy disk (CI, after the main
+#: suite), and once, right after the main suite had run in two processes, the idle bot was
+#: still there 10 s after SIGTERM, waiting for that stop's lock. What this guards against is
+#: a process that never exits or spins on a dead terminal, which no bound of seconds lets
+#: through.
 EXIT_SECONDS = 20
 
 

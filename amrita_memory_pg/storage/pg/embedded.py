@@ -454,11 +454,21 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
     return EmbeddedServer(pgdata=pgdata, socket_dir=Path(info.socket_dir), _server=share.server)
 
 
-def release_all(timeout: int = 10) -> None:
-    """Leave every server this process holds (at exit, or when a bot must exit now)."""
-    with _THREAD_GUARD:
+def release_all(timeout: int = 10, *, wait: bool = True) -> None:
+    """Leave every server this process holds (at exit, or when a bot must exit now).
+
+    ``wait=False`` is the forced exit's: when another thread holds the servers' lock — a
+    graceful stop under way, which holds it through PostgreSQL's shutdown checkpoint —
+    it gives up after ``timeout`` seconds instead of waiting for that stop, which has
+    already taken this process off the server's users and signalled the server."""
+    if not _THREAD_GUARD.acquire(timeout=-1 if wait else timeout):
+        log.warning("a stop of the embedded PostgreSQL is under way: leaving it to finish")
+        return
+    try:
         shares = list(_SHARES.values())
         _SHARES.clear()
+    finally:
+        _THREAD_GUARD.release()
     for share in shares:
         try:
             share.leave(timeout)
