@@ -4,10 +4,11 @@
 -- tests/migration/test_present_schema.py fails when this and the migrations disagree.
 
 
--- Vectors stay in their row. PostgreSQL starts toasting a row at 2 KB and pgvector's type
--- is EXTERNAL, so a 384-d vector (1.5 KB) beside a 33-character Chinese memory and its
--- search tokens (a 2.3 KB row) would be moved out of line and every search would fetch it
--- back through the TOAST index (measured: vector reads 0.70x, hybrid 0.72x of that). A row
+-- Vectors stay in their row. PostgreSQL starts toasting a row at 2 KB and pgvector's types
+-- are EXTERNAL, so a 384-d vector (1.5 KB as vector; 0.8 KB as the halfvec stored now)
+-- beside a long memory and its search tokens would be moved out of line and every search
+-- would fetch it back through the TOAST index (measured with vector: reads 0.70x, hybrid
+-- 0.72x of that). A row
 -- is toasted only past 8,160 bytes (a row that fits a page stays whole), and then its text
 -- first: the vector (MAIN) goes out of line only if the row still does not fit a page.
 -- fillfactor 90: room on each page for HOT updates; the sweep's demotions change only

@@ -63,7 +63,7 @@ async def maintain_ann_indexes(
     Why per partition: an HNSW index over the whole table makes every write and sweep
     pay for the graph, and a partition filter on a shared graph misses results. A
     partial index whose predicate names one partition (and one dimension, so vectors of
-    another model never reach its ``::vector(n)`` cast) is searched exactly where it
+    another model never reach its ``::halfvec(n)`` cast) is searched exactly where it
     helps. Built CONCURRENTLY: writes go on meanwhile. Recorded in ``ann_index``, which
     ``search_memories_v8`` consults.
 
@@ -120,15 +120,19 @@ async def _maintain(
         # An index build takes minutes on a big partition; RESET ALL on release undoes this.
         await lift_statement_timeout(conn, local=False)
         sizes = await conn.fetch(query("ann_partition_sizes"))
-        existing = await _ann_registry(conn)
+        registry = await _ann_registry(conn)
         size_of = {(r["partition_key"], r["dim"]): r["n"] for r in sizes}
         report = AnnReport(built=[], dropped=[], kept=[])
-        for key, name in sorted(existing.items()):
-            if size_of.get(key, 0) < min_rows // 2:
+        existing: set[tuple[str, int]] = set()
+        for row in sorted(registry, key=lambda r: (r["partition_key"], r["dim"])):
+            key, name = (row["partition_key"], row["dim"]), row["index_name"]
+            # a stale index (over vector, not halfvec) is dropped and built again below
+            if size_of.get(key, 0) < min_rows // 2 or row["stale"]:
                 await _drop_index(conn, name)
                 await conn.execute(query("ann_forget_index"), *key)
                 report.dropped.append(name)
             else:
+                existing.add(key)
                 report.kept.append(name)
         for (partition, dim), n in sorted(size_of.items()):
             if n < min_rows or (partition, dim) in existing:
@@ -142,7 +146,7 @@ async def _maintain(
             await conn.execute(ddl)
             await conn.execute(query("ann_record_index"), partition, dim, name, n)
             report.built.append(name)
-        indexed = {p for p, _ in await _ann_registry(conn)}
+        indexed = {r["partition_key"] for r in await _ann_registry(conn)}
         await _keep_partition_indexes(
             conn,
             indexed,
@@ -170,10 +174,10 @@ async def _maintain(
         return report
 
 
-async def _ann_registry(conn: Any) -> dict[tuple[str, int], str]:
-    """The HNSW indexes recorded in ``ann_index``: (partition, dim) → index name."""
-    rows = await conn.fetch(query("ann_indexes"))
-    return {(r["partition_key"], r["dim"]): r["index_name"] for r in rows}
+async def _ann_registry(conn: Any) -> list[Any]:
+    """The HNSW indexes recorded in ``ann_index`` (partition_key, dim, index_name), each
+    with ``stale``: not over halfvec, so no search uses it."""
+    return list(await conn.fetch(query("ann_indexes")))
 
 
 async def _keep_partition_indexes(

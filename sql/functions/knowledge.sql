@@ -329,7 +329,7 @@ COMMENT ON FUNCTION amrita_memory.knowledge_release_suggestions_v1(bigint) IS
 -- Create an entry with its search tokens (p_tokens; NULL = to be backfilled): status
 -- created | too_long | exists; the model check AMF01/AMF03.
 --   psql> SELECT * FROM amrita_memory.knowledge_create_v2('0a1b2c3d', '标题', '摘要', '正文',
---           (SELECT embedding FROM amrita_memory.memory LIMIT 1), '<fingerprint>', 10000, now(),
+--           (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1), '<fingerprint>', 10000, now(),
 --           ARRAY['标', '标题', '题']);
 CREATE OR REPLACE FUNCTION amrita_memory.knowledge_create_v2(
     p_kid text, p_title text, p_summary text, p_body text,

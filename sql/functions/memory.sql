@@ -244,7 +244,7 @@ COMMENT ON FUNCTION amrita_memory.update_memory_v3(text, text, text, text[], int
 -- insert_memory_v6 with its history row written by a data-modifying CTE over the inserted
 -- row (a second CTE scan and a bigger plan on every call).
 --   psql> SELECT * FROM amrita_memory.insert_memory_v5('QQPlatform_Private_10001', 'user',
---           '用户喜欢猫', '{}', 5, NULL, 'auto', NULL, (SELECT embedding FROM amrita_memory.memory
+--           '用户喜欢猫', '{}', 5, NULL, 'auto', NULL, (SELECT embedding::vector FROM amrita_memory.memory
 --           LIMIT 1), (SELECT embed_fingerprint FROM amrita_memory.store_meta), now(), 100,
 --           ARRAY['猫']);
 CREATE OR REPLACE FUNCTION amrita_memory.insert_memory_v5(
@@ -341,7 +341,7 @@ COMMENT ON FUNCTION amrita_memory.insert_memory_v5(text, text, text, text[], int
 -- Insert one memory under the partition cap, with its history row. Returns its id (NULL
 -- when the partition is full) and the partition's count before the call.
 --   psql> SELECT * FROM amrita_memory.insert_memory_v6('QQPlatform_Private_10001', 'user',
---           '用户喜欢猫', '{}', 5, NULL, 'auto', NULL, (SELECT embedding FROM amrita_memory.memory
+--           '用户喜欢猫', '{}', 5, NULL, 'auto', NULL, (SELECT embedding::vector FROM amrita_memory.memory
 --           LIMIT 1), (SELECT embed_fingerprint FROM amrita_memory.store_meta), now(), 100,
 --           ARRAY['猫']);
 CREATE OR REPLACE FUNCTION amrita_memory.insert_memory_v6(

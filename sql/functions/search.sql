@@ -2,6 +2,11 @@
 -- recall_memories_v4 (the pause check first, search_memories_v8, the access log written
 -- in the same statement); search_memories_v8 is the entry point of every other search.
 --
+-- Vectors. memory.embedding is halfvec (half precision: half the bytes of vector, the same
+-- retrieval results, docs/performance.md); the query comes as vector and is cast to
+-- halfvec (pgvector's implicit cast), distances are halfvec_l2_squared_distance, and a
+-- large partition's HNSW index is over (embedding::halfvec(n)) halfvec_l2_ops.
+--
 -- Modes. vector: similarity 1/(1+distance) (squared L2, decay.sql). keyword: BM25
 -- (k1 = 1.2, b = 0.75) computed here over the rows scored: idf(t) = ln(1 + (N - df + 0.5)
 -- / (df + 0.5)), each matched token contributing idf × (k1 + 1) / (1 + k1 × (1 - b + b ×
@@ -144,7 +149,7 @@ AS $$
         SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.category,
                m.source, m.author, m.created_at, m.updated_at, m.search_tokens,
                CASE WHEN p_mode = 'keyword' THEN NULL
-                    ELSE vector_l2_squared_distance(m.embedding, p_query) END AS distance,
+                    ELSE halfvec_l2_squared_distance(m.embedding, p_query) END AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -228,7 +233,7 @@ COMMENT ON FUNCTION amrita_memory.score_memories_v1(text, vector, text[], text, 
 -- age and half-life so the decay factor is computed inline on plain columns. A
 -- single-statement SQL function: inlined into the caller's query.
 --   psql> SELECT id, decay_score FROM amrita_memory.search_vector_exact_v5(
---           'QQPlatform_Private_10001', (SELECT embedding FROM amrita_memory.memory LIMIT 1),
+--           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           5, now(), true, 30, 1, 0.05, NULL, NULL, NULL, NULL, NULL);
 CREATE OR REPLACE FUNCTION amrita_memory.search_vector_exact_v5(
     p_partition text,
@@ -267,7 +272,7 @@ AS $$
            0::float8
       FROM (SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance,
                    m.category, m.source, m.author, m.created_at, m.updated_at,
-                   vector_l2_squared_distance(m.embedding, p_query) AS distance,
+                   halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
                    amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                    amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
               FROM amrita_memory.memory m
@@ -292,10 +297,11 @@ COMMENT ON FUNCTION amrita_memory.search_vector_exact_v5(text, vector, integer, 
 -- the p_candidates nearest rows that pass the filters, by the index, re-ranked by decay
 -- score (decay_score_v1: the exact path's expression). Dynamic SQL because the partial
 -- index's predicate (partition and dimension literals) must appear verbatim for the
--- planner to use it; hnsw.iterative_scan (pgvector ≥ 0.8) keeps the index yielding rows
+-- planner to use it, and the ORDER BY must be the index's expression, (embedding::
+-- halfvec(n)) <-> query::halfvec(n) (sql/queries/ann.sql); hnsw.iterative_scan (pgvector ≥ 0.8) keeps the index yielding rows
 -- while filters reject some. Both settings last until the end of the transaction.
 --   psql> SELECT id FROM amrita_memory.search_vector_ann_v5('QQPlatform_Group_big',
---           (SELECT embedding FROM amrita_memory.memory LIMIT 1), 5, now(), true, 30, 1,
+--           (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1), 5, now(), true, 30, 1,
 --           0.05, NULL, NULL, NULL, NULL, NULL, 200);
 CREATE OR REPLACE FUNCTION amrita_memory.search_vector_ann_v5(
     p_partition text,
@@ -352,12 +358,12 @@ BEGIN
                             ELSE amrita_memory.similarity_v1(d.distance) END AS score
                   FROM amrita_memory.memory m
                   CROSS JOIN LATERAL (
-                        SELECT vector_l2_squared_distance(m.embedding, $1) AS distance,
+                        SELECT halfvec_l2_squared_distance(m.embedding, $1) AS distance,
                                amrita_memory.age_days_v1(m.created_at, $4) AS age) d
                  WHERE m.partition_key = %L AND vector_dims(m.embedding) = %s
                    AND amrita_memory.memory_matches_v2(m.importance, m.scope, m.tags, m.category,
                                                        $9, $10, $11, $12, $13)
-                 ORDER BY (m.embedding::vector(%s)) <-> ($1::vector(%s))
+                 ORDER BY (m.embedding::halfvec(%s)) <-> ($1::halfvec(%s))
                  LIMIT $3
                ) c
          ORDER BY c.score DESC, c.distance, c.created_at, c.id
@@ -482,7 +488,7 @@ COMMENT ON FUNCTION amrita_memory.score_keyword_v6(text, text[], tsquery, intege
 -- (distance, created_at, id); the keyword rank the matching rows by (bm25 desc,
 -- created_at, id).
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_rrf_v6('QQPlatform_Private_10001',
---           (SELECT embedding FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
+--           (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
 --           amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1, 0.05,
 --           NULL, NULL, NULL, NULL, NULL, 60, NULL);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_rrf_v6(
@@ -525,7 +531,7 @@ AS $$
         SELECT m.id, m.created_at,
                CASE WHEN m.search_tokens @@ p_tsq THEN m.search_tokens END AS matched,
                length(m.search_tokens) AS len,
-               vector_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM (SELECT r.id, r.created_at, r.importance, r.scope, r.tags, r.category,
@@ -601,7 +607,7 @@ COMMENT ON FUNCTION amrita_memory.score_hybrid_rrf_v6(text, vector, text[], tsqu
 -- (1 - p_weight) × similarity min-max-normalised over the rows scored (1
 -- when the spread is under 1e-6) + p_weight × bm25 / max bm25, times the decay factor.
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_weighted_v6(
---           'QQPlatform_Private_10001', (SELECT embedding FROM amrita_memory.memory LIMIT 1),
+--           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           ARRAY['猫'], amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1,
 --           0.05, NULL, NULL, NULL, NULL, NULL, 0.5, NULL);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_weighted_v6(
@@ -644,7 +650,7 @@ AS $$
         SELECT m.id, m.created_at,
                CASE WHEN m.search_tokens @@ p_tsq THEN m.search_tokens END AS matched,
                length(m.search_tokens) AS len,
-               vector_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM (SELECT r.id, r.created_at, r.importance, r.scope, r.tags, r.category,
@@ -968,7 +974,7 @@ COMMENT ON FUNCTION amrita_memory.score_keyword_v8(text, text[], tsquery, intege
 -- (distance, created_at, id); the keyword rank the matching rows by (bm25 desc,
 -- created_at, id).
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_rrf_v8('QQPlatform_Private_10001',
---           (SELECT embedding FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
+--           (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
 --           amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1, 0.05,
 --           NULL, NULL, NULL, NULL, NULL, 60);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_rrf_v8(
@@ -1012,7 +1018,7 @@ AS $$
                     THEN tsvector_to_array(ts_delete(m.search_tokens, tsvector_to_array(
                              ts_delete(m.search_tokens, p_tokens)))) END AS matched,
                length(m.search_tokens) AS len,
-               vector_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -1077,7 +1083,7 @@ COMMENT ON FUNCTION amrita_memory.score_hybrid_rrf_v8(text, vector, text[], tsqu
 -- (1 - p_weight) × similarity min-max-normalised over the rows scored (1 when the spread
 -- is under 1e-6) + p_weight × bm25 / max bm25, times the decay factor.
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_weighted_v8(
---           'QQPlatform_Private_10001', (SELECT embedding FROM amrita_memory.memory LIMIT 1),
+--           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           ARRAY['猫'], amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1,
 --           0.05, NULL, NULL, NULL, NULL, NULL, 0.5);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_weighted_v8(
@@ -1121,7 +1127,7 @@ AS $$
                     THEN tsvector_to_array(ts_delete(m.search_tokens, tsvector_to_array(
                              ts_delete(m.search_tokens, p_tokens)))) END AS matched,
                length(m.search_tokens) AS len,
-               vector_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m

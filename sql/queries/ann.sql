@@ -11,9 +11,14 @@ SELECT partition_key, vector_dims(embedding) AS dim, count(*)::integer AS n
  GROUP BY partition_key, vector_dims(embedding);
 
 -- name: ann_indexes
--- The per-partition indexes that exist (search_memories_v4 consults this table).
-SELECT partition_key, dim, index_name
-  FROM amrita_memory.ann_index;
+-- The per-partition indexes recorded (search_memories_v8 consults this table); stale: the
+-- index is not over halfvec (built by 0.14.1's maintenance during a rolling upgrade, over
+-- embedding::vector(n)): the search functions' expression cannot use it, so it is built
+-- again.
+SELECT a.partition_key, a.dim, a.index_name,
+       coalesce(pg_get_indexdef(to_regclass(format('amrita_memory.%I', a.index_name)))
+                NOT LIKE '%halfvec_l2_ops%', false) AS stale
+  FROM amrita_memory.ann_index a;
 
 -- name: ann_drop_index_ddl
 -- DROP INDEX CONCURRENTLY of index $1 in our schema (also clears an INVALID index that a
@@ -22,13 +27,15 @@ SELECT format('DROP INDEX CONCURRENTLY IF EXISTS amrita_memory.%I', $1::text) AS
 
 -- name: ann_create_index_ddl
 -- CREATE INDEX CONCURRENTLY IF NOT EXISTS $1 (another process building it meanwhile: a
--- no-op): HNSW (m = $3, ef_construction = $4) over the vectors of
+-- no-op): HNSW (m = $3, ef_construction = $4) over the half-precision vectors of
 -- partition $5 with dimension $2 only. The predicate names the partition and the
--- dimension so that search_memories_ann_v3's query (same literals) can use it, and the
--- ::vector($2) cast never meets a vector of another model.
+-- dimension so that search_vector_ann_v5's query (same literals, same expression) can use
+-- it, and the ::halfvec($2) cast never meets a vector of another model. halfvec_l2_ops:
+-- the column is halfvec, the search orders by L2 (<->); HNSW takes halfvec up to 4,000
+-- dimensions (vector: 2,000).
 SELECT format(
            'CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON amrita_memory.memory USING hnsw '
-           '((embedding::vector(%s)) vector_l2_ops) WITH (m = %s, ef_construction = %s) '
+           '((embedding::halfvec(%s)) halfvec_l2_ops) WITH (m = %s, ef_construction = %s) '
            'WHERE partition_key = %L AND vector_dims(embedding) = %s',
            $1::text, $2::integer, $3::integer, $4::integer, $5::text, $2::integer) AS ddl;
 

@@ -242,3 +242,37 @@ async def test_two_maintenance_runs_at_once_build_each_index_once(memory: Memory
         (True, True),
     ]
     assert await memory.pool.fetchval("SELECT count(*) FROM amrita_memory.ann_index") == 1
+
+
+async def test_an_index_over_vector_is_built_again_over_halfvec(memory: Memory) -> None:
+    """0.14.1's maintenance, running beside this release during a rolling upgrade, builds
+    its index over embedding::vector(n): no search of this release can use that one."""
+    await _fill(memory)
+    name = "ix_memory_ann_old_kind"
+    await memory.pool.execute(
+        f"CREATE INDEX {name} ON amrita_memory.memory USING hnsw "
+        "((embedding::vector(384)) vector_l2_ops) "
+        f"WHERE partition_key = '{BIG}' AND vector_dims(embedding) = 384"
+    )
+    await memory.pool.execute(
+        "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build) "
+        "VALUES ($1, 384, $2, 400)",
+        BIG,
+        name,
+    )
+    report = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert report.dropped == [name] and len(report.built) == 1 and report.kept == []
+    rebuilt = report.built[0]
+    definition = await memory.pool.fetchval(
+        "SELECT pg_get_indexdef(to_regclass('amrita_memory.' || $1))", rebuilt
+    )
+    assert "halfvec_l2_ops" in definition and "(embedding)::halfvec(384)" in definition
+    assert await memory.pool.fetchval("SELECT to_regclass('amrita_memory.' || $1)", name) is None
+    before = await _idx_scans(memory, rebuilt)
+    await memory.memories.search(BIG, "喜欢 咖啡", top_k=5, now=datetime(2026, 1, 2, tzinfo=UTC))
+    for _ in range(50):
+        if await _idx_scans(memory, rebuilt) > before:
+            break
+        await asyncio.sleep(0.1)
+    assert await _idx_scans(memory, rebuilt) > before, "the rebuilt index was not used"
+    assert (await maintain_ann_indexes(memory.pool, min_rows=200)).kept == [rebuilt]

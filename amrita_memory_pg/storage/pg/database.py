@@ -177,8 +177,13 @@ async def _vector_schema(conn: asyncpg.Connection) -> str:
 
 
 async def register_vector_codec(conn: asyncpg.Connection, schema: str = "public") -> None:
-    """``vector`` ⇄ numpy float32 arrays in binary format (pgvector's own wire layout)."""
-    from pgvector import Vector
+    """``vector`` and ``halfvec`` ⇄ numpy float32 arrays in binary format (pgvector's own
+    wire layouts). The stored embeddings are ``halfvec`` (half the bytes); a read decodes
+    them to float32 as a ``vector`` read did, so every caller (JSONL backup, Chroma rebuild)
+    sees the type it always saw. Parameters stay ``vector``: the functions take it and
+    the server casts it to ``halfvec`` where the column is written."""
+    import numpy as np
+    from pgvector import HalfVector, Vector
 
     def encode(value: Any) -> bytes:
         vector = value if isinstance(value, Vector) else Vector(value)
@@ -187,8 +192,18 @@ async def register_vector_codec(conn: asyncpg.Connection, schema: str = "public"
     def decode(data: bytes) -> Any:
         return Vector.from_binary(data).to_numpy()
 
+    def encode_half(value: Any) -> bytes:
+        vector = value if isinstance(value, HalfVector) else HalfVector(value)
+        return bytes(vector.to_binary())
+
+    def decode_half(data: bytes) -> Any:
+        return HalfVector.from_binary(data).to_numpy().astype(np.float32)
+
     await conn.set_type_codec(
         "vector", schema=schema, encoder=encode, decoder=decode, format="binary"
+    )
+    await conn.set_type_codec(
+        "halfvec", schema=schema, encoder=encode_half, decoder=decode_half, format="binary"
     )
 
 

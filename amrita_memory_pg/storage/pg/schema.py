@@ -7,7 +7,7 @@ migration test can compare the migrated database with the declared schema.
 
 from __future__ import annotations
 
-from pgvector.sqlalchemy import VECTOR  # also registers the "vector" type for reflection
+from pgvector.sqlalchemy import HALFVEC  # also registers the "halfvec" type for reflection
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -90,7 +90,9 @@ memory = Table(
     ),
     # STORAGE MAIN and toast_tuple_target 8160 (sql/tables.sql): the vector
     # stays in the row unless the row cannot fit a page; a search reads no TOAST.
-    Column("embedding", VECTOR(), nullable=False, comment="dimension = store_meta.embed_dim"),
+    # halfvec (half precision, 2 bytes a dimension): half the bytes of ``vector`` at the
+    # same retrieval results (docs/performance.md); HNSW takes it up to 4,000 dimensions.
+    Column("embedding", HALFVEC(), nullable=False, comment="dimension = store_meta.embed_dim"),
     Column("embed_fingerprint", Text, nullable=False),
     Column(
         "search_tokens",
@@ -254,7 +256,7 @@ knowledge = Table(
     # out of the row before the vector is.
     Column(
         "embedding",
-        VECTOR(),
+        HALFVEC(),
         nullable=False,
         comment="vector of the summary (what a knowledge search matches, as in the reference)",
     ),
@@ -368,7 +370,7 @@ reembed_staging = Table(
     Column("kind", Text, primary_key=True, comment="memory | knowledge"),
     Column("row_id", Text, primary_key=True),
     Column("fingerprint", Text, nullable=False),
-    Column("embedding", VECTOR(), nullable=False),
+    Column("embedding", HALFVEC(), nullable=False),
     Column(
         "source_updated_at",
         DateTime(timezone=True),
