@@ -330,7 +330,7 @@ async def ann_index(state: CliState) -> None:
     """Build (or drop) the partial HNSW indexes of large partitions ([retrieval] ann_min_rows),
     each such partition's keyword (GIN) index, and with [injection] enabled their and
     global's memory block index."""
-    from amrita_memory_pg.maintenance.ann import maintain_configured
+    from amrita_memory_pg.maintenance.ann import HNSW_MAX_DIM, maintain_configured
     from amrita_memory_pg.storage.pg.database import Database
 
     settings = state.settings
@@ -359,6 +359,8 @@ async def ann_index(state: CliState) -> None:
         click.echo(f"  + {name}")
     for name in report.block_dropped:
         click.echo(f"  - {name}")
+    for partition in report.too_wide:
+        say("cli.ann.too_wide", partition=partition, most=HNSW_MAX_DIM)
 
 
 # ---------------------------------------------------------------------------- vector index

@@ -8,7 +8,7 @@ The chroma backend scores its candidates here (the pgvector backend does it in S
   candidates that share a token with the query;
 - ``hybrid``: ``rrf`` = 1/(k + vector rank) + 1/(k + keyword rank) (no keyword term
   without a match), or ``weighted`` = (1 - w) × min-max-normalised similarity
-  + w × bm25 / max bm25 (similarities spread under 1e-6 count as equal);
+  + w × bm25 / max bm25 (similarities spread under 1e-3 count as equal);
 
 then × the decay factor when decay is on, ordered by score desc, distance, created_at, id.
 """
@@ -31,7 +31,7 @@ from amrita_memory_pg.domain.decay import (
 from amrita_memory_pg.domain.records import MemoryRecord, Ranking, SearchHit
 
 #: the weighted fusion's smallest similarity spread worth normalising (as in the SQL)
-SPREAD = 1e-6
+SPREAD = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,8 @@ def relevance(candidates: Sequence[Candidate], ranking: Ranking) -> list[float |
     w = ranking.keyword_weight
     weighted: list[float | None] = []
     for sim, c in zip(sims, candidates, strict=True):
-        # a spread under 1e-6 is float noise (float32 in pgvector), not a ranking
+        # a spread under 1e-3 is noise (the stored vectors are halfvec: even their
+        # lengths are rounded, ~1e-4 on a similarity), not a ranking
         vec = 0.0 if sim is None else ((sim - lo) / (hi - lo) if hi - lo > SPREAD else 1.0)
         kw = c.bm25 / top if c.bm25 is not None and top > 0 else 0.0
         weighted.append((1 - w) * vec + w * kw)

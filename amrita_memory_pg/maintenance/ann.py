@@ -31,11 +31,17 @@ class AnnReport:
     #: the memory block's indexes (ix_memory_top_*) built and dropped
     block_built: list[str] = field(default_factory=list)
     block_dropped: list[str] = field(default_factory=list)
+    #: "partition (n dimensions)" of the large partitions whose vectors HNSW cannot index
+    #: (over HNSW_MAX_DIM dimensions): they stay on the exact search
+    too_wide: list[str] = field(default_factory=list)
 
 
 ANN_INDEX_PREFIX = "ix_memory_ann_"
 KEYWORD_INDEX_PREFIX = "ix_memory_kw_"
 BLOCK_INDEX_PREFIX = "ix_memory_top_"
+#: pgvector's HNSW takes halfvec up to this many dimensions (vector: 2,000); a partition of
+#: a model with more keeps the exact search, which needs no index.
+HNSW_MAX_DIM = 4000
 
 
 def keyword_index_name(partition: str) -> str:
@@ -136,6 +142,9 @@ async def _maintain(
                 report.kept.append(name)
         for (partition, dim), n in sorted(size_of.items()):
             if n < min_rows or (partition, dim) in existing:
+                continue
+            if dim > HNSW_MAX_DIM:
+                report.too_wide.append(f"{partition} ({dim} dimensions)")
                 continue
             name = ANN_INDEX_PREFIX + hashlib.md5(f"{partition}|{dim}".encode()).hexdigest()[:24]
             # A failed CONCURRENTLY build leaves an INVALID index behind: clear it first.

@@ -1,4 +1,111 @@
--- 0061_halfvec's downgrade, frozen with it (never edited): Stored embeddings as halfvec: memory, knowledge and the re-embed's staging hold half-precision vectors, the per-partition HNSW indexes are halfvec_l2_ops over (embedding::halfvec(n)), and the search functions compute halfvec distances (same names: 0.14.1's bodies cannot run on a halfvec column, so they are replaced in place with the same results).
+-- 0061_halfvec's downgrade, frozen with it (never edited): Stored embeddings as halfvec: memory, knowledge and the re-embed's staging hold half-precision vectors, the per-partition HNSW indexes are halfvec_l2_ops over (embedding::halfvec(n)), and the search functions compute halfvec distances under their own names (0.14.1's bodies cannot run on a halfvec column, and 0.14.1 calls them during a rolling upgrade); the weighted fusion counts a similarity spread under 1e-3 as no signal (was 1e-6: the noise of half-precision vectors).
+
+CREATE OR REPLACE FUNCTION amrita_memory.knowledge_search_v2(p_query vector, p_tokens text[], p_mode text, p_top_k integer, p_fusion text DEFAULT 'weighted'::text, p_rrf_k double precision DEFAULT 60, p_weight double precision DEFAULT 0.5)
+ RETURNS TABLE(kid text, title text, summary text, distance double precision, keyword_score double precision, score double precision)
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_dim integer := vector_dims(p_query);
+    v_tsq tsquery;
+BEGIN
+    IF p_mode IS NULL OR p_mode NOT IN ('vector', 'keyword', 'hybrid') THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = format('knowledge_search_v2: unknown mode %L (vector, keyword or hybrid)', p_mode);
+    END IF;
+    IF p_fusion IS NULL OR p_fusion NOT IN ('rrf', 'weighted') THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = format('knowledge_search_v2: unknown fusion %L (rrf or weighted)', p_fusion);
+    END IF;
+    IF p_mode <> 'keyword' AND p_query IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = format('knowledge_search_v2: mode %s needs the query vector', p_mode);
+    END IF;
+    IF p_mode <> 'vector' THEN
+        v_tsq := amrita_memory.tokens_tsquery_v1(p_tokens);
+    END IF;
+    RETURN QUERY
+    WITH stats AS (
+        SELECT count(*)::float8 AS n,
+               greatest(coalesce(avg(k.search_len), 1), 1)::float8 AS avglen
+          FROM amrita_memory.knowledge k
+    ),
+    -- the entries sharing a token with the query (GIN), then their (entry, query token)
+    -- pairs: one tsvector lookup per query token, not an unnest of every entry's tokens
+    -- (a body gives hundreds: 1000 matching entries took 140 ms unnested, bench_knowledge.py)
+    terms AS MATERIALIZED (
+        SELECT t AS lexeme, amrita_memory.tokens_tsquery_v1(ARRAY[t]) AS tsq
+          FROM (SELECT DISTINCT t FROM unnest(p_tokens) t WHERE t <> '') d
+    ),
+    matched AS MATERIALIZED (
+        SELECT k.kid, k.search_len, k.search_tokens
+          FROM amrita_memory.knowledge k
+         WHERE v_tsq IS NOT NULL AND k.search_tokens @@ v_tsq
+    ),
+    hit AS MATERIALIZED (
+        SELECT m.kid, m.search_len AS len, q.lexeme
+          FROM matched m
+          CROSS JOIN terms q
+         WHERE m.search_tokens @@ q.tsq
+    ),
+    df AS (
+        SELECT h.lexeme, ln(1 + (s.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+          FROM hit h CROSS JOIN stats s
+         GROUP BY h.lexeme, s.n
+    ),
+    kw AS (
+        SELECT h.kid, sum(d.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * h.len / s.avglen))) AS bm25
+          FROM hit h JOIN df d USING (lexeme) CROSS JOIN stats s
+         GROUP BY h.kid
+    ),
+    c AS (
+        SELECT k.kid, k.title, k.summary, kw.bm25,
+               CASE WHEN p_mode <> 'keyword' AND vector_dims(k.embedding) = v_dim
+                    THEN k.embedding <-> p_query END AS distance
+          FROM amrita_memory.knowledge k
+          LEFT JOIN kw ON kw.kid = k.kid
+         WHERE p_mode <> 'keyword' OR kw.bm25 IS NOT NULL
+    ),
+    ranked AS (
+        SELECT c.*,
+               CASE WHEN c.distance IS NOT NULL THEN 1.0 / (1.0 + c.distance * c.distance) END
+                   AS similarity,
+               CASE WHEN c.distance IS NOT NULL
+                    THEN row_number() OVER (ORDER BY c.distance NULLS LAST, c.kid) END AS vrank,
+               CASE WHEN c.bm25 IS NOT NULL
+                    THEN row_number() OVER (ORDER BY c.bm25 DESC NULLS LAST, c.kid) END AS krank
+          FROM c
+         WHERE CASE p_mode WHEN 'vector' THEN c.distance IS NOT NULL
+                           WHEN 'hybrid' THEN c.distance IS NOT NULL OR c.bm25 IS NOT NULL
+                           ELSE true END
+    ),
+    fused AS (
+        SELECT r.*,
+               CASE p_mode
+                   WHEN 'vector' THEN r.similarity
+                   WHEN 'keyword' THEN r.bm25
+                   ELSE CASE p_fusion
+                       WHEN 'rrf' THEN coalesce(1.0 / (p_rrf_k + r.vrank), 0)
+                                       + coalesce(1.0 / (p_rrf_k + r.krank), 0)
+                       ELSE (1 - p_weight)
+                                * coalesce(CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-6
+                                                THEN (r.similarity - min(r.similarity) OVER ())
+                                                     / (max(r.similarity) OVER () - min(r.similarity) OVER ())
+                                                WHEN r.similarity IS NOT NULL THEN 1 END, 0)
+                            + p_weight * coalesce(r.bm25 / nullif(max(r.bm25) OVER (), 0), 0)
+                   END
+               END::float8 AS score
+          FROM ranked r
+    )
+    SELECT f.kid, f.title, f.summary, f.distance::float8, coalesce(f.bm25, 0)::float8, f.score
+      FROM fused f
+     ORDER BY f.score DESC, f.distance NULLS LAST, f.kid
+     LIMIT greatest(p_top_k, 0);
+END
+$function$;
+
+COMMENT ON FUNCTION amrita_memory.knowledge_search_v2(vector,text[],text,integer,text,double precision,double precision) IS 'Knowledge search in one statement: mode vector (the summary vector''s L2 distance, then kid), keyword (BM25 over title + summary + body tokens) or hybrid (rrf or weighted fusion, as the memories''; no decay). SQLSTATE 22023 for a bad mode or fusion.';
 
 CREATE OR REPLACE FUNCTION amrita_memory.memory_block_v2(p_memo_keys text[], p_chat_key text, p_scope_keys text[], p_limit integer, p_query vector, p_top_k integer, p_profile_key text, p_known bigint)
  RETURNS TABLE(kind text, partition_key text, content text, id text, importance smallint, category text, updated_at timestamp with time zone)

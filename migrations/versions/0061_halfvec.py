@@ -10,7 +10,11 @@ resets it to the type's EXTERNAL). The per-partition HNSW indexes that maintenan
 halfvec_l2_ops over (embedding::halfvec(n)), the expression search_vector_ann_v5 now orders
 by. The search functions compute halfvec distances under their own names: 0.14.1's bodies
 (vector_l2_squared_distance of the column) cannot run on a halfvec column, and 0.14.1 calls
-them during a rolling upgrade, so they are replaced in place with the same results.
+them during a rolling upgrade, so they are replaced in place with the same results (the
+query cast to halfvec once per statement, not per row). The weighted fusion (and
+knowledge_search_v2's) counts a similarity spread under 1e-3 as no signal, as it did one
+under 1e-6 with float32: the rounding of a half-precision vector, its length included,
+moves a similarity by ~1e-4.
 The downgrade turns every column back to vector (each value as stored, half precision) and
 the indexes back to vector_l2_ops before the old bodies are restored.
 Why: half the bytes of a vector (a 384-d row 2,221 -> 1,453 B) at the same LoCoMo hit@5

@@ -1,4 +1,124 @@
--- 0061_halfvec's upgrade, frozen with it (never edited): Stored embeddings as halfvec: memory, knowledge and the re-embed's staging hold half-precision vectors, the per-partition HNSW indexes are halfvec_l2_ops over (embedding::halfvec(n)), and the search functions compute halfvec distances (same names: 0.14.1's bodies cannot run on a halfvec column, so they are replaced in place with the same results).
+-- 0061_halfvec's upgrade, frozen with it (never edited): Stored embeddings as halfvec: memory, knowledge and the re-embed's staging hold half-precision vectors, the per-partition HNSW indexes are halfvec_l2_ops over (embedding::halfvec(n)), and the search functions compute halfvec distances under their own names (0.14.1's bodies cannot run on a halfvec column, and 0.14.1 calls them during a rolling upgrade); the weighted fusion counts a similarity spread under 1e-3 as no signal (was 1e-6: the noise of half-precision vectors).
+
+-- Search the knowledge base by mode (read this file's header): the p_top_k best entries,
+-- best first, with the L2 distance of the summary vector (NULL in keyword mode or for an
+-- entry of another dimension), the BM25 keyword score (0 = no shared token) and the score
+-- they are ordered by. One statement: both sides and the fusion.
+--   psql> SELECT kid, title, distance, keyword_score, score
+--           FROM amrita_memory.knowledge_search_v2(NULL, ARRAY['科目', '二'], 'keyword', 5);
+CREATE OR REPLACE FUNCTION amrita_memory.knowledge_search_v2(
+    p_query vector,
+    p_tokens text[],
+    p_mode text,
+    p_top_k integer,
+    p_fusion text DEFAULT 'weighted',
+    p_rrf_k float8 DEFAULT 60,
+    p_weight float8 DEFAULT 0.5)
+RETURNS TABLE (kid text, title text, summary text, distance float8, keyword_score float8,
+               score float8)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_dim integer := vector_dims(p_query);
+    v_tsq tsquery;
+BEGIN
+    IF p_mode IS NULL OR p_mode NOT IN ('vector', 'keyword', 'hybrid') THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = format('knowledge_search_v2: unknown mode %L (vector, keyword or hybrid)', p_mode);
+    END IF;
+    IF p_fusion IS NULL OR p_fusion NOT IN ('rrf', 'weighted') THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = format('knowledge_search_v2: unknown fusion %L (rrf or weighted)', p_fusion);
+    END IF;
+    IF p_mode <> 'keyword' AND p_query IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = format('knowledge_search_v2: mode %s needs the query vector', p_mode);
+    END IF;
+    IF p_mode <> 'vector' THEN
+        v_tsq := amrita_memory.tokens_tsquery_v1(p_tokens);
+    END IF;
+    RETURN QUERY
+    WITH stats AS (
+        SELECT count(*)::float8 AS n,
+               greatest(coalesce(avg(k.search_len), 1), 1)::float8 AS avglen
+          FROM amrita_memory.knowledge k
+    ),
+    -- the entries sharing a token with the query (GIN), then their (entry, query token)
+    -- pairs: one tsvector lookup per query token, not an unnest of every entry's tokens
+    -- (a body gives hundreds: 1000 matching entries took 140 ms unnested, bench_knowledge.py)
+    terms AS MATERIALIZED (
+        SELECT t AS lexeme, amrita_memory.tokens_tsquery_v1(ARRAY[t]) AS tsq
+          FROM (SELECT DISTINCT t FROM unnest(p_tokens) t WHERE t <> '') d
+    ),
+    matched AS MATERIALIZED (
+        SELECT k.kid, k.search_len, k.search_tokens
+          FROM amrita_memory.knowledge k
+         WHERE v_tsq IS NOT NULL AND k.search_tokens @@ v_tsq
+    ),
+    hit AS MATERIALIZED (
+        SELECT m.kid, m.search_len AS len, q.lexeme
+          FROM matched m
+          CROSS JOIN terms q
+         WHERE m.search_tokens @@ q.tsq
+    ),
+    df AS (
+        SELECT h.lexeme, ln(1 + (s.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+          FROM hit h CROSS JOIN stats s
+         GROUP BY h.lexeme, s.n
+    ),
+    kw AS (
+        SELECT h.kid, sum(d.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * h.len / s.avglen))) AS bm25
+          FROM hit h JOIN df d USING (lexeme) CROSS JOIN stats s
+         GROUP BY h.kid
+    ),
+    c AS (
+        SELECT k.kid, k.title, k.summary, kw.bm25,
+               CASE WHEN p_mode <> 'keyword' AND vector_dims(k.embedding) = v_dim
+                    THEN k.embedding <-> (SELECT p_query::halfvec) END AS distance
+          FROM amrita_memory.knowledge k
+          LEFT JOIN kw ON kw.kid = k.kid
+         WHERE p_mode <> 'keyword' OR kw.bm25 IS NOT NULL
+    ),
+    ranked AS (
+        SELECT c.*,
+               CASE WHEN c.distance IS NOT NULL THEN 1.0 / (1.0 + c.distance * c.distance) END
+                   AS similarity,
+               CASE WHEN c.distance IS NOT NULL
+                    THEN row_number() OVER (ORDER BY c.distance NULLS LAST, c.kid) END AS vrank,
+               CASE WHEN c.bm25 IS NOT NULL
+                    THEN row_number() OVER (ORDER BY c.bm25 DESC NULLS LAST, c.kid) END AS krank
+          FROM c
+         WHERE CASE p_mode WHEN 'vector' THEN c.distance IS NOT NULL
+                           WHEN 'hybrid' THEN c.distance IS NOT NULL OR c.bm25 IS NOT NULL
+                           ELSE true END
+    ),
+    fused AS (
+        SELECT r.*,
+               CASE p_mode
+                   WHEN 'vector' THEN r.similarity
+                   WHEN 'keyword' THEN r.bm25
+                   ELSE CASE p_fusion
+                       WHEN 'rrf' THEN coalesce(1.0 / (p_rrf_k + r.vrank), 0)
+                                       + coalesce(1.0 / (p_rrf_k + r.krank), 0)
+                       ELSE (1 - p_weight)
+                                * coalesce(CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-3
+                                                THEN (r.similarity - min(r.similarity) OVER ())
+                                                     / (max(r.similarity) OVER () - min(r.similarity) OVER ())
+                                                WHEN r.similarity IS NOT NULL THEN 1 END, 0)
+                            + p_weight * coalesce(r.bm25 / nullif(max(r.bm25) OVER (), 0), 0)
+                   END
+               END::float8 AS score
+          FROM ranked r
+    )
+    SELECT f.kid, f.title, f.summary, f.distance::float8, coalesce(f.bm25, 0)::float8, f.score
+      FROM fused f
+     ORDER BY f.score DESC, f.distance NULLS LAST, f.kid
+     LIMIT greatest(p_top_k, 0);
+END
+$$;
+COMMENT ON FUNCTION amrita_memory.knowledge_search_v2(vector, text[], text, integer, text, float8, float8) IS
+'Knowledge search in one statement: mode vector (the summary vector''s L2 distance, then kid), keyword (BM25 over title + summary + body tokens) or hybrid (rrf or weighted fusion, as the memories''; no decay). SQLSTATE 22023 for a bad mode or fusion.';
 
 -- previous release: 0.14 calls it during a rolling upgrade; the next release drops it.
 -- The memos of p_memo_keys (non-empty ones), the scopes chat p_chat_key has loaded, up to
@@ -107,7 +227,7 @@ UNION ALL
   WHERE p_top_k > 0 AND p_query IS NOT NULL
     AND m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
     AND vector_dims(m.embedding) = vector_dims(p_query)
-  ORDER BY halfvec_l2_squared_distance(m.embedding, p_query), m.id
+  ORDER BY halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)), m.id
   LIMIT p_top_k)
 UNION ALL
 SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at
@@ -203,7 +323,7 @@ UNION ALL
   WHERE p_top_k > 0 AND p_query IS NOT NULL
     AND m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
     AND vector_dims(m.embedding) = vector_dims(p_query)
-  ORDER BY halfvec_l2_squared_distance(m.embedding, p_query), m.id
+  ORDER BY halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)), m.id
   LIMIT p_top_k)
 UNION ALL
 SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at
@@ -220,7 +340,7 @@ COMMENT ON FUNCTION amrita_memory.memory_block_v3(text[], text, text[], integer,
 -- (distance, created_at, id); the keyword rank the matching rows by (bm25 desc,
 -- created_at, id).
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_rrf_v6('QQPlatform_Private_10001',
---           (SELECT embedding FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
+--           (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
 --           amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1, 0.05,
 --           NULL, NULL, NULL, NULL, NULL, 60, NULL);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_rrf_v6(
@@ -263,7 +383,7 @@ AS $$
         SELECT m.id, m.created_at,
                CASE WHEN m.search_tokens @@ p_tsq THEN m.search_tokens END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM (SELECT r.id, r.created_at, r.importance, r.scope, r.tags, r.category,
@@ -340,7 +460,7 @@ COMMENT ON FUNCTION amrita_memory.score_hybrid_rrf_v6(text, vector, text[], tsqu
 -- (distance, created_at, id); the keyword rank the matching rows by (bm25 desc,
 -- created_at, id).
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_rrf_v8('QQPlatform_Private_10001',
---           (SELECT embedding FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
+--           (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1), ARRAY['猫'],
 --           amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1, 0.05,
 --           NULL, NULL, NULL, NULL, NULL, 60);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_rrf_v8(
@@ -384,7 +504,7 @@ AS $$
                     THEN tsvector_to_array(ts_delete(m.search_tokens, tsvector_to_array(
                              ts_delete(m.search_tokens, p_tokens)))) END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -445,9 +565,9 @@ COMMENT ON FUNCTION amrita_memory.score_hybrid_rrf_v8(text, vector, text[], tsqu
 
 -- Hybrid mode, weighted fusion, over a partition's candidates (search_memories_v6):
 -- (1 - p_weight) × similarity min-max-normalised over the rows scored (1
--- when the spread is under 1e-6) + p_weight × bm25 / max bm25, times the decay factor.
+-- when the spread is under 1e-3) + p_weight × bm25 / max bm25, times the decay factor.
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_weighted_v6(
---           'QQPlatform_Private_10001', (SELECT embedding FROM amrita_memory.memory LIMIT 1),
+--           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           ARRAY['猫'], amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1,
 --           0.05, NULL, NULL, NULL, NULL, NULL, 0.5, NULL);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_weighted_v6(
@@ -490,7 +610,7 @@ AS $$
         SELECT m.id, m.created_at,
                CASE WHEN m.search_tokens @@ p_tsq THEN m.search_tokens END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM (SELECT r.id, r.created_at, r.importance, r.scope, r.tags, r.category,
@@ -542,7 +662,7 @@ AS $$
          CROSS JOIN kmax b
          CROSS JOIN LATERAL (
                 SELECT (1 - p_weight)
-                           * CASE WHEN s.smax - s.smin > 1e-6
+                           * CASE WHEN s.smax - s.smin > 1e-3
                                   THEN (amrita_memory.similarity_v1(c.distance) - s.smin)
                                        / (s.smax - s.smin)
                                   ELSE 1 END
@@ -567,9 +687,9 @@ COMMENT ON FUNCTION amrita_memory.score_hybrid_weighted_v6(text, vector, text[],
 -- Hybrid mode, weighted fusion, every row of the partition (matching lexemes by
 -- intersection):
 -- (1 - p_weight) × similarity min-max-normalised over the rows scored (1 when the spread
--- is under 1e-6) + p_weight × bm25 / max bm25, times the decay factor.
+-- is under 1e-3) + p_weight × bm25 / max bm25, times the decay factor.
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_weighted_v8(
---           'QQPlatform_Private_10001', (SELECT embedding FROM amrita_memory.memory LIMIT 1),
+--           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           ARRAY['猫'], amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1,
 --           0.05, NULL, NULL, NULL, NULL, NULL, 0.5);
 CREATE OR REPLACE FUNCTION amrita_memory.score_hybrid_weighted_v8(
@@ -613,7 +733,7 @@ AS $$
                     THEN tsvector_to_array(ts_delete(m.search_tokens, tsvector_to_array(
                              ts_delete(m.search_tokens, p_tokens)))) END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -654,7 +774,7 @@ AS $$
          CROSS JOIN kmax b
          CROSS JOIN LATERAL (
                 SELECT (1 - p_weight)
-                           * CASE WHEN s.smax - s.smin > 1e-6
+                           * CASE WHEN s.smax - s.smin > 1e-3
                                   THEN (amrita_memory.similarity_v1(c.distance) - s.smin)
                                        / (s.smax - s.smin)
                                   ELSE 1 END
@@ -722,7 +842,7 @@ AS $$
         SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.category,
                m.source, m.author, m.created_at, m.updated_at, m.search_tokens,
                CASE WHEN p_mode = 'keyword' THEN NULL
-                    ELSE halfvec_l2_squared_distance(m.embedding, p_query) END AS distance,
+                    ELSE halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) END AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -776,7 +896,7 @@ AS $$
                        WHEN 'rrf' THEN 1.0 / (p_rrf_k + r.vrank)
                                        + coalesce(1.0 / (p_rrf_k + r.krank), 0)
                        ELSE (1 - p_weight)
-                                * CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-6
+                                * CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-3
                                        THEN (r.similarity - min(r.similarity) OVER ())
                                             / (max(r.similarity) OVER () - min(r.similarity) OVER ())
                                        ELSE 1 END
@@ -807,7 +927,7 @@ COMMENT ON FUNCTION amrita_memory.score_memories_v1(text, vector, text[], text, 
 -- halfvec(n)) <-> query::halfvec(n) (sql/queries/ann.sql); hnsw.iterative_scan (pgvector ≥ 0.8) keeps the index yielding rows
 -- while filters reject some. Both settings last until the end of the transaction.
 --   psql> SELECT id FROM amrita_memory.search_vector_ann_v5('QQPlatform_Group_big',
---           (SELECT embedding FROM amrita_memory.memory LIMIT 1), 5, now(), true, 30, 1,
+--           (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1), 5, now(), true, 30, 1,
 --           0.05, NULL, NULL, NULL, NULL, NULL, 200);
 CREATE OR REPLACE FUNCTION amrita_memory.search_vector_ann_v5(
     p_partition text,
@@ -864,7 +984,7 @@ BEGIN
                             ELSE amrita_memory.similarity_v1(d.distance) END AS score
                   FROM amrita_memory.memory m
                   CROSS JOIN LATERAL (
-                        SELECT halfvec_l2_squared_distance(m.embedding, $1) AS distance,
+                        SELECT halfvec_l2_squared_distance(m.embedding, (SELECT $1::halfvec)) AS distance,
                                amrita_memory.age_days_v1(m.created_at, $4) AS age) d
                  WHERE m.partition_key = %L AND vector_dims(m.embedding) = %s
                    AND amrita_memory.memory_matches_v2(m.importance, m.scope, m.tags, m.category,
@@ -888,7 +1008,7 @@ COMMENT ON FUNCTION amrita_memory.search_vector_ann_v5(text, vector, integer, ti
 -- age and half-life so the decay factor is computed inline on plain columns. A
 -- single-statement SQL function: inlined into the caller's query.
 --   psql> SELECT id, decay_score FROM amrita_memory.search_vector_exact_v5(
---           'QQPlatform_Private_10001', (SELECT embedding FROM amrita_memory.memory LIMIT 1),
+--           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           5, now(), true, 30, 1, 0.05, NULL, NULL, NULL, NULL, NULL);
 CREATE OR REPLACE FUNCTION amrita_memory.search_vector_exact_v5(
     p_partition text,
@@ -927,7 +1047,7 @@ AS $$
            0::float8
       FROM (SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance,
                    m.category, m.source, m.author, m.created_at, m.updated_at,
-                   halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+                   halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                    amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                    amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
               FROM amrita_memory.memory m

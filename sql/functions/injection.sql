@@ -157,7 +157,7 @@ UNION ALL
   WHERE p_top_k > 0 AND p_query IS NOT NULL
     AND m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
     AND vector_dims(m.embedding) = vector_dims(p_query)
-  ORDER BY halfvec_l2_squared_distance(m.embedding, p_query), m.id
+  ORDER BY halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)), m.id
   LIMIT p_top_k)
 UNION ALL
 SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at
@@ -278,7 +278,7 @@ UNION ALL
   WHERE p_top_k > 0 AND p_query IS NOT NULL
     AND m.partition_key = ANY((SELECT keys.k FROM keys)::text[])
     AND vector_dims(m.embedding) = vector_dims(p_query)
-  ORDER BY halfvec_l2_squared_distance(m.embedding, p_query), m.id
+  ORDER BY halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)), m.id
   LIMIT p_top_k)
 UNION ALL
 SELECT 'profile', p.partition_key, p.summary, NULL, NULL, NULL, p.updated_at

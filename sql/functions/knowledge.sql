@@ -34,7 +34,7 @@
 --   keyword: bm25, only entries sharing a token with the query; needs no query vector
 --   hybrid:  rrf      = 1/(p_rrf_k + vector rank) + 1/(p_rrf_k + keyword rank)
 --            weighted = (1 - p_weight) × similarity min-max-normalised over the entries
---                       (1 when their spread is under 1e-6) + p_weight × bm25 / max bm25
+--                       (1 when their spread is under 1e-3) + p_weight × bm25 / max bm25
 --            (an entry of another dimension may still match by keyword: no vector term)
 -- SQLSTATE 22023 for an unknown p_mode or p_fusion, or vector/hybrid without p_query.
 --
@@ -503,7 +503,7 @@ BEGIN
     c AS (
         SELECT k.kid, k.title, k.summary, kw.bm25,
                CASE WHEN p_mode <> 'keyword' AND vector_dims(k.embedding) = v_dim
-                    THEN k.embedding <-> p_query END AS distance
+                    THEN k.embedding <-> (SELECT p_query::halfvec) END AS distance
           FROM amrita_memory.knowledge k
           LEFT JOIN kw ON kw.kid = k.kid
          WHERE p_mode <> 'keyword' OR kw.bm25 IS NOT NULL
@@ -530,7 +530,7 @@ BEGIN
                        WHEN 'rrf' THEN coalesce(1.0 / (p_rrf_k + r.vrank), 0)
                                        + coalesce(1.0 / (p_rrf_k + r.krank), 0)
                        ELSE (1 - p_weight)
-                                * coalesce(CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-6
+                                * coalesce(CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-3
                                                 THEN (r.similarity - min(r.similarity) OVER ())
                                                      / (max(r.similarity) OVER () - min(r.similarity) OVER ())
                                                 WHEN r.similarity IS NOT NULL THEN 1 END, 0)

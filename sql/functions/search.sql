@@ -3,9 +3,11 @@
 -- in the same statement); search_memories_v8 is the entry point of every other search.
 --
 -- Vectors. memory.embedding is halfvec (half precision: half the bytes of vector, the same
--- retrieval results, docs/performance.md); the query comes as vector and is cast to
--- halfvec (pgvector's implicit cast), distances are halfvec_l2_squared_distance, and a
--- large partition's HNSW index is over (embedding::halfvec(n)) halfvec_l2_ops.
+-- retrieval results, docs/performance.md); distances are halfvec_l2_squared_distance, and a
+-- large partition's HNSW index is over (embedding::halfvec(n)) halfvec_l2_ops. The query
+-- comes as vector and is cast once per statement, (SELECT p_query::halfvec) (an InitPlan):
+-- left to pgvector's implicit cast, a generic plan casts it again for every row, which
+-- doubled the cost of a distance.
 --
 -- Modes. vector: similarity 1/(1+distance) (squared L2, decay.sql). keyword: BM25
 -- (k1 = 1.2, b = 0.75) computed here over the rows scored: idf(t) = ln(1 + (N - df + 0.5)
@@ -16,7 +18,8 @@
 --   p_fusion = 'rrf':      1/(p_rrf_k + vector rank) + 1/(p_rrf_k + keyword rank)
 --                          (a row without a keyword match gets the vector term only)
 --   p_fusion = 'weighted': (1 - p_weight) × similarity min-max-normalised over the rows
---                          (1 when their spread is under 1e-6: float noise is no signal)
+--                          (1 when their spread is under 1e-3: the noise of half-precision
+--                          vectors, whose lengths are rounded too, is no signal)
 --                          + p_weight × bm25 / max bm25
 -- then the time decay: decay_score = score × max(0.5^(age/half_life(importance)), floor).
 -- Keyword mode needs no query vector (p_query may be NULL).
@@ -149,7 +152,7 @@ AS $$
         SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance, m.category,
                m.source, m.author, m.created_at, m.updated_at, m.search_tokens,
                CASE WHEN p_mode = 'keyword' THEN NULL
-                    ELSE halfvec_l2_squared_distance(m.embedding, p_query) END AS distance,
+                    ELSE halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) END AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -203,7 +206,7 @@ AS $$
                        WHEN 'rrf' THEN 1.0 / (p_rrf_k + r.vrank)
                                        + coalesce(1.0 / (p_rrf_k + r.krank), 0)
                        ELSE (1 - p_weight)
-                                * CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-6
+                                * CASE WHEN max(r.similarity) OVER () - min(r.similarity) OVER () > 1e-3
                                        THEN (r.similarity - min(r.similarity) OVER ())
                                             / (max(r.similarity) OVER () - min(r.similarity) OVER ())
                                        ELSE 1 END
@@ -272,7 +275,7 @@ AS $$
            0::float8
       FROM (SELECT m.id, m.partition_key, m.scope, m.content, m.tags, m.importance,
                    m.category, m.source, m.author, m.created_at, m.updated_at,
-                   halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+                   halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                    amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                    amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
               FROM amrita_memory.memory m
@@ -358,7 +361,7 @@ BEGIN
                             ELSE amrita_memory.similarity_v1(d.distance) END AS score
                   FROM amrita_memory.memory m
                   CROSS JOIN LATERAL (
-                        SELECT halfvec_l2_squared_distance(m.embedding, $1) AS distance,
+                        SELECT halfvec_l2_squared_distance(m.embedding, (SELECT $1::halfvec)) AS distance,
                                amrita_memory.age_days_v1(m.created_at, $4) AS age) d
                  WHERE m.partition_key = %L AND vector_dims(m.embedding) = %s
                    AND amrita_memory.memory_matches_v2(m.importance, m.scope, m.tags, m.category,
@@ -531,7 +534,7 @@ AS $$
         SELECT m.id, m.created_at,
                CASE WHEN m.search_tokens @@ p_tsq THEN m.search_tokens END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM (SELECT r.id, r.created_at, r.importance, r.scope, r.tags, r.category,
@@ -605,7 +608,7 @@ COMMENT ON FUNCTION amrita_memory.score_hybrid_rrf_v6(text, vector, text[], tsqu
 
 -- Hybrid mode, weighted fusion, over a partition's candidates (search_memories_v6):
 -- (1 - p_weight) × similarity min-max-normalised over the rows scored (1
--- when the spread is under 1e-6) + p_weight × bm25 / max bm25, times the decay factor.
+-- when the spread is under 1e-3) + p_weight × bm25 / max bm25, times the decay factor.
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_weighted_v6(
 --           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           ARRAY['猫'], amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1,
@@ -650,7 +653,7 @@ AS $$
         SELECT m.id, m.created_at,
                CASE WHEN m.search_tokens @@ p_tsq THEN m.search_tokens END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM (SELECT r.id, r.created_at, r.importance, r.scope, r.tags, r.category,
@@ -702,7 +705,7 @@ AS $$
          CROSS JOIN kmax b
          CROSS JOIN LATERAL (
                 SELECT (1 - p_weight)
-                           * CASE WHEN s.smax - s.smin > 1e-6
+                           * CASE WHEN s.smax - s.smin > 1e-3
                                   THEN (amrita_memory.similarity_v1(c.distance) - s.smin)
                                        / (s.smax - s.smin)
                                   ELSE 1 END
@@ -1018,7 +1021,7 @@ AS $$
                     THEN tsvector_to_array(ts_delete(m.search_tokens, tsvector_to_array(
                              ts_delete(m.search_tokens, p_tokens)))) END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -1081,7 +1084,7 @@ COMMENT ON FUNCTION amrita_memory.score_hybrid_rrf_v8(text, vector, text[], tsqu
 -- Hybrid mode, weighted fusion, every row of the partition (matching lexemes by
 -- intersection):
 -- (1 - p_weight) × similarity min-max-normalised over the rows scored (1 when the spread
--- is under 1e-6) + p_weight × bm25 / max bm25, times the decay factor.
+-- is under 1e-3) + p_weight × bm25 / max bm25, times the decay factor.
 --   psql> SELECT id, decay_score FROM amrita_memory.score_hybrid_weighted_v8(
 --           'QQPlatform_Private_10001', (SELECT embedding::vector FROM amrita_memory.memory LIMIT 1),
 --           ARRAY['猫'], amrita_memory.tokens_tsquery_v1(ARRAY['猫']), 5, now(), true, 30, 1,
@@ -1127,7 +1130,7 @@ AS $$
                     THEN tsvector_to_array(ts_delete(m.search_tokens, tsvector_to_array(
                              ts_delete(m.search_tokens, p_tokens)))) END AS matched,
                length(m.search_tokens) AS len,
-               halfvec_l2_squared_distance(m.embedding, p_query) AS distance,
+               halfvec_l2_squared_distance(m.embedding, (SELECT p_query::halfvec)) AS distance,
                amrita_memory.age_days_v1(m.created_at, p_now) AS age,
                amrita_memory.half_life_days_v1(p_base_days, m.importance, p_boost) AS half_life
           FROM amrita_memory.memory m
@@ -1168,7 +1171,7 @@ AS $$
          CROSS JOIN kmax b
          CROSS JOIN LATERAL (
                 SELECT (1 - p_weight)
-                           * CASE WHEN s.smax - s.smin > 1e-6
+                           * CASE WHEN s.smax - s.smin > 1e-3
                                   THEN (amrita_memory.similarity_v1(c.distance) - s.smin)
                                        / (s.smax - s.smin)
                                   ELSE 1 END

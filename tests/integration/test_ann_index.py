@@ -13,6 +13,7 @@ from amrita_memory_pg.bootstrap import open_memory
 from amrita_memory_pg.maintenance.ann import keyword_index_name, maintain_ann_indexes
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.settings import load_settings
+from tests.support.data import bulk_insert
 
 BIG = "QQPlatform_Group_777"
 SMALL = "QQPlatform_Private_1"
@@ -276,3 +277,28 @@ async def test_an_index_over_vector_is_built_again_over_halfvec(memory: Memory) 
         await asyncio.sleep(0.1)
     assert await _idx_scans(memory, rebuilt) > before, "the rebuilt index was not used"
     assert (await maintain_ann_indexes(memory.pool, min_rows=200)).kept == [rebuilt]
+
+
+async def test_a_partition_of_vectors_too_wide_for_hnsw_keeps_the_exact_search(
+    memory: Memory,
+) -> None:
+    """HNSW indexes halfvec up to 4,000 dimensions: 3,072-d vectors (too wide as vector)
+    get an index, 4,001-d ones are reported and left to the exact search, and the other
+    partitions' indexes are still built."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for dim in (3072, 4001):
+        await bulk_insert(
+            memory.pool,
+            count=200,
+            created_at=now,
+            importance=5,
+            partitions=1,
+            partition_prefix=f"QQPlatform_Group_{dim}_",
+            dim=dim,
+        )
+    report = await maintain_ann_indexes(memory.pool, min_rows=200)
+    assert report.too_wide == ["QQPlatform_Group_4001_0 (4001 dimensions)"]
+    assert await memory.pool.fetchval(
+        "SELECT array_agg(partition_key || '/' || dim) FROM amrita_memory.ann_index"
+    ) == ["QQPlatform_Group_3072_0/3072"]
+    assert len(report.built) == 1

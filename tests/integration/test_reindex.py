@@ -24,6 +24,7 @@ from amrita_memory_pg.tools.context import ToolContext
 from tests.support.cli import clean_env, run_cli
 from tests.support.data import bulk_insert
 from tests.support.memory import add_knowledge, memory_on
+from tests.support.vectors import as_stored
 
 KEY = "QQPlatform_Private_10001"
 
@@ -58,7 +59,7 @@ async def test_reembed_to_another_dimension_covers_memories_and_knowledge(
         provider = HashingProvider(1024)
         for r in rows:
             assert r["embed_fingerprint"] == mem.embedder.fingerprint
-            assert np.allclose(r["embedding"], provider.vector(r["content"]), atol=1e-6)
+            assert np.allclose(r["embedding"], as_stored(provider.vector(r["content"])), atol=1e-6)
         kn = await mem.pool.fetch(
             "SELECT embed_fingerprint, vector_dims(embedding) AS d FROM amrita_memory.knowledge"
         )
@@ -160,9 +161,9 @@ async def test_writes_and_edits_during_the_reembed_are_picked_up(
         )  # the add may land after the switch (then refused by fingerprint)
         for r in rows:
             assert r["embed_fingerprint"] == new.embedder.fingerprint
-            assert np.allclose(r["embedding"], provider.vector(r["content"]), atol=1e-6), r[
-                "content"
-            ]
+            assert np.allclose(
+                r["embedding"], as_stored(provider.vector(r["content"])), atol=1e-6
+            ), r["content"]
 
 
 async def test_embedder_outage_rolls_back_the_batch_and_a_later_run_completes(

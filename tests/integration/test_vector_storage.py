@@ -1,8 +1,9 @@
 """Vectors stay in the row (sql/tables.sql): a realistic memory — 33 Chinese characters with
-their search tokens and a 384-d vector, a 2.3 KB row — would have its vector moved to the
-TOAST table by default (pgvector's EXTERNAL storage, toasting from 2 KB on), and every
-search would fetch each vector back through the TOAST index. A row is toasted only past a
-page, text first; a vector too big for a page is still stored (out of line)."""
+their search tokens and a 768-d halfvec (or a 384-d vector, before halfvec), a 2.3 KB row —
+would have its vector moved to the TOAST table by default (pgvector's EXTERNAL storage,
+toasting from 2 KB on), and every search would fetch each vector back through the TOAST
+index. A row is toasted only past a page, text first; a vector too big for a page is still
+stored (out of line)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from amrita_memory_pg.domain.tokens import search_tokens
 
 #: 33 characters of a real memory's length (its tokens are ~550 B of bigrams)
 TEXT = "用户每周日早上去游泳，之后会在附近的咖啡店吃早餐，通常点拿铁和可颂面包"
-#: a $3-dimensional vector that does not compress (a constant one would, inline)
+#: a $3-dimensional vector that does not compress (a constant one would, inline), stored
+#: as halfvec (2 bytes a dimension)
 VECTOR = "array(SELECT sin(g)::real FROM generate_series(1, $3::int) g)::vector"
 
 
@@ -46,7 +48,7 @@ async def _out_of_line(conn: asyncpg.Connection, table: str, key: str, column: s
     return bool(value)
 
 
-@pytest.mark.parametrize("dim", [384, 1024])
+@pytest.mark.parametrize("dim", [768, 2048])
 async def test_a_realistic_memory_keeps_its_vector_in_the_row(
     conn: asyncpg.Connection, dim: int
 ) -> None:
@@ -68,8 +70,8 @@ async def test_a_row_over_a_page_moves_its_text_out_first_and_a_huge_vector_stil
     await _insert(conn, "knowledge", "0123abcd", 1024, long_body)
     assert await _out_of_line(conn, "knowledge", "0123abcd", "body")
     assert not await _out_of_line(conn, "knowledge", "0123abcd", "embedding")
-    await _insert(conn, "memory", "P3072", 3072, TEXT)  # 12 KB of vector: cannot fit a page
-    assert await _out_of_line(conn, "memory", "P3072", "embedding")
+    await _insert(conn, "memory", "P6144", 6144, TEXT)  # 12 KB of halfvec: cannot fit a page
+    assert await _out_of_line(conn, "memory", "P6144", "embedding")
 
 
 async def test_a_vector_stored_out_of_line_comes_back_inline_when_rewritten(
@@ -83,7 +85,7 @@ async def test_a_vector_stored_out_of_line_comes_back_inline_when_rewritten(
         " ALTER TABLE amrita_memory.memory ALTER COLUMN embedding SET STORAGE EXTERNAL"
     )
     for key in ("old", "reembedded"):
-        await _insert(conn, "memory", key, 384, TEXT)
+        await _insert(conn, "memory", key, 768, TEXT)
         assert await _out_of_line(conn, "memory", key, "embedding")  # what the rules avoid
     await conn.execute(
         "ALTER TABLE amrita_memory.memory SET (toast_tuple_target = 8160);"
@@ -92,7 +94,7 @@ async def test_a_vector_stored_out_of_line_comes_back_inline_when_rewritten(
     assert await _out_of_line(conn, "memory", "old", "embedding")  # kept until rewritten
     await conn.execute(
         "UPDATE amrita_memory.memory SET embedding ="
-        " array(SELECT cos(g)::real FROM generate_series(1, 384) g)::vector"
+        " array(SELECT cos(g)::real FROM generate_series(1, 768) g)::vector"
         " WHERE partition_key = 'reembedded'"
     )
     assert not await _out_of_line(conn, "memory", "reembedded", "embedding")

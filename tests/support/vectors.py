@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from amrita_memory_pg.memory import Memory
 from amrita_memory_pg.storage.chroma import ChromaBackend
+
+
+def as_stored(vector: Any) -> np.ndarray[Any, Any]:
+    """A vector as the store keeps it: halfvec, half precision (pgvector rounds to the
+    nearest half as numpy does), read back as float32."""
+    return np.asarray(vector, dtype=np.float32).astype(np.float16).astype(np.float32)
 
 
 async def indexed_ids(mem: Memory) -> set[str]:

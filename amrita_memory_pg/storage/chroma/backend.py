@@ -104,8 +104,11 @@ def squared_l2(vectors: npt.ArrayLike, query: Vector) -> npt.NDArray[np.float64]
 
 
 def _matrix(vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
-    """Rows of float32, the one embedding shape every chromadb version accepts."""
-    return np.asarray(vectors, dtype=np.float32)
+    """Rows of float32, the one embedding shape every chromadb version accepts, each value
+    rounded to half precision: what the memory table (halfvec) stores and compares a query
+    with, so that both backends rank the same vectors and a rebuild from the table changes
+    nothing."""
+    return np.asarray(vectors, dtype=np.float32).astype(np.float16).astype(np.float32)
 
 
 def rank(
@@ -418,7 +421,7 @@ class ChromaBackend:
                 f"chroma at {self.location} holds vectors of shape {matrix.shape[1:]} but the "
                 f"query has {len(vector)} dimensions; run `amrita-memory index rebuild`"
             )
-        distances = squared_l2(matrix, vector)
+        distances = squared_l2(matrix, _matrix([vector])[0])
         return [(record_from_row(by_id[i]), float(d)) for i, d in zip(ids, distances, strict=True)]
 
     async def _nearest(
