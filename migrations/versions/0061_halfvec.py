@@ -42,11 +42,13 @@ depends_on: str | Sequence[str] | None = None
 HERE = Path(__file__)
 
 
-def convert_embeddings(type_name: str, opclass: str) -> str:
+def convert_embeddings(type_name: str, opclass: str, max_dim: int) -> str:
     """Every embedding column to ``type_name``, the HNSW indexes of ann_index rebuilt as
     ``opclass`` over ``(embedding::type_name(n))`` (same name, same m / ef_construction).
     The indexes go first: their expression casts the column, and an index of the old
-    kind would be rebuilt by the ALTER only to be useless to the search functions."""
+    kind would be rebuilt by the ALTER only to be useless to the search functions. One of
+    more than ``max_dim`` dimensions (HNSW's limit for the type: a halfvec index of 2,001 to
+    4,000 on the way down) is dropped and forgotten: that partition's search goes exact."""
     return f"""
 DO $$
 DECLARE
@@ -69,7 +71,9 @@ BEGIN
         ALTER COLUMN embedding SET STORAGE MAIN;
     ALTER TABLE amrita_memory.reembed_staging
         ALTER COLUMN embedding TYPE {type_name} USING embedding::{type_name};
-    FOR r IN SELECT * FROM ann_rebuild LOOP
+    DELETE FROM amrita_memory.ann_index a
+     WHERE a.index_name IN (SELECT b.index_name FROM ann_rebuild b WHERE b.dim > {max_dim});
+    FOR r IN SELECT * FROM ann_rebuild WHERE dim <= {max_dim} LOOP
         EXECUTE format(
             'CREATE INDEX %I ON amrita_memory.memory USING hnsw '
             '((embedding::{type_name}(%s)) {opclass})%s '
@@ -86,11 +90,11 @@ $$;
 def upgrade() -> None:
     # table changes (op.*) go first: the definitions below may use them (a SQL function's
     # body is checked against the column's type when it is created)
-    op.execute(convert_embeddings("halfvec", "halfvec_l2_ops"))
+    op.execute(convert_embeddings("halfvec", "halfvec_l2_ops", 4000))
     run_sql_file(HERE.with_suffix(".sql"))
 
 
 def downgrade() -> None:
     # the columns first: the restored bodies call vector_l2_squared_distance on them
-    op.execute(convert_embeddings("vector", "vector_l2_ops"))
+    op.execute(convert_embeddings("vector", "vector_l2_ops", 2000))
     run_sql_file(HERE.with_suffix(".down.sql"))

@@ -118,6 +118,31 @@ async def test_the_upgrade_converts_rows_and_indexes_and_the_downgrade_keeps_eve
         await conn.close()
 
 
+async def test_the_downgrade_forgets_an_index_too_wide_for_vector(empty_db_dsn: str) -> None:
+    """HNSW indexes halfvec up to 4,000 dimensions, vector up to 2,000: a 3,072-d partition's
+    index cannot go down with the column, so the downgrade drops it and its record (the
+    partition is searched exactly) instead of failing."""
+    await migrate.upgrade(empty_db_dsn)
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        await bulk_insert(conn, count=20, created_at=NOW, importance=5, partitions=1, dim=3072)
+        await conn.execute(
+            "CREATE INDEX ix_memory_ann_wide ON amrita_memory.memory USING hnsw "
+            "((embedding::halfvec(3072)) halfvec_l2_ops) "
+            "WHERE partition_key = 'QQPlatform_Private_0' AND vector_dims(embedding) = 3072"
+        )
+        await conn.execute(
+            "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build) "
+            "VALUES ('QQPlatform_Private_0', 3072, 'ix_memory_ann_wide', 20)"
+        )
+        await migrate.downgrade(empty_db_dsn, BEFORE)
+        assert await conn.fetchval("SELECT count(*) FROM amrita_memory.ann_index") == 0
+        assert await conn.fetchval("SELECT to_regclass('amrita_memory.ix_memory_ann_wide')") is None
+        assert await conn.fetchval("SELECT count(*) FROM amrita_memory.memory") == 20
+    finally:
+        await conn.close()
+
+
 QUERY = "(SELECT embedding::vector FROM amrita_memory.memory WHERE partition_key = $1 LIMIT 1)"
 
 
