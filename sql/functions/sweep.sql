@@ -399,7 +399,10 @@ BEGIN
     LOOP
         v_end := (v_from::text::point)[0]::bigint + v_span;
         WITH snap AS (
-            SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS hi
+            -- past every xid whose rows this statement sees: the snapshot's xmax, or this
+            -- transaction's own xid + 1 (still running, it may lie at or past the xmax)
+            SELECT greatest(pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+                            pg_current_xact_id_if_assigned()::text::bigint + 1) AS hi
         ), found AS (
             SELECT m.ctid AS tid, m.partition_key, m.id,
                    CASE WHEN p_protect_user AND m.source = 'user' THEN 'keep'
