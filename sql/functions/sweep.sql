@@ -291,7 +291,10 @@ COMMENT ON FUNCTION amrita_memory.sweep_batch_v8(timestamptz, float8, float8, in
 -- p_restart_clock, else created_at), p_protect_user, the paused partitions; the due rows
 -- locked by tid FOR UPDATE SKIP LOCKED and decided again on the locked row; the history
 -- (one sweep_change row per batch that changed something), the access log, AMZ01, the
--- purged ids, the counts.
+-- purged ids, the counts. The due rows are locked and changed in the primary key's order
+-- (sorted in memory): a demotion that is not HOT adds an entry to every index, and in the
+-- key's order those land together (in the heap's order, at random: 1.23x the whole pass
+-- at 100k with the block indexes, 0.85x sorted).
 --
 -- What v8's key order gave for free and a physical walk must do itself: a row is visited
 -- at most once per pass. An update writes a new tuple, on the same page when HOT, else
@@ -446,6 +449,7 @@ BEGIN
     WITH batch AS (
         SELECT b.tid, b.partition_key, b.id, b.action
           FROM unnest(v_tids, v_keys, v_ids, v_actions) AS b(tid, partition_key, id, action)
+         ORDER BY b.partition_key, b.id
     ), due AS (
         -- only what changes is locked, by its tid; the action again on the locked row
         SELECT m.ctid AS tid, m.partition_key, m.id, m.content, m.tags, m.importance,
