@@ -8,6 +8,7 @@ The store is one kept by the scale bench (its server's directory; the database `
 
     .venv/bin/python bench/bench_scale.py --sizes 1M --skip backup,restore-dump,restore-jsonl,tokens,reembed --keep
     .venv/bin/python bench/sweep_walks.py /tmp/amrita_scale_1M_xxxxxxxx --rounds 2
+    .venv/bin/python bench/sweep_walks.py /tmp/amrita_scale_1M_xxxxxxxx --no-block-indexes
 
 Prints each pass's seconds and the medians' ratio v9/v8; the server is stopped at the end
 (the directory stays: remove it when done).
@@ -35,6 +36,22 @@ V9 = (
     "SELECT scanned, demoted, purged, wrapped, next_cursor FROM amrita_memory.sweep_batch_v9("
     "$1, 7, 90, $2, true, true, $3, $4, NULL, $5::text::xid8)"
 )
+
+DROP_BLOCK_INDEXES = """
+DO $$
+DECLARE
+    v_name text;
+BEGIN
+    FOR v_name IN
+        SELECT c.relname FROM pg_class c
+         WHERE c.relnamespace = 'amrita_memory'::regnamespace AND c.relkind = 'i'
+           AND left(c.relname, 14) = 'ix_memory_top_'
+    LOOP
+        EXECUTE format('DROP INDEX amrita_memory.%I', v_name);
+    END LOOP;
+END
+$$;
+"""
 
 
 async def one_pass(conn: asyncpg.Connection, version: str, dry: bool) -> tuple[float, int, int]:
@@ -72,6 +89,10 @@ async def main(args: argparse.Namespace) -> None:
             await admin.execute("CREATE DATABASE sweep_walk TEMPLATE scale STRATEGY FILE_COPY")
             conn = await asyncpg.connect(server.dsn("sweep_walk"))
             try:
+                if args.no_block_indexes:
+                    # the default settings' store: [injection] off, so no index over
+                    # importance, and a demotion stays on its page (HOT) where it fits
+                    await conn.execute(DROP_BLOCK_INDEXES)
                 dry = await one_pass(conn, version, True)
                 await conn.execute("CHECKPOINT")
                 real = await one_pass(conn, version, False)
@@ -95,4 +116,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("work", help="a directory bench_scale.py --keep left (its pg/ server)")
     parser.add_argument("--rounds", type=int, default=2, help="v8 and v9 passes each")
+    parser.add_argument(
+        "--no-block-indexes",
+        action="store_true",
+        help="drop the copy's ix_memory_top_* first (as with [injection] off: HOT demotions)",
+    )
     asyncio.run(main(parser.parse_args()))
