@@ -5,10 +5,10 @@ Revises: 0060_block_candidates
 
 The count is kept exact in the writing transaction by statement triggers on the memory
 table (transition tables; a row trigger for a partition move), so every path is counted,
-the previous release's functions included; insert_memory_v7, write_memory_v6 and
-import_memory_v2 read it; partition_count_check_v1 lists and repairs a drifted count. Why:
-the cap's count(*) was a write's whole cost in a large partition (19.8 ms of a write into
-a 50,000-row group).
+the previous release's functions included; insert_memory_v7 (counting its own row),
+write_memory_v6 and import_memory_v2 read it; partition_count_check_v1 lists and repairs a
+drifted count. Why: the cap's count(*) was a write's whole cost in a large partition (19.8
+ms of a write into a 50,000-row group).
 
 0061_partition_count.sql brings the functions, views and triggers of the previous head to
 the live files' (sql/functions); 0061_partition_count.down.sql brings them back. Both are

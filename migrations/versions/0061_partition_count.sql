@@ -114,7 +114,8 @@ COMMENT ON FUNCTION amrita_memory.import_memory_v2(text, text, text, text, text[
 
 -- Insert one memory under the partition cap, with its history row. Returns its id (NULL
 -- when the partition is full) and the partition's count before the call, read from its
--- kept count (partition_count) instead of counting its rows.
+-- kept count (partition_count) instead of counting its rows; the row it adds it counts
+-- itself (amrita_memory.count_by_writer, partition_count.sql).
 --   psql> SELECT * FROM amrita_memory.insert_memory_v7('QQPlatform_Private_10001', 'user',
 --           '用户喜欢猫', '{}', 5, NULL, 'auto', NULL, (SELECT embedding FROM amrita_memory.memory
 --           LIMIT 1), (SELECT embed_fingerprint FROM amrita_memory.store_meta), now(), 100,
@@ -181,6 +182,7 @@ BEGIN
     END IF;
 
     PERFORM set_config('amrita_memory.history_by_writer', 'on', true);
+    PERFORM set_config('amrita_memory.count_by_writer', 'on', true);
     INSERT INTO amrita_memory.memory AS m
            (partition_key, scope, content, tags, importance, category, source, author,
             created_at, updated_at, tier_since, embedding, embed_fingerprint, search_tokens,
@@ -189,6 +191,11 @@ BEGIN
             p_source, p_author, p_now, p_now, p_now, p_embedding, p_fingerprint,
             array_to_tsvector(p_tokens), v_kind)
     RETURNING m.id INTO id;
+    PERFORM set_config('amrita_memory.count_by_writer', '', true);
+    -- its row in the partition's count (the insert trigger skipped the statement)
+    INSERT INTO amrita_memory.partition_count AS c (partition_key, n)
+    VALUES (p_partition, 1)
+    ON CONFLICT ON CONSTRAINT pk_partition_count DO UPDATE SET n = c.n + 1;
     -- The create row from the arguments: they are the row's shown fields (no BEFORE INSERT
     -- trigger on memory changes them), so the memory need not be read back through a CTE.
     INSERT INTO amrita_memory.memory_change
@@ -203,7 +210,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION amrita_memory.insert_memory_v7(text, text, text, text[], integer, text, text, text, vector, text, timestamptz, integer, text[], text, text, text) IS
-'Insert one memory under the partition cap (advisory lock, the kept count partition_count read instead of counting the rows), one model check AMF01/AMF03 before the cap under the table lock a re-embed switch waits for, search tokens, origin, its create history row; id NULL when full.';
+'Insert one memory under the partition cap (advisory lock, the kept count partition_count read instead of counting the rows, its own row counted by itself under amrita_memory.count_by_writer), one model check AMF01/AMF03 before the cap under the table lock a re-embed switch waits for, search tokens, origin, its create history row; id NULL when full.';
 
 -- After INSERT (statement): add the statement's new rows to their partitions' counts.
 CREATE OR REPLACE FUNCTION amrita_memory.partition_count_added_v1()
@@ -440,6 +447,7 @@ CREATE TRIGGER partition_count_insert
     AFTER INSERT ON amrita_memory.memory
     REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT
+    WHEN (current_setting('amrita_memory.count_by_writer', true) IS DISTINCT FROM 'on')
     EXECUTE FUNCTION amrita_memory.partition_count_added_v1();
 
 CREATE TRIGGER partition_count_truncate

@@ -31,6 +31,15 @@
 -- (measured in docs/performance.md). Updates other than a partition move cost nothing: a
 -- row trigger whose WHEN is false queues nothing.
 --
+-- The hot write counts its own row. insert_memory_v7 sets the transaction setting
+-- amrita_memory.count_by_writer = 'on' just around its INSERT of one row and adds that
+-- row to the count itself (one upsert), and the insert trigger's WHEN skips the
+-- statement: the trigger's call and its query over the transition table cost the write
+-- about a fifth of its time in the server (measured in docs/performance.md). Every other
+-- insert, the previous release's included, leaves the setting unset and is counted by
+-- the trigger. As with amrita_memory.history_by_writer (trail.sql), the setting is no
+-- access control: whoever may write the memory table may write partition_count.
+--
 -- Repair: partition_count_check_v1 below lists a partition whose count differs from its
 -- rows (a trigger disabled by hand, session_replication_role = replica) and repairs it.
 
@@ -116,6 +125,7 @@ CREATE TRIGGER partition_count_insert
     AFTER INSERT ON amrita_memory.memory
     REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT
+    WHEN (current_setting('amrita_memory.count_by_writer', true) IS DISTINCT FROM 'on')
     EXECUTE FUNCTION amrita_memory.partition_count_added_v1();
 
 CREATE TRIGGER partition_count_delete

@@ -104,6 +104,21 @@ async def test_inserts_writes_and_deletes_keep_the_count_and_the_cap_reads_it(
     again = await conn.fetchrow(query("write_memory"), *write)
     assert again["duplicate"] and again["id"] == first["id"] and again["rows_before"] == 5
     assert await counts(conn) == {P: 5, G: 1}
+    # the write counts its own row (the trigger skips it); a statement after it in the same
+    # transaction is the trigger's again
+    async with conn.transaction():
+        await insert(conn, content="同一事务")
+        assert await conn.fetchval("SELECT current_setting('amrita_memory.count_by_writer')") == ""
+        await conn.execute(
+            "INSERT INTO amrita_memory.memory (partition_key, scope, content, importance,"
+            " embedding, embed_fingerprint) VALUES ($1, 'user', '直接写入', 5, $2, 'fp')",
+            P,
+            vec(),
+        )
+    assert await counts(conn) == {P: 7, G: 1}
+    await conn.execute(
+        "DELETE FROM amrita_memory.memory WHERE content = ANY($1::text[])", ["同一事务", "直接写入"]
+    )
     # the previous release's inserts count the rows themselves; the triggers keep the count
     for function in ("insert_memory_v5", "insert_memory_v6"):
         assert (await insert(conn, content=function, function=function))["id"] is not None
