@@ -74,7 +74,7 @@ class BulkWrites(RepositoryCore):
         actor, so their origin is ``extraction`` and the next run replaces them.
 
         Under the partition's cap lock: the old extracted rows are deleted, each entry inserted
-        through ``insert_memory_v6`` (model check, cap) with its search ``tokens`` (one list
+        through ``insert_memory_v7`` (model check, cap) with its search ``tokens`` (one list
         per entry; None = left to the token backfill). Anything failing — the cap, another
         model, the vector index, ``before_commit`` (an awaitable callable given the
         connection, e.g. the run record) — rolls everything back: the old auto set stays.

@@ -11,7 +11,7 @@
 -- AMF01: another embedding model; AMF03: another dimension.
 -- Bound BY NAME from a NewMemory (storage/memories.py insert_args).
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v6(
+  FROM amrita_memory.insert_memory_v7(
            p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
            p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
            p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,
@@ -26,7 +26,7 @@ SELECT id, rows_before
 -- full. SQLSTATE AMF01 / AMF03 as for insert_memory. Bound BY NAME (insert_args).
 SELECT id, partition_key, scope, content, tags, importance, category, source, author,
        created_at, updated_at, rows_before, duplicate
-  FROM amrita_memory.write_memory_v5(
+  FROM amrita_memory.write_memory_v6(
            p_partition => $1, p_scope => $2, p_content => $3, p_tags => $4,
            p_importance => $5, p_category => $6, p_source => $7, p_author => $8,
            p_embedding => $9, p_fingerprint => $10, p_now => $11, p_cap => $12,

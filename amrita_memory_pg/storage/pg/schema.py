@@ -768,6 +768,22 @@ sweep_change = Table(
 )
 Index("ix_sweep_change_memory_ids", sweep_change.c.memory_ids, postgresql_using="gin")
 
+partition_count = Table(
+    "partition_count",
+    metadata,
+    Column("partition_key", Text, nullable=False),
+    Column(
+        "n",
+        BigInteger,
+        nullable=False,
+        comment="the partition's memory rows, kept by the memory table's triggers in the "
+        "writing transaction (the partition_count_* triggers)",
+    ),
+    PrimaryKeyConstraint("partition_key"),
+    comment="Memories per partition, what the cap reads instead of counting the rows; "
+    "no row = none",
+)
+
 paused_partition = Table(
     "paused_partition",
     metadata,

@@ -1,7 +1,7 @@
 """sweep_batch_v9: the decay sweep walks the heap by block ranges, its cursor a tid
 
-Revision ID: 0061_sweep_blocks
-Revises: 0060_block_candidates
+Revision ID: 0062_sweep_blocks
+Revises: 0061_partition_count
 
 The walk follows the heap's physical order, block range by block range (TID Range Scans),
 its cursor a tid (sweep_state.cursor_tid); a row written since the run or the pass over the
@@ -10,8 +10,8 @@ to a later page is not met twice. Why: by the primary key a batch read a random 
 shared_buffers (the sweep of a million memories took 38x the 100k one); a block range
 reads each page once, in order.
 
-0061_sweep_blocks.sql brings the functions, views and triggers of the previous head to the
-live files' (sql/functions); 0061_sweep_blocks.down.sql brings them back. Both are frozen
+0062_sweep_blocks.sql brings the functions, views and triggers of the previous head to the
+live files' (sql/functions); 0062_sweep_blocks.down.sql brings them back. Both are frozen
 with this migration (written by tests/support/sql_migration.py).
 """
 
@@ -25,8 +25,8 @@ from alembic import op
 
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
-revision: str = "0061_sweep_blocks"
-down_revision: str | None = "0060_block_candidates"
+revision: str = "0062_sweep_blocks"
+down_revision: str | None = "0061_partition_count"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

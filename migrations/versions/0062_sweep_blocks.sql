@@ -1,4 +1,4 @@
--- 0061_sweep_blocks's upgrade, frozen with it (never edited): sweep_batch_v9: the decay sweep walks the heap by block ranges, its cursor a tid.
+-- 0062_sweep_blocks's upgrade, frozen with it (never edited): sweep_batch_v9: the decay sweep walks the heap by block ranges, its cursor a tid.
 
 -- One batch of the tiered sweep, walking the heap in its physical order (block by block)
 -- rather than by the primary key: once the table outgrows shared_buffers, the key's order
