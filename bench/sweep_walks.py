@@ -23,8 +23,10 @@ import time
 from pathlib import Path
 
 import asyncpg
-from bench_scale import NOW  # the scale bench's clock: the same rows are due
+from bench_scale import NOW, settings_for  # its clock: the same rows are due
 
+from amrita_memory_pg.maintenance.ann import maintain_configured
+from amrita_memory_pg.storage.pg.database import create_pool
 from amrita_memory_pg.storage.pg.embedded import start_embedded
 
 BATCH = 5000
@@ -36,22 +38,6 @@ V9 = (
     "SELECT scanned, demoted, purged, wrapped, next_cursor FROM amrita_memory.sweep_batch_v9("
     "$1, 7, 90, $2, true, true, $3, $4, NULL, $5::text::xid8)"
 )
-
-DROP_BLOCK_INDEXES = """
-DO $$
-DECLARE
-    v_name text;
-BEGIN
-    FOR v_name IN
-        SELECT c.relname FROM pg_class c
-         WHERE c.relnamespace = 'amrita_memory'::regnamespace AND c.relkind = 'i'
-           AND left(c.relname, 14) = 'ix_memory_top_'
-    LOOP
-        EXECUTE format('DROP INDEX amrita_memory.%I', v_name);
-    END LOOP;
-END
-$$;
-"""
 
 
 async def one_pass(conn: asyncpg.Connection, version: str, dry: bool) -> tuple[float, int, int]:
@@ -87,12 +73,18 @@ async def main(args: argparse.Namespace) -> None:
         for i, version in enumerate(order[: 2 * args.rounds]):
             await admin.execute("DROP DATABASE IF EXISTS sweep_walk WITH (FORCE)")
             await admin.execute("CREATE DATABASE sweep_walk TEMPLATE scale STRATEGY FILE_COPY")
+            if args.no_block_indexes:
+                # the default settings' store: `ann-index` with [injection] off drops the
+                # block indexes, so no index names importance and a demotion stays on its
+                # page (HOT) where it fits
+                settings = settings_for(server.dsn("sweep_walk"), Path(args.work))
+                pool = await create_pool(server.dsn("sweep_walk"), settings.database)
+                try:
+                    await maintain_configured(pool, settings)
+                finally:
+                    await pool.close()
             conn = await asyncpg.connect(server.dsn("sweep_walk"))
             try:
-                if args.no_block_indexes:
-                    # the default settings' store: [injection] off, so no index over
-                    # importance, and a demotion stays on its page (HOT) where it fits
-                    await conn.execute(DROP_BLOCK_INDEXES)
                 dry = await one_pass(conn, version, True)
                 await conn.execute("CHECKPOINT")
                 real = await one_pass(conn, version, False)
