@@ -219,8 +219,10 @@ async def test_concurrent_writers_and_deleters_of_one_partition_keep_it_exact_un
         done.set()
         await watch
     assert 0 < peak <= cap
+    # counts() asserts every kept count equals its partition's rows; the deleter may
+    # outlast the writers and empty P, and an empty partition keeps no count row
     kept = await counts(pool)
-    assert 0 < kept[P] <= cap
+    assert kept.get(P, 0) <= cap
 
 
 async def test_an_extraction_a_forget_an_erasure_and_the_sweep_keep_the_count(
