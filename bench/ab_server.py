@@ -7,6 +7,7 @@ whatever else the machine does falls on all of them alike:
 
     .venv/bin/python bench/ab_server.py                                # 100k / 1,000 partitions
     .venv/bin/python bench/ab_server.py --baseline 0.2.0 --rounds 5
+    .venv/bin/python bench/ab_server.py --baseline 0.14.1 --big-partition 50000
 
 Each database is loaded once (bench_l2's data and loader); every round, every side gets
 a fresh copy (``CREATE DATABASE … TEMPLATE``) for each measurement:
@@ -15,6 +16,8 @@ a fresh copy (``CREATE DATABASE … TEMPLATE``) for each measurement:
   trip, no commit: what the statement itself costs (µs a call);
 * write, client: ``--calls`` inserts through asyncpg after a ``CHECKPOINT``, each its own
   transaction (commit, WAL flush, full-page images included): p50 as ``bench_l2`` times it;
+* with ``--big-partition N``, also ``--calls`` committed inserts into that one N-row
+  partition (no HNSW index: the cap's count and the insert), p50;
 * sweep: one whole run from the persisted cursor as the service drives it (its newest
   ``sweep_batch_vN`` batch after batch until it wraps, then its ``trim_history_vN`` with
   the default bounds 20 / 30 where installed), warm (a dry-run pass first) and after a
@@ -59,6 +62,8 @@ from amrita_memory_pg.storage.pg.database import create_pool
 from amrita_memory_pg.storage.pg.embedded import start_embedded
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+#: bench_l2's one large partition (--big-partition)
+BIG = "QQPlatform_Group_big"
 #: the arguments every insert_memory_vN takes, by name (p_tokens from v2 on)
 VALUES = {
     "p_scope": "'user'",
@@ -69,7 +74,6 @@ VALUES = {
     "p_source": "'auto'",
     "p_author": "NULL",
     "p_fingerprint": f"'{L2.FINGERPRINT}'",
-    "p_cap": "1000",
     "p_tokens": "ARRAY['benchmark', 'write']",
 }
 
@@ -86,9 +90,14 @@ async def versions(conn: Any, prefix: str) -> list[tuple[str, list[str]]]:
     return sorted(found, key=lambda f: int(f[0].rsplit("_v", 1)[1]))
 
 
-def call(name: str, args: list[str], partition: str, embedding: str, now: str) -> str:
+def call(
+    name: str, args: list[str], partition: str, embedding: str, now: str, cap: int = 1000
+) -> str:
     """``SELECT * FROM amrita_memory.<name>(p_… => …)`` with the values it takes."""
-    given = {"p_partition": partition, "p_embedding": embedding, "p_now": now, **VALUES}
+    given = {
+        "p_partition": partition, "p_embedding": embedding, "p_now": now, **VALUES,
+        "p_cap": str(cap),
+    }  # fmt: skip
     named = [f"{a} => {given[a]}" for a in args if a in given]
     return f"SELECT * FROM amrita_memory.{name}({', '.join(named)})"
 
@@ -133,6 +142,19 @@ async def client(
     await conn.execute("SELECT pg_stat_force_next_flush()")
     after = await conn.fetchval("SELECT wal_fpi FROM pg_stat_wal")
     return timings.p50, (after - before) / n
+
+
+async def client_big(conn: Any, name: str, args: list[str], n: int, ds: L2.Dataset) -> float:
+    """p50 ms of n committed inserts into the one large partition (its cap above it)."""
+    sql = call(name, args, "$1", "$2", "$3", cap=ds.big_partition + n)
+    queries = ds.queries(n)
+
+    async def one(i: int) -> None:
+        row = await conn.fetchrow(sql, BIG, queries[i], NOW)
+        if row is None or row["id"] is None:
+            raise RuntimeError("write refused")
+
+    return (await L2.timed(n, one)).p50
 
 
 async def sweep(conn: Any, dry_run: bool, back: int = 0) -> float:
@@ -226,23 +248,27 @@ async def load_sources(
     return sources
 
 
-def print_writes(results: dict[str, list[tuple[float, float, float]]]) -> None:
-    """The write table: medians of (in-server µs, client p50 ms, FPI) per side, ratios to
-    the first side."""
+def print_writes(results: dict[str, list[tuple[float, float, float, float]]], big: int) -> None:
+    """The write table: medians of (in-server µs, client p50 ms, FPI, client p50 into the
+    large partition) per side, ratios to the first side."""
     first = next(iter(results))
-    print(f"\n| write | in-server µs a call | client p50 (commit) | FPI a write | vs {first} |")
-    print("|---|---:|---:|---:|---:|")
-    base = [statistics.median(x[i] for x in results[first]) for i in range(2)]
+    into = f" | into the {big:,}-row partition, p50 | vs {first}" if big else ""
+    print(
+        f"\n| write | in-server µs a call | client p50 (commit) | FPI a write | vs {first}{into} |"
+    )
+    print("|---|---:|---:|---:|---:" + ("|---:|---:|" if big else "|"))
+    base = [statistics.median(x[i] for x in results[first]) for i in range(4)]
     for label, runs in results.items():
-        us, p50, fpi = (statistics.median(x[i] for x in runs) for i in range(3))
+        us, p50, fpi, big_p50 = (statistics.median(x[i] for x in runs) for i in range(4))
+        extra = f" | {big_p50:.3f} ms | {big_p50 / base[3]:.2f}×" if big else ""
         print(
             f"| {label} | {us:.1f} | {p50:.3f} ms | {fpi:.1f} | "
-            f"{us / base[0]:.2f}× / {p50 / base[1]:.2f}× |"
+            f"{us / base[0]:.2f}× / {p50 / base[1]:.2f}×{extra} |"
         )
 
 
 async def run(args: argparse.Namespace) -> None:
-    ds = L2.Dataset(args.rows, args.partitions, args.dim, NOW)
+    ds = L2.Dataset(args.rows, args.partitions, args.dim, NOW, big_partition=args.big_partition)
     work = Path(tempfile.mkdtemp(prefix="amrita_bench_server_"))
     server = await start_server(work, args.shared_buffers)
     settings = L2.bench_settings(work)
@@ -262,7 +288,7 @@ async def run(args: argparse.Namespace) -> None:
                 sides.append((f"{resolve(args.baseline)[1]} {name}", db, name, names))
             else:
                 sides += [(f"head {name}", db, name, names) for name, names in found[-2:]]
-        results: dict[str, list[tuple[float, float, float]]] = {s[0]: [] for s in sides}
+        results: dict[str, list[tuple[float, float, float, float]]] = {s[0]: [] for s in sides}
         # sweep sides: (label, source db, how many versions back); head's previous release too
         sweep_sides = [("baseline", "baseline", 0)] if args.baseline else []
         if sweeps_at_head > 1:  # the previous release's sweep, while it stays installed
@@ -274,10 +300,16 @@ async def run(args: argparse.Namespace) -> None:
                 async with fresh_copy(admin, server, settings, db) as conn:
                     us = await in_server(conn, name, names, args.calls)
                     p50, fpi = await client(conn, name, names, args.calls, ds)
-                results[label].append((us, p50, fpi))
+                    big_p50 = (
+                        await client_big(conn, name, names, args.calls, ds)
+                        if ds.big_partition
+                        else 0.0
+                    )
+                results[label].append((us, p50, fpi, big_p50))
                 print(
                     f"# round {r + 1} write {label}: in-server {us:.1f} µs, client p50 "
-                    f"{p50:.3f} ms, {fpi:.1f} full-page images a write",
+                    f"{p50:.3f} ms, {fpi:.1f} full-page images a write"
+                    + (f", into the large partition {big_p50:.3f} ms" if ds.big_partition else ""),
                     flush=True,
                 )
             for label, db, back in [] if args.no_sweep else sweep_sides:
@@ -291,7 +323,7 @@ async def run(args: argparse.Namespace) -> None:
         await admin.close()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)  # two loaded databases: ~1 GB
-    print_writes(results)
+    print_writes(results, ds.big_partition)
     if any(sweeps.values()):
         shown = {"baseline": resolve(args.baseline)[1] if args.baseline else "baseline"}
         first_label = next(iter(sweeps))
@@ -323,6 +355,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     common_arguments(parser)
     parser.add_argument("--no-sweep", action="store_true", help="the write only")
+    parser.add_argument(
+        "--big-partition",
+        type=int,
+        default=0,
+        help="rows of one extra partition, whose writes are timed too (the cap's count)",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

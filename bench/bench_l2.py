@@ -627,6 +627,7 @@ async def run(args: argparse.Namespace) -> list[Row]:
         pool = await create_pool(server.dsn("bench_src"), settings.database)
         reads: dict[str, Timings] = {}
         big_reads: dict[str, Timings] = {}
+        big_write = Timings([0.0])
         async with pool.acquire() as conn:
             modes = ["vector", "hybrid", "keyword"] if await has_tokens(conn) else ["vector"]
             floor = await timed(500, lambda i: conn.fetchval("SELECT 1"))
@@ -671,6 +672,13 @@ async def run(args: argparse.Namespace) -> list[Row]:
                 # the synthetic data has no neighbourhoods), so recall@1 for those.
                 near = await near_queries(conn, big, 50)
                 near_recall = await ann_recall(conn, big, near, now, k=1)
+                # The cap of a large partition: its count is what a write reads first.
+                big_write = await timed(
+                    args.writes,
+                    lambda i: pg_write(
+                        conn, big, queries[i % len(queries)], now, ds.big_partition + args.writes
+                    ),
+                )
         await pool.close()
         rows.append(Row("floor: SELECT 1 round trip (p50)", ms(floor.p50)))
         read = reads["vector"]
@@ -728,6 +736,12 @@ async def run(args: argparse.Namespace) -> list[Row]:
                             ms(big_reads[mode].p50),
                         )
                     )
+            rows.append(
+                Row(
+                    f"write p50, one {ds.big_partition:,}-row partition (cap check + insert)",
+                    ms(big_write.p50),
+                )
+            )
 
         if not args.no_sweep:
             rows.append(await compare_sweeps(server, settings, ref, now, demote + purge))

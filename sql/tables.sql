@@ -18,6 +18,10 @@ ALTER TABLE amrita_memory.memory ALTER COLUMN embedding SET STORAGE MAIN;
 ALTER TABLE amrita_memory.knowledge SET (toast_tuple_target = 8160);
 ALTER TABLE amrita_memory.knowledge ALTER COLUMN embedding SET STORAGE MAIN;
 
+-- A partition's count row is rewritten by every write and delete of the partition:
+-- fillfactor 50 leaves room on its page for the new version (a HOT update, no index entry).
+ALTER TABLE amrita_memory.partition_count SET (fillfactor = 50);
+
 -- The sweep's history arrays are stored uncompressed (EXTERNAL): a batch's row is written
 -- once, by the sweep, and read per memory (memory_history_v1), so compressing it would
 -- cost the sweep and save little.

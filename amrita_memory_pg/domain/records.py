@@ -125,7 +125,7 @@ class SearchFilter:
 @dataclass(frozen=True, slots=True)
 class NewMemory:
     """One memory to write, whole, with its embedding: what the repository's ``add`` and
-    ``write`` take and bind, by argument name, to ``insert_memory_v6`` / ``write_memory_v5``
+    ``write`` take and bind, by argument name, to ``insert_memory_v7`` / ``write_memory_v6``
     (``storage/memories.py``, :func:`insert_args`)."""
 
     partition_key: str

@@ -166,6 +166,8 @@ NOT_BACKED_UP: dict[str, str] = {
     "web_login_failure": "the last minute's failed logins (the rate limit's window)",
     "lease": "which process of this fleet runs which long work now (expires by itself)",
     "job": "the admin page's background jobs of this fleet's processes",
+    "partition_count": "each partition's row count, kept by the memory table's triggers as "
+    "a restore loads the rows",
 }
 #: every table a version-2 backup carries, in restore order
 BACKED_UP: tuple[str, ...] = (*EXPORT_COLUMNS, *GENERIC_TABLES)

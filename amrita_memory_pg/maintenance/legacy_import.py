@@ -6,7 +6,7 @@ migrates the files it opens), its SQLite database is opened read-only
 (``mode=ro`` URI; a PostgreSQL one through read-only transactions), the other files are
 only read. What it finds:
 
-- L2 memories (Chroma ``amrita_user_memory``): merged through ``import_memory_v1``: ids
+- L2 memories (Chroma ``amrita_user_memory``): merged through ``import_memory_v2``: ids
   kept, keys migrated, the per-partition cap respected (the newest memories of a
   partition first; what does not fit is reported per partition), existing ids kept or
   replaced (``on_conflict``). Vectors are reused when the collection's
@@ -628,7 +628,7 @@ async def _import_memories(
         async with store.pool.acquire() as conn, conn.transaction():
             # The change history records these rows as the import's.
             await act(conn, actor=Actor("import", "legacy"))
-            # One statement for the batch (import_memory_v1 per row, in order).
+            # One statement for the batch (import_memory_v2 per row, in order).
             rows = await conn.fetch(
                 query("import_memories"),
                 [m.id for m, _ in calls],
@@ -649,7 +649,7 @@ async def _import_memories(
             )
             assert len(rows) == len(calls)
             # Search tokens (keyword and hybrid search) of every row written, in the same
-            # transaction: import_memory_v1 predates them (a new row would wait for the backfill, a
+            # transaction: import_memory_v2 predates them (a new row would wait for the backfill, a
             # replaced one would keep the tokens of its old text).
             tokenized: list[tuple[str, str, str, list[str]]] = []
             await hold_index_gate(conn, store.backend)

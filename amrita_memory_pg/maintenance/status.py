@@ -59,6 +59,9 @@ class StatusReport:
     vectors: str = ""
     #: the decay sweep's cursor (None before the first sweep)
     sweep: SweepCursor | None = None
+    #: partitions whose kept row count (the cap's) differs from their rows:
+    #: (key, kept, actual); None = not checked
+    count_drift: list[tuple[str, int, int]] | None = None
     #: ``[backup] schedule`` and how its last claimed slot ended ("" = no schedule)
     scheduled_backup: str = ""
     #: the settings status was taken with: the L3 loop's model phrase (:func:`loop_model_status`)
@@ -132,9 +135,13 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
         (r["partition_key"], r["memories"])
         for r in await pool.fetch(query("status_top_partitions"), TOP_PARTITIONS)
     ]
+    report.count_drift = [
+        (r["partition_key"], r["kept"], r["actual"])
+        for r in await pool.fetch(query("status_partition_count_drift"))
+    ]
     sweep = await pool.fetchrow(query("status_sweep_state"))
     if sweep is not None:
-        report.sweep = SweepCursor(sweep["cursor_key"], sweep["passes"], sweep["updated_at"])
+        report.sweep = SweepCursor(sweep["cursor"] or "", sweep["passes"], sweep["updated_at"])
     if store.settings.backup.schedule:
         report.scheduled_backup = describe_scheduled_backup(
             store.settings.backup.schedule, await pool.fetchrow(query("backup_schedule_state"))
@@ -171,6 +178,15 @@ def describe_sweep(sweep: SweepCursor) -> str:
     return (
         f"cursor {where}, {sweep.passes} full passes, moved {sweep.updated_at:%Y-%m-%d %H:%M} UTC"
     )
+
+
+def render_count_drift(drift: list[tuple[str, int, int]], t: Translator) -> str:
+    """The kept row counts' line: exact, or how many partitions differ (the first named)
+    and the psql call that repairs them."""
+    if not drift:
+        return t("status.counts_exact")
+    key, kept, actual = drift[0]
+    return t("status.counts_drift", n=len(drift), key=key, kept=kept, actual=actual)
 
 
 def render_status(report: StatusReport, t: Translator) -> str:
@@ -257,6 +273,8 @@ def render_status(report: StatusReport, t: Translator) -> str:
                         at=f"{sweep.updated_at:%Y-%m-%d %H:%M}",
                     )
                 )
+        if report.count_drift is not None:
+            lines.append(render_count_drift(report.count_drift, t))
         if report.scheduled_backup:
             lines.append(t("status.scheduled_backup", line=report.scheduled_backup))
         if report.settings is not None:

@@ -2,8 +2,8 @@
 
 It takes vectors, never texts to embed: the service embeds first, outside any
 transaction, so no lock is ever held during an HTTP call. The partition cap is checked
-in the same transaction as the insert (``amrita_memory.insert_memory_v6``; the chat tool
-writes through ``write_memory_v5``, which first returns an identical write made moments
+in the same transaction as the insert (``amrita_memory.insert_memory_v7``; the chat tool
+writes through ``write_memory_v6``, which first returns an identical write made moments
 before, so a retry after a lost reply never makes a duplicate), and every
 write of a vector is checked against the store's model (fingerprint and dimension) by
 the database itself; retrieval is one SQL statement through the configured
@@ -82,7 +82,7 @@ __all__ = [
 
 
 def insert_args(new: NewMemory, provider: ProviderInfo, cap: int) -> dict[str, Any]:
-    """``insert_memory_v6``'s arguments, by name (``write_memory_v5`` adds
+    """``insert_memory_v7``'s arguments, by name (``write_memory_v6`` adds
     ``p_dedup_seconds``): the ONE place a memory to write meets its SQL."""
     return {
         "p_partition": new.partition_key,
@@ -132,7 +132,7 @@ class MemoryRepository(MemoryReads, BulkWrites, ForgetWrites):
         self, new: NewMemory, provider: ProviderInfo, *, dedup_seconds: float = 0.0
     ) -> AddResult:
         """Insert under the partition cap, or return an identical memory written less than
-        ``dedup_seconds`` before ``new.now`` (``write_memory_v5``: same partition, scope,
+        ``dedup_seconds`` before ``new.now`` (``write_memory_v6``: same partition, scope,
         content, author, source and model; checked under the cap's lock, so two
         concurrent identical writes leave one row).
 

@@ -1,8 +1,8 @@
 -- Import from another installation (amrita_memory_pg/maintenance/legacy_import.py):
--- memories through import_memory_v1 (cap lock, kept ids and vectors), memos directly.
+-- memories through import_memory_v2 (cap lock, kept ids and vectors), memos directly.
 
 -- name: import_memories
--- Merge one batch of memories, import_memory_v1 per row in array order: parallel arrays
+-- Merge one batch of memories, import_memory_v2 per row in array order: parallel arrays
 -- $1 ids, $2 partitions, $3 scopes, $4 contents, $5 tags (each row's tags joined by
 -- U+001F, '' = none), $6 importance, $7 created_at, $8 embeddings in pgvector's text
 -- form (asyncpg cannot send vector[]; NULL only for an existing row whose content is kept); then $9 fingerprint, $10 now, $11 cap, $12 replace
@@ -14,7 +14,7 @@ SELECT b.ord, i.outcome, i.rows_before
               $7::timestamptz[], $8::text[])
        WITH ORDINALITY AS b(id, partition_key, scope, content, tags, importance, created_at,
                             embedding, ord)
- CROSS JOIN LATERAL amrita_memory.import_memory_v1(
+ CROSS JOIN LATERAL amrita_memory.import_memory_v2(
            b.id, b.partition_key, b.scope, b.content, string_to_array(b.tags, chr(31)),
            b.importance, b.created_at, b.embedding::vector, $9, $10, $11, $12, $13, $14, $15) AS i
  ORDER BY b.ord;
@@ -101,7 +101,7 @@ RETURNING id;
 
 -- name: set_imported_memory_tokens
 -- The search tokens $4 (domain/tokens.py) of memory $2 of partition $1, just imported or
--- replaced with content $3 in this transaction: import_memory_v1 takes no tokens,
+-- replaced with content $3 in this transaction: import_memory_v2 takes no tokens,
 -- so without this a new row waits for the backfill and a replaced row keeps
 -- the tokens of its old text. Guarded by the content, like set_memory_tokens.
 UPDATE amrita_memory.memory

@@ -141,7 +141,7 @@ SELECT c.id, c.session_key, c.user_id, c.group_id, c.role, c.text, c.created_at
  LIMIT $2;
 
 -- name: auto_lock_partition
--- The partition's cap lock (the key insert_memory_v6 takes), held until the end of the
+-- The partition's cap lock (the key insert_memory_v7 takes), held until the end of the
 -- transaction that replaces its extracted memories.
 SELECT pg_advisory_xact_lock(hashtextextended('amrita_memory.partition:' || $1::text, 0));
 
@@ -163,7 +163,7 @@ RETURNING id, content;
 -- author, no tags; origin 'extraction' from the transaction's actor); id NULL when the partition is full (the caller rolls the whole
 -- replacement back). SQLSTATE AMF01 / AMF03 as for insert_memory.
 SELECT id, rows_before
-  FROM amrita_memory.insert_memory_v6($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,
+  FROM amrita_memory.insert_memory_v7($1, $2, $3, '{}'::text[], $4, $5, 'auto', NULL,
                                       $6, $7, $8, $9, $10, $11, $12, $13);
 
 -- name: record_extraction_run

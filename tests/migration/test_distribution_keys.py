@@ -27,6 +27,8 @@ DISTRIBUTED = {
     "memory_access": "partition_key",
     "memory_change": "partition_key",
     "paused_partition": "partition_key",
+    # the kept row count of a partition (the cap's): beside its rows
+    "partition_count": "partition_key",
     # the rows a forget withheld, per partition whose loop derives them again
     "rederive_task": "partition_key",
 }

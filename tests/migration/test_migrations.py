@@ -59,6 +59,7 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
         "decay_score_v1",
         "sweep_cutoff_v1",
         "sweep_batch_v8",
+        "sweep_batch_v9",
         "partition_usage",
         "memo_append_v1",
         "memo_write_v1",
@@ -177,5 +178,37 @@ async def test_the_downgrade_below_memory_block_v3_drops_the_block_indexes(
         assert not await conn.fetchval(
             "SELECT to_regprocedure('amrita_memory.block_candidates_v1(text[], integer)')"
         )
+    finally:
+        await conn.close()
+
+
+async def test_the_partition_count_migration_counts_the_rows_there_are(
+    empty_db_dsn: str,
+) -> None:
+    """0061_partition_count backfills each partition's count from its rows; the triggers
+    keep it from then on; its downgrade drops the table and the triggers, rows kept."""
+    await migrate.upgrade(empty_db_dsn, "0060_block_candidates")
+    add = (
+        "INSERT INTO amrita_memory.memory (partition_key, scope, content, importance,"
+        " embedding, embed_fingerprint) SELECT $1, 'user', 'x' || g, 5, '[1,0,0]', 'f'"
+        " FROM generate_series(1, $2) g"
+    )
+    counts = "SELECT partition_key, n FROM amrita_memory.partition_count ORDER BY 1"
+    conn = await asyncpg.connect(empty_db_dsn)
+    try:
+        await conn.execute(add, "QQPlatform_Private_1", 3)
+        await conn.execute(add, "QQPlatform_Group_2", 2)
+        await migrate.upgrade(empty_db_dsn, "0061_partition_count")
+        assert [tuple(r) for r in await conn.fetch(counts)] == [
+            ("QQPlatform_Group_2", 2),
+            ("QQPlatform_Private_1", 3),
+        ]
+        await conn.execute(add, "QQPlatform_Group_2", 4)
+        assert tuple((await conn.fetch(counts))[0]) == ("QQPlatform_Group_2", 6)
+        assert await conn.fetch("SELECT * FROM amrita_memory.partition_count_check_v1()") == []
+        await migrate.downgrade(empty_db_dsn, "0060_block_candidates")
+        assert await conn.fetchval("SELECT to_regclass('amrita_memory.partition_count')") is None
+        await conn.execute(add, "QQPlatform_Group_2", 1)
+        assert await conn.fetchval("SELECT count(*) FROM amrita_memory.memory") == 10
     finally:
         await conn.close()

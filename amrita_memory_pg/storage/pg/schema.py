@@ -224,6 +224,21 @@ sweep_state = Table(
         comment="partition_key/id of the last memory swept (sweep_batch_v8, primary key "
         "order); '' = start",
     ),
+    Column(
+        "cursor_tid",
+        Text,
+        nullable=False,
+        server_default=text("'(0,0)'::text"),
+        comment="the tid of the last memory swept (sweep_batch_v9, the heap's order); "
+        "'(0,0)' = start",
+    ),
+    Column(
+        "lap_since",
+        BigInteger,
+        nullable=True,
+        comment="the xid (xid8) the current pass over the table began at: rows written since "
+        "are left to the next (sweep_batch_v9)",
+    ),
     CheckConstraint("id = 1", name="single_row"),
     comment="The sweep's persisted keyset cursor, so every row is visited over successive runs",
 )
@@ -754,6 +769,22 @@ sweep_change = Table(
     comment="The sweep's change history: one row per batch, one array element per memory",
 )
 Index("ix_sweep_change_memory_ids", sweep_change.c.memory_ids, postgresql_using="gin")
+
+partition_count = Table(
+    "partition_count",
+    metadata,
+    Column("partition_key", Text, nullable=False),
+    Column(
+        "n",
+        BigInteger,
+        nullable=False,
+        comment="the partition's memory rows, kept by the memory table's triggers in the "
+        "writing transaction (the partition_count_* triggers)",
+    ),
+    PrimaryKeyConstraint("partition_key"),
+    comment="Memories per partition, what the cap reads instead of counting the rows; "
+    "no row = none",
+)
 
 paused_partition = Table(
     "paused_partition",
