@@ -47,6 +47,24 @@ async def _vectors(conn: asyncpg.Connection) -> dict[str, np.ndarray]:
     return {r["id"]: r["v"] for r in rows}
 
 
+async def _hnsw(
+    conn: asyncpg.Connection, name: str, partition: str, dim: int, kind: str, options: str = ""
+) -> None:
+    """An HNSW index of one partition as maintenance builds it, recorded in ann_index."""
+    await conn.execute(
+        f"CREATE INDEX {name} ON amrita_memory.memory USING hnsw "
+        f"((embedding::{kind}({dim})) {kind}_l2_ops){options} "
+        f"WHERE partition_key = '{partition}' AND vector_dims(embedding) = {dim}"
+    )
+    await conn.execute(
+        "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build) "
+        "VALUES ($1, $2, $3, 20)",
+        partition,
+        dim,
+        name,
+    )
+
+
 async def _index(conn: asyncpg.Connection) -> str:
     return str(
         await conn.fetchval(
@@ -70,15 +88,10 @@ async def test_the_upgrade_converts_rows_and_indexes_and_the_downgrade_keeps_eve
             "(SELECT embedding FROM amrita_memory.memory LIMIT 1), 'bulk')"
         )
         # an HNSW index as 0.14.1's maintenance built it (sql/queries/ann.sql then)
-        await conn.execute(
-            "CREATE INDEX ix_memory_ann_0123 ON amrita_memory.memory USING hnsw "
-            "((embedding::vector(16)) vector_l2_ops) WITH (m = 8, ef_construction = 32) "
-            "WHERE partition_key = 'QQPlatform_Private_1' AND vector_dims(embedding) = 16"
-        )
-        await conn.execute(
-            "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build) "
-            "VALUES ('QQPlatform_Private_1', 16, 'ix_memory_ann_0123', 100)"
-        )
+        await _hnsw(
+            conn, "ix_memory_ann_0123", "QQPlatform_Private_1", 16, "vector",
+            " WITH (m = 8, ef_construction = 32)",
+        )  # fmt: skip
         exact = await _vectors(conn)
         assert {ty for ty, _ in (await _types(conn)).values()} == {"vector"}
 
@@ -126,15 +139,7 @@ async def test_the_downgrade_forgets_an_index_too_wide_for_vector(empty_db_dsn: 
     conn = await asyncpg.connect(empty_db_dsn)
     try:
         await bulk_insert(conn, count=20, created_at=NOW, importance=5, partitions=1, dim=3072)
-        await conn.execute(
-            "CREATE INDEX ix_memory_ann_wide ON amrita_memory.memory USING hnsw "
-            "((embedding::halfvec(3072)) halfvec_l2_ops) "
-            "WHERE partition_key = 'QQPlatform_Private_0' AND vector_dims(embedding) = 3072"
-        )
-        await conn.execute(
-            "INSERT INTO amrita_memory.ann_index (partition_key, dim, index_name, rows_at_build) "
-            "VALUES ('QQPlatform_Private_0', 3072, 'ix_memory_ann_wide', 20)"
-        )
+        await _hnsw(conn, "ix_memory_ann_wide", "QQPlatform_Private_0", 3072, "halfvec")
         await migrate.downgrade(empty_db_dsn, BEFORE)
         assert await conn.fetchval("SELECT count(*) FROM amrita_memory.ann_index") == 0
         assert await conn.fetchval("SELECT to_regclass('amrita_memory.ix_memory_ann_wide')") is None
