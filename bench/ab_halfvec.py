@@ -3,9 +3,9 @@
     .venv/bin/python bench/ab_halfvec.py                 # 100k memories, 1,000 partitions
     .venv/bin/python bench/ab_halfvec.py --rows 20000 --rounds 3
 
-Two databases on one throwaway embedded PostgreSQL: one migrated to ``0062_sweep_blocks``
+Two databases on one throwaway embedded PostgreSQL: one migrated to ``0061_partition_count``
 (the vectors as ``vector``: the revision before halfvec), one to head (``halfvec``, migration
-0063_halfvec), filled with the same rows (384-d vectors, two search tokens each, the partitions
+0062_halfvec), filled with the same rows (384-d vectors, two search tokens each, the partitions
 of ``--partitions``). Then ``search_memories_v8`` (what every read runs) in vector and hybrid
 mode, by blocks of ``--calls`` alternating between the two, ``--rounds`` times, each call
 with a fresh random query vector: the medians side by side and halfvec/vector. The machine's
@@ -33,7 +33,7 @@ from amrita_memory_pg.storage.pg.database import register_vector_codec
 from amrita_memory_pg.storage.pg.embedded import start_embedded
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
-SIDES = {"vector": "0062_sweep_blocks", "halfvec": "heads"}
+SIDES = {"vector": "0061_partition_count", "halfvec": "heads"}
 FILL = """
 INSERT INTO amrita_memory.memory (partition_key, scope, content, importance, created_at,
        updated_at, tier_since, embedding, embed_fingerprint, search_tokens)

@@ -441,7 +441,9 @@ async def serve(store: Store, dsn: str, work: Path, args: argparse.Namespace) ->
                 largest = store.name(1)
                 samples = await timed(
                     100,
-                    lambda i: L2.pg_write(conn, largest, vectors[i], NOW, 10**6, fingerprint=fp),
+                    lambda i: L2.pg_write(
+                        conn, largest, vectors[i % len(vectors)], NOW, 10**6, fingerprint=fp
+                    ),
                 )
                 out["write_large_p50"] = p50(samples)
         out["block_default_p50"] = await turns(mem, store, args.turns, ToolContext)

@@ -28,7 +28,7 @@ memories (``--latency-rows``), the query vector computed beforehand (p50/p95 ove
 ``--halfvec`` runs every model twice, the second time with each vector the model returns
 (passages and queries) rounded to half precision in Python. It measured what a ``halfvec``
 column (2 bytes a dimension instead of 4) would store and compare before the store had one;
-since migration 0063_halfvec the columns are ``halfvec`` and the server rounds every vector
+since migration 0062_halfvec the columns are ``halfvec`` and the server rounds every vector
 itself, so on this release both runs give the same table (the plain run is the product). The
 model embeds each text once for both runs (an in-process cache).
 """

@@ -141,7 +141,7 @@ async def collect_store_status(store: Store, report: StatusReport) -> None:
     ]
     sweep = await pool.fetchrow(query("status_sweep_state"))
     if sweep is not None:
-        report.sweep = SweepCursor(sweep["cursor"] or "", sweep["passes"], sweep["updated_at"])
+        report.sweep = SweepCursor(sweep["cursor_key"], sweep["passes"], sweep["updated_at"])
     if store.settings.backup.schedule:
         report.scheduled_backup = describe_scheduled_backup(
             store.settings.backup.schedule, await pool.fetchrow(query("backup_schedule_state"))

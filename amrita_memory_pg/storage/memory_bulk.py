@@ -23,9 +23,6 @@ from amrita_memory_pg.storage.memory_rows import raise_if_model_mismatch
 from amrita_memory_pg.storage.queries import query
 from amrita_memory_pg.storage.trail import act, raise_if_paused
 
-#: the sweep's position before the first row of the table (a tid: block 0, line 0)
-TABLE_START = (0, 0)
-
 
 @dataclass(frozen=True, slots=True)
 class SweepParams:
@@ -190,13 +187,10 @@ class BulkWrites(RepositoryCore):
         progress bar; the CLI passes none).
 
         A run starts at the persisted cursor and walks to the end of the table, then from
-        the start back to where it began: one full pass in the heap's order, each batch
-        its own transaction. ``max_batches`` stops early (the cursor remembers where);
-        ``dry_run`` walks the whole table from the start and changes nothing, cursor
-        included. Rows written after the run began (its own demotions, which an update
-        may move to a page the walk has not reached) are left to the next run: the run
-        passes its start to every batch. A run that changed something ends with one trim
-        of the history to the ``[trail]`` bounds.
+        the start back to where it began: one full pass, each batch its own transaction.
+        ``max_batches`` stops early (the cursor remembers where); ``dry_run`` walks the
+        whole table from the start and changes nothing, cursor included. A run that
+        changed something ends with one trim of the history to the ``[trail]`` bounds.
         """
         args = (
             now,
@@ -211,11 +205,11 @@ class BulkWrites(RepositoryCore):
         wrapped = False
         # A dry run walks the whole table from the start with an explicit cursor and
         # persists nothing; a real run starts at the persisted cursor (NULL = use it).
-        begun = await self.pool.fetchrow(query("sweep_start"))
-        assert begun is not None
-        cursor: tuple[int, int] | None = TABLE_START if dry_run else None
-        start = None if dry_run else tuple(begun["cursor"])
-        until: tuple[int, int] | None = None
+        cursor: str | None = "" if dry_run else None
+        start = None
+        if not dry_run:
+            start = await self.pool.fetchval(query("sweep_cursor"))
+        until: str | None = None
         while max_batches is None or batches < max_batches:
             row = await self.pool.fetchrow(
                 query("sweep_batch"),
@@ -223,7 +217,6 @@ class BulkWrites(RepositoryCore):
                 dry_run,
                 cursor,
                 until,
-                begun["since"],
             )
             assert row is not None
             batches += 1
@@ -237,7 +230,7 @@ class BulkWrites(RepositoryCore):
             if row["purged_ids"] and not dry_run:
                 await self._purged(list(row["purged_ids"]))
             if row["wrapped"]:
-                if until is None and start is not None and start != TABLE_START:
+                if until is None and start:
                     wrapped = True
                     until = start  # second leg: from the start of the table back to `start`
                     continue

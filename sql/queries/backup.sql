@@ -120,8 +120,7 @@ WITH memories AS (DELETE FROM amrita_memory.memory RETURNING 1),
      profile_history AS (DELETE FROM amrita_memory.profile_history),
      staging AS (DELETE FROM amrita_memory.reembed_staging),
      job AS (DELETE FROM amrita_memory.reembed_job),
-     sweep AS (UPDATE amrita_memory.sweep_state
-                  SET cursor_id = '', cursor_key = '', cursor_tid = '(0,0)', lap_since = NULL)
+     sweep AS (UPDATE amrita_memory.sweep_state SET cursor_id = '', cursor_key = '')
 SELECT count(*)::integer AS memories
   FROM memories;
 

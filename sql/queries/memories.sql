@@ -118,15 +118,11 @@ SELECT id, partition_key, scope, content, tags, importance, category, source, au
 SELECT count(*)::integer AS n
   FROM amrita_memory.memory;
 
--- name: sweep_start
--- A sweep run's start: where the last sweep stopped (the persisted cursor, the tid of the
--- last row swept, sweep.sql; '(0,0)' = the start), which a run remembers to know where
--- its second leg, from the start of the table, ends; and the first transaction id after
--- this moment (the snapshot's xmax), from which on the run's batches leave the rows
--- written to the next pass (its own demotions among them: the walk must not meet them
--- again where an update moved them). The xid as text: asyncpg has no xid8 codec.
-SELECT cursor_tid::tid AS cursor,
-       pg_snapshot_xmax(pg_current_snapshot())::text AS since
+-- name: sweep_cursor
+-- Where the last sweep stopped (the persisted keyset cursor 'partition_key/id' of the
+-- last row swept, sweep.sql; '' = the start). A run remembers it to know where its
+-- second leg, from the start of the table, ends.
+SELECT cursor_key
   FROM amrita_memory.sweep_state
  WHERE id = 1;
 
@@ -135,15 +131,13 @@ SELECT cursor_tid::tid AS cursor,
 -- lifetimes in days, $4 rows per batch, $5 whether a demotion restarts the clock,
 -- $6 whether source=user rows are spared (protect_manual_memories), $7 dry run,
 -- $8 cursor (NULL = the persisted one), $9 stop at this position (NULL = end of the
--- table), $10 the run's start (sweep_start's since, a text xid8); positions are tids,
--- walked in the heap's order by block ranges (v9), and a row written since the run or
--- the lap began is left to the next lap. Rows locked by a concurrent edit are skipped
--- (FOR UPDATE SKIP LOCKED), and so are rows another transaction changed since the batch
--- read them (v7: the due rows are reached by tid; the next run sweeps them); rows of a
--- paused partition are always kept (a pause keeps its memories, v3). Its history is one
--- sweep_change row per batch (v6). heap_blocks: the table's pages, the progress's total.
-SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids, heap_blocks
-  FROM amrita_memory.sweep_batch_v9($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::xid8);
+-- table); positions are 'partition_key/id', walked in primary key order (v8). Rows
+-- locked by a concurrent edit are skipped (FOR UPDATE SKIP LOCKED), and so are rows
+-- another transaction changed since the batch read them (v7: the due rows are reached by
+-- tid; the next run sweeps them); rows of a paused partition are always kept (a pause
+-- keeps its memories, v3). Its history is one sweep_change row per batch (v6).
+SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids
+  FROM amrita_memory.sweep_batch_v8($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: trim_history
 -- The trail's history bounds over the whole table, once per sweep run (trim_history_v2, trail.sql): per

@@ -41,9 +41,10 @@ SELECT ((SELECT count(*) FROM amrita_memory.memory)
         + (SELECT count(*) FROM amrita_memory.knowledge))::integer AS n;
 
 -- name: status_sweep_state
--- The decay sweep's persisted cursor (the tid of the last memory swept, '' = the start),
--- its completed full passes and when it last moved; no row before the first sweep.
-SELECT nullif(cursor_tid, '(0,0)') AS cursor, passes, updated_at
+-- The decay sweep's persisted cursor ('partition_key/id' of the last memory swept, '' =
+-- the start), its completed full passes and when it last moved; no row before the first
+-- sweep.
+SELECT cursor_key, passes, updated_at
   FROM amrita_memory.sweep_state
  WHERE id = 1;
 

@@ -94,14 +94,14 @@ async def test_dry_run_changes_nothing(memory: Memory) -> None:
     await add(memory, "b", 8, timedelta(days=300))
     await add(memory, "c", 5, timedelta(days=1))
     before = await memory.pool.fetch("SELECT id, importance FROM amrita_memory.memory ORDER BY id")
-    cursor = await memory.pool.fetchval("SELECT cursor_tid FROM amrita_memory.sweep_state")
+    cursor = await memory.pool.fetchval("SELECT cursor_key FROM amrita_memory.sweep_state")
     report = await memory.memories.sweep(now=NOW, dry_run=True)
     assert (report.scanned, report.demoted, report.purged, report.kept) == (3, 1, 1, 1)
     assert (
         await memory.pool.fetch("SELECT id, importance FROM amrita_memory.memory ORDER BY id")
         == before
     )
-    assert await memory.pool.fetchval("SELECT cursor_tid FROM amrita_memory.sweep_state") == cursor
+    assert await memory.pool.fetchval("SELECT cursor_key FROM amrita_memory.sweep_state") == cursor
     assert len(await assert_index_in_step(memory)) == 3
 
 
@@ -143,15 +143,16 @@ async def test_a_run_from_the_middle_covers_the_whole_table(
 ) -> None:
     async with open_memory(make_settings(**{"decay.sweep_batch_limit": 300})) as mem:
         await bulk_insert(mem.pool, count=2000, created_at=NOW - timedelta(days=60), importance=2)
-        # the cursor is the position of a row in the heap's order, its tid (v9)
+        # the cursor is the position 'partition_key/id' in the primary key's order (v8)
         middle = await mem.pool.fetchval(
-            "SELECT ctid::text FROM amrita_memory.memory ORDER BY ctid OFFSET 1000 LIMIT 1"
+            "SELECT partition_key || '/' || id FROM amrita_memory.memory"
+            " ORDER BY partition_key, id OFFSET 1000 LIMIT 1"
         )
-        await mem.pool.execute("UPDATE amrita_memory.sweep_state SET cursor_tid = $1", middle)
+        await mem.pool.execute("UPDATE amrita_memory.sweep_state SET cursor_key = $1", middle)
         report = await mem.memories.sweep(now=NOW)
         assert (report.scanned, report.purged) == (2000, 2000)
         assert await mem.pool.fetchval("SELECT count(*) FROM amrita_memory.memory") == 0
-        assert await mem.pool.fetchval("SELECT cursor_tid FROM amrita_memory.sweep_state") == middle
+        assert await mem.pool.fetchval("SELECT cursor_key FROM amrita_memory.sweep_state") == middle
 
 
 async def test_rows_being_edited_are_skipped_not_waited_for(memory: Memory) -> None:

@@ -115,8 +115,8 @@ async def test_clearing_the_store_empties_every_table_a_restore_replaces(
         vector,
     )
     await conn.execute(
-        "UPDATE amrita_memory.sweep_state SET cursor_id = md5('a'), cursor_key = 'k/' || md5('a'),"
-        " cursor_tid = '(3,4)', lap_since = 1234 WHERE id = 1"
+        "UPDATE amrita_memory.sweep_state SET cursor_id = md5('a'), cursor_key = 'k/' || md5('a')"
+        " WHERE id = 1"
     )
     async with conn.transaction():
         assert await conn.fetchval(query("clear_store")) == 2
@@ -127,11 +127,9 @@ async def test_clearing_the_store_empties_every_table_a_restore_replaces(
         " (SELECT count(*) FROM amrita_memory.reembed_job) AS job,"
         " (SELECT count(*) FROM amrita_memory.reembed_staging) AS staging,"
         " (SELECT cursor_id FROM amrita_memory.sweep_state WHERE id = 1) AS cursor,"
-        " (SELECT cursor_key FROM amrita_memory.sweep_state WHERE id = 1) AS cursor_key,"
-        " (SELECT cursor_tid FROM amrita_memory.sweep_state WHERE id = 1) AS cursor_tid,"
-        " (SELECT lap_since FROM amrita_memory.sweep_state WHERE id = 1) AS lap_since"
+        " (SELECT cursor_key FROM amrita_memory.sweep_state WHERE id = 1) AS cursor_key"
     )
     assert dict(counts.items()) == {
         "memory": 0, "memo": 0, "knowledge": 0, "job": 0, "staging": 0, "cursor": "",
-        "cursor_key": "", "cursor_tid": "(0,0)", "lap_since": None,
+        "cursor_key": "",
     }  # fmt: skip

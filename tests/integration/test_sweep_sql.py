@@ -1,5 +1,5 @@
 """The sweep's functions (sql/functions/sweep.sql and the history of trail.sql):
-sweep_batch_v8 (v9 against it: test_sweep_blocks.py), sweep_cutoff_v1, memory_history_v1, trim_history_v2.
+sweep_batch_v8, sweep_cutoff_v1, memory_history_v1, trim_history_v2.
 
 A whole pass changes exactly the rows the sweep's rule says (keep within the tier's
 lifetime, then demote, or purge a low memory; a paused partition and, protected, a
@@ -204,20 +204,10 @@ async def test_the_batches_visit_every_row_once_in_primary_key_order(memory: Mem
     assert await memory.pool.fetchval("SELECT to_regclass('amrita_memory.ix_memory_id')") is None
 
 
-BATCH_V9 = (
-    "SELECT scanned, demoted, purged, kept, next_cursor, wrapped, purged_ids"
-    " FROM amrita_memory.sweep_batch_v9($1, $3, $4, $7, $5, $6, $8, $2, NULL, NULL)"
-)
-
-
-@pytest.mark.parametrize(("batch", "start"), [(BATCH, ""), (BATCH_V9, (0, 0))], ids=["v8", "v9"])
-async def test_at_each_tier_boundary_the_sweep_decides_as_the_rule(
-    memory: Memory, batch: str, start: object
-) -> None:
+async def test_at_each_tier_boundary_the_sweep_decides_as_the_rule(memory: Memory) -> None:
     """Memories whose clock is one microsecond either side of their tier's cutoff (and on
     it), for low, medium and high importance and lifetimes whose cutoffs fall between
-    microseconds (the medium tier is a geometric mean); v8 (the previous release's walk by
-    the primary key) and v9 (by block ranges) alike."""
+    microseconds (the medium tier is a geometric mean)."""
     template = await memory.memories.add(
         partition_key="QQPlatform_Private_10001", scope="user", content="模板", tags=[],
         importance=5, source="auto", now=NOW,
@@ -260,7 +250,7 @@ async def test_at_each_tier_boundary_the_sweep_decides_as_the_rule(
             assert len(expected) == 35
             assert set(expected.values()) == {"keep", "demote", "purge"}
             before = {r["id"]: r["importance"] for r in await conn.fetch(MEMORIES)}
-            await conn.fetchrow(batch, NOW, start, short, long, True, True, 1000, False)
+            await conn.fetchrow(BATCH, NOW, "", short, long, True, True, 1000, False)
             after = {r["id"]: r["importance"] for r in await conn.fetch(MEMORIES)}
             got = {
                 i: "purge" if i not in after else "keep" if after[i] == before[i] else "demote"

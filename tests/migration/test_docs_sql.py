@@ -54,7 +54,7 @@ async def installed(conn: asyncpg.Connection, relations: bool = False) -> set[st
 
 def test_the_docs_name_functions_at_all() -> None:
     # the check below is only as good as what it reads
-    assert {"search_memories_v8", "sweep_batch_v9", "decay_score_v1"} <= set(named_functions())
+    assert {"search_memories_v8", "sweep_batch_v8", "decay_score_v1"} <= set(named_functions())
 
 
 async def test_every_function_the_docs_call_is_installed(conn: asyncpg.Connection) -> None:

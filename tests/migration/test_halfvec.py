@@ -1,4 +1,4 @@
-"""Stored embeddings are halfvec (migration 0063_halfvec): the columns after the upgrade, the
+"""Stored embeddings are halfvec (migration 0062_halfvec): the columns after the upgrade, the
 per-partition HNSW indexes converted both ways, every vector kept by the downgrade, and the
 functions 0.14.1 calls during a rolling upgrade still running on the halfvec columns."""
 
@@ -13,7 +13,7 @@ from amrita_memory_pg.storage.pg import migrate
 from amrita_memory_pg.storage.pg.database import register_vector_codec
 from tests.support.data import bulk_insert
 
-BEFORE = "0062_sweep_blocks"
+BEFORE = "0061_partition_count"
 BIG = "QQPlatform_Group_7"
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 EMBEDDINGS = (

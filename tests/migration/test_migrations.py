@@ -59,7 +59,6 @@ async def test_upgrade_downgrade_upgrade(empty_db_dsn: str) -> None:
         "decay_score_v1",
         "sweep_cutoff_v1",
         "sweep_batch_v8",
-        "sweep_batch_v9",
         "partition_usage",
         "memo_append_v1",
         "memo_write_v1",

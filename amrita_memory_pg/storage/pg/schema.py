@@ -224,21 +224,6 @@ sweep_state = Table(
         comment="partition_key/id of the last memory swept (sweep_batch_v8, primary key "
         "order); '' = start",
     ),
-    Column(
-        "cursor_tid",
-        Text,
-        nullable=False,
-        server_default=text("'(0,0)'::text"),
-        comment="the tid of the last memory swept (sweep_batch_v9, the heap's order); "
-        "'(0,0)' = start",
-    ),
-    Column(
-        "lap_since",
-        BigInteger,
-        nullable=True,
-        comment="the xid (xid8) the current pass over the table began at: rows written since "
-        "are left to the next (sweep_batch_v9)",
-    ),
     CheckConstraint("id = 1", name="single_row"),
     comment="The sweep's persisted keyset cursor, so every row is visited over successive runs",
 )

@@ -1,7 +1,7 @@
 """Stored embeddings as halfvec; the HNSW indexes and search functions with them
 
-Revision ID: 0063_halfvec
-Revises: 0062_sweep_blocks
+Revision ID: 0062_halfvec
+Revises: 0061_partition_count
 
 memory, knowledge and the re-embed's staging hold half-precision vectors (ALTER COLUMN
 ... TYPE halfvec, which rewrites the tables; STORAGE MAIN set again, since a type change
@@ -20,8 +20,8 @@ the indexes back to vector_l2_ops before the old bodies are restored.
 Why: half the bytes of a vector (a 384-d row 2,221 -> 1,453 B) at the same LoCoMo hit@5
 (vector 0.494 -> 0.493, hybrid 0.638 -> 0.638).
 
-0063_halfvec.sql brings the functions, views and triggers of the previous head to the live
-files' (sql/functions); 0063_halfvec.down.sql brings them back. Both are frozen with this
+0062_halfvec.sql brings the functions, views and triggers of the previous head to the live
+files' (sql/functions); 0062_halfvec.down.sql brings them back. Both are frozen with this
 migration (written by tests/support/sql_migration.py).
 """
 
@@ -34,8 +34,8 @@ from alembic import op
 
 from amrita_memory_pg.storage.pg.migrate import run_sql_file
 
-revision: str = "0063_halfvec"
-down_revision: str | None = "0062_sweep_blocks"
+revision: str = "0062_halfvec"
+down_revision: str | None = "0061_partition_count"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
