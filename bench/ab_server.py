@@ -244,6 +244,7 @@ async def load_sources(
         async with pool.acquire() as conn:
             print(f"# {db}: loaded in {await L2.load_postgres(conn, ds):.1f} s", flush=True)
             await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
+            await L2.vacuum_counts(conn)
         await pool.close()
     return sources
 

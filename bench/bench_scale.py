@@ -730,6 +730,7 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
                 t = time.perf_counter()
                 await conn.execute("VACUUM (ANALYZE) amrita_memory.memory")
                 await conn.execute("VACUUM (ANALYZE) amrita_memory.memory_change")
+                await L2.vacuum_counts(conn)
                 await conn.execute("CHECKPOINT")
                 res["vacuum_s"] = time.perf_counter() - t
                 res["bytes"] = await relation_bytes(conn)
